@@ -1,0 +1,86 @@
+"""Command line: `python -m app generate ...` (more subcommands join as parts land)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+from .engine import MODES, EngineError, GenerationConfig
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(prog="specchat", description="Local Qwen chat with speculative decoding on MLX.")
+    sub = parser.add_subparsers(dest="command")
+    gen = sub.add_parser("generate", help="generate text from a prompt")
+    gen.add_argument("--target", required=True, help="local mlx-lm model folder")
+    gen.add_argument("--draft", help="local draft model folder (same vocabulary)")
+    gen.add_argument("--mode", choices=MODES, help="default: draft when --draft is given, else baseline")
+    gen.add_argument("--draft-tokens", type=int, default=4, help="tokens drafted per round (K)")
+    gen.add_argument("--max-tokens", type=int, default=256)
+    gen.add_argument("--temperature", type=float, default=0.0)
+    gen.add_argument("--top-p", type=float, default=1.0)
+    gen.add_argument("--top-k", type=int, default=0)
+    gen.add_argument("--min-p", type=float, default=0.0)
+    gen.add_argument("--seed", type=int)
+    gen.add_argument("--raw", action="store_true", help="no chat template: encode the prompt as is")
+    gen.add_argument("--thinking", action="store_true", help="let Qwen3 think (enable_thinking=True)")
+    gen.add_argument("--prompt", required=True)
+    gen.add_argument("--json", action="store_true", help='print {"tokens", "text", "stats"}')
+    return parser
+
+
+def run_generate(args) -> int:
+    """Load the models, generate, print text (streamed) or JSON."""
+    from .engine import Engine, Failed, Finished, TextChunk
+
+    engine = Engine.load(args.target, args.draft)
+    mode = args.mode or ("draft" if args.draft else "baseline")
+    cfg = GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens,
+                           temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                           min_p=args.min_p, seed=args.seed)
+    tok = engine.tokenizer
+    if args.raw:
+        ids = tok.encode(args.prompt)
+    else:
+        ids = tok.apply_chat_template([{"role": "user", "content": args.prompt}],
+                                      add_generation_prompt=True, enable_thinking=args.thinking)
+    for event in engine.stream(list(ids), cfg):
+        if isinstance(event, TextChunk) and not args.json:
+            print(event.text, end="", flush=True)
+        elif isinstance(event, Failed):
+            print(f"\nerror: {event.message}", file=sys.stderr)
+            return 1
+        elif isinstance(event, Finished):
+            return _print_finished(event, args.json)
+    return 1
+
+
+def _print_finished(event, as_json: bool) -> int:
+    stats = asdict(event.stats)
+    if as_json:
+        print(json.dumps({"tokens": list(event.tokens), "text": event.text, "stats": stats}))
+        return 0
+    s = event.stats
+    line = (f"\n[{s.generated_tokens} tokens, {s.decode_tokens_per_s:.1f} tok/s decode, "
+            f"ttft {s.ttft_s:.2f}s, prefill {s.prefill_tokens_per_s:.1f} tok/s, mode {s.mode}")
+    if s.rounds:
+        line += f" K={s.num_draft_tokens}, acceptance {s.acceptance_rate:.0%}"
+    print(line + f", peak {s.peak_memory_bytes / 1e9:.2f} GB]", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for `specchat` and `python -m app`."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "generate":
+            return run_generate(args)
+    except EngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    parser.print_help()
+    return 0

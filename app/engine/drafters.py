@@ -1,0 +1,74 @@
+"""Draft sources for the speculative loop: propose k tokens, then learn what was kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import mlx.core as mx
+
+from .runner import ModelRunner
+from .sampling import Sampler
+
+
+@dataclass
+class Draft:
+    """Proposed tokens (lazy, shape (k,)) and, when sampling, the probabilities they came from (k, V)."""
+
+    tokens: mx.array
+    probs: mx.array | None
+
+
+class Drafter(Protocol):
+    """What the speculative loop needs from a draft source."""
+
+    name: str
+
+    def prefill(self, seq: list[int], progress=None) -> None:
+        """Process the prompt ahead of the first round."""
+
+    def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
+        """Guess the next k tokens after seq."""
+
+    def commit(self, seq: list[int]) -> None:
+        """The round ended with seq; drop whatever the drafter holds beyond it."""
+
+    def reset(self) -> None:
+        """Forget all state (after an error)."""
+
+
+class DraftModelDrafter:
+    """A smaller model with the same vocabulary drafts autoregressively."""
+
+    name = "draft"
+
+    def __init__(self, runner: ModelRunner):
+        self.runner = runner
+
+    def prefill(self, seq: list[int], progress=None) -> None:
+        """Prefill the draft model's caches with all but the last token."""
+        self.runner.prepare(seq, progress)
+
+    def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
+        """Run the draft model k steps; tokens stay lazy until the target verifies them."""
+        feed = mx.array(self.runner.prepare(seq), dtype=mx.uint32)
+        self.runner.begin()
+        tokens, probs = [], []
+        for i in range(k):
+            logits = self.runner.forward(feed)[-1]
+            token, p = sampler.pick(logits)
+            tokens.append(token)
+            probs.append(p)
+            if i < k - 1:
+                feed = token.reshape(1)
+                mx.async_eval(feed)
+        draft_probs = None if sampler.greedy else mx.stack(probs)
+        return Draft(mx.stack(tokens).reshape(-1), draft_probs)
+
+    def commit(self, seq: list[int]) -> None:
+        """Roll the draft caches back to the part of seq they agree with."""
+        self.runner.commit(seq)
+
+    def reset(self) -> None:
+        """Drop the draft model's caches."""
+        self.runner.reset()

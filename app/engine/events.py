@@ -1,0 +1,90 @@
+"""Frozen events that the engine yields while it generates; the UI only renders them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """Figures for one generation: sizes, speeds, acceptance and peak memory."""
+
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    generated_tokens: int = 0
+    ttft_s: float = 0.0
+    prefill_tokens_per_s: float = 0.0
+    decode_tokens_per_s: float = 0.0
+    rounds: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    acceptance_rate: float = 0.0
+    mean_accepted_per_round: float = 0.0
+    peak_memory_bytes: int = 0
+    mode: str = "baseline"
+    num_draft_tokens: int = 0
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    stop_reason: str = ""
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    """New text and the tokens behind it; from_draft[i] is True when token i was a draft the target accepted."""
+
+    text: str
+    token_ids: tuple[int, ...]
+    from_draft: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A drafted token the target refused, and the token the target chose instead."""
+
+    position: int
+    proposed: int
+    chosen: int
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """One speculative round: how many tokens were drafted and accepted, and where the time went."""
+
+    index: int
+    num_draft_tokens: int
+    drafted: int
+    accepted: int
+    emitted: int
+    draft_s: float
+    verify_s: float
+    rejection: Rejection | None = None
+
+
+@dataclass(frozen=True)
+class PrefillProgress:
+    """Prompt processing progress: tokens done out of total."""
+
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The end of a generation: every token, the full text and the stats."""
+
+    tokens: tuple[int, ...]
+    text: str
+    stats: GenerationStats
+    cancelled: bool = False
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A generation that stopped on an error; the message is meant for the user."""
+
+    message: str
+    error_type: str
+    partial_tokens: tuple[int, ...] = field(default_factory=tuple)
+
+
+Event = TextChunk | RoundResult | PrefillProgress | Finished | Failed

@@ -1,0 +1,52 @@
+"""Load mlx-lm model folders; never runs code shipped with a model."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlx_lm.utils import load as mlx_load
+
+from .errors import ModelLoadError
+
+
+@dataclass
+class LoadedModel:
+    """A model, its tokenizer, its config and the folder it came from."""
+
+    model: object
+    tokenizer: object
+    config: dict
+    path: Path
+
+    @property
+    def name(self) -> str:
+        """The folder name, used in messages."""
+        return self.path.name
+
+
+def read_config(path: Path) -> dict:
+    """Read config.json of a model folder, with a message that names the file on failure."""
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise ModelLoadError(f"{path} is not a model folder: {config_file.name} is missing")
+    try:
+        return json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"cannot read {config_file}: {exc}") from exc
+
+
+def load_model(path: str | Path) -> LoadedModel:
+    """Load weights and tokenizer from a local folder (no downloads, no remote code)."""
+    path = Path(path).expanduser().resolve()
+    if not path.is_dir():
+        raise ModelLoadError(f"model folder not found: {path}")
+    read_config(path)
+    if not any(path.glob("model*.safetensors")):
+        raise ModelLoadError(f"{path} has no model*.safetensors weights")
+    try:
+        model, tokenizer, config = mlx_load(str(path), return_config=True, trust_remote_code=False)
+    except Exception as exc:  # mlx-lm raises ValueError/KeyError/OSError for bad folders
+        raise ModelLoadError(f"cannot load {path}: {type(exc).__name__}: {exc}") from exc
+    return LoadedModel(model, tokenizer, config, path)

@@ -1,0 +1,151 @@
+"""A model, its caches and the exact tokens those caches hold."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import mlx.core as mx
+from mlx_lm.models.cache import ArraysCache, make_prompt_cache
+
+from . import gdn_capture
+from .rollback import TRIMMABLE, Transaction, check_supported
+
+PREFILL_CHUNK = 512
+MAX_CHECKPOINTS = 2
+
+
+def common_prefix_len(a, b) -> int:
+    """Length of the longest common prefix of two token lists."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class ModelRunner:
+    """Runs one model over a token sequence; rounds are transactions on its caches."""
+
+    def __init__(self, model, name: str = "model", max_kv_size: int | None = None):
+        self.model = model
+        self.name = name
+        self.max_kv_size = max_kv_size
+        self.caches = make_prompt_cache(model, max_kv_size)
+        check_supported(self.caches)
+        self.hybrid = any(isinstance(c, ArraysCache) for c in self.caches)
+        if self.hybrid:
+            gdn_capture.install(model)
+        self._tokens: list[int] = []
+        self._lazy: list[mx.array] = []
+        self._fed: list[mx.array] = []
+        self._txn: Transaction | None = None
+        self._checkpoints: list[tuple[int, list]] = []
+
+    def reset(self) -> None:
+        """Forget everything: fresh caches, no tokens."""
+        self.caches = make_prompt_cache(self.model, self.max_kv_size)
+        self._tokens, self._lazy, self._fed, self._txn, self._checkpoints = [], [], [], None, []
+
+    @property
+    def tokens(self) -> list[int]:
+        """The tokens the caches hold, in order."""
+        if self._lazy:
+            self._tokens.extend(t for arr in self._lazy for t in arr.tolist())
+            self._lazy = []
+        return self._tokens
+
+    @tokens.setter
+    def tokens(self, value: list[int]) -> None:
+        self._tokens, self._lazy = list(value), []
+
+    def forward(self, tokens: mx.array) -> mx.array:
+        """Feed tokens (1-D) and return logits for every position, shape (T, V)."""
+        if self._txn is None:
+            logits = self.model(tokens[None], cache=self.caches)
+            self._lazy.append(tokens)
+            return logits[0]
+        with self._txn.feeding(tokens.shape[0]):
+            logits = self.model(tokens[None], cache=self.caches)
+        self._fed.append(tokens)
+        return logits[0]
+
+    def prefill(self, tokens: list[int], progress: Callable[[int, int], None] | None = None) -> None:
+        """Process tokens in chunks, outside any round, and checkpoint the end."""
+        for start in range(0, len(tokens), PREFILL_CHUNK):
+            chunk = tokens[start : start + PREFILL_CHUNK]
+            self.model(mx.array(chunk, dtype=mx.uint32)[None], cache=self.caches)
+            mx.eval([c.state for c in self.caches])
+            self.tokens.extend(chunk)
+            if progress:
+                progress(start + len(chunk), len(tokens))
+        if tokens:
+            self._checkpoint()
+
+    def prepare(self, seq: list[int], progress=None) -> list[int]:
+        """Bring the caches to a prefix of seq and prefill; return the tokens still to feed (at least one)."""
+        keep = min(common_prefix_len(self.tokens, seq), len(seq) - 1)
+        if keep < len(self.tokens):
+            self.rewind(keep)
+        self.prefill(seq[len(self.tokens) : len(seq) - 1], progress)
+        return seq[len(self.tokens) :]
+
+    def begin(self) -> None:
+        """Open a round: everything fed until commit can be rolled back."""
+        self._txn = Transaction(self.caches)
+        self._fed = []
+
+    def commit(self, seq: list[int]) -> int:
+        """Close the round keeping what agrees with seq (all but its last token); returns tokens kept."""
+        fed = [t for arr in self._fed for t in arr.tolist()]
+        keep = min(common_prefix_len(self.tokens + fed, seq), len(seq) - 1) - len(self.tokens)
+        return self.commit_keep(max(keep, 0))
+
+    def commit_keep(self, keep: int) -> int:
+        """Close the round keeping the first `keep` tokens fed in it; no sync when nothing is cut."""
+        self._txn.commit(keep, self.model)
+        if keep:
+            fed = self._fed[0] if len(self._fed) == 1 else mx.concatenate(self._fed)
+            self._lazy.append(fed[:keep])
+        self._txn, self._fed = None, []
+        return keep
+
+    def abort(self) -> None:
+        """Roll back an open round entirely (nothing fed in it is kept)."""
+        if self._txn is not None:
+            self.commit_keep(0)
+
+    def rewind(self, n: int) -> None:
+        """Drop everything after the first n tokens, exactly."""
+        if all(isinstance(c, TRIMMABLE) for c in self.caches):
+            for c in self.caches:
+                c.trim(len(self.tokens) - n)
+            self.tokens = self.tokens[:n]
+            self._checkpoints = [(m, s) for m, s in self._checkpoints if m <= n]
+            return
+        tokens = self.tokens[:n]
+        self._restore_checkpoint(n)
+        self.prefill(tokens[len(self.tokens) :])
+
+    def _checkpoint(self) -> None:
+        if not self.hybrid:
+            return
+        states = [list(c.cache) if isinstance(c, ArraysCache) else c.offset for c in self.caches]
+        self._checkpoints = (self._checkpoints + [(len(self.tokens), states)])[-MAX_CHECKPOINTS:]
+
+    def _restore_checkpoint(self, n: int) -> None:
+        usable = [(m, s) for m, s in self._checkpoints if m <= n and self._kv_trimmable()]
+        if not usable:
+            self.reset()
+            return
+        m, states = usable[-1]
+        for c, s in zip(self.caches, states):
+            if isinstance(c, ArraysCache):
+                c.cache = list(s)
+            else:
+                c.trim(c.offset - s)
+        self.tokens = self.tokens[:m]
+        self._checkpoints = [(k, s) for k, s in self._checkpoints if k <= m]
+
+    def _kv_trimmable(self) -> bool:
+        return all(isinstance(c, (ArraysCache, *TRIMMABLE)) for c in self.caches)

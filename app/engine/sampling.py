@@ -1,0 +1,61 @@
+"""Turn logits into tokens: greedy argmax, or seeded sampling over filtered probabilities.
+
+The same filter (temperature, top-k, top-p, min-p; mlx-lm's own functions) is
+applied to the target's and the drafter's logits, as rejection sampling requires.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import mlx.core as mx
+from mlx_lm.sample_utils import apply_min_p, apply_top_k, apply_top_p
+
+from .config import GenerationConfig
+
+
+class KeyStream:
+    """Reproducible random keys: the same seed gives the same sequence of keys."""
+
+    def __init__(self, seed: int | None):
+        self.seed = secrets.randbits(31) if seed is None else seed
+        self._key = mx.random.key(self.seed)
+
+    def next(self) -> mx.array:
+        """A fresh key; advances the stream."""
+        self._key, key = mx.random.split(self._key)
+        return key
+
+
+class Sampler:
+    """Greedy or filtered sampling for one GenerationConfig."""
+
+    def __init__(self, cfg: GenerationConfig):
+        self.cfg = cfg
+        self.greedy = cfg.greedy
+        self.keys = KeyStream(cfg.seed)
+
+    def logprobs(self, logits: mx.array) -> mx.array:
+        """Filtered, renormalised log-probabilities over the last axis."""
+        cfg = self.cfg
+        x = logits.astype(mx.float32) / cfg.temperature
+        x = x - mx.logsumexp(x, axis=-1, keepdims=True)
+        if 0 < cfg.top_k < x.shape[-1]:
+            x = apply_top_k(x, cfg.top_k)
+        if cfg.top_p < 1.0:
+            x = apply_top_p(x, cfg.top_p)
+        if cfg.min_p > 0.0:
+            x = apply_min_p(x, cfg.min_p)
+        return x - mx.logsumexp(x, axis=-1, keepdims=True)
+
+    def probs(self, logits: mx.array) -> mx.array:
+        """Filtered probabilities over the last axis."""
+        return mx.exp(self.logprobs(logits))
+
+    def pick(self, logits: mx.array) -> tuple[mx.array, mx.array | None]:
+        """Choose one token per row; also return the probabilities it was drawn from (None when greedy)."""
+        if self.greedy:
+            return mx.argmax(logits, axis=-1).astype(mx.uint32), None
+        logprobs = self.logprobs(logits)
+        token = mx.random.categorical(logprobs, key=self.keys.next())
+        return token.astype(mx.uint32), mx.exp(logprobs)

@@ -1,0 +1,117 @@
+"""The decode loops: plain decoding, and one speculative loop for every drafter."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import mlx.core as mx
+
+from .drafters import Drafter
+from .events import Rejection, RoundResult
+from .runner import ModelRunner
+from .sampling import Sampler
+from .verify import verify_greedy, verify_sampled
+
+
+@dataclass
+class Step:
+    """Tokens emitted by one step or round, and why the loop stopped (if it did)."""
+
+    tokens: list[int]
+    from_draft: list[bool]
+    round: RoundResult | None = None
+    stop: str | None = None
+
+
+@dataclass
+class LoopContext:
+    """What every loop needs: the running sequence and where to stop."""
+
+    seq: list[int]
+    sampler: Sampler
+    budget: int
+    stop_ids: frozenset[int]
+    cancel: threading.Event
+
+    def take(self, candidates: list[int], generated: int) -> tuple[list[int], str | None]:
+        """Append candidates to seq up to a stop token or the budget; return the emitted ones."""
+        out = []
+        for token in candidates:
+            self.seq.append(token)
+            if token in self.stop_ids:
+                return out, "eos"
+            out.append(token)
+            if generated + len(out) >= self.budget:
+                return out, "length"
+        return out, None
+
+
+def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
+    """Plain decoding, one token per step, the next step dispatched before the last is read."""
+    feed = mx.array(target.prepare(ctx.seq), dtype=mx.uint32)
+    target.begin()
+    y, _ = ctx.sampler.pick(target.forward(feed)[-1])
+    mx.async_eval(y)
+    generated = 0
+    try:
+        while True:
+            target.commit_keep(feed.shape[0])
+            if generated + 1 < ctx.budget and not ctx.cancel.is_set():
+                feed = y.reshape(1)
+                target.begin()
+                next_y, _ = ctx.sampler.pick(target.forward(feed)[-1])
+                mx.async_eval(next_y)
+            emitted, stop = ctx.take([y.item()], generated)
+            generated += len(emitted)
+            if stop is None and ctx.cancel.is_set():
+                stop = "cancelled"
+            if stop is not None:
+                target.abort()
+                yield Step(emitted, [False] * len(emitted), stop=stop)
+                return
+            yield Step(emitted, [False])
+            y = next_y
+    finally:
+        target.abort()
+
+
+def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: LoopContext) -> Iterator[Step]:
+    """Draft, verify in one target pass, keep the agreeing prefix, roll every cache back exactly."""
+    generated, index = 0, 0
+    while True:
+        k = min(k_max, ctx.budget - generated)
+        t0 = time.perf_counter()
+        draft = drafter.propose(ctx.seq, k, ctx.sampler)
+        mx.eval(draft.tokens)
+        t1 = time.perf_counter()
+        drafts = draft.tokens.tolist()
+        verdict = _verify(target, ctx, drafts, draft)
+        emitted, stop = ctx.take(verdict.tokens, generated)
+        target.commit(ctx.seq)
+        drafter.commit(ctx.seq)
+        t2 = time.perf_counter()
+        rejection = None
+        if verdict.target_choice is not None:
+            n = verdict.accepted
+            rejection = Rejection(generated + n, drafts[n], verdict.target_choice)
+        flags = [i < verdict.accepted for i in range(len(emitted))]
+        info = RoundResult(index, k_max, k, verdict.accepted, len(emitted), t1 - t0, t2 - t1, rejection)
+        generated += len(emitted)
+        index += 1
+        if stop is None and ctx.cancel.is_set():
+            stop = "cancelled"
+        yield Step(emitted, flags, info, stop)
+        if stop is not None:
+            return
+
+
+def _verify(target: ModelRunner, ctx: LoopContext, drafts: list[int], draft):
+    feed = target.prepare(ctx.seq)
+    target.begin()
+    logits = target.forward(mx.array(feed + drafts, dtype=mx.uint32))[len(feed) - 1 :]
+    if ctx.sampler.greedy:
+        return verify_greedy(logits, drafts)
+    return verify_sampled(logits, drafts, draft.probs, ctx.sampler)

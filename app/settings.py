@@ -1,0 +1,248 @@
+"""User settings: a typed dataclass, validated JSON load with backups, atomic save."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from app.paths import AppPaths
+
+SCHEMA_VERSION = 1
+MODES = ("baseline", "draft", "mtp")
+MIN_DRAFT_TOKENS = 1
+MAX_DRAFT_TOKENS = 16
+
+Mode = Literal["baseline", "draft", "mtp"]
+
+
+@dataclass
+class Settings:
+    """Everything the user can set, with the defaults a fresh install starts from."""
+
+    schema_version: int = SCHEMA_VERSION
+    target_path: str | None = None
+    draft_path: str | None = None
+    mode: Mode = "baseline"
+    num_draft_tokens: int = 4
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    max_tokens: int = 512
+    enable_thinking: bool = False
+    color_draft_tokens: bool = True
+    extra_model_dirs: list[str] = field(default_factory=list)
+    window_geometry: str | None = None  # Qt saveGeometry() bytes, base64
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """Settings as loaded, plus a message for the user when the file had to be set aside."""
+
+    settings: Settings
+    warning: str | None = None
+
+
+class SettingsError(ValueError):
+    """A settings value of the wrong type or out of range."""
+
+
+# --- value checks: each returns the cleaned value or raises SettingsError ---
+
+
+def _is_int(value: Any) -> bool:
+    # bool is a subclass of int; `true` in JSON must not pass as a number.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int_in(low: int, high: int | None) -> Callable[[str, Any], int]:
+    def check(name: str, value: Any) -> int:
+        if not _is_int(value):
+            raise SettingsError(f"{name} must be a whole number, got {value!r}")
+        if value < low or (high is not None and value > high):
+            bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise SettingsError(f"{name} must be {bounds}, got {value!r}")
+        return value
+
+    return check
+
+
+def _number(name: str, value: Any) -> float:
+    if not (_is_int(value) or isinstance(value, float)):
+        raise SettingsError(f"{name} must be a number, got {value!r}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise SettingsError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _non_negative(name: str, value: Any) -> float:
+    number = _number(name, value)
+    if number < 0:
+        raise SettingsError(f"{name} must be >= 0, got {value!r}")
+    return number
+
+
+def _top_p(name: str, value: Any) -> float:
+    number = _number(name, value)
+    if not 0 < number <= 1:
+        raise SettingsError(f"{name} must be > 0 and <= 1, got {value!r}")
+    return number
+
+
+def _min_p(name: str, value: Any) -> float:
+    number = _number(name, value)
+    if not 0 <= number <= 1:
+        raise SettingsError(f"{name} must be between 0 and 1, got {value!r}")
+    return number
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise SettingsError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def _optional_text(name: str, value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise SettingsError(f"{name} must be text or null, got {value!r}")
+    return value
+
+
+def _mode(name: str, value: Any) -> str:
+    if value not in MODES:
+        raise SettingsError(f"{name} must be one of {', '.join(MODES)}, got {value!r}")
+    return value
+
+
+def _text_list(name: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise SettingsError(f"{name} must be a list of text, got {value!r}")
+    return list(value)
+
+
+def _base64_or_none(name: str, value: Any) -> str | None:
+    _optional_text(name, value)
+    if value is not None:
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise SettingsError(f"{name} must be base64 text, got {value!r}") from None
+    return value
+
+
+def _schema_version(name: str, value: Any) -> int:
+    if not _is_int(value) or value < 1:
+        raise SettingsError(f"{name} must be a positive whole number, got {value!r}")
+    if value > SCHEMA_VERSION:
+        raise SettingsError(
+            f"{name} {value} is newer than this app understands ({SCHEMA_VERSION})"
+        )
+    return value
+
+
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "schema_version": _schema_version,
+    "target_path": _optional_text,
+    "draft_path": _optional_text,
+    "mode": _mode,
+    "num_draft_tokens": _int_in(MIN_DRAFT_TOKENS, MAX_DRAFT_TOKENS),
+    "temperature": _non_negative,
+    "top_p": _top_p,
+    "top_k": _int_in(0, None),
+    "min_p": _min_p,
+    "max_tokens": _int_in(1, None),
+    "enable_thinking": _boolean,
+    "color_draft_tokens": _boolean,
+    "extra_model_dirs": _text_list,
+    "window_geometry": _base64_or_none,
+}
+assert set(_CHECKS) == {f.name for f in fields(Settings)}, "every setting needs a check"
+
+
+def settings_from_dict(data: Any) -> Settings:
+    """Build validated Settings from parsed JSON; unknown keys ignored, missing ones defaulted."""
+    if not isinstance(data, dict):
+        raise SettingsError(f"settings must be a JSON object, got {type(data).__name__}")
+    values = {name: check(name, data[name]) for name, check in _CHECKS.items() if name in data}
+    return Settings(**values)
+
+
+def settings_to_dict(settings: Settings) -> dict[str, Any]:
+    """Plain JSON-ready dict of the settings, always stamped with the current schema."""
+    data = asdict(settings)
+    data["schema_version"] = SCHEMA_VERSION
+    return data
+
+
+# --- load and save ---
+
+
+def load_settings(
+    paths: AppPaths, *, now: Callable[[], datetime] = datetime.now
+) -> LoadedSettings:
+    """Load settings; a bad file is renamed to a timestamped backup and defaults returned."""
+    path = paths.settings_file
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return LoadedSettings(Settings())
+    except OSError as error:
+        return LoadedSettings(Settings(), f"Could not read {path} ({error}); using defaults.")
+    try:
+        return LoadedSettings(settings_from_dict(json.loads(raw.decode("utf-8"))))
+    except UnicodeDecodeError:
+        problem = "the file is not UTF-8 text"
+    except json.JSONDecodeError as error:
+        problem = f"the file is not valid JSON ({error})"
+    except SettingsError as error:
+        problem = str(error)
+    return LoadedSettings(Settings(), _set_aside(path, problem, now()))
+
+
+def _set_aside(path: Path, problem: str, when: datetime) -> str:
+    """Rename a bad settings file out of the way and say what happened."""
+    backup = _backup_path(path, when)
+    try:
+        os.replace(path, backup)
+    except OSError as error:
+        return f"Settings in {path} were unusable: {problem}. Using defaults; " \
+            f"the file could not be backed up ({error})."
+    return f"Settings in {path} were unusable: {problem}. Using defaults; " \
+        f"the old file was saved as {backup}."
+
+
+def _backup_path(path: Path, when: datetime) -> Path:
+    """A backup name next to path that does not clobber an earlier backup."""
+    base = path.with_name(f"{path.name}.corrupt-{when:%Y%m%d-%H%M%S}")
+    candidate, counter = base, 1
+    while candidate.exists():
+        candidate = base.with_name(f"{base.name}-{counter}")
+        counter += 1
+    return candidate
+
+
+def save_settings(paths: AppPaths, settings: Settings) -> None:
+    """Validate and write settings atomically (temp file + os.replace) as pretty JSON."""
+    data = settings_to_dict(settings)
+    settings_from_dict(data)  # refuse to write a file the next load would reject
+    target = paths.settings_file
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, indent=2, sort_keys=False) + "\n"
+    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,119 @@
+"""The engine's public API: events, stats, stops, cancel, errors."""
+
+import threading
+
+import pytest
+
+from app.engine import (
+    Engine,
+    EngineError,
+    Failed,
+    Finished,
+    GenerationConfig,
+    IncompatibleDraftError,
+    ModelLoadError,
+    RoundResult,
+    TextChunk,
+)
+
+from .helpers import greedy, prompt_ids
+
+
+@pytest.fixture
+def engine(hybrid_target, hybrid_draft_partial):
+    return Engine.load(hybrid_target, hybrid_draft_partial)
+
+
+def test_stream_events_add_up_to_the_result(engine):
+    ids = prompt_ids(engine)
+    events = list(engine.stream(ids, greedy("draft", 3, n=30)))
+    chunks = [e for e in events if isinstance(e, TextChunk)]
+    rounds = [e for e in events if isinstance(e, RoundResult)]
+    final = events[-1]
+    assert isinstance(final, Finished)
+    assert [t for c in chunks for t in c.token_ids] == list(final.tokens)
+    assert "".join(c.text for c in chunks) == final.text == engine.tokenizer.decode(list(final.tokens))
+    assert all(len(c.token_ids) == len(c.from_draft) for c in chunks)
+    s = final.stats
+    assert s.rounds == len(rounds) and s.drafted == sum(r.drafted for r in rounds)
+    assert s.accepted == sum(r.accepted for r in rounds)
+    assert sum(flag for c in chunks for flag in c.from_draft) <= s.accepted
+    assert s.generated_tokens == len(final.tokens) and s.prompt_tokens == len(ids)
+    assert s.acceptance_rate == pytest.approx(s.accepted / s.drafted)
+    assert s.peak_memory_bytes > 0 and s.decode_tokens_per_s > 0 and s.ttft_s > 0
+    assert all(r.num_draft_tokens == 3 and r.draft_s >= 0 and r.verify_s > 0 for r in rounds)
+
+
+def test_rejections_name_the_proposed_and_the_chosen_token(engine):
+    events = list(engine.stream(prompt_ids(engine), greedy("draft", 4, n=40)))
+    tokens = events[-1].tokens
+    rejected = [e.rejection for e in events if isinstance(e, RoundResult) and e.rejection]
+    assert rejected, "the partial draft was never rejected"
+    for r in rejected:
+        assert r.proposed != r.chosen
+        if r.position < len(tokens):
+            assert tokens[r.position] == r.chosen
+
+
+def test_stops_at_max_tokens_and_at_eos(engine):
+    ids = prompt_ids(engine)
+    result = engine.generate(ids, greedy(n=5))
+    assert len(result.tokens) == 5 and result.stats.stop_reason == "length"
+    eos = engine.generate(ids, greedy(n=200))
+    if eos.stats.stop_reason == "eos":
+        assert not set(eos.tokens) & engine.tokenizer.eos_token_ids
+    engine.tokenizer.eos_token_ids = {result.tokens[2]}
+    for mode in ("baseline", "draft"):
+        cut = engine.generate(ids, greedy(mode, n=50))
+        assert cut.tokens == result.tokens[:2] and cut.stats.stop_reason == "eos"
+
+
+@pytest.mark.parametrize("mode", ["baseline", "draft"])
+def test_cancel_then_continue_equals_an_uninterrupted_run(engine, mode):
+    ids = prompt_ids(engine)
+    full = engine.generate(ids, greedy(mode, 3, n=36)).tokens
+    cancel = threading.Event()
+    got = []
+    for event in engine.stream(ids, greedy(mode, 3, n=36), cancel):
+        if isinstance(event, TextChunk):
+            got.extend(event.token_ids)
+            if len(got) >= 10:
+                cancel.set()
+    assert event.cancelled and 10 <= len(got) < 36
+    rest = engine.generate(ids + got, greedy(mode, 3, n=36 - len(got)))
+    assert rest.stats.cached_prompt_tokens == len(ids) + len(got) - 1
+    assert got + rest.tokens == full
+
+
+def test_errors_arrive_as_events_and_the_engine_keeps_working(dense_target):
+    engine = Engine.load(dense_target)
+    ids = prompt_ids(engine)
+    events = list(engine.stream(ids, greedy("draft")))
+    assert isinstance(events[-1], Failed) and "no draft model loaded" in events[-1].message
+    with pytest.raises(EngineError, match="no draft model"):
+        engine.generate(ids, greedy("draft"))
+    assert len(engine.generate(ids, greedy(n=4)).tokens) == 4
+
+
+def test_vocab_mismatch_names_the_first_differing_token(dense_target, dense_other_vocab):
+    with pytest.raises(IncompatibleDraftError, match=r"token id \d+ is '.*' in the target but '.*' in the draft"):
+        Engine.load(dense_target, dense_other_vocab)
+
+
+def test_special_token_mismatch_names_the_field(dense_target, dense_other_eos):
+    with pytest.raises(IncompatibleDraftError, match="special token eos"):
+        Engine.load(dense_target, dense_other_eos)
+
+
+def test_bad_folders_get_messages_that_name_them(tmp_path):
+    with pytest.raises(ModelLoadError, match="not found"):
+        Engine.load(tmp_path / "nope")
+    with pytest.raises(ModelLoadError, match="config.json is missing"):
+        Engine.load(tmp_path)
+
+
+def test_invalid_settings_are_refused():
+    with pytest.raises(EngineError, match="mode must be one of"):
+        GenerationConfig(mode="turbo")
+    with pytest.raises(EngineError, match="top_p"):
+        GenerationConfig(top_p=0)

@@ -1,0 +1,47 @@
+"""Greedy speculative decoding must reproduce plain decoding token for token."""
+
+import pytest
+
+from app.engine import Engine
+
+from .helpers import greedy, mlx_lm_greedy, prompt_ids
+
+PAIRS = [
+    ("dense_target", "dense_draft_partial"),
+    ("dense_target", "hybrid_draft_partial"),
+    ("hybrid_target", "dense_draft_partial"),
+    ("hybrid_target", "hybrid_draft_partial"),
+]
+
+
+@pytest.mark.parametrize("target_name,draft_name", PAIRS)
+def test_draft_mode_equals_baseline_and_mlx_lm_for_every_k(request, target_name, draft_name):
+    engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
+    ids = prompt_ids(engine)
+    baseline = engine.generate(ids, greedy(n=40))
+    assert baseline.tokens == mlx_lm_greedy(engine, ids, 40)
+    rates = []
+    for k in range(1, 9):
+        result = engine.generate(ids, greedy("draft", k, n=40))
+        assert result.tokens == baseline.tokens, f"K={k} differs from baseline"
+        rates.append(result.stats.acceptance_rate)
+    # The partial draft must really exercise both the accept and the rollback paths.
+    assert any(0 < r < 1 for r in rates), rates
+
+
+def test_unrelated_draft_is_rejected_but_output_is_unchanged(dense_target, dense_draft_unrelated):
+    engine = Engine.load(dense_target, dense_draft_unrelated)
+    ids = prompt_ids(engine)
+    baseline = engine.generate(ids, greedy(n=32))
+    result = engine.generate(ids, greedy("draft", 4, n=32))
+    assert result.tokens == baseline.tokens
+    assert result.stats.acceptance_rate < 0.3
+
+
+def test_self_draft_accepts_everything(hybrid_target):
+    engine = Engine.load(hybrid_target, hybrid_target)
+    ids = prompt_ids(engine)
+    result = engine.generate(ids, greedy("draft", 4, n=32))
+    assert result.tokens == engine.generate(ids, greedy(n=32)).tokens
+    assert result.stats.acceptance_rate == 1.0
+    assert result.stats.mean_accepted_per_round == pytest.approx(4.0, abs=0.5)

@@ -1,0 +1,25 @@
+"""Text chunks never split a multi-byte character, whatever the token boundaries."""
+
+from app.engine import Engine
+from app.engine.stats import StatsRecorder
+from app.engine.config import GenerationConfig
+from app.engine.speculative import Step
+
+TEXT = "日本語 café naïve 🙂 done"
+
+
+def test_byte_level_tokens_stream_to_whole_characters(dense_target):
+    engine = Engine.load(dense_target)
+    tokens = list(engine.tokenizer.encode(TEXT))
+    assert len(tokens) > len(TEXT.split()), "the tiny tokenizer should split characters into bytes"
+    detok = engine.tokenizer.detokenizer
+    detok.reset()
+    out, pieces = [], []
+    stats = StatsRecorder(GenerationConfig(), 1, 0)
+    for token in tokens:  # one token per step, as plain decoding emits them
+        for chunk in Engine._chunks(Step([token], [False]), detok, out, stats):
+            pieces.append(chunk.text)
+    detok.finalize()
+    pieces.append(detok.last_segment)
+    assert "".join(pieces) == engine.tokenizer.decode(tokens) == TEXT
+    assert all("\ufffd" not in p for p in pieces)
