@@ -119,8 +119,9 @@ class Engine:
             yield from self._chunks(step, detok, tokens, stats)
             stop = step.stop
         detok.finalize()
-        if detok.last_segment:
-            yield TextChunk(detok.last_segment, (), ())
+        tail = detok.last_segment  # reading it advances the detokenizer: read once
+        if tail:
+            yield TextChunk(tail, (), ())
         final = stats.finish(len(tokens), stop or "length")
         yield Finished(tuple(tokens), self.tokenizer.decode(tokens), final, stop == "cancelled")
 

@@ -25,8 +25,10 @@ def test_draft_mode_equals_baseline_and_mlx_lm_for_every_k(request, target_name,
         result = engine.generate(ids, greedy("draft", k, n=40))
         assert result.tokens == baseline.tokens, f"K={k} differs from baseline"
         rates.append(result.stats.acceptance_rate)
-    # The partial draft must really exercise both the accept and the rollback paths.
-    assert any(0 < r < 1 for r in rates), rates
+    if target_name.split("_")[0] == draft_name.split("_")[0]:
+        # A noisy copy of the target must exercise both the accept and the rollback paths.
+        # (Across architectures the random draft is unrelated, so almost all is rejected.)
+        assert any(0.2 < r < 1 for r in rates), rates
 
 
 def test_unrelated_draft_is_rejected_but_output_is_unchanged(dense_target, dense_draft_unrelated):

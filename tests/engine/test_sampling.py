@@ -42,7 +42,7 @@ def test_verify_sampled_reproduces_the_target_distribution():
     # 6 degrees of freedom (7 tokens with p > 0): the 99.9% quantile is 22.5.
     assert chi_square(counts, P) < 22.5
     # The same counts are far from the draft's distribution: the test can fail.
-    assert chi_square(counts, Q[:7] / Q[:7].sum()) > 200
+    assert chi_square(counts, Q) > 200
 
 
 def test_sampling_the_target_through_the_engine_matches_its_own_distribution(dense_target, dense_draft_unrelated):
@@ -87,7 +87,7 @@ def test_top_k_one_is_greedy_at_any_temperature(dense_target, dense_draft_partia
         assert engine.generate(ids, cfg).tokens == greedy
 
 
-@pytest.mark.parametrize("kw", [{"top_p": 0.5}, {"min_p": 0.2}, {"top_k": 3}])
+@pytest.mark.parametrize("kw", [{"top_p": 0.5}, {"min_p": 0.3}, {"top_k": 3}])
 def test_filters_shape_both_distributions_alike(kw):
     sampler = Sampler(GenerationConfig(temperature=1.0, **kw))
     logits = mx.log(mx.array(np.stack([P, Q]) + 1e-12, dtype=mx.float32))

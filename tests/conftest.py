@@ -1,0 +1,82 @@
+"""Shared pytest fixtures: tiny real-architecture model folders, built once per session."""
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests.fixtures import tiny_models as tm  # noqa: E402
+
+SMOLLM_DIR = Path(__file__).resolve().parents[2] / "shared/models/smollm2-135m-instruct-4bit"
+
+
+@pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory) -> Path:
+    """Session folder that holds every tiny model."""
+    return tmp_path_factory.mktemp("tiny_models")
+
+
+@pytest.fixture(scope="session")
+def tok_dir(tiny_root) -> Path:
+    """A folder with only the base tokenizer files."""
+    tm.build_tokenizer(tiny_root / "tokenizer")
+    return tiny_root / "tokenizer"
+
+
+@pytest.fixture(scope="session")
+def dense_target(tiny_root) -> Path:
+    """Tiny qwen3 target (seed 0)."""
+    return tm.build_dense(tiny_root / "dense_target", seed=0)
+
+
+@pytest.fixture(scope="session")
+def dense_draft_partial(tiny_root, dense_target) -> Path:
+    """dense_target plus DENSE_PARTIAL_NOISE: agrees on roughly 40-80% of tokens."""
+    return tm.build_dense(tiny_root / "dense_draft_partial", seed=1, base=dense_target)
+
+
+@pytest.fixture(scope="session")
+def dense_draft_unrelated(tiny_root) -> Path:
+    """A different random qwen3 with the same tokenizer: near-zero agreement."""
+    return tm.build_dense(tiny_root / "dense_draft_unrelated", seed=2)
+
+
+@pytest.fixture(scope="session")
+def hybrid_target(tiny_root) -> Path:
+    """Tiny qwen3_5 target (linear + full attention layers, seed 0)."""
+    return tm.build_hybrid(tiny_root / "hybrid_target", seed=0)
+
+
+@pytest.fixture(scope="session")
+def hybrid_draft_partial(tiny_root, hybrid_target) -> Path:
+    """hybrid_target plus HYBRID_PARTIAL_NOISE: agrees on roughly 40-80% of tokens."""
+    return tm.build_hybrid(tiny_root / "hybrid_draft_partial", seed=1, base=hybrid_target)
+
+
+@pytest.fixture(scope="session")
+def hybrid_draft_unrelated(tiny_root) -> Path:
+    """A different random qwen3_5 with the same tokenizer: near-zero agreement."""
+    return tm.build_hybrid(tiny_root / "hybrid_draft_unrelated", seed=2)
+
+
+@pytest.fixture(scope="session")
+def dense_other_vocab(tiny_root) -> Path:
+    """dense_target's weights with a tokenizer of a different token->id mapping."""
+    return tm.build_dense(tiny_root / "dense_other_vocab", seed=0, tokenizer_variant="other")
+
+
+@pytest.fixture(scope="session")
+def dense_other_eos(tiny_root) -> Path:
+    """dense_target's weights and vocabulary, but eos is <|endoftext|>."""
+    return tm.build_dense(tiny_root / "dense_other_eos", seed=0, tokenizer_variant="special")
+
+
+@pytest.fixture(scope="session")
+def smollm_dir() -> Path:
+    """The real SmolLM2-135M 4-bit folder from shared/, or skip when absent."""
+    if not (SMOLLM_DIR / "config.json").is_file():
+        pytest.skip(f"real model not found at {SMOLLM_DIR}")
+    return SMOLLM_DIR
