@@ -9,6 +9,9 @@ from dataclasses import asdict
 
 from .engine import MODES, EngineError, GenerationConfig
 
+# Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
+EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.engine.sweep_cli")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
@@ -29,7 +32,24 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--thinking", action="store_true", help="let Qwen3 think (enable_thinking=True)")
     gen.add_argument("--prompt", required=True)
     gen.add_argument("--json", action="store_true", help='print {"tokens", "text", "stats"}')
+    gen.set_defaults(func=run_generate)
+    for register in _extra_commands():
+        register(sub)
     return parser
+
+
+def _extra_commands():
+    """Subcommands that live beside their part (each module has register(subparsers))."""
+    import importlib
+
+    found = []
+    for name in EXTRA_COMMAND_MODULES:
+        try:
+            found.append(importlib.import_module(name).register)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+    return found
 
 
 def run_generate(args) -> int:
@@ -77,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "generate":
-            return run_generate(args)
+        if getattr(args, "func", None):
+            return args.func(args)
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
