@@ -7,6 +7,7 @@ import json
 import sys
 from dataclasses import asdict
 
+from . import __version__
 from .engine import MODES, EngineError, GenerationConfig
 
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
@@ -16,6 +17,9 @@ EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.engine.sweep_cli")
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
     parser = argparse.ArgumentParser(prog="specchat", description="Local Qwen chat with speculative decoding on MLX.")
+    parser.add_argument("--version", action="version", version=f"SpecChat {__version__}")
+    parser.add_argument("--target", dest="app_target", metavar="DIR", help="open the app on this local model folder")
+    parser.add_argument("--draft", dest="app_draft", metavar="DIR", help="and this draft model folder")
     sub = parser.add_subparsers(dest="command")
     gen = sub.add_parser("generate", help="generate text from a prompt")
     gen.add_argument("--target", required=True, help="local mlx-lm model folder")
@@ -102,5 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    parser.print_help()
-    return 0
+    return open_app(args, parser)
+
+
+def open_app(args, parser) -> int:
+    """No subcommand: open the desktop app (or print help while it is not installed)."""
+    try:
+        from .ui.app import run_app
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("app.ui"):
+            raise
+        parser.print_help()
+        return 0
+    return run_app(target=args.app_target, draft=args.app_draft)
