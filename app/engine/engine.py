@@ -16,6 +16,8 @@ from .drafters import DraftModelDrafter, Drafter
 from .errors import ConfigError, EngineError
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
 from .loading import LoadedModel, load_model
+from .mtp import MtpDrafter, attach_head
+from .mtp_detect import MtpSupport, detect_mtp
 from .runner import ModelRunner, common_prefix_len
 from .sampling import Sampler
 from .speculative import LoopContext, Step, baseline_steps, speculative_steps
@@ -40,6 +42,7 @@ class Engine:
         self.draft = draft
         self.runner = ModelRunner(target.model, target.name)
         self.drafters: dict[str, Drafter] = {}
+        self.mtp = self._attach_mtp(target)
         if draft is not None:
             ensure_compatible(target.tokenizer, draft.tokenizer, target.name, draft.name)
             self.drafters["draft"] = DraftModelDrafter(ModelRunner(draft.model, draft.name))
@@ -59,8 +62,20 @@ class Engine:
         return {
             "baseline": None,
             "draft": None if "draft" in self.drafters else "no draft model loaded",
-            "mtp": None if "mtp" in self.drafters else "this target has no MTP head loaded",
+            "mtp": None if "mtp" in self.drafters else f"no MTP head: {self.mtp.reason}",
         }
+
+    def _attach_mtp(self, target: LoadedModel) -> MtpSupport:
+        """Attach the target's MTP head when its folder has one; the support says why not otherwise."""
+        support = detect_mtp(target.path)
+        if not support.available:
+            return support
+        try:
+            attach_head(target.model, target.tokenizer, target.path)
+        except EngineError as exc:
+            return MtpSupport(False, str(exc), support.source, support.num_layers)
+        self.drafters["mtp"] = MtpDrafter(self.runner)
+        return support
 
     def generate(self, prompt_ids: list[int], cfg: GenerationConfig,
                  cancel: threading.Event | None = None) -> GenerationResult:
@@ -104,6 +119,7 @@ class Engine:
         cached = min(common_prefix_len(self.runner.tokens, prompt), len(prompt) - 1)
         stats = StatsRecorder(cfg, len(prompt), cached)
         progress = []
+        self.runner.hidden_sink = getattr(drafter, "receive_hidden", None)  # MTP needs them
         self.runner.prepare(prompt, lambda done, total: progress.append(PrefillProgress(done, total)))
         if drafter is not None:
             drafter.prefill(prompt)

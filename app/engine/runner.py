@@ -16,6 +16,8 @@ MAX_CHECKPOINTS = 2
 
 def common_prefix_len(a, b) -> int:
     """Length of the longest common prefix of two token lists."""
+    if len(a) <= len(b) and a == b[: len(a)]:  # the usual case, at C speed
+        return len(a)
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -41,6 +43,9 @@ class ModelRunner:
         self._fed: list[mx.array] = []
         self._txn: Transaction | None = None
         self._checkpoints: list[tuple[int, list]] = []
+        # When set, every forward pass also hands (first position, hidden states (T, H)) to it;
+        # the model must accept return_hidden=True (an mlx-optiq MTP-attached model does).
+        self.hidden_sink: Callable[[int, mx.array], None] | None = None
 
     def reset(self) -> None:
         """Forget everything: fresh caches, no tokens."""
@@ -62,20 +67,29 @@ class ModelRunner:
     def forward(self, tokens: mx.array) -> mx.array:
         """Feed tokens (1-D) and return logits for every position, shape (T, V)."""
         if self._txn is None:
-            logits = self.model(tokens[None], cache=self.caches)
+            logits, _ = self._call(tokens)
             self._lazy.append(tokens)
-            return logits[0]
+            return logits
         with self._txn.feeding(tokens.shape[0]):
-            logits = self.model(tokens[None], cache=self.caches)
+            logits, _ = self._call(tokens)
         self._fed.append(tokens)
-        return logits[0]
+        return logits
+
+    def _call(self, tokens: mx.array) -> tuple[mx.array, mx.array | None]:
+        """One model call on tokens (1-D): logits (T, V), and hidden states when a sink wants them."""
+        if self.hidden_sink is None:
+            return self.model(tokens[None], cache=self.caches)[0], None
+        position = len(self._tokens) + sum(a.shape[0] for a in self._lazy + self._fed)
+        logits, hidden = self.model(tokens[None], cache=self.caches, return_hidden=True)
+        self.hidden_sink(position, hidden[0])
+        return logits[0], hidden[0]
 
     def prefill(self, tokens: list[int], progress: Callable[[int, int], None] | None = None) -> None:
         """Process tokens in chunks, outside any round, and checkpoint the end."""
         for start in range(0, len(tokens), PREFILL_CHUNK):
             chunk = tokens[start : start + PREFILL_CHUNK]
-            self.model(mx.array(chunk, dtype=mx.uint32)[None], cache=self.caches)
-            mx.eval([c.state for c in self.caches])
+            _, hidden = self._call(mx.array(chunk, dtype=mx.uint32))
+            mx.eval([c.state for c in self.caches], hidden)
             self.tokens.extend(chunk)
             if progress:
                 progress(start + len(chunk), len(tokens))

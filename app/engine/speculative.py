@@ -85,10 +85,14 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
         k = min(k_max, ctx.budget - generated)
         t0 = time.perf_counter()
         draft = drafter.propose(ctx.seq, k, ctx.sampler)
-        mx.eval(draft.tokens)
+        pending = _dispatch_verify(target, ctx, draft)
+        mx.eval(draft.tokens)  # the verify pass is already queued behind the drafts: no idle gap
         t1 = time.perf_counter()
         drafts = draft.tokens.tolist()
-        verdict = _verify(target, ctx, drafts, draft)
+        if ctx.sampler.greedy:
+            verdict = verify_greedy(pending.tolist(), drafts)
+        else:
+            verdict = verify_sampled(pending, drafts, draft.probs, ctx.sampler)
         emitted, stop = ctx.take(verdict.tokens, generated)
         target.commit(ctx.seq)
         drafter.commit(ctx.seq)
@@ -108,10 +112,11 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
             return
 
 
-def _verify(target: ModelRunner, ctx: LoopContext, drafts: list[int], draft):
-    feed = target.prepare(ctx.seq)
+def _dispatch_verify(target: ModelRunner, ctx: LoopContext, draft) -> mx.array:
+    """Queue the target's pass over [last token] + drafts; greedy returns its argmax, else its logits."""
+    feed = mx.array(target.prepare(ctx.seq), dtype=mx.uint32)
     target.begin()
-    logits = target.forward(mx.array(feed + drafts, dtype=mx.uint32))[len(feed) - 1 :]
-    if ctx.sampler.greedy:
-        return verify_greedy(logits, drafts)
-    return verify_sampled(logits, drafts, draft.probs, ctx.sampler)
+    logits = target.forward(mx.concatenate([feed, draft.tokens]))[feed.shape[0] - 1 :]
+    pending = mx.argmax(logits, axis=-1) if ctx.sampler.greedy else logits
+    mx.async_eval(pending)
+    return pending

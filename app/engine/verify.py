@@ -18,9 +18,8 @@ class Verdict:
     target_choice: int | None = None  # what the target put where it rejected a draft
 
 
-def verify_greedy(target_logits: mx.array, drafts: list[int]) -> Verdict:
-    """Keep drafts while they equal the target's argmax; then add the target's token."""
-    choices = mx.argmax(target_logits, axis=-1).tolist()
+def verify_greedy(choices: list[int], drafts: list[int]) -> Verdict:
+    """Keep drafts while they equal the target's argmax choices; then add the target's token."""
     n = 0
     while n < len(drafts) and drafts[n] == choices[n]:
         n += 1

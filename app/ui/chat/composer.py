@@ -1,0 +1,98 @@
+"""Where the user types: Send / Stop, the thinking switch, and edit-and-resend mode."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
+                               QToolButton, QVBoxLayout)
+
+from .markdown_view import body_font
+
+
+class Composer(QFrame):
+    """A text box with Send (Ctrl+Enter) that turns into Stop while a reply streams."""
+
+    sendRequested = Signal(str)
+    stopRequested = Signal()
+    thinkingToggled = Signal(bool)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("composer")
+        self.editing: int | None = None  # position of the user message being edited
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 8, 12, 8)
+        layout.setSpacing(6)
+        self.edit_bar = QHBoxLayout()
+        self.edit_label = QLabel("Editing a message: Send replaces it and everything after it.",
+                                 objectName="footer")
+        self.cancel_edit = QToolButton(objectName="link", text="Cancel edit")
+        self.cancel_edit.clicked.connect(self.leave_edit)
+        self.edit_bar.addWidget(self.edit_label, 1)
+        self.edit_bar.addWidget(self.cancel_edit)
+        layout.addLayout(self.edit_bar)
+        self.text = QPlainTextEdit()
+        self.text.setPlaceholderText("Message the model…  (Ctrl+Enter to send)")
+        self.text.setFont(body_font())
+        self.text.setFixedHeight(84)
+        layout.addWidget(self.text)
+        layout.addLayout(self._buttons())
+        QShortcut(QKeySequence("Ctrl+Return"), self.text, activated=self._send)
+        QShortcut(QKeySequence("Ctrl+Enter"), self.text, activated=self._send)
+        self._show_edit_bar(False)
+        self.set_busy(False)
+
+    def _buttons(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        self.thinking = QCheckBox("Think before answering")
+        self.thinking.setToolTip("Qwen3 enable_thinking: the model reasons first; the reasoning is shown collapsed")
+        self.thinking.toggled.connect(self.thinkingToggled)
+        self.send_button = QPushButton("Send", objectName="primary")
+        self.send_button.clicked.connect(self._send)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop the reply (Esc); what has arrived is kept")
+        self.stop_button.clicked.connect(self.stopRequested)
+        row.addWidget(self.thinking)
+        row.addStretch(1)
+        row.addWidget(self.stop_button)
+        row.addWidget(self.send_button)
+        return row
+
+    def set_busy(self, busy: bool) -> None:
+        """While a reply streams only Stop is offered."""
+        self.send_button.setVisible(not busy)
+        self.stop_button.setVisible(busy)
+
+    def set_ready(self, ready: bool, reason: str = "") -> None:
+        """Send works only with a model loaded."""
+        self.send_button.setEnabled(ready)
+        self.send_button.setToolTip("Send (Ctrl+Enter)" if ready else reason)
+
+    def begin_edit(self, position: int, text: str) -> None:
+        """Put a user message back in the box; Send replaces it."""
+        self.editing = position
+        self.text.setPlainText(text)
+        self.text.setFocus()
+        self._show_edit_bar(True)
+
+    def leave_edit(self) -> None:
+        """Back to writing a new message."""
+        self.editing = None
+        self.text.clear()
+        self._show_edit_bar(False)
+
+    def _show_edit_bar(self, shown: bool) -> None:
+        self.edit_label.setVisible(shown)
+        self.cancel_edit.setVisible(shown)
+
+    def _send(self) -> None:
+        text = self.text.toPlainText().strip()
+        if text and self.send_button.isVisible() and self.send_button.isEnabled():
+            self.sendRequested.emit(text)
+
+    def keyPressEvent(self, event):
+        if event.key() == Qt.Key.Key_Escape and self.stop_button.isVisible():
+            self.stopRequested.emit()
+            return
+        super().keyPressEvent(event)

@@ -1,0 +1,187 @@
+"""Chat logic: send, stream, stop, regenerate, edit-and-resend; saves each complete message."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from PySide6.QtCore import QObject, Signal
+
+from app.engine import Failed, Finished, GenerationConfig, RoundResult, TextChunk
+from app.store import ConversationStore
+from app.store.conversations import DEFAULT_TITLE, title_from
+
+from ..engine_client import EngineClient
+from .composer import Composer
+from .conversation_list import ConversationList
+from .footer import footer_text
+from .trace import ReplyTrace
+from .transcript import TranscriptView
+
+
+@dataclass
+class ActiveReply:
+    """The reply being generated and the conversation it belongs to."""
+
+    request_id: int
+    conversation_id: int
+    trace: ReplyTrace
+
+
+class ChatController(QObject):
+    """Connects the store, the views and the engine client."""
+
+    replyStarted = Signal(int)        # request id
+    replyFinished = Signal(object)    # the Finished event
+    replyFailed = Signal(str)         # message (also shown in the banner)
+    busyChanged = Signal(bool)
+
+    def __init__(self, store: ConversationStore, client: EngineClient, transcript: TranscriptView,
+                 composer: Composer, sidebar: ConversationList,
+                 reply_settings: Callable[[], tuple[GenerationConfig, bool]], parent=None):
+        super().__init__(parent)
+        self.store, self.client = store, client
+        self.transcript, self.composer, self.sidebar = transcript, composer, sidebar
+        self.reply_settings = reply_settings
+        self.decode: Callable[[list[int]], str] = lambda ids: ""
+        self.conversation_id: int | None = None
+        self.active: ActiveReply | None = None
+        self.last_trace: ReplyTrace | None = None
+        client.worker.event.connect(self._on_event)
+        client.worker.generationError.connect(self._on_error)
+        composer.sendRequested.connect(self.send)
+        composer.stopRequested.connect(self.stop)
+        transcript.regenerateRequested.connect(self.regenerate)
+        transcript.editRequested.connect(self.begin_edit)
+        sidebar.selected.connect(self.open)
+        sidebar.newRequested.connect(self.new_conversation)
+        sidebar.deleted.connect(self._deleted)
+
+    @property
+    def busy(self) -> bool:
+        """True while a reply streams."""
+        return self.active is not None
+
+    def open(self, conversation_id: int) -> None:
+        """Show a saved conversation."""
+        self.conversation_id = conversation_id
+        self.composer.leave_edit()
+        self.transcript.show_messages(self.store.messages(conversation_id))
+        self.sidebar.refresh(select=conversation_id)
+
+    def new_conversation(self) -> None:
+        """An empty transcript; the conversation is saved with its first message."""
+        self.conversation_id = None
+        self.composer.leave_edit()
+        self.transcript.clear()
+        self.sidebar.list.clearSelection()
+        self.sidebar.list.setCurrentItem(None)
+
+    def system_prompt(self) -> str:
+        """The open conversation's system prompt."""
+        return self.store.get(self.conversation_id).system_prompt if self.conversation_id else ""
+
+    def set_system_prompt(self, text: str) -> None:
+        """Save the system prompt of the open conversation (creating it when needed)."""
+        if self.conversation_id is None:
+            if not text.strip():
+                return
+            self.conversation_id = self.store.create(system_prompt=text).id
+            self.sidebar.refresh(select=self.conversation_id)
+        else:
+            self.store.set_system_prompt(self.conversation_id, text)
+
+    def send(self, text: str) -> None:
+        """Save the user's message (replacing an edited one and what followed) and start the reply."""
+        if self.busy:
+            return
+        if self.conversation_id is None:
+            self.conversation_id = self.store.create(title=title_from(text)).id
+        elif self.store.get(self.conversation_id).title == DEFAULT_TITLE:
+            self.store.rename(self.conversation_id, title_from(text))
+        if self.composer.editing is not None:
+            self.store.truncate(self.conversation_id, self.composer.editing)
+            self.transcript.truncate(self.composer.editing)
+        self.composer.leave_edit()
+        self.store.add_message(self.conversation_id, "user", text)
+        self.transcript.add_user(text)
+        self.sidebar.refresh(select=self.conversation_id)
+        self._start_reply()
+
+    def regenerate(self) -> None:
+        """Drop the last reply and generate it again."""
+        if self.busy or self.conversation_id is None:
+            return
+        messages = self.store.messages(self.conversation_id)
+        if messages and messages[-1].role == "assistant":
+            self.store.truncate(self.conversation_id, messages[-1].position)
+            self.transcript.truncate(messages[-1].position)
+        if self.store.messages(self.conversation_id):
+            self._start_reply()
+
+    def begin_edit(self, position: int) -> None:
+        """Put a user message in the composer; sending replaces it and everything after it."""
+        if self.busy or self.conversation_id is None:
+            return
+        message = self.store.messages(self.conversation_id)[position]
+        self.composer.begin_edit(position, message.content)
+
+    def stop(self) -> None:
+        """Stop the reply; what arrived so far is saved (marked stopped)."""
+        self.client.cancel()
+
+    def _start_reply(self) -> None:
+        cfg, thinking = self.reply_settings()
+        messages = [m.as_chat() for m in self.store.messages(self.conversation_id)]
+        trace = ReplyTrace(self.decode)
+        self.transcript.start_reply(trace)
+        request_id = self.client.generate(messages, cfg, self.system_prompt(), thinking)
+        self.active = ActiveReply(request_id, self.conversation_id, trace)
+        self.last_trace = trace
+        self._set_busy(True)
+        self.replyStarted.emit(request_id)
+
+    def _on_event(self, request_id: int, event) -> None:
+        active = self.active
+        if active is None or request_id != active.request_id:
+            return
+        if isinstance(event, (TextChunk, RoundResult)):
+            active.trace.add(event)
+            if active.conversation_id == self.conversation_id:
+                self.transcript.reply_updated()
+        elif isinstance(event, Finished):
+            self._finish(event.text, asdict(event.stats), event.cancelled)
+            self.replyFinished.emit(event)
+        elif isinstance(event, Failed):
+            self._fail(event.message)
+
+    def _on_error(self, request_id: int, message: str) -> None:
+        if self.active is not None and request_id == self.active.request_id:
+            self._fail(message)
+
+    def _finish(self, text: str, stats: dict | None, cancelled: bool) -> None:
+        active, self.active = self.active, None
+        self.client.finished(active.request_id)
+        shown = active.conversation_id == self.conversation_id
+        if text or not cancelled:
+            self.store.add_message(active.conversation_id, "assistant", text, stats, cancelled)
+            if shown:
+                self.transcript.finish_reply(text, footer_text(stats, cancelled))
+        elif shown:
+            self.transcript.finish_reply("", "")
+            self.transcript.truncate(len(self.transcript.views) - 1)
+        self._set_busy(False)
+
+    def _fail(self, message: str) -> None:
+        partial = self.active.trace.text
+        self._finish(partial, None, True)
+        self.replyFailed.emit(message)
+
+    def _deleted(self, conversation_id: int) -> None:
+        if conversation_id == self.conversation_id:
+            self.new_conversation()
+
+    def _set_busy(self, busy: bool) -> None:
+        self.composer.set_busy(busy)
+        self.transcript.set_busy(busy)
+        self.busyChanged.emit(busy)

@@ -1,0 +1,183 @@
+"""A read-only text view that renders Markdown, fits its height to its content, offers a
+copy link per code block, and can tint characters that came from accepted drafts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import QSize, Qt, QUrl, Signal
+from PySide6.QtGui import (QColor, QDesktopServices, QFont, QFontDatabase, QGuiApplication, QTextBlockFormat,
+                           QTextCharFormat, QTextCursor, QTextFormat)
+from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
+
+from .markdown_source import copy_index, prepare_markdown
+from .trace import RejectedSpot, align
+from .. import theme
+
+
+class MarkdownView(QTextBrowser):
+    """Markdown text that grows with its content; emits copied(code) when a copy link is used."""
+
+    copied = Signal(str)
+
+    def __init__(self, parent=None, muted: bool = False):
+        super().__init__(parent)
+        self.code_blocks: list[str] = []
+        self.muted = muted
+        self._tooltips: dict[int, str] = {}
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setOpenLinks(False)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        self.document().setDocumentMargin(2)
+        self.anchorClicked.connect(self._on_anchor)
+        self.document().contentsChanged.connect(self._fit_height)
+
+    def set_markdown_text(self, text: str, draft_flags: Sequence[bool] | None = None,
+                          rejections: dict[int, RejectedSpot] | None = None) -> None:
+        """Render text; draft_flags[i] tints source char i, rejections mark source offsets."""
+        prepared = prepare_markdown(text)
+        self.code_blocks = prepared.code_blocks
+        self.document().setMarkdown(prepared.markdown)
+        self._style_blocks()
+        if draft_flags is not None or rejections:
+            mapping = [prepared.origin[m] if m is not None else None
+                       for m in align(prepared.markdown, self.document().toPlainText())]
+            self._overlay(mapping, draft_flags, rejections or {})
+        self._fit_height()
+
+    def set_plain(self, text: str, draft_flags: Sequence[bool] | None = None,
+                  rejections: dict[int, RejectedSpot] | None = None) -> None:
+        """Show text as is (thinking), with the same tinting as Markdown."""
+        self.code_blocks = []
+        self.document().setPlainText(text)
+        if self.muted:
+            self._apply(0, len(text), _muted_format())
+        if draft_flags is not None or rejections:
+            self._overlay(list(range(len(text))), draft_flags, rejections or {})
+        self._fit_height()
+
+    def tooltip_at_source(self, offset: int) -> str:
+        """The hover text shown over the character that shows source offset `offset` (tests)."""
+        return self._tooltips.get(offset, "")
+
+    # --- layout ---
+
+    def sizeHint(self) -> QSize:
+        return QSize(200, self._content_height())
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._fit_height()
+
+    def _content_height(self) -> int:
+        self.document().setTextWidth(max(50, self.viewport().width()))
+        return int(self.document().size().height()) + 4
+
+    def _fit_height(self) -> None:
+        height = self._content_height()
+        if self.height() != height:
+            self.setFixedHeight(height)
+
+    # --- formatting ---
+
+    def _style_blocks(self) -> None:
+        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        block = self.document().begin()
+        while block.isValid():
+            fmt = block.blockFormat()
+            cursor = QTextCursor(block)
+            if fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
+                fmt.setBackground(QColor(theme.CODE_BG))
+                fmt.setLeftMargin(8)
+                cursor.setBlockFormat(fmt)
+                code = QTextCharFormat()
+                code.setFont(mono)
+                code.setFontPointSize(max(9.0, self.font().pointSizeF() - 1))
+                cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+                cursor.mergeCharFormat(code)
+            elif block.text() and _is_copy_link(block):
+                right = QTextBlockFormat(fmt)
+                right.setAlignment(Qt.AlignmentFlag.AlignRight)
+                right.setBottomMargin(0)
+                cursor.setBlockFormat(right)
+                small = QTextCharFormat()
+                small.setFontPointSize(max(8.0, self.font().pointSizeF() - 2))
+                small.setForeground(QColor(theme.ACCENT))
+                small.setFontUnderline(False)
+                cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+                cursor.mergeCharFormat(small)
+            else:
+                self._style_inline_code(block)
+            block = block.next()
+
+    def _style_inline_code(self, block) -> None:
+        it = block.begin()
+        while not it.atEnd():
+            fragment = it.fragment()
+            if fragment.charFormat().fontFixedPitch():
+                fmt = QTextCharFormat()
+                fmt.setBackground(QColor(theme.CODE_BG))
+                self._apply(fragment.position(), fragment.position() + fragment.length(), fmt)
+            it += 1
+
+    def _overlay(self, mapping: list[int | None], draft_flags, rejections: dict[int, RejectedSpot]) -> None:
+        """Tint shown characters whose source came from a draft; mark rejected spots with a tooltip."""
+        self._tooltips.clear()
+        tint = QTextCharFormat()
+        tint.setBackground(QColor(theme.DRAFT_BG))
+        run_start = None
+        for i, src in enumerate(mapping + [None]):
+            flagged = src is not None and draft_flags is not None and src < len(draft_flags) and draft_flags[src]
+            if flagged and run_start is None:
+                run_start = i
+            elif not flagged and run_start is not None:
+                self._apply(run_start, i, tint)
+                run_start = None
+        shown = {src: i for i, src in enumerate(mapping) if src is not None}
+        for offset, spot in rejections.items():
+            i = shown.get(offset)
+            if i is None:
+                continue
+            mark = QTextCharFormat()
+            mark.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
+            mark.setUnderlineColor(QColor(theme.REJECT))
+            mark.setToolTip(spot.tooltip)
+            self._apply(i, i + 1, mark)
+            self._tooltips[offset] = spot.tooltip
+
+    def _apply(self, start: int, end: int, fmt: QTextCharFormat) -> None:
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(start)
+        cursor.setPosition(min(end, self.document().characterCount() - 1), QTextCursor.MoveMode.KeepAnchor)
+        cursor.mergeCharFormat(fmt)
+
+    def _on_anchor(self, url: QUrl) -> None:
+        index = copy_index(url.toString())
+        if index is not None and index < len(self.code_blocks):
+            QGuiApplication.clipboard().setText(self.code_blocks[index])
+            self.copied.emit(self.code_blocks[index])
+        elif url.scheme() in ("http", "https"):
+            QDesktopServices.openUrl(url)
+
+
+def _is_copy_link(block) -> bool:
+    it = block.begin()
+    return not it.atEnd() and copy_index(it.fragment().charFormat().anchorHref()) is not None
+
+
+def _muted_format() -> QTextCharFormat:
+    fmt = QTextCharFormat()
+    fmt.setForeground(QColor(theme.MUTED))
+    fmt.setFontItalic(False)
+    return fmt
+
+
+def body_font(size_delta: float = 0.0) -> QFont:
+    """The app's reading font, a touch larger than the system default."""
+    font = QFont(QGuiApplication.font())
+    font.setPointSizeF(font.pointSizeF() + 1 + size_delta)
+    return font

@@ -1,0 +1,139 @@
+"""What a reply is made of: its text, which characters came from accepted drafts, and
+the rejected draft positions. Plain Python (no Qt) so it is easy to test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.engine.events import RoundResult, TextChunk
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+@dataclass(frozen=True)
+class RejectedSpot:
+    """A reply position where the target refused the draft: what each proposed, as text."""
+
+    position: int
+    proposed: str
+    chosen: str
+
+    @property
+    def tooltip(self) -> str:
+        """The hover text for this position."""
+        return f"Drafter proposed {self.proposed!r}; target chose {self.chosen!r}"
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A reply split into its thinking and its answer; offsets index the full text."""
+
+    thinking: str | None
+    thinking_start: int
+    thinking_done: bool
+    answer: str
+    answer_start: int
+
+
+def split_thinking(text: str) -> Parts:
+    """Separate Qwen3's <think>...</think> block from the answer (open block = still thinking)."""
+    stripped = len(text) - len(text.lstrip())
+    if not text.lstrip().startswith(THINK_OPEN):
+        return Parts(None, 0, False, text, 0)
+    start = stripped + len(THINK_OPEN)
+    end = text.find(THINK_CLOSE, start)
+    if end < 0:
+        return Parts(text[start:], start, False, "", len(text))
+    answer_start = end + len(THINK_CLOSE)
+    while answer_start < len(text) and text[answer_start] in "\r\n":
+        answer_start += 1
+    return Parts(text[start:end], start, True, text[answer_start:], answer_start)
+
+
+class ReplyTrace:
+    """Accumulates a streamed reply: text, per-character draft flags, token positions, rejections."""
+
+    def __init__(self, decode: Callable[[list[int]], str]):
+        self.decode = decode
+        self.text = ""
+        self.tokens: list[int] = []
+        self.char_from_draft: list[bool] = []
+        self.token_starts: list[int] = []  # char offset of each token's text
+        self.rejections: list[RejectedSpot] = []
+
+    def add(self, event) -> None:
+        """Take one TextChunk or RoundResult (other events are ignored)."""
+        if isinstance(event, TextChunk):
+            self._add_chunk(event)
+        elif isinstance(event, RoundResult) and event.rejection is not None:
+            r = event.rejection
+            self.rejections.append(RejectedSpot(r.position, self.decode([r.proposed]), self.decode([r.chosen])))
+
+    def rejection_chars(self) -> dict[int, RejectedSpot]:
+        """Char offset of each rejected position's (chosen) token -> the rejection."""
+        spots = {}
+        for spot in self.rejections:
+            if spot.position < len(self.token_starts):
+                spots[self.token_starts[spot.position]] = spot
+        return spots
+
+    @property
+    def accepted_chars(self) -> int:
+        """How many characters came from accepted drafts."""
+        return sum(self.char_from_draft)
+
+    def _add_chunk(self, chunk: TextChunk) -> None:
+        start = len(self.text)
+        lengths = self._piece_lengths(chunk)
+        offset = start
+        for token, length, flag in zip(chunk.token_ids, lengths, chunk.from_draft):
+            self.tokens.append(token)
+            self.token_starts.append(offset)
+            self.char_from_draft.extend([flag] * length)
+            offset += length
+        self.text += chunk.text
+        self.char_from_draft.extend([False] * (len(self.text) - len(self.char_from_draft)))
+
+    def _piece_lengths(self, chunk: TextChunk) -> list[int]:
+        """Share the chunk's characters among its tokens by their own decoded lengths."""
+        n, total = len(chunk.token_ids), len(chunk.text)
+        if n <= 1:
+            return [total] * n
+        lengths, left = [], total
+        for token in chunk.token_ids:
+            length = min(len(self.decode([token])), left)
+            lengths.append(length)
+            left -= length
+        lengths[-1] += left
+        return lengths
+
+
+def align(source: str, rendered: str) -> list[int | None]:
+    """For each rendered character, the source index it shows (None for inserted characters).
+
+    Markdown rendering drops markup but keeps the words in order, so a greedy walk that
+    matches each rendered character to the next equal source character lines them up.
+    Whitespace of any kind (newline, paragraph separator, tab) matches any whitespace.
+    """
+    mapping: list[int | None] = []
+    j = 0
+    for ch in rendered:
+        k = _find_next(source, ch, j)
+        if k is None:
+            mapping.append(None)
+            continue
+        mapping.append(k)
+        j = k + 1
+    return mapping
+
+
+_LOOKAHEAD = 64  # markup between two shown characters is short (`**`, "```python\n", ...)
+
+
+def _find_next(source: str, ch: str, start: int) -> int | None:
+    space = ch.isspace() or ch in "\u2029\u2028"
+    for k in range(start, min(len(source), start + _LOOKAHEAD)):
+        if source[k] == ch or (space and source[k].isspace()):
+            return k
+    return None

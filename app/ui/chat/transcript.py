@@ -1,0 +1,174 @@
+"""The scrolling list of message cards, with an empty state and throttled streaming redraws."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from app.store import StoredMessage
+
+from .footer import footer_text
+from .markdown_view import body_font
+from .message_view import MessageView
+from .trace import ReplyTrace
+
+READING_WIDTH = 860
+REDRAW_MS = 50  # at most ~20 redraws a second while a reply streams
+
+
+class TranscriptView(QScrollArea):
+    """Messages of the open conversation; the last card can stream."""
+
+    editRequested = Signal(int)
+    regenerateRequested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.views: list[MessageView] = []
+        self.color_drafts = False
+        self.busy = False
+        self._streaming: MessageView | None = None
+        self._redraw = QTimer(self, singleShot=True, interval=REDRAW_MS)
+        self._redraw.timeout.connect(self._redraw_streaming)
+        self.empty = EmptyState()
+        outer = QWidget(objectName="centralArea")
+        row = QHBoxLayout(outer)
+        row.setContentsMargins(24, 16, 24, 16)
+        column = QWidget()
+        column.setMaximumWidth(READING_WIDTH)
+        self.column = QVBoxLayout(column)
+        self.column.setSpacing(12)
+        self.column.setContentsMargins(0, 0, 0, 0)
+        self.column.addWidget(self.empty)
+        self.column.addStretch(1)
+        row.addStretch(1)
+        row.addWidget(column, 100)
+        row.addStretch(1)
+        self.setWidget(outer)
+        self.verticalScrollBar().rangeChanged.connect(self._follow)
+        self._at_bottom = True
+
+    def show_messages(self, messages: list[StoredMessage]) -> None:
+        """Replace the cards with a saved conversation."""
+        self.clear()
+        for message in messages:
+            view = self._add(message.role, message.content)
+            if message.role == "assistant":
+                view.set_footer(footer_text(message.stats, message.cancelled))
+        self._update_actions()
+
+    def clear(self) -> None:
+        """Remove every card."""
+        self._streaming = None
+        for view in self.views:
+            view.deleteLater()
+        self.views = []
+        self.empty.setVisible(True)
+
+    def add_user(self, text: str) -> MessageView:
+        """Append the user's message."""
+        view = self._add("user", text)
+        self._update_actions()
+        return view
+
+    def start_reply(self, trace: ReplyTrace) -> MessageView:
+        """Append an assistant card that follows a streaming trace."""
+        view = self._add("assistant", "")
+        view.start_trace(trace)
+        self._streaming = view
+        self._at_bottom = True
+        self._update_actions()
+        return view
+
+    def reply_updated(self) -> None:
+        """New text arrived: redraw soon (coalesced)."""
+        if not self._redraw.isActive():
+            self._redraw.start()
+
+    def finish_reply(self, text: str, footer: str) -> None:
+        """The streaming reply ended: final text and stats line."""
+        view = self._streaming
+        self._streaming = None
+        self._redraw.stop()
+        if view is not None:
+            view.text = text
+            view.render()
+            view.set_footer(footer)
+        self._update_actions()
+
+    def truncate(self, keep: int) -> None:
+        """Drop the cards from position `keep` on."""
+        for view in self.views[keep:]:
+            view.deleteLater()
+        self.views = self.views[:keep]
+        self.empty.setVisible(not self.views)
+        self._update_actions()
+
+    def set_busy(self, busy: bool) -> None:
+        """While a reply streams, Edit and Regenerate are off."""
+        self.busy = busy
+        self._update_actions()
+
+    def set_color_drafts(self, on: bool) -> None:
+        """Tint accepted-draft characters in every reply that has a trace."""
+        self.color_drafts = on
+        for view in self.views:
+            view.set_color_drafts(on)
+
+    def _add(self, role: str, text: str) -> MessageView:
+        view = MessageView(role, len(self.views), text)
+        view.set_color_drafts(self.color_drafts)
+        view.editRequested.connect(self.editRequested)
+        view.regenerateRequested.connect(self.regenerateRequested)
+        self.column.insertWidget(self.column.count() - 1, view)
+        self.views.append(view)
+        self.empty.setVisible(False)
+        return view
+
+    def _update_actions(self) -> None:
+        last = len(self.views) - 1
+        for i, view in enumerate(self.views):
+            view.set_actions_enabled(not self.busy, not self.busy and i == last)
+
+    def _redraw_streaming(self) -> None:
+        if self._streaming is not None:
+            bar = self.verticalScrollBar()
+            self._at_bottom = bar.value() >= bar.maximum() - 8
+            self._streaming.render()
+
+    def _follow(self, _low: int, high: int) -> None:
+        if self._streaming is not None and self._at_bottom:
+            self.verticalScrollBar().setValue(high)
+
+
+class EmptyState(QWidget):
+    """What an empty conversation shows: what to do next."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 120, 0, 0)
+        layout.setSpacing(10)
+        title = QLabel("Start a conversation", objectName="emptyTitle")
+        title.setFont(body_font(7))
+        self.hint = QLabel(objectName="emptyHint")
+        self.hint.setFont(body_font(0))
+        self.hint.setWordWrap(True)
+        for label in (title, self.hint):
+            label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+            layout.addWidget(label)
+        self.set_model_state(False)
+
+    def set_model_state(self, loaded: bool, name: str = "") -> None:
+        """The hint depends on whether a model is ready."""
+        if loaded:
+            self.hint.setText(f"{name} is ready. Type a message below and press Ctrl+Enter.\n"
+                              "Speculation settings are in the Speculation menu; "
+                              "accepted draft tokens can be tinted (View ▸ Colour drafted tokens).")
+        else:
+            self.hint.setText("Choose a target model folder in the toolbar and press Load.\n"
+                              "Pair it with a small draft model of the same family to see "
+                              "speculative decoding at work.")

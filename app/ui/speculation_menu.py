@@ -1,0 +1,133 @@
+"""The Speculation menu: mode (Off / Draft model / MTP), draft tokens K, the pair's tuned K."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import QMenu
+
+from app.paths import AppPaths
+
+MODE_LABELS = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP (model's own head)"}
+MODE_SHORTCUTS = {"baseline": "Ctrl+0", "draft": "Ctrl+1", "mtp": "Ctrl+2"}
+K_CHOICES = (1, 2, 3, 4, 6, 8, 16)
+NOT_LOADED = "no model is loaded yet"
+
+
+class SpeculationMenu(QMenu):
+    """Exclusive mode and K choices; unavailable modes greyed with the reason as tooltip."""
+
+    modeChosen = Signal(str)
+    draftTokensChosen = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__("&Speculation", parent)
+        self.setToolTipsVisible(True)
+        self.mode_group = QActionGroup(self, exclusive=True)
+        self.mode_actions: dict[str, QAction] = {}
+        for mode, label in MODE_LABELS.items():
+            action = QAction(label, self, checkable=True)
+            action.setShortcut(QKeySequence(MODE_SHORTCUTS[mode]))
+            action.setData(mode)
+            action.triggered.connect(lambda _checked=False, m=mode: self.modeChosen.emit(m))
+            self.mode_group.addAction(action)
+            self.addAction(action)
+            self.mode_actions[mode] = action
+        self.addSeparator()
+        self.k_menu = self.addMenu("Draft &tokens (K)")
+        self.k_menu.setToolTipsVisible(True)
+        self.k_group = QActionGroup(self, exclusive=True)
+        self.k_actions: dict[int, QAction] = {}
+        self.tuned_k: int | None = None
+        self.more_action = QAction("More draft tokens", self, shortcut=QKeySequence("Ctrl+]"))
+        self.fewer_action = QAction("Fewer draft tokens", self, shortcut=QKeySequence("Ctrl+["))
+        self.more_action.triggered.connect(lambda: self._step_k(+1))
+        self.fewer_action.triggered.connect(lambda: self._step_k(-1))
+        self.addAction(self.more_action)
+        self.addAction(self.fewer_action)
+        self.current_k = 4
+        self._build_k_actions()
+        self.set_available(None)
+
+    def set_available(self, modes: dict[str, str | None] | None) -> None:
+        """Enable each mode the engine offers; None means nothing is loaded."""
+        for mode, action in self.mode_actions.items():
+            reason = None if mode == "baseline" else (NOT_LOADED if modes is None else modes.get(mode, "unknown mode"))
+            action.setEnabled(reason is None)
+            tip = f"{MODE_LABELS[mode]} ({MODE_SHORTCUTS[mode]})"
+            action.setToolTip(tip if reason is None else f"Unavailable: {reason}")
+            action.setStatusTip(action.toolTip())
+
+    def set_mode(self, mode: str) -> None:
+        """Check a mode without emitting."""
+        self.mode_actions[mode].setChecked(True)
+
+    def checked_mode(self) -> str:
+        """The checked mode."""
+        return next(m for m, a in self.mode_actions.items() if a.isChecked())
+
+    def set_k(self, k: int) -> None:
+        """Check a K without emitting (adds it when it is not a listed choice)."""
+        self.current_k = k
+        if k not in self.k_actions:
+            self._build_k_actions()
+        self.k_actions[k].setChecked(True)
+
+    def set_tuned_k(self, k: int | None) -> None:
+        """Show the pair's tuned K in the list (None: the pair was never swept)."""
+        self.tuned_k = k
+        self._build_k_actions()
+
+    def _choices(self) -> list[int]:
+        extra = {k for k in (self.tuned_k, self.current_k) if k}
+        return sorted(set(K_CHOICES) | extra)
+
+    def _build_k_actions(self) -> None:
+        for action in self.k_actions.values():
+            self.k_group.removeAction(action)
+            self.k_menu.removeAction(action)
+            action.deleteLater()
+        self.k_actions = {}
+        for k in self._choices():
+            label = f"{k} (tuned for this pair)" if k == self.tuned_k else str(k)
+            action = QAction(label, self, checkable=True)
+            action.setData(k)
+            if k == self.tuned_k:
+                action.setToolTip("The best K the sweep measured for this pair")
+            action.triggered.connect(lambda _checked=False, value=k: self._choose_k(value))
+            self.k_group.addAction(action)
+            self.k_menu.addAction(action)
+            self.k_actions[k] = action
+        self.k_actions[self.current_k].setChecked(True)
+
+    def _choose_k(self, k: int) -> None:
+        self.current_k = k
+        self.draftTokensChosen.emit(k)
+
+    def _step_k(self, step: int) -> None:
+        choices = self._choices()
+        index = choices.index(self.current_k) + step
+        if 0 <= index < len(choices):
+            self.k_actions[choices[index]].trigger()
+
+
+def tuned_k(paths: AppPaths, target: str | None, drafter: str | None) -> int | None:
+    """The pair's tuned K from app.engine.tuning (when that module and a sweep exist)."""
+    if not target or not drafter:
+        return None
+    try:
+        from app.engine.tuning import best_k
+    except ImportError:
+        return None
+    try:
+        per_prompt = best_k(paths, target, drafter)
+    except Exception:  # a damaged tuning file must not break the menu
+        return None
+    if not per_prompt:
+        return None
+    if "chat" in per_prompt:
+        return per_prompt["chat"]
+    counts = Counter(per_prompt.values())
+    return min(counts, key=lambda k: (-counts[k], k))
