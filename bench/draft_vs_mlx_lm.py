@@ -11,7 +11,7 @@ import time
 
 import mlx.core as mx
 from common import build_pair, median
-from mlx_lm.generate import speculative_generate_step
+from mlx_lm.generate import generate_step, speculative_generate_step
 
 from app.engine import Engine, GenerationConfig
 
@@ -19,19 +19,24 @@ PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
 
 
 def run_ours(engine: Engine, ids: list[int], k: int, n: int) -> tuple[list[int], float]:
-    """Wall time of a full generation (prefill included) from empty caches."""
+    """Wall time of a full generation (prefill included) from empty caches; k=0 is plain decoding."""
     engine.reset()
+    mode = "draft" if k else "baseline"
     start = time.perf_counter()
-    result = engine.generate(ids, GenerationConfig(mode="draft", num_draft_tokens=k, max_tokens=n))
+    result = engine.generate(ids, GenerationConfig(mode=mode, num_draft_tokens=max(k, 1), max_tokens=n))
     return result.tokens, time.perf_counter() - start
 
 
 def run_mlx_lm(engine: Engine, ids: list[int], k: int, n: int) -> tuple[list[int], float]:
-    """The same generation through mlx-lm's speculative_generate_step."""
+    """The same generation through mlx-lm's speculative_generate_step (generate_step for k=0)."""
     start = time.perf_counter()
+    if k:
+        steps = speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
+                                          num_draft_tokens=k, max_tokens=n)
+    else:
+        steps = generate_step(mx.array(ids), engine.target.model, max_tokens=n)
     tokens = []
-    for token, _, _ in speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
-                                                 num_draft_tokens=k, max_tokens=n):
+    for token, *_ in steps:
         if token in engine.tokenizer.eos_token_ids:
             break
         tokens.append(token)
@@ -44,15 +49,16 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--hidden", type=int, default=384)
     parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--noise", type=float, default=0.01, help="draft = target + this x std noise")
     args = parser.parse_args()
-    target, draft = build_pair("dense", 0.03, hidden=args.hidden, layers=args.layers)
+    target, draft = build_pair("dense", args.noise, hidden=args.hidden, layers=args.layers)
     engine = Engine.load(target, draft)
     ids = list(engine.tokenizer.encode(PROMPT))
-    print(f"dense pair: qwen3 hidden={args.hidden} layers={args.layers}, draft = target + 3% noise; "
+    print(f"dense pair: qwen3 hidden={args.hidden} layers={args.layers}, draft = target + {args.noise:.1%} noise; "
           f"{args.tokens} tokens, {args.runs} alternating runs, MLX device {mx.default_device()}")
     print("| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm | acceptance |")
     print("|---|---|---|---|---|")
-    for k in (2, 4):
+    for k in (0, 2, 4):
         run_ours(engine, ids, k, 16), run_mlx_lm(engine, ids, k, 16)  # warm up
         ours, theirs = [], []
         for _ in range(args.runs):
@@ -61,9 +67,10 @@ def main() -> None:
             assert tokens_a == tokens_b, f"K={k}: outputs differ"
             ours.append(len(tokens_a) / t_a)
             theirs.append(len(tokens_b) / t_b)
-        stats = engine.generate(ids, GenerationConfig(mode="draft", num_draft_tokens=k,
+        stats = engine.generate(ids, GenerationConfig(mode="draft" if k else "baseline", num_draft_tokens=max(k, 1),
                                                       max_tokens=args.tokens)).stats
-        print(f"| {k} | {median(ours):.1f} | {median(theirs):.1f} | "
+        label = f"{k}" if k else "0 (plain decoding vs generate_step)"
+        print(f"| {label} | {median(ours):.1f} | {median(theirs):.1f} | "
               f"{median(ours) / median(theirs):.3f} | {stats.acceptance_rate:.0%} |")
 
 

@@ -2,12 +2,13 @@
 
 import mlx.core as mx
 import pytest
-from mlx_lm.models.cache import ArraysCache, ChunkedKVCache, KVCache, RotatingKVCache
+from mlx_lm.models.cache import ArraysCache, ChunkedKVCache, KVCache, QuantizedKVCache, RotatingKVCache
 
 from app.engine.errors import RollbackError
 from app.engine.loading import load_model
 from app.engine.rollback import check_supported
 from app.engine.runner import ModelRunner
+from tests.fixtures.tiny_models import build_dense
 
 PROMPT = [5, 17, 42, 99, 7, 23, 61, 88, 12, 3]
 ROUND = [31, 77, 140, 9, 250, 64]  # fed in one round
@@ -17,6 +18,8 @@ def cache_arrays(cache) -> list[mx.array]:
     """The arrays that define a cache's content (valid region only)."""
     if isinstance(cache, ArraysCache):
         return list(cache.cache)
+    if isinstance(cache, QuantizedKVCache):
+        return [part[..., : cache.offset, :] for group in (cache.keys, cache.values) for part in group]
     if isinstance(cache, RotatingKVCache):
         keys, values = cache._temporal_order(cache.keys), cache._temporal_order(cache.values)
         return [keys[..., -cache.size():, :], values[..., -cache.size():, :]]
@@ -94,6 +97,29 @@ def test_rotating_cache_after_wrap_around(dense_target, keep):
     ref = fresh(dense_target, max_kv_size=8)
     for token in ROUND[:keep]:
         ref.forward(mx.array([token]))
+    assert_same_caches(runner, ref)
+
+
+@pytest.fixture(scope="module")
+def dense_wide(tmp_path_factory):
+    """A dense model whose head_dim (32) MLX can quantize."""
+    return build_dense(tmp_path_factory.mktemp("wide") / "model", hidden=128)
+
+
+@pytest.mark.parametrize("keep", [0, 3, 6])
+def test_quantized_kv_cache_is_trimmed_exactly(dense_wide, keep):
+    def quantized(runner):
+        runner.caches = [c.to_quantized(group_size=32, bits=8) for c in runner.caches]
+        return runner
+
+    runner = quantized(fresh(dense_wide))
+    runner.begin()
+    runner.forward(mx.array(ROUND))
+    runner.commit_keep(keep)
+    ref = quantized(fresh(dense_wide))
+    if keep:
+        ref.forward(mx.array(ROUND[:keep]))
+    assert isinstance(runner.caches[0], QuantizedKVCache)
     assert_same_caches(runner, ref)
 
 

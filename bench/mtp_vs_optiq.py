@@ -1,0 +1,76 @@
+"""Our MTP mode vs mlx-optiq's own OptiqEngine.generate_stream(depth=K): same model, same depth, same tokens.
+
+The model is a hybrid qwen3_5 with an MTP sidecar built on the fly (tests/fixtures/mtp_models.py):
+"agree" (the head agrees with the target on every draft) and "partial" (noise in the head's fc).
+Prints tokens/s for both (median of alternating runs, prefill included, empty caches) and the ratio.
+Run: python bench/mtp_vs_optiq.py [--runs 5] [--tokens 128] [--hidden 512] [--layers 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import mlx.core as mx
+from common import median
+from optiq.runtime.engine import OptiqEngine
+
+from app.engine import Engine, GenerationConfig
+from tests.fixtures.mtp_models import build_hybrid_mtp
+
+PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
+HEADS = {"agree": 0.0, "partial": 0.3}
+
+
+def run_ours(engine: Engine, ids: list[int], depth: int, n: int) -> tuple[list[int], float, float]:
+    """Tokens, wall time and acceptance of one MTP generation from empty caches."""
+    engine.reset()
+    start = time.perf_counter()
+    result = engine.generate(ids, GenerationConfig(mode="mtp", num_draft_tokens=depth, max_tokens=n))
+    return result.tokens, time.perf_counter() - start, result.stats.acceptance_rate
+
+
+def run_optiq(engine: OptiqEngine, ids: list[int], depth: int, n: int) -> tuple[list[int], float, float]:
+    """The same generation through mlx-optiq's engine (its own MTP loop and rollback)."""
+    start = time.perf_counter()
+    tokens = [e["token"] for e in engine.generate_stream("", prompt_ids=ids, max_tokens=n, depth=depth)]
+    elapsed = time.perf_counter() - start
+    stats = engine._last_stats
+    return tokens, elapsed, stats.drafts_accepted / max(stats.drafts_attempted, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--hidden", type=int, default=512)
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--depths", type=int, nargs="+", default=[1, 2, 3, 4])
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="specchat-bench-mtp-"))
+    print(f"hybrid qwen3_5 hidden={args.hidden} layers={args.layers} + 1 MTP layer (sidecar); "
+          f"{args.tokens} tokens, {args.runs} alternating runs, MLX device {mx.default_device()}")
+    print("| head | depth | ours tok/s | optiq tok/s | ratio ours/optiq | acceptance ours | acceptance optiq |")
+    print("|---|---|---|---|---|---|---|")
+    for head, noise in HEADS.items():
+        folder = build_hybrid_mtp(root / head, head="agree", fc_noise=noise,
+                                  hidden=args.hidden, layers=args.layers)
+        ours_engine, optiq_engine = Engine.load(folder), OptiqEngine(str(folder))
+        ids = list(ours_engine.tokenizer.encode(PROMPT))
+        for depth in args.depths:
+            run_ours(ours_engine, ids, depth, 16), run_optiq(optiq_engine, ids, depth, 16)  # warm up
+            ours, theirs = [], []
+            for _ in range(args.runs):
+                tokens_a, t_a, acc_a = run_ours(ours_engine, ids, depth, args.tokens)
+                tokens_b, t_b, acc_b = run_optiq(optiq_engine, ids, depth, args.tokens)
+                assert tokens_a == tokens_b, f"{head} depth {depth}: outputs differ"
+                ours.append(len(tokens_a) / t_a)
+                theirs.append(len(tokens_b) / t_b)
+            print(f"| {head} | {depth} | {median(ours):.1f} | {median(theirs):.1f} | "
+                  f"{median(ours) / median(theirs):.3f} | {acc_a:.0%} | {acc_b:.0%} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
