@@ -91,12 +91,16 @@ def validate_catalog(data: object) -> list[str]:
     return problems
 
 
+def _is_a(value: object, kind) -> bool:
+    """isinstance, except that True/False only count as bool (not as numbers)."""
+    return isinstance(value, kind) and (isinstance(value, bool) == (kind is bool))
+
+
 def _model_problems(model: object) -> list[str]:
     if not isinstance(model, dict):
         return ["must be an object"]
     problems = [f"'{name}' must be {getattr(kind, '__name__', 'a number')}"
-                for name, kind in _MODEL_FIELDS.items()
-                if not isinstance(model.get(name), kind) or isinstance(model.get(name), bool) != (kind is bool)]
+                for name, kind in _MODEL_FIELDS.items() if not _is_a(model.get(name), kind)]
     if model.get("role") not in ROLES:
         problems.append(f"role {model.get('role')!r} is not one of {ROLES}")
     if model.get("architecture") not in ARCHITECTURES:

@@ -54,9 +54,10 @@ def bytes_to_download(plans: Sequence[RepoPlan], config: HubConfig) -> int:
 
 
 def check_disk_space(plans: Sequence[RepoPlan], config: HubConfig,
-                     free: FreeSpace = free_space) -> SpaceCheck:
+                     free: FreeSpace | None = None) -> SpaceCheck:
     """Compare what the plans still need with the free space; raise NotEnoughDiskError if short."""
-    check = SpaceCheck(bytes_to_download(plans, config), free(config.cache_dir), config.cache_dir)
+    free_bytes = (free or free_space)(config.cache_dir)
+    check = SpaceCheck(bytes_to_download(plans, config), free_bytes, config.cache_dir)
     if not check.fits:
         names = " + ".join(p.repo_id for p in plans)
         raise NotEnoughDiskError(
@@ -73,7 +74,7 @@ def plan_bundle(repo_ids: Sequence[str], config: HubConfig, revision: str = "mai
 
 def download_bundle(repo_ids: Sequence[str], config: HubConfig,
                     on_progress: ProgressCallback | None = None,
-                    cancel: threading.Event | None = None, free: FreeSpace = free_space,
+                    cancel: threading.Event | None = None, free: FreeSpace | None = None,
                     revision: str = "main") -> list[Path]:
     """Download every repo (e.g. a target and its draft) as one job; returns their snapshot folders.
 
@@ -108,6 +109,20 @@ def _download_plan(plan: RepoPlan, config: HubConfig, tracker: ProgressTracker,
         tracker.start_file(plan.repo_id, remote.path)
         fetch_file(plan, remote, config, tracker, cancel)
         tracker.finish_file()
+
+
+def fetch_config(plan: RepoPlan, config: HubConfig) -> dict:
+    """Download (verified) and parse just the repo's config.json, e.g. for a memory fit up front."""
+    names = {f.path: f for f in plan.files}
+    if "config.json" not in names:
+        return {}
+    write_manifest(plan, config)
+    path = fetch_file(plan, names["config.json"], config, ProgressTracker(0, 0, 0, None), None)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def write_manifest(plan: RepoPlan, config: HubConfig) -> None:

@@ -21,7 +21,7 @@ from huggingface_hub.file_download import http_get, repo_folder_name
 from huggingface_hub.utils import WeakFileLock, build_hf_headers
 
 from .config import HubConfig
-from .errors import CorruptFileError, DownloadCancelled
+from .errors import CorruptFileError, DownloadCancelled, HubError
 from .progress import ProgressTracker, tqdm_hook
 from .remote import RemoteFile, RepoPlan, translate_error
 
@@ -73,7 +73,7 @@ def fetch_file(plan: RepoPlan, remote: RemoteFile, config: HubConfig,
         return pointer
     if cancel is not None and cancel.is_set():
         raise DownloadCancelled("download cancelled; run it again to resume")
-    url = hf_hub_url(plan.repo_id, remote.path, revision=plan.commit, endpoint=config.endpoint)
+    url = resolve_url(config, plan, remote)
     try:
         meta = get_hf_file_metadata(url, token=config.token, timeout=config.timeout_s,
                                     endpoint=config.endpoint)
@@ -85,6 +85,19 @@ def fetch_file(plan: RepoPlan, remote: RemoteFile, config: HubConfig,
     return Path(hf_hub_download(plan.repo_id, remote.path, revision=plan.commit,
                                 cache_dir=config.cache_dir, endpoint=config.endpoint,
                                 token=config.token, etag_timeout=config.timeout_s))
+
+
+def resolve_url(config: HubConfig, plan: RepoPlan, remote: RemoteFile) -> str:
+    """huggingface_hub's resolve URL, refused unless it is on the configured endpoint.
+
+    hf_hub_url swaps in `endpoint` only when its import-time template matches
+    constants.ENDPOINT; hf_hub_download (used to link) builds its URL the same way.
+    """
+    url = hf_hub_url(plan.repo_id, remote.path, revision=plan.commit, endpoint=config.endpoint)
+    if not url.startswith(config.endpoint + "/"):
+        raise HubError(f"huggingface_hub would fetch {url}, not from the configured endpoint "
+                       f"{config.endpoint}; set HF_ENDPOINT before starting the app")
+    return url
 
 
 def partial_path(blob: Path) -> Path:
