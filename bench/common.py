@@ -40,6 +40,31 @@ def build_pair(kind: str, noise: float, **kw) -> tuple[Path, Path]:
     return target, tm.perturb_model(target, root / "draft", noise, seed=1)
 
 
+def build_cheap_draft_pair(kind: str = "dense", hidden: int = 384, layers: int = 16,
+                           draft_layers: int = 2, noise: float = 0.02) -> tuple[Path, Path]:
+    """A pair with a realistic cost ratio: a deep target whose layers past `draft_layers` add nothing
+    (zeroed output projections, still computed) and a shallow draft made of its first layers + noise."""
+    import mlx.core as mx
+
+    root = Path(tempfile.mkdtemp(prefix=f"specchat-bench-cheap-{kind}-"))
+    target = build_model(root / "target", kind, hidden=hidden, layers=layers)
+    weights = mx.load(str(target / "model.safetensors"))
+    outputs = ("o_proj.weight", "down_proj.weight", "out_proj.weight")
+    for name in weights:
+        layer = _layer_index(name)
+        if layer is not None and layer >= draft_layers and name.endswith(outputs):
+            weights[name] = mx.zeros_like(weights[name])
+    tm._save_weights(target, weights)
+    exact = build_model(root / "draft_exact", kind, hidden=hidden, layers=draft_layers)
+    tm._save_weights(exact, {name: weights[name] for name in mx.load(str(exact / "model.safetensors"))})
+    return target, tm.perturb_model(exact, root / "draft", noise, seed=3)
+
+
+def _layer_index(name: str) -> int | None:
+    parts = name.split(".")
+    return int(parts[parts.index("layers") + 1]) if "layers" in parts else None
+
+
 def median(values) -> float:
     """The median of a list of numbers."""
     return statistics.median(values)

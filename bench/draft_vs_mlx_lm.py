@@ -10,7 +10,7 @@ import argparse
 import time
 
 import mlx.core as mx
-from common import build_pair, median
+from common import build_cheap_draft_pair, median
 from mlx_lm.generate import generate_step, speculative_generate_step
 
 from app.engine import Engine, GenerationConfig
@@ -48,13 +48,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--hidden", type=int, default=384)
-    parser.add_argument("--layers", type=int, default=6)
-    parser.add_argument("--noise", type=float, default=0.01, help="draft = target + this x std noise")
+    parser.add_argument("--layers", type=int, default=16)
+    parser.add_argument("--noise", type=float, default=0.02, help="draft = target's first 2 layers + this x std noise")
     args = parser.parse_args()
-    target, draft = build_pair("dense", args.noise, hidden=args.hidden, layers=args.layers)
+    target, draft = build_cheap_draft_pair("dense", args.hidden, args.layers, draft_layers=2, noise=args.noise)
     engine = Engine.load(target, draft)
     ids = list(engine.tokenizer.encode(PROMPT))
-    print(f"dense pair: qwen3 hidden={args.hidden} layers={args.layers}, draft = target + {args.noise:.1%} noise; "
+    print(f"dense pair: qwen3 hidden={args.hidden}, target {args.layers} layers, draft = its first 2 layers "
+          f"+ {args.noise:.0%} noise; "
           f"{args.tokens} tokens, {args.runs} alternating runs, MLX device {mx.default_device()}")
     print("| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm | acceptance |")
     print("|---|---|---|---|---|")
