@@ -72,6 +72,7 @@ class ConversationStore:
         self._db = sqlite3.connect(self.path)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: no corruption, no fsync per message
         self._db.execute("PRAGMA foreign_keys=ON")
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
@@ -167,8 +168,8 @@ class ConversationStore:
     def _update(self, conversation_id: int, column: str, value) -> None:
         self.get(conversation_id)
         with self._db:
-            self._db.execute(f"UPDATE conversations SET {column} = ?, updated_at = ? WHERE id = ?",
-                             (value, time.time(), conversation_id))
+            # not a new activity: the list order (by updated_at) stays as it was
+            self._db.execute(f"UPDATE conversations SET {column} = ? WHERE id = ?", (value, conversation_id))
 
 
 def _message(row: sqlite3.Row) -> StoredMessage:

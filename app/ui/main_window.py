@@ -83,6 +83,10 @@ class MainWindow(QMainWindow):
         self.splitter.setChildrenCollapsible(False)
         self.setCentralWidget(self.splitter)
         self.mode_label = QLabel()
+        self.legend = QLabel(f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
+                             f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)")
+        self.legend.setObjectName("footer")
+        self.statusBar().addWidget(self.legend)
         self.statusBar().addPermanentWidget(self.mode_label)
         self.chat = ChatController(self.store, self.client, self.transcript, self.composer, self.sidebar,
                                    self.reply_settings, self)
@@ -117,6 +121,7 @@ class MainWindow(QMainWindow):
         for action in (self.color_action, self.thinking_action, self.panel_action):
             view.addAction(action)
         self.transcript.set_color_drafts(self.settings.color_draft_tokens)
+        self.legend.setVisible(self.settings.color_draft_tokens)
 
     def _connect(self) -> None:
         worker = self.client.worker
@@ -246,6 +251,7 @@ class MainWindow(QMainWindow):
     def _color_toggled(self, on: bool) -> None:
         self.settings.color_draft_tokens = on
         self.transcript.set_color_drafts(on)
+        self.legend.setVisible(on)
         self.save()
 
     def _thinking_toggled(self, on: bool) -> None:
@@ -264,6 +270,7 @@ class MainWindow(QMainWindow):
         if mode != "baseline":
             text += f" · K={self.speculation.current_k}"
         self.mode_label.setText(text)
+        self.mode_label.setMinimumWidth(self.mode_label.sizeHint().width())
 
     def _on_busy(self, busy: bool) -> None:
         self.stop_action.setEnabled(busy)

@@ -38,6 +38,8 @@ class ModelBar(QToolBar):
         self.progress.hide()
         self.state = QLabel("No model loaded")
         self.memory = QLabel("")
+        self.memory.setMinimumWidth(110)
+        self.memory.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.memory.setObjectName("footer")
         row.addWidget(QLabel("Target"))
         row.addWidget(self.target, 3)
@@ -50,7 +52,7 @@ class ModelBar(QToolBar):
         row.addWidget(self.load_button)
         row.addSpacing(10)
         row.addWidget(self.progress)
-        row.addWidget(self.state, 2)
+        row.addWidget(self.state, 1)
         row.addWidget(self.memory)
         box.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.addWidget(box)
@@ -116,7 +118,8 @@ class ModelBar(QToolBar):
 
     def set_memory(self, active_bytes: int) -> None:
         """MLX's active memory."""
-        self.memory.setText(f"Memory {active_bytes / 2**30:.2f} GB")
+        gb = active_bytes / 2**30
+        self.memory.setText(f"Memory {gb:.2f} GB" if gb >= 1 else f"Memory {active_bytes / 2**20:.0f} MB")
         self.memory.setToolTip("MLX active memory (weights and caches)")
 
     def _load(self) -> None:
@@ -140,7 +143,8 @@ class ModelBar(QToolBar):
 def _combo(tip: str) -> QComboBox:
     combo = QComboBox()
     combo.setToolTip(tip)
-    combo.setMinimumContentsLength(14)
+    combo.setMinimumContentsLength(10)
+    combo.setMaximumWidth(280)
     combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
     return combo
 

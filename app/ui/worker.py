@@ -68,7 +68,7 @@ class EngineWorker(QObject):
     def __init__(self):
         super().__init__()
         self.engine: Engine | None = None
-        self._tokenizers: dict[str, object] = {}
+        self._tokenizers: dict[Path, object] = {}
 
     @Slot(str, object)
     def load_pair(self, target: str, draft: str | None) -> None:
@@ -110,28 +110,31 @@ class EngineWorker(QObject):
 
     @Slot(str, object)
     def check_drafts(self, target: str, candidates: list[str]) -> None:
-        """Compare each candidate's tokenizer with the target's (check_pair)."""
+        """Check each candidate against the target (vocabulary, special tokens, template, architecture)."""
         results = []
-        try:
-            target_tok = self._tokenizer(target)
-        except Exception as exc:
-            results = [DraftCandidate(c, False, f"cannot read the target's tokenizer: {_message(exc)}")
-                       for c in candidates]
-        else:
-            for path in candidates:
-                try:
-                    report = check_pair(target_tok, self._tokenizer(path))
-                    results.append(DraftCandidate(path, report.compatible, report.reason))
-                except Exception as exc:
-                    results.append(DraftCandidate(path, False, f"cannot read its tokenizer: {_message(exc)}"))
+        for path in candidates:
+            try:
+                ok, reason = self._pair(target, path)
+            except Exception as exc:  # an unreadable folder is greyed, not fatal
+                ok, reason = False, f"cannot read it: {_message(exc)}"
+            results.append(DraftCandidate(path, ok, reason))
         self.draftsChecked.emit(target, results)
+
+    def _pair(self, target: str, draft: str) -> tuple[bool, str]:
+        try:
+            from app.hub.pairing import pair_report
+        except ImportError:  # the model manager is optional: fall back to the engine's tokenizer check
+            report = check_pair(self._tokenizer(target), self._tokenizer(draft))
+        else:
+            report = pair_report(Path(target), Path(draft), self._tokenizers)
+        return report.compatible, report.reason
 
     def _tokenizer(self, path: str):
         from mlx_lm.utils import load_tokenizer
 
-        key = str(Path(path).resolve())
+        key = Path(path).resolve()
         if key not in self._tokenizers:
-            self._tokenizers[key] = load_tokenizer(Path(key))
+            self._tokenizers[key] = load_tokenizer(key)
         return self._tokenizers[key]
 
 

@@ -4,6 +4,7 @@ copy link per code block, and can tint characters that came from accepted drafts
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 from PySide6.QtCore import QSize, Qt, QUrl, Signal
 from PySide6.QtGui import (QColor, QDesktopServices, QFont, QFontDatabase, QGuiApplication, QTextBlockFormat,
@@ -25,6 +26,7 @@ class MarkdownView(QTextBrowser):
         self.code_blocks: list[str] = []
         self.muted = muted
         self._tooltips: dict[int, str] = {}
+        self._cursor: QTextCursor | None = None
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setOpenLinks(False)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -33,8 +35,9 @@ class MarkdownView(QTextBrowser):
         self.viewport().setAutoFillBackground(False)
         self.setStyleSheet("QTextBrowser { background: transparent; }")
         self.document().setDocumentMargin(2)
+        self.document().setUndoRedoEnabled(False)  # read-only: recording format edits only costs time
         self.anchorClicked.connect(self._on_anchor)
-        self.document().contentsChanged.connect(self._fit_height)
+        # Height is fitted once per update (not on contentsChanged: every format change would relayout)
 
     def set_markdown_text(self, text: str, draft_flags: Sequence[bool] | None = None,
                           rejections: dict[int, RejectedSpot] | None = None) -> None:
@@ -42,11 +45,12 @@ class MarkdownView(QTextBrowser):
         prepared = prepare_markdown(text)
         self.code_blocks = prepared.code_blocks
         self.document().setMarkdown(prepared.markdown)
-        self._style_blocks()
-        if draft_flags is not None or rejections:
-            mapping = [prepared.origin[m] if m is not None else None
-                       for m in align(prepared.markdown, self.document().toPlainText())]
-            self._overlay(mapping, draft_flags, rejections or {})
+        with self._edit_block():
+            self._style_blocks()
+            if draft_flags is not None or rejections:
+                mapping = [prepared.origin[m] if m is not None else None
+                           for m in align(prepared.markdown, self.document().toPlainText())]
+                self._overlay(mapping, draft_flags, rejections or {})
         self._fit_height()
 
     def set_plain(self, text: str, draft_flags: Sequence[bool] | None = None,
@@ -54,10 +58,11 @@ class MarkdownView(QTextBrowser):
         """Show text as is (thinking), with the same tinting as Markdown."""
         self.code_blocks = []
         self.document().setPlainText(text)
-        if self.muted:
-            self._apply(0, len(text), _muted_format())
-        if draft_flags is not None or rejections:
-            self._overlay(list(range(len(text))), draft_flags, rejections or {})
+        with self._edit_block():
+            if self.muted:
+                self._apply(0, len(text), _muted_format())
+            if draft_flags is not None or rejections:
+                self._overlay(list(range(len(text))), draft_flags, rejections or {})
         self._fit_height()
 
     def tooltip_at_source(self, offset: int) -> str:
@@ -84,12 +89,24 @@ class MarkdownView(QTextBrowser):
 
     # --- formatting ---
 
+    @contextmanager
+    def _edit_block(self):
+        """One cursor and one edit block for a batch of format changes (one relayout, not hundreds)."""
+        self._cursor = QTextCursor(self.document())
+        self._cursor.beginEditBlock()
+        try:
+            yield
+        finally:
+            self._cursor.endEditBlock()
+            self._cursor = None
+
     def _style_blocks(self) -> None:
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         block = self.document().begin()
         while block.isValid():
             fmt = block.blockFormat()
-            cursor = QTextCursor(block)
+            cursor = self._cursor
+            cursor.setPosition(block.position())
             if fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
                 fmt.setBackground(QColor(theme.CODE_BG))
                 fmt.setLeftMargin(8)
@@ -150,7 +167,7 @@ class MarkdownView(QTextBrowser):
             self._tooltips[offset] = spot.tooltip
 
     def _apply(self, start: int, end: int, fmt: QTextCharFormat) -> None:
-        cursor = QTextCursor(self.document())
+        cursor = self._cursor or QTextCursor(self.document())
         cursor.setPosition(start)
         cursor.setPosition(min(end, self.document().characterCount() - 1), QTextCursor.MoveMode.KeepAnchor)
         cursor.mergeCharFormat(fmt)

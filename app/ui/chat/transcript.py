@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
@@ -50,6 +52,7 @@ class TranscriptView(QScrollArea):
         self.setWidget(outer)
         self.verticalScrollBar().rangeChanged.connect(self._follow)
         self._at_bottom = True
+        MessageView("assistant", 0, "warm-up").deleteLater()  # PySide builds its enum types on first use (~0.1 s)
 
     def show_messages(self, messages: list[StoredMessage]) -> None:
         """Replace the cards with a saved conversation."""
@@ -79,6 +82,7 @@ class TranscriptView(QScrollArea):
         view = self._add("assistant", "")
         view.start_trace(trace)
         self._streaming = view
+        self._redraw.setInterval(REDRAW_MS)
         self._at_bottom = True
         self._update_actions()
         return view
@@ -137,7 +141,11 @@ class TranscriptView(QScrollArea):
         if self._streaming is not None:
             bar = self.verticalScrollBar()
             self._at_bottom = bar.value() >= bar.maximum() - 8
+            start = time.perf_counter()
             self._streaming.render()
+            # long replies render slower: redraw less often so the UI thread stays mostly idle
+            spent_ms = (time.perf_counter() - start) * 1000
+            self._redraw.setInterval(max(REDRAW_MS, int(spent_ms * 4)))
 
     def _follow(self, _low: int, high: int) -> None:
         if self._streaming is not None and self._at_bottom:
@@ -157,18 +165,21 @@ class EmptyState(QWidget):
         self.hint = QLabel(objectName="emptyHint")
         self.hint.setFont(body_font(0))
         self.hint.setWordWrap(True)
+        self.hint.setFixedWidth(560)  # a fixed width lets the label compute its wrapped height
         for label in (title, self.hint):
             label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-            layout.addWidget(label)
+            layout.addWidget(label, 0, Qt.AlignmentFlag.AlignHCenter)
         self.set_model_state(False)
 
     def set_model_state(self, loaded: bool, name: str = "") -> None:
         """The hint depends on whether a model is ready."""
         if loaded:
-            self.hint.setText(f"{name} is ready. Type a message below and press Ctrl+Enter.\n"
-                              "Speculation settings are in the Speculation menu; "
-                              "accepted draft tokens can be tinted (View ▸ Colour drafted tokens).")
+            self.hint.setText(f"{name} is ready. Type a message below and press Ctrl+Enter.\n\n"
+                              "Choose Off, Draft model or MTP and the draft length in the Speculation menu; "
+                              "View ▸ Colour drafted tokens shows which words the drafter got right.")
         else:
-            self.hint.setText("Choose a target model folder in the toolbar and press Load.\n"
+            self.hint.setText("Choose a target model folder in the toolbar and press Load.\n\n"
                               "Pair it with a small draft model of the same family to see "
                               "speculative decoding at work.")
+        self.hint.setMinimumHeight(self.hint.heightForWidth(self.hint.width()))
+        self.updateGeometry()

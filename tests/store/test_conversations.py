@@ -1,0 +1,83 @@
+"""The conversation store: rows saved, found, renamed, truncated and deleted; WAL on disk."""
+
+import sqlite3
+
+import pytest
+
+from app.paths import AppPaths
+from app.store import ConversationStore
+from app.store.conversations import DEFAULT_TITLE, title_from
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = ConversationStore(AppPaths.under(tmp_path).conversations_db)
+    yield s
+    s.close()
+
+
+def test_messages_are_saved_in_order_with_stats_and_survive_reopening(tmp_path):
+    db = AppPaths.under(tmp_path).conversations_db
+    store = ConversationStore(db)
+    conv = store.create(system_prompt="Be brief.")
+    store.add_message(conv.id, "user", "hi")
+    store.add_message(conv.id, "assistant", "hello", {"mode": "draft", "generated_tokens": 3})
+    store.add_message(conv.id, "user", "more")
+    store.add_message(conv.id, "assistant", "par", None, cancelled=True)
+    store.close()
+    again = ConversationStore(db)
+    rows = again.messages(conv.id)
+    assert [(m.position, m.role, m.content, m.cancelled) for m in rows] == [
+        (0, "user", "hi", False), (1, "assistant", "hello", False),
+        (2, "user", "more", False), (3, "assistant", "par", True)]
+    assert rows[1].stats == {"mode": "draft", "generated_tokens": 3} and rows[3].stats is None
+    assert again.get(conv.id).system_prompt == "Be brief."
+    assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    again.close()
+
+
+def test_list_is_most_recent_first_and_search_matches_titles_and_text(store):
+    a = store.create("Sorting lists")
+    b = store.create("Weather")
+    store.add_message(a.id, "user", "merge two sorted lists")
+    store.add_message(b.id, "user", "rain tomorrow?")
+    assert [c.id for c in store.conversations()] == [b.id, a.id]
+    store.add_message(a.id, "assistant", "use heapq.merge")
+    assert [c.id for c in store.conversations()] == [a.id, b.id]
+    assert [c.id for c in store.conversations("weather")] == [b.id]
+    assert [c.id for c in store.conversations("heapq")] == [a.id]
+    assert store.conversations("100%") == []
+
+
+def test_rename_system_prompt_truncate_delete(store):
+    conv = store.create()
+    assert conv.title == DEFAULT_TITLE
+    store.rename(conv.id, "  Renamed  ")
+    assert store.get(conv.id).title == "Renamed"
+    with pytest.raises(ValueError, match="cannot be empty"):
+        store.rename(conv.id, " ")
+    store.set_system_prompt(conv.id, "You are terse.")
+    assert store.get(conv.id).system_prompt == "You are terse."
+    for i in range(4):
+        store.add_message(conv.id, "user" if i % 2 == 0 else "assistant", str(i))
+    store.truncate(conv.id, 2)
+    assert [m.content for m in store.messages(conv.id)] == ["0", "1"]
+    assert store.add_message(conv.id, "user", "again").position == 2
+    store.delete(conv.id)
+    assert store.conversations() == []
+    with pytest.raises(KeyError, match=f"no conversation with id {conv.id}"):
+        store.get(conv.id)
+
+
+def test_bad_input_is_refused_with_a_message(store):
+    conv = store.create()
+    with pytest.raises(ValueError, match="role must be one of user, assistant, got 'system'"):
+        store.add_message(conv.id, "system", "x")
+    with pytest.raises(KeyError):
+        store.add_message(9999, "user", "x")
+
+
+def test_title_from_first_line():
+    assert title_from("\n  Write a parser\nfor JSON") == "Write a parser"
+    assert title_from("x" * 100).endswith("…") and len(title_from("x" * 100)) == 48
+    assert title_from("   ") == DEFAULT_TITLE

@@ -1,0 +1,53 @@
+"""Fixtures for window tests: app folders under tmp_path, a window factory, a send helper."""
+
+from pathlib import Path
+
+import pytest
+
+from app.paths import AppPaths
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+MAX_TOKENS = 24
+LOAD_TIMEOUT_MS = 60_000
+REPLY_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def paths(tmp_path) -> AppPaths:
+    """Every app folder under this test's tmp_path."""
+    return AppPaths.under(tmp_path / "home")
+
+
+@pytest.fixture
+def open_window(qtbot, paths):
+    """Make a MainWindow (closed at teardown); waits for the models when a target is given."""
+    from app.ui.main_window import MainWindow
+
+    def make(target=None, draft=None, at: AppPaths | None = None, max_tokens: int = MAX_TOKENS):
+        window = MainWindow(at or paths, target=str(target) if target else None,
+                            draft=str(draft) if draft else None)
+        qtbot.addWidget(window)
+        window.show()
+        window.panel.max_tokens.setValue(max_tokens)
+        if window.settings.target_path:
+            qtbot.waitUntil(lambda: window.pair is not None or window.banner.level == "error",
+                            timeout=LOAD_TIMEOUT_MS)
+        return window
+
+    return make
+
+
+def send(qtbot, window, text: str, timeout: int = REPLY_TIMEOUT_MS):
+    """Type a message, press Send and return the Finished event."""
+    with qtbot.waitSignal(window.chat.replyFinished, timeout=timeout) as blocker:
+        window.composer.text.setPlainText(text)
+        window.composer.send_button.click()
+    return blocker.args[0]
+
+
+def screenshot(widget, name: str) -> Path:
+    """Save widget.grab() as test-artifacts/<name>.png."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    assert widget.grab().save(str(path)), f"could not save {path}"
+    return path

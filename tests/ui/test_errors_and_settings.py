@@ -1,0 +1,88 @@
+"""Failures become banners and the window keeps working; corrupt settings are set aside."""
+
+from app.engine.session import ChatSession
+from app.settings import load_settings
+
+from .conftest import send
+
+
+def test_a_worker_exception_shows_a_banner_and_the_next_reply_works(qtbot, open_window, dense_target, monkeypatch):
+    window = open_window(dense_target)
+    original = ChatSession.prompt_ids
+    calls = []
+
+    def broken_once(self, messages=None):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("template exploded")
+        return original(self, messages)
+
+    monkeypatch.setattr(ChatSession, "prompt_ids", broken_once)
+    with qtbot.waitSignal(window.chat.replyFailed, timeout=30_000) as blocker:
+        window.composer.text.setPlainText("hello")
+        window.composer.send_button.click()
+    assert blocker.args == ["RuntimeError: template exploded"]
+    assert window.banner.isVisible() and window.banner.level == "error"
+    assert "template exploded" in window.banner.label.text()
+    assert window.composer.send_button.isVisible() and window.transcript.views[-1].role == "user"
+    finished = send(qtbot, window, "hello again")
+    assert finished.tokens and not window.banner.isVisible()
+    assert [m.role for m in window.store.messages(window.chat.conversation_id)] == ["user", "user", "assistant"]
+
+
+def test_an_engine_failure_event_becomes_a_banner(qtbot, open_window, dense_target):
+    window = open_window(dense_target)
+    window.speculation.mode_actions["draft"].setEnabled(True)  # force a mode the engine refuses
+    window.speculation.mode_actions["draft"].trigger()
+    with qtbot.waitSignal(window.chat.replyFailed, timeout=30_000) as blocker:
+        window.composer.text.setPlainText("hello")
+        window.composer.send_button.click()
+    assert "no draft model loaded" in blocker.args[0] and "no draft model loaded" in window.banner.message
+
+
+def test_a_folder_that_is_not_a_model_fails_to_load_with_its_name(qtbot, open_window, tmp_path):
+    window = open_window(tmp_path / "nothing-here")
+    assert window.banner.level == "error" and "model folder not found" in window.banner.message
+    assert "nothing-here" in window.banner.message
+    assert not window.composer.send_button.isEnabled()
+    assert window.model_bar.state.text() == "Load failed"
+
+
+def test_an_incompatible_draft_is_refused_and_the_target_still_loads(qtbot, open_window, dense_target,
+                                                                    dense_other_vocab):
+    window = open_window(dense_target, dense_other_vocab)
+    assert window.pair is not None and window.pair.draft is None
+    assert "cannot draft for" in window.banner.message and "token id" in window.banner.message
+    action = window.speculation.mode_actions["draft"]
+    assert not action.isEnabled() and action.toolTip() == "Unavailable: no draft model loaded"
+    assert window.speculation.checked_mode() == "baseline"
+    assert send(qtbot, window, "still works").stats.mode == "baseline"
+
+
+def test_the_draft_picker_greys_drafts_of_another_vocabulary(qtbot, open_window, dense_target,
+                                                            dense_draft_partial, dense_other_vocab):
+    window = open_window(dense_target)
+    combo = window.model_bar.draft
+
+    def checked():
+        item = combo.model().item(combo.findData(str(dense_other_vocab.resolve())))
+        return item is not None and not item.isEnabled()
+
+    qtbot.waitUntil(checked, timeout=30_000)
+    bad = combo.model().item(combo.findData(str(dense_other_vocab.resolve())))
+    assert bad.toolTip().startswith("Cannot draft for this target: ") and "vocabularies differ" in bad.toolTip()
+    good = combo.model().item(combo.findData(str(dense_draft_partial.resolve())))
+    assert good.isEnabled()
+
+
+def test_corrupt_settings_are_backed_up_and_the_user_is_told(qtbot, open_window, paths):
+    paths.ensure()
+    paths.settings_file.write_text("{ not json", encoding="utf-8")
+    window = open_window()
+    assert window.banner.isVisible() and window.banner.level == "warning"
+    assert "were unusable" in window.banner.message and "not valid JSON" in window.banner.message
+    backups = list(paths.config_dir.glob("settings.json.corrupt-*"))
+    assert len(backups) == 1 and backups[0].read_text() == "{ not json"
+    assert window.settings.mode == "baseline"
+    window.close()
+    assert load_settings(paths).warning is None  # a good file was written back

@@ -1,0 +1,53 @@
+"""The Speculation menu's choices and shortcuts, the tuned K, and a Qt binding sanity check."""
+
+import sys
+
+from PySide6.QtCore import QObject, Signal
+
+from app.ui.speculation_menu import K_CHOICES, SpeculationMenu, tuned_k
+
+
+def test_emit_keeps_reference_counts():
+    # PySide6 6.12.0 drops a reference to True on every emit(), which crashes Python 3.11.
+    class Source(QObject):
+        fired = Signal(int, object)
+
+    source = Source()
+    source.fired.connect(lambda *_: None)
+    before = sys.getrefcount(True), sys.getrefcount(None)
+    for i in range(200):
+        source.fired.emit(i, None)
+    assert (sys.getrefcount(True), sys.getrefcount(None)) == before
+
+
+def test_menu_offers_the_k_choices_shortcuts_and_greys_unavailable_modes(qtbot):
+    menu = SpeculationMenu()
+    qtbot.addWidget(menu)
+    assert list(menu.k_actions) == list(K_CHOICES)
+    assert [menu.mode_actions[m].shortcut().toString() for m in ("baseline", "draft", "mtp")] == [
+        "Ctrl+0", "Ctrl+1", "Ctrl+2"]
+    assert not menu.mode_actions["draft"].isEnabled()
+    assert menu.mode_actions["draft"].toolTip() == "Unavailable: no model is loaded yet"
+    menu.set_available({"baseline": None, "draft": None, "mtp": "no MTP head"})
+    assert menu.mode_actions["draft"].isEnabled() and menu.mode_actions["mtp"].toolTip() == "Unavailable: no MTP head"
+    chosen = []
+    menu.draftTokensChosen.connect(chosen.append)
+    menu.set_k(4)
+    menu.more_action.trigger()
+    menu.fewer_action.trigger()
+    menu.fewer_action.trigger()
+    assert chosen == [6, 4, 3] and menu.k_actions[3].isChecked()
+
+
+def test_the_pairs_tuned_k_joins_the_list(qtbot, paths, tmp_path):
+    from app.engine.tuning import save_best_k
+
+    target, draft = tmp_path / "t", tmp_path / "d"
+    assert tuned_k(paths, str(target), str(draft)) is None
+    save_best_k(paths, target, draft, {"code": 5, "prose": 5, "chat": 5})
+    k = tuned_k(paths, str(target), str(draft))
+    assert k == 5
+    menu = SpeculationMenu()
+    qtbot.addWidget(menu)
+    menu.set_tuned_k(k)
+    assert menu.k_actions[5].text() == "5 (tuned for this pair)" and 5 not in K_CHOICES

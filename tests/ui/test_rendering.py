@@ -1,0 +1,114 @@
+"""Message cards: Markdown, copy links, collapsed thinking, draft tints and rejection tooltips."""
+
+import time
+
+from PySide6.QtCore import QEvent, QPoint, QTimer, QUrl
+from PySide6.QtGui import QColor, QGuiApplication, QHelpEvent, QTextCursor
+from PySide6.QtWidgets import QApplication, QToolTip
+
+from app.ui import theme
+from app.ui.chat.message_view import MessageView
+
+from .conftest import screenshot, send
+
+REPLY = "Here is **code**:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nDone."
+
+
+def test_markdown_renders_and_the_copy_link_copies_the_code(qtbot):
+    view = MessageView("assistant", 1, REPLY)
+    qtbot.addWidget(view)
+    text = view.body.document().toPlainText()
+    assert "**" not in text and "```" not in text and "Copy code" in text
+    with qtbot.waitSignal(view.body.copied) as blocker:
+        view.body.anchorClicked.emit(QUrl("copy:0"))
+    assert blocker.args == ["def add(a, b):\n    return a + b"]
+    assert QGuiApplication.clipboard().text() == "def add(a, b):\n    return a + b"
+
+
+def test_thinking_is_collapsed_behind_a_toggle(qtbot):
+    view = MessageView("assistant", 1, "<think>\nFirst add, then return.\n</think>\n\nThe **sum**.")
+    qtbot.addWidget(view)
+    view.show()
+    assert view.body.document().toPlainText() == "The sum."
+    assert view.thinking_toggle.isVisible() and not view.thinking.isVisible()
+    assert view.thinking_toggle.text() == "▸ Thought (4 words)"
+    view.thinking_toggle.click()
+    assert view.thinking.isVisible() and view.thinking.toPlainText() == "First add, then return."
+    assert view.thinking_toggle.text().startswith("▾")
+    streaming = MessageView("assistant", 1, "<think>\nstill going")
+    qtbot.addWidget(streaming)
+    assert streaming.thinking_toggle.text() == "▸ Thinking… (2 words)"
+
+
+def test_drafted_characters_are_tinted_and_rejections_explain_themselves(qtbot, open_window, dense_target,
+                                                                       dense_draft_partial):
+    window = open_window(dense_target, dense_draft_partial, max_tokens=40)
+    window.color_action.setChecked(True)
+    send(qtbot, window, "Write a function.")
+    view = window.transcript.views[-1]
+    trace = window.chat.last_trace
+    assert trace.accepted_chars > 0 and trace.rejections
+    doc = view.body.document()
+    tinted = [i for i in range(doc.characterCount() - 1) if _background(doc, i) == QColor(theme.DRAFT_BG)]
+    assert tinted, "no accepted-draft character is tinted"
+    spots = trace.rejection_chars()
+    shown = [o for o in spots if view.body.tooltip_at_source(o)]
+    assert shown and view.body.tooltip_at_source(shown[0]) == spots[shown[0]].tooltip
+    assert spots[shown[0]].tooltip.startswith("Drafter proposed ")
+    screenshot(window, "main_window_draft_colours")
+    window.color_action.setChecked(False)
+    assert not [i for i in range(doc.characterCount() - 1) if _background(doc, i) == QColor(theme.DRAFT_BG)]
+
+
+def test_hovering_a_rejected_position_shows_the_tooltip(qtbot):
+    from app.engine.events import Rejection, RoundResult, TextChunk
+    from app.ui.chat.trace import ReplyTrace
+
+    view = MessageView("assistant", 1)
+    qtbot.addWidget(view)
+    view.resize(500, 200)
+    view.show()
+    trace = ReplyTrace(lambda ids: {1: "Hello", 2: " world", 9: " there"}[ids[0]])
+    trace.add(TextChunk("Hello world", (1, 2), (True, False)))
+    trace.add(RoundResult(0, 2, 2, 1, 2, 0.0, 0.0, Rejection(1, 9, 2)))
+    view.start_trace(trace)
+    view.set_color_drafts(True)
+    cursor = QTextCursor(view.body.document())
+    cursor.setPosition(5)
+    pos = view.body.cursorRect(cursor).center() + QPoint(3, 0)
+    event = QHelpEvent(QEvent.Type.ToolTip, pos, view.body.viewport().mapToGlobal(pos))
+    QApplication.sendEvent(view.body.viewport(), event)
+    assert QToolTip.text() == "Drafter proposed ' there'; target chose ' world'"
+
+
+def test_the_event_loop_keeps_ticking_while_a_reply_streams(qtbot, open_window, dense_target, dense_draft_partial):
+    window = open_window(dense_target, dense_draft_partial, max_tokens=120)
+    gaps, last = [], [time.perf_counter()]
+
+    def tick():
+        now = time.perf_counter()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer(interval=10)
+    timer.timeout.connect(tick)
+    timer.start()
+    finished = send(qtbot, window, "Write a long answer.")
+    timer.stop()
+    assert len(finished.tokens) == 120 and len(gaps) > 20
+    assert max(gaps[1:]) < 0.100, f"the UI thread stalled for {max(gaps[1:]) * 1000:.0f} ms"
+
+
+def test_real_model_screenshot(qtbot, open_window, smollm_dir):
+    window = open_window(smollm_dir, max_tokens=40)
+    window.speculation.mode_actions["baseline"].trigger()
+    finished = send(qtbot, window, "Write a Python function that reverses a string.", timeout=180_000)
+    body = window.transcript.views[-1].body
+    assert finished.text.startswith("```") and body.code_blocks and "Copy code" in body.toPlainText()
+    screenshot(window, "main_window_smollm_reply")
+
+
+def _background(doc, position: int) -> QColor:
+    cursor = QTextCursor(doc)
+    cursor.setPosition(position + 1)
+    return cursor.charFormat().background().color()

@@ -1,0 +1,63 @@
+"""Qt-free pieces of the chat pane: thinking split, Markdown alignment, copy links, traces, footers."""
+
+from app.engine.events import Rejection, RoundResult, TextChunk
+from app.ui.chat.footer import footer_text
+from app.ui.chat.markdown_source import copy_index, prepare_markdown
+from app.ui.chat.trace import ReplyTrace, align, split_thinking
+
+
+def test_split_thinking_open_closed_and_absent():
+    parts = split_thinking("<think>\nplan it\n</think>\n\nThe answer.")
+    assert (parts.thinking, parts.thinking_done, parts.answer) == ("\nplan it\n", True, "The answer.")
+    text = "<think>\nplan it\n</think>\n\nThe answer."
+    assert text[parts.answer_start:] == "The answer." and text[parts.thinking_start:].startswith("\nplan")
+    streaming = split_thinking("<think>still going")
+    assert (streaming.thinking, streaming.thinking_done, streaming.answer) == ("still going", False, "")
+    plain = split_thinking("No thinking here.")
+    assert plain.thinking is None and plain.answer == "No thinking here."
+
+
+def test_align_maps_rendered_characters_back_to_markdown_source():
+    source = "Some **bold** and `code`.\n\n- item"
+    rendered = "Some bold and code.\u2029item"
+    mapping = align(source, rendered)
+    assert [source[i] for i in mapping if i is not None] == [c if c != "\u2029" else "\n" for c in rendered]
+    assert source[mapping[rendered.index("b")]:].startswith("bold**")
+
+
+def test_copy_links_are_inserted_above_each_code_block_and_map_to_nothing():
+    text = "Try:\n```python\nx = 1\nprint(x)\n```\nand\n~~~\nraw\n~~~\n"
+    prepared = prepare_markdown(text)
+    assert prepared.code_blocks == ["x = 1\nprint(x)", "raw"]
+    assert "[Copy code](copy:0)" in prepared.markdown and "[Copy code](copy:1)" in prepared.markdown
+    kept = "".join(prepared.markdown[i] for i, o in enumerate(prepared.origin) if o is not None)
+    assert kept == text
+    assert all(prepared.markdown[i] == text[o] for i, o in enumerate(prepared.origin) if o is not None)
+    assert copy_index("copy:1") == 1 and copy_index("https://x") is None
+
+
+def test_an_unclosed_fence_while_streaming_still_offers_its_code():
+    assert prepare_markdown("```\npartial line").code_blocks == ["partial line"]
+
+
+def test_trace_marks_draft_characters_and_places_rejections():
+    pieces = {1: "ab", 2: "c", 3: "de", 4: "X", 5: "Y"}
+    trace = ReplyTrace(lambda ids: "".join(pieces[i] for i in ids))
+    trace.add(TextChunk("abc", (1, 2), (True, False)))
+    trace.add(RoundResult(0, 2, 2, 1, 2, 0.0, 0.0, Rejection(1, 4, 2)))
+    trace.add(TextChunk("de", (3,), (False,)))
+    assert trace.text == "abcde" and trace.tokens == [1, 2, 3]
+    assert trace.char_from_draft == [True, True, False, False, False]
+    assert trace.token_starts == [0, 2, 3]
+    spot = trace.rejection_chars()[2]
+    assert (spot.proposed, spot.chosen) == ("X", "c")
+    assert spot.tooltip == "Drafter proposed 'X'; target chose 'c'"
+
+
+def test_footer_names_tokens_speed_ttft_acceptance_mode_and_k():
+    stats = {"generated_tokens": 42, "decode_tokens_per_s": 31.46, "ttft_s": 0.123,
+             "acceptance_rate": 0.675, "mode": "draft", "num_draft_tokens": 4}
+    assert footer_text(stats) == "42 tokens · 31.5 tok/s · TTFT 0.12 s · 68% accepted · Draft model K=4"
+    off = footer_text({**stats, "mode": "baseline"}, cancelled=True)
+    assert off == "42 tokens · 31.5 tok/s · TTFT 0.12 s · speculation off · stopped"
+    assert footer_text(None, cancelled=True) == "stopped"
