@@ -9,6 +9,7 @@ from dataclasses import asdict
 
 from . import __version__
 from .engine import MODES, EngineError, GenerationConfig
+from .engine.config import AUTO
 
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
 EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.engine.sweep_cli")
@@ -25,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--target", required=True, help="local mlx-lm model folder")
     gen.add_argument("--draft", help="local draft model folder (same vocabulary)")
     gen.add_argument("--mode", choices=MODES, help="default: draft when --draft is given, else baseline")
-    gen.add_argument("--draft-tokens", type=int, default=4, help="tokens drafted per round (K)")
+    gen.add_argument("--draft-tokens", type=draft_tokens_arg, default=4,
+                     help="tokens drafted per round (K), or 'auto' to choose K each round")
     gen.add_argument("--max-tokens", type=int, default=256)
     gen.add_argument("--temperature", type=float, default=0.0)
     gen.add_argument("--top-p", type=float, default=1.0)
@@ -54,6 +56,16 @@ def _extra_commands():
             if exc.name != name:
                 raise
     return found
+
+
+def draft_tokens_arg(text: str) -> int | str:
+    """K as an integer, or 'auto'."""
+    if text == AUTO:
+        return AUTO
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
 
 
 def run_generate(args) -> int:
@@ -91,7 +103,8 @@ def _print_finished(event, as_json: bool) -> int:
     line = (f"\n[{s.generated_tokens} tokens, {s.decode_tokens_per_s:.1f} tok/s decode, "
             f"ttft {s.ttft_s:.2f}s, prefill {s.prefill_tokens_per_s:.1f} tok/s, mode {s.mode}")
     if s.rounds:
-        line += f" K={s.num_draft_tokens}, acceptance {s.acceptance_rate:.0%}"
+        k = f"auto (mean {s.mean_k:.1f}, max {s.num_draft_tokens})" if s.auto_k else s.num_draft_tokens
+        line += f" K={k}, acceptance {s.acceptance_rate:.0%}"
     print(line + f", peak {s.peak_memory_bytes / 1e9:.2f} GB]", file=sys.stderr)
     return 0
 

@@ -15,7 +15,9 @@ from .config import GenerationConfig
 from .drafters import DraftModelDrafter, Drafter
 from .errors import ConfigError, EngineError
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
-from .loading import LoadedModel, load_model
+from .loading import LoadedModel, load_model, vocab_size
+from .autok import AutoK
+from .lookup import PromptLookupDrafter
 from .mtp import MtpDrafter, attach_head
 from .mtp_detect import MtpSupport, detect_mtp
 from .runner import ModelRunner, common_prefix_len
@@ -41,7 +43,8 @@ class Engine:
         self.target = target
         self.draft = draft
         self.runner = ModelRunner(target.model, target.name)
-        self.drafters: dict[str, Drafter] = {}
+        self.drafters: dict[str, Drafter] = {"lookup": PromptLookupDrafter(vocab_size(target))}
+        self.auto_k: dict[str, AutoK] = {}  # per mode; its cost and acceptance estimates carry over
         self.mtp = self._attach_mtp(target)
         if draft is not None:
             ensure_compatible(target.tokenizer, draft.tokenizer, target.name, draft.name)
@@ -63,6 +66,7 @@ class Engine:
             "baseline": None,
             "draft": None if "draft" in self.drafters else "no draft model loaded",
             "mtp": None if "mtp" in self.drafters else f"no MTP head: {self.mtp.reason}",
+            "lookup": None,
         }
 
     def _attach_mtp(self, target: LoadedModel) -> MtpSupport:
@@ -104,6 +108,13 @@ class Engine:
         for drafter in self.drafters.values():
             drafter.reset()
 
+    def _controller(self, cfg: GenerationConfig) -> AutoK | None:
+        if not cfg.auto_k:
+            return None
+        controller = self.auto_k.setdefault(cfg.mode, AutoK(k_max=cfg.max_draft_tokens))
+        controller.k_max = cfg.max_draft_tokens
+        return controller
+
     def _drafter_for(self, cfg: GenerationConfig) -> Drafter | None:
         if cfg.mode == "baseline":
             return None
@@ -127,7 +138,7 @@ class Engine:
         stats.prefill_done()
         ctx = LoopContext(prompt, Sampler(cfg), cfg.max_tokens, frozenset(self.tokenizer.eos_token_ids), cancel)
         steps = (baseline_steps(self.runner, ctx) if drafter is None
-                 else speculative_steps(self.runner, drafter, cfg.num_draft_tokens, ctx))
+                 else speculative_steps(self.runner, drafter, cfg.max_draft_tokens, ctx, self._controller(cfg)))
         detok = self.tokenizer.detokenizer
         detok.reset()
         stop = None

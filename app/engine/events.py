@@ -22,7 +22,9 @@ class GenerationStats:
     mean_accepted_per_round: float = 0.0
     peak_memory_bytes: int = 0
     mode: str = "baseline"
-    num_draft_tokens: int = 0
+    num_draft_tokens: int = 0  # K, or the largest K when auto_k
+    auto_k: bool = False
+    mean_k: float = 0.0  # mean K used per round
     prefill_s: float = 0.0
     decode_s: float = 0.0
     stop_reason: str = ""
@@ -51,7 +53,7 @@ class RoundResult:
     """One speculative round: how many tokens were drafted and accepted, and where the time went."""
 
     index: int
-    num_draft_tokens: int
+    num_draft_tokens: int  # the K used this round (auto K may pick 0: a plain decoding round)
     drafted: int
     accepted: int
     emitted: int

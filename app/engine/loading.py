@@ -50,3 +50,9 @@ def load_model(path: str | Path) -> LoadedModel:
     except Exception as exc:  # mlx-lm raises ValueError/KeyError/OSError for bad folders
         raise ModelLoadError(f"cannot load {path}: {type(exc).__name__}: {exc}") from exc
     return LoadedModel(model, tokenizer, config, path)
+
+
+def vocab_size(loaded: LoadedModel) -> int:
+    """The size of the model's output layer (may exceed the tokenizer's vocabulary)."""
+    config = loaded.config.get("text_config", loaded.config)
+    return int(config.get("vocab_size") or loaded.config.get("vocab_size") or len(loaded.tokenizer.get_vocab()))

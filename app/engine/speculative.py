@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import mlx.core as mx
 
-from .drafters import Drafter
+from .autok import AutoK
+from .drafters import Draft, Drafter
 from .events import Rejection, RoundResult
 from .runner import ModelRunner
 from .sampling import Sampler
@@ -78,13 +79,17 @@ def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
         target.abort()
 
 
-def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: LoopContext) -> Iterator[Step]:
-    """Draft, verify in one target pass, keep the agreeing prefix, roll every cache back exactly."""
+def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: LoopContext,
+                      auto: AutoK | None = None) -> Iterator[Step]:
+    """Draft, verify in one target pass, keep the agreeing prefix, roll every cache back exactly.
+
+    With `auto`, each round's K (0 = a plain decoding round) comes from the controller.
+    """
     generated, index = 0, 0
     while True:
-        k = min(k_max, ctx.budget - generated)
+        k = min(auto.choose() if auto else k_max, ctx.budget - generated)
         t0 = time.perf_counter()
-        draft = drafter.propose(ctx.seq, k, ctx.sampler)
+        draft = drafter.propose(ctx.seq, k, ctx.sampler) if k else Draft(mx.array([], dtype=mx.uint32), None)
         pending = _dispatch_verify(target, ctx, draft)
         mx.eval(draft.tokens)  # the verify pass is already queued behind the drafts: no idle gap
         t1 = time.perf_counter()
@@ -95,14 +100,17 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
             verdict = verify_sampled(pending, drafts, draft.probs, ctx.sampler)
         emitted, stop = ctx.take(verdict.tokens, generated)
         target.commit(ctx.seq)
-        drafter.commit(ctx.seq)
+        if k:  # a drafter that sat a round out catches up at its next proposal
+            drafter.commit(ctx.seq)
         t2 = time.perf_counter()
         rejection = None
         if verdict.target_choice is not None:
             n = verdict.accepted
             rejection = Rejection(generated + n, drafts[n], verdict.target_choice)
         flags = [i < verdict.accepted for i in range(len(emitted))]
-        info = RoundResult(index, k_max, k, verdict.accepted, len(emitted), t1 - t0, t2 - t1, rejection)
+        info = RoundResult(index, k, len(drafts), verdict.accepted, len(emitted), t1 - t0, t2 - t1, rejection)
+        if auto:
+            auto.observe(len(drafts), verdict.accepted, t1 - t0, t2 - t1)
         generated += len(emitted)
         index += 1
         if stop is None and ctx.cancel.is_set():

@@ -21,7 +21,7 @@ class StatsRecorder:
         self.start = time.perf_counter()
         self.prefill_end = self.start
         self.first_token: float | None = None
-        self.rounds = self.drafted = self.accepted = 0
+        self.rounds = self.drafted = self.accepted = self.k_sum = 0
 
     def prefill_done(self) -> None:
         """Mark the end of prompt processing."""
@@ -35,6 +35,7 @@ class StatsRecorder:
     def round_done(self, result: RoundResult) -> None:
         """Add one speculative round's counts."""
         self.rounds += 1
+        self.k_sum += result.num_draft_tokens
         self.drafted += result.drafted
         self.accepted += result.accepted
 
@@ -58,7 +59,9 @@ class StatsRecorder:
             mean_accepted_per_round=self.accepted / self.rounds if self.rounds else 0.0,
             peak_memory_bytes=mx.get_peak_memory(),
             mode=self.cfg.mode,
-            num_draft_tokens=self.cfg.num_draft_tokens if speculative else 0,
+            num_draft_tokens=self.cfg.max_draft_tokens if speculative else 0,
+            auto_k=speculative and self.cfg.auto_k,
+            mean_k=self.k_sum / self.rounds if self.rounds else 0.0,
             prefill_s=prefill_s,
             decode_s=decode_s,
             stop_reason=stop_reason,

@@ -63,3 +63,46 @@ def test_lookup_draft_is_one_hot_when_sampling():
     assert draft.tokens.tolist() == [3, 1]
     assert mx.array_equal(draft.probs.sum(axis=-1), mx.ones(2)).item()
     assert draft.probs[0, 3].item() == 1.0 and draft.probs[1, 1].item() == 1.0
+
+
+REPEATING = "one two three four. one two three four. one two three four. one two"
+
+
+@pytest.mark.parametrize("mode,k", [("lookup", 3), ("lookup", "auto"), ("draft", "auto")])
+def test_lookup_and_auto_k_are_identical_to_plain_decoding(hybrid_target, hybrid_draft_partial, mode, k):
+    from app.engine import Engine, GenerationConfig, RoundResult
+
+    engine = Engine.load(hybrid_target, hybrid_draft_partial)
+    ids = list(engine.tokenizer.encode(REPEATING))
+    baseline = engine.generate(ids, GenerationConfig(max_tokens=48))
+    events = list(engine.stream(ids, GenerationConfig(mode=mode, num_draft_tokens=k, max_tokens=48)))
+    assert list(events[-1].tokens) == baseline.tokens
+    rounds = [e for e in events if isinstance(e, RoundResult)]
+    assert all(r.drafted <= r.num_draft_tokens for r in rounds)
+    if k == "auto":
+        assert events[-1].stats.auto_k and {r.num_draft_tokens for r in rounds} <= set(range(9))
+        assert events[-1].stats.mean_k == pytest.approx(sum(r.num_draft_tokens for r in rounds) / len(rounds))
+
+
+def test_lookup_accepts_repeated_text_and_samples_correctly(dense_target):
+    from app.engine import Engine, GenerationConfig
+
+    engine = Engine.load(dense_target)
+    ids = list(engine.tokenizer.encode(REPEATING))
+    greedy = engine.generate(ids, GenerationConfig(max_tokens=40))
+    history = ids + greedy.tokens  # the reply repeats itself: the next run can copy from it
+    result = engine.generate(history + greedy.tokens[:5], GenerationConfig(mode="lookup", num_draft_tokens=4,
+                                                                           max_tokens=30))
+    assert result.stats.accepted > 0
+    cfg = GenerationConfig(mode="lookup", num_draft_tokens=3, max_tokens=20, temperature=1.0, seed=5)
+    assert engine.generate(ids, cfg).tokens == engine.generate(ids, cfg).tokens
+
+
+def test_mtp_depth_is_limited_and_auto_is_accepted():
+    from app.engine import ConfigError
+
+    with pytest.raises(ConfigError, match="MTP depth must be 1..4"):
+        GenerationConfig(mode="mtp", num_draft_tokens=6)
+    assert GenerationConfig(mode="mtp", num_draft_tokens="auto").max_draft_tokens == 4
+    with pytest.raises(ConfigError, match="or 'auto'"):
+        GenerationConfig(num_draft_tokens="fast")
