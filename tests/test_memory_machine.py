@@ -20,11 +20,14 @@ from app.system.machine import (
 )
 from app.system.memory import (
     MachineMemory,
+    MemorySample,
     format_gb,
     metal_working_set_bytes,
     parse_sysctl_memsize,
     parse_vm_stat,
     read_machine_memory,
+    read_memory_sample,
+    read_mlx_memory,
 )
 
 DATA = Path(__file__).parent / "data" / "system"
@@ -168,3 +171,40 @@ def test_machine_info_has_expected_fields(monkeypatch: pytest.MonkeyPatch) -> No
     assert info["python"].count(".") == 2
     assert info["chip"] and info["os"]
     assert info["mlx_device"].startswith("Device(")
+
+
+# --- memory samples over time ---
+
+
+def test_memory_sample_combines_mlx_process_and_system() -> None:
+    mx = SimpleNamespace(get_active_memory=lambda: 3_000, get_peak_memory=lambda: 5_000,
+                         get_cache_memory=lambda: 700)
+    process = SimpleNamespace(memory_info=lambda: SimpleNamespace(rss=9_000))
+    sample = read_memory_sample(clock=lambda: 123.5, virtual_memory=lambda: VirtualMemory(64_000, 40_000),
+                                process=process, mx_module=mx, working_set_bytes=48_000)
+    assert sample == MemorySample(123.5, 3_000, 5_000, 700, 9_000, 64_000, 40_000, 48_000)
+
+
+def test_memory_sample_missing_probes_are_none() -> None:
+    mx = SimpleNamespace(get_active_memory=lambda: 10)  # an MLX without peak / cache probes
+
+    class Denied:
+        def memory_info(self):
+            raise PermissionError("denied")
+
+    assert read_mlx_memory(mx) == (10, None, None)
+    sample = read_memory_sample(virtual_memory=lambda: VirtualMemory(8, 4), process=Denied(), mx_module=mx)
+    assert (sample.mlx_peak_bytes, sample.process_rss_bytes, sample.system_available_bytes) == (None, None, 4)
+
+
+def test_memory_sample_on_this_machine_sees_mlx_allocations() -> None:
+    import mlx.core as mx
+
+    before = read_memory_sample()
+    array = mx.zeros((1024, 1024), dtype=mx.float32)  # 4 MiB
+    mx.eval(array)
+    after = read_memory_sample()
+    assert after.mlx_active_bytes - before.mlx_active_bytes >= 4 * 1024 * 1024
+    assert after.mlx_peak_bytes >= after.mlx_active_bytes
+    assert 0 < after.system_available_bytes <= after.system_total_bytes
+    assert after.process_rss_bytes > 0 and after.time >= before.time

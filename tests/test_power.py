@@ -11,6 +11,9 @@ import pytest
 from app.system.power import (
     PowerStatus,
     parse_pmset_batt,
+    parse_pmset_low_power,
+    read_low_power_mode,
+    read_platform_profile_low_power,
     read_power,
     read_psutil_power,
     read_sysfs_power,
@@ -184,3 +187,54 @@ def test_read_power_never_raises() -> None:
 
 def test_read_power_on_this_machine_returns_a_status() -> None:
     assert read_power().source in ("ac", "battery", "unknown")
+
+
+# --- low-power mode ---
+
+
+@pytest.mark.parametrize(
+    ("sample", "low_power"),
+    [
+        ("pmset_g_laptop_lowpower_on.txt", True),
+        ("pmset_g_laptop_lowpower_off.txt", False),
+        ("pmset_g_powermode_low.txt", True),    # High Power Mode Macs: powermode 1 is low power
+        ("pmset_g_powermode_high.txt", False),  # powermode 2 is high power
+        ("pmset_g_desktop.txt", False),
+        ("pmset_g_intel_no_key.txt", None),     # no such setting: unknown
+        ("pmset_garbage.txt", None),
+    ],
+)
+def test_pmset_low_power_mode(sample: str, low_power: bool | None) -> None:
+    assert parse_pmset_low_power(recorded(sample)) is low_power
+
+
+def test_pmset_low_power_reads_only_the_settings_in_use() -> None:
+    custom = "Battery Power:\n lowpowermode         1\nCurrently in use:\n lowpowermode         0\n"
+    assert parse_pmset_low_power(custom) is False
+
+
+def test_read_low_power_mode_on_macos_runs_pmset_g() -> None:
+    runner = fake_runner(recorded("pmset_g_laptop_lowpower_on.txt"))
+    assert read_low_power_mode(runner, platform="darwin") is True
+    assert runner.calls == [["pmset", "-g"]]
+
+
+def test_read_low_power_mode_on_macos_failures_are_unknown() -> None:
+    def missing(args, **kwargs):
+        raise FileNotFoundError("pmset")
+
+    assert read_low_power_mode(missing, platform="darwin") is None
+    assert read_low_power_mode(fake_runner("", returncode=1), platform="darwin") is None
+    assert read_low_power_mode(lambda *a, **k: object(), platform="darwin") is None
+
+
+@pytest.mark.parametrize(("profile", "low_power"),
+                         [("low-power", True), ("balanced", False), ("performance", False)])
+def test_linux_platform_profile(tmp_path: Path, profile: str, low_power: bool) -> None:
+    (tmp_path / "platform_profile").write_text(profile + "\n")
+    assert read_platform_profile_low_power(tmp_path / "platform_profile") is low_power
+    assert read_low_power_mode(profile_path=tmp_path / "platform_profile", platform="linux") is low_power
+
+
+def test_linux_without_platform_profile_is_unknown(tmp_path: Path) -> None:
+    assert read_low_power_mode(profile_path=tmp_path / "absent", platform="linux") is None

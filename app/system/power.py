@@ -13,6 +13,7 @@ from typing import Any, Literal
 PowerSource = Literal["ac", "battery", "unknown"]
 
 DEFAULT_SYSFS_ROOT = Path("/sys/class/power_supply")
+DEFAULT_PLATFORM_PROFILE = Path("/sys/firmware/acpi/platform_profile")
 NO_BATTERY_DETAIL = "No battery found; assuming mains power"
 
 _PMSET_SOURCE = re.compile(r"Now drawing from '([^']+)'")
@@ -173,6 +174,46 @@ def read_psutil_power(sensors_battery: Callable[[], Any] | None = None) -> Power
     source: PowerSource = "ac" if plugged else "battery"
     charging = None if plugged else False  # psutil cannot tell charging from full
     return PowerStatus(source, percent, charging, f"psutil: {source}, battery {percent:g}%")
+
+
+# --- low-power mode: pmset -g on macOS, the ACPI platform profile on Linux ---
+
+_PMSET_SETTING = re.compile(r"^\s*(lowpowermode|powermode)\s+(\d+)\b", re.MULTILINE)
+_POWERMODE_LOW = 1  # `powermode` (Macs with High Power Mode): 0 automatic, 1 low power, 2 high power
+
+
+def parse_pmset_low_power(text: str) -> bool | None:
+    """Low-power mode from macOS `pmset -g`; None when the output has no such setting."""
+    text = text or ""
+    in_use = text.split("Currently in use:", 1)[-1]  # only the settings in force, not other profiles
+    match = _PMSET_SETTING.search(in_use)
+    if match is None:
+        return None
+    name, value = match.group(1), int(match.group(2))
+    return value == _POWERMODE_LOW if name == "powermode" else value != 0
+
+
+def read_platform_profile_low_power(path: Path = DEFAULT_PLATFORM_PROFILE) -> bool | None:
+    """Linux: True when the ACPI platform profile is "low-power"; None when there is none."""
+    profile = _read_text(Path(path))
+    return None if not profile else profile.lower() == "low-power"
+
+
+def read_low_power_mode(
+    runner: Callable[..., Any] = subprocess.run,
+    profile_path: Path = DEFAULT_PLATFORM_PROFILE,
+    *,
+    platform: str | None = None,
+) -> bool | None:
+    """Is a low-power mode on? pmset -g on macOS, the platform profile on Linux; None if unknown. Never raises."""
+    platform = platform or sys.platform
+    try:
+        if platform != "darwin":
+            return read_platform_profile_low_power(profile_path)
+        result = runner(["pmset", "-g"], capture_output=True, text=True, timeout=5, check=False)
+        return parse_pmset_low_power(result.stdout) if result.returncode == 0 else None
+    except Exception:  # a probe must never take the app down; unknown is a fine answer
+        return None
 
 
 # --- the one call the app makes ---

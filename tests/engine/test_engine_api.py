@@ -41,7 +41,8 @@ def test_stream_events_add_up_to_the_result(engine):
     assert s.generated_tokens == len(final.tokens) and s.prompt_tokens == len(ids)
     assert s.acceptance_rate == pytest.approx(s.accepted / s.drafted)
     assert s.peak_memory_bytes > 0 and s.decode_tokens_per_s > 0 and s.ttft_s > 0
-    assert all(r.num_draft_tokens == 3 and r.draft_s >= 0 and r.verify_s > 0 for r in rounds)
+    assert rounds[0].num_draft_tokens == 3 and s.num_draft_tokens == 3
+    assert all(r.drafted == r.num_draft_tokens <= 3 and r.draft_s >= 0 and r.verify_s > 0 for r in rounds)
 
 
 def test_rejections_name_the_proposed_and_the_chosen_token(engine):

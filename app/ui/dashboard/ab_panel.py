@@ -1,0 +1,173 @@
+"""The A/B panel: one prompt under Off / Draft / MTP side by side, run off the UI thread."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
+                               QSpinBox, QVBoxLayout, QWidget)
+
+from .. import theme
+from .ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
+from .background import BackgroundJob
+
+DEFAULT_PROMPT = "Write a Python function that merges two sorted lists, with a docstring."
+CARD_STYLE = (f"ABCard {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
+              f" QLabel#abTitle {{ font-weight: 600; color: {theme.TEXT}; }}"
+              f" QLabel#abSpeed {{ font-size: 20px; font-weight: 600; color: {theme.TEXT}; }}"
+              f" QLabel#abDetail {{ color: {theme.MUTED}; }}")
+
+
+class ABCard(QFrame):
+    """One mode's figures: tok/s, acceptance, and whether its output equals Off's."""
+
+    def __init__(self, mode: str, parent=None):
+        super().__init__(parent)
+        self.setStyleSheet(CARD_STYLE)
+        self.mode = mode
+        self.title = QLabel(MODE_TITLES[mode], objectName="abTitle")
+        self.speed = QLabel("—", objectName="abSpeed")
+        self.detail = QLabel("not run yet", objectName="abDetail")
+        self.detail.setWordWrap(True)
+        self.identical = QLabel("")
+        column = QVBoxLayout(self)
+        column.setContentsMargins(12, 10, 12, 10)
+        for label in (self.title, self.speed, self.detail, self.identical):
+            column.addWidget(label)
+        column.addStretch(1)
+
+    def show_row(self, row: ABRow | None) -> None:
+        """Show a run's figures (None clears the card)."""
+        if row is None:
+            self.speed.setText("—")
+            self.detail.setText("running…")
+            self.identical.setText("")
+            return
+        if row.unavailable:
+            self.speed.setText("n/a")
+            self.detail.setText(f"unavailable: {row.unavailable}")
+            self.identical.setText("")
+            return
+        self.speed.setText(f"{row.tokens_per_s:.1f} tok/s")
+        parts = [f"{row.generated_tokens} tokens"]
+        if row.acceptance_rate is not None:
+            parts.append(f"acceptance {row.acceptance_rate * 100:.0f}%")
+            parts.append(f"{row.mean_accepted_per_round:.2f} accepted / round")
+        self.detail.setText(" · ".join(parts))
+        self.identical.setText(identical_html(row))
+
+
+def identical_html(row: ABRow) -> str:
+    """'Identical output: yes / no (from token N)', coloured; blank when not checked."""
+    if row.identical is None:
+        return f'<span style="color:{theme.MUTED}">identity not checked (sampling)</span>'
+    if row.mode == "baseline":
+        return f'<span style="color:{theme.MUTED}">reference output</span>'
+    if row.identical:
+        return '<span style="color:#1f9d55; font-weight:600">✓ identical output: yes</span>'
+    return (f'<span style="color:{theme.REJECT}; font-weight:600">✕ identical output: no '
+            f'(differs from token {row.first_mismatch})</span>')
+
+
+class ABPanel(QWidget):
+    """Pick a prompt, press Run: Off, Draft and MTP run in turn on a background thread."""
+
+    busyChanged = Signal(bool)
+    compared = Signal(object)  # list[ABRow]
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.engine = None
+        self.job: BackgroundJob | None = None
+        self.cancel_event = threading.Event()
+        self.rows: list[ABRow] = []
+        self.prompt = QPlainTextEdit(DEFAULT_PROMPT)
+        self.prompt.setFixedHeight(54)
+        self.k = QSpinBox(minimum=1, maximum=32, value=4, prefix="K = ")
+        self.max_tokens = QSpinBox(minimum=1, maximum=4096, value=128, suffix=" tokens")
+        self.run_button = QPushButton("Run A/B", objectName="primary")
+        self.run_button.clicked.connect(self.start)
+        self.run_button.setEnabled(False)
+        self.status = QLabel("Load a model to compare modes.")
+        self.status.setStyleSheet(f"color: {theme.MUTED}")
+        self.cards = {mode: ABCard(mode) for mode in AB_MODES}
+        controls = QHBoxLayout()
+        controls.addWidget(self.k)
+        controls.addWidget(self.max_tokens)
+        controls.addWidget(self.status, 1)
+        controls.addWidget(self.run_button)
+        cards = QGridLayout()
+        for i, card in enumerate(self.cards.values()):
+            cards.addWidget(card, 0, i)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(QLabel("Same prompt, every mode (greedy: outputs must be identical)"),
+                         0, Qt.AlignmentFlag.AlignLeft)
+        column.addWidget(self.prompt)
+        column.addLayout(controls)
+        column.addLayout(cards)
+
+    def set_engine(self, engine) -> None:
+        """The engine to compare on (None disables the panel)."""
+        self.engine = engine
+        self.run_button.setEnabled(engine is not None and self.job is None)
+        self.status.setText("Ready." if engine is not None else "Load a model to compare modes.")
+
+    def start(self) -> None:
+        """Run the comparison on a background thread."""
+        text = self.prompt.toPlainText().strip()
+        if self.engine is None or self.job is not None:
+            return
+        if not text:
+            self.status.setText("Type a prompt to compare.")
+            return
+        engine, k, max_tokens = self.engine, self.k.value(), self.max_tokens.value()
+        self.cancel_event = cancel = threading.Event()
+        ids = list(engine.tokenizer.apply_chat_template([{"role": "user", "content": text}],
+                                                        add_generation_prompt=True, enable_thinking=False))
+        self.rows = []
+        for card in self.cards.values():
+            card.show_row(None)
+        self.job = BackgroundJob(lambda emit: run_ab(engine, ids, k, max_tokens, cancel=cancel, on_row=emit),
+                                 self)
+        self.job.progress.connect(self._row_done)
+        self.job.succeeded.connect(self._done)
+        self.job.failed.connect(self._failed)
+        self.job.finished.connect(self._job_ended)
+        self.run_button.setEnabled(False)
+        self.status.setText("Running Off, then Draft, then MTP…")
+        self.busyChanged.emit(True)
+        self.job.start()
+
+    def cancel(self) -> None:
+        """Stop after the current generation."""
+        self.cancel_event.set()
+
+    def wait(self, ms: int = 60_000) -> bool:
+        """Wait for a running comparison (tests, shutdown)."""
+        return self.job.wait(ms) if self.job is not None else True
+
+    def _row_done(self, row: ABRow) -> None:
+        self.rows.append(row)
+        self.cards[row.mode].show_row(row)
+
+    def _done(self, rows: list[ABRow]) -> None:
+        speeds = {r.mode: r.tokens_per_s for r in rows if r.tokens_per_s}
+        base = speeds.get("baseline")
+        ratios = [f"{MODE_TITLES[m]} {v / base:.2f}×" for m, v in speeds.items() if base and m != "baseline"]
+        self.status.setText("Done" + (": " + ", ".join(ratios) + " vs Off" if ratios else "."))
+        self.compared.emit(rows)
+
+    def _failed(self, message: str) -> None:
+        self.status.setText(f"A/B failed: {message}")
+
+    def _job_ended(self) -> None:
+        done = {r.mode for r in self.rows}
+        for mode, card in self.cards.items():
+            if mode not in done:
+                card.detail.setText("not run")
+        self.job.deleteLater()
+        self.job = None
+        self.run_button.setEnabled(self.engine is not None)
+        self.busyChanged.emit(False)

@@ -1,0 +1,113 @@
+"""Shared look of the dashboard's pyqtgraph charts: a titled card with a plot and an empty-state note."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout
+
+from .. import theme
+
+BLUE = "#2f6fde"
+BLUE_LIGHT = "#a8c1f0"
+GREEN = "#1f9d55"
+GREEN_LIGHT = "#bfe8cf"
+PURPLE = "#8b5cf6"
+TEAL = "#0e9f9a"
+ORANGE = "#e07b00"
+RED = "#d64545"
+GREY = "#9aa1ab"
+CARD_STYLE = (f"ChartCard {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
+              f" QLabel#chartTitle {{ color: {theme.TEXT}; font-weight: 600; }}"
+              f" QLabel#chartCaption, QLabel#chartLegend {{ color: {theme.MUTED}; font-size: 11px; }}"
+              f" QLabel#chartEmpty {{ color: {theme.MUTED}; background: transparent; }}")
+
+
+def pen(color: str, width: float = 2.0, dashed: bool = False):
+    """A cosmetic pen of a colour and width, optionally dashed."""
+    style = Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine
+    return pg.mkPen(color=color, width=width, style=style)
+
+
+def make_plot(y_label: str, x_label: str = "", date_axis: bool = False) -> pg.PlotWidget:
+    """A white plot with a light grid and muted axes (the legend lives in the card's header)."""
+    axes = {"bottom": pg.DateAxisItem(orientation="bottom")} if date_axis else {}
+    plot = pg.PlotWidget(axisItems=axes)
+    plot.setBackground("w")
+    plot.setMinimumHeight(170)
+    item = plot.getPlotItem()
+    item.showGrid(x=True, y=True, alpha=0.12)
+    item.setMenuEnabled(False)
+    item.hideButtons()
+    small = QFont()
+    small.setPointSizeF(8.5)
+    for name in ("left", "bottom"):
+        axis = item.getAxis(name)
+        axis.setPen(pg.mkPen(theme.BORDER))
+        axis.setTextPen(pg.mkPen(theme.MUTED))
+        axis.setStyle(tickFont=small)
+    item.setLabel("left", y_label, color=theme.MUTED)
+    if x_label:
+        item.setLabel("bottom", x_label, color=theme.MUTED)
+    return plot
+
+
+SWATCHES = {"line": "━━", "dashed": "╍╍", "dot": "●", "bar": "■", "cross": "✕"}
+
+
+def legend_html(entries: list[tuple[str, str, str]]) -> str:
+    """Rich text for a legend: (colour, kind of swatch, label) entries in one row."""
+    parts = [f'<span style="color:{color}; font-weight:700">{SWATCHES[kind]}</span>&nbsp;{label}'
+             for color, kind, label in entries]
+    return '<span style="color:%s">%s</span>' % (theme.MUTED, "&nbsp;&nbsp;&nbsp;".join(parts))
+
+
+def horizontal_line(color: str, label: str = "") -> pg.InfiniteLine:
+    """A dashed horizontal marker line with its label at the right end."""
+    line = pg.InfiniteLine(angle=0, movable=False, pen=pen(color, 1.6, dashed=True), label=label,
+                           labelOpts={"position": 0.97, "color": color, "anchors": [(1, 1), (1, 1)],
+                                      "fill": pg.mkBrush(255, 255, 255, 200)})
+    line.setZValue(-5)
+    return line
+
+
+class ChartCard(QFrame):
+    """A card: a title, a caption on the right, and a plot with a centred note shown when it is empty."""
+
+    def __init__(self, title: str, plot: pg.PlotWidget, empty_text: str,
+                 legend: list[tuple[str, str, str]] = (), parent=None):
+        super().__init__(parent)
+        self.setStyleSheet(CARD_STYLE)
+        self.plot = plot
+        self.title = QLabel(title, objectName="chartTitle")
+        self.legend = QLabel(legend_html(list(legend)), objectName="chartLegend")
+        self.caption = QLabel("", objectName="chartCaption")
+        self.caption.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.empty = QLabel(empty_text, objectName="chartEmpty")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setWordWrap(True)
+        self.empty.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        header = QHBoxLayout()
+        header.setSpacing(14)
+        header.addWidget(self.title)
+        header.addWidget(self.legend)
+        header.addStretch(1)
+        header.addWidget(self.caption)
+        body = QGridLayout()
+        body.addWidget(plot, 0, 0)
+        body.addWidget(self.empty, 0, 0)  # overlaid on the plot, same cell
+        column = QVBoxLayout(self)
+        column.setContentsMargins(12, 10, 12, 10)
+        column.setSpacing(4)
+        column.addLayout(header)
+        column.addLayout(body, 1)
+
+    def set_empty(self, text: str | None) -> None:
+        """Show a note over the plot (None hides it); an empty plot hides its meaningless tick values."""
+        self.empty.setVisible(bool(text))
+        if text:
+            self.empty.setText(text)
+        item = self.plot.getPlotItem()
+        for name in ("left", "bottom"):
+            item.getAxis(name).setStyle(showValues=not text)

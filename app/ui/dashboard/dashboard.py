@@ -1,0 +1,258 @@
+"""The dashboard: live throughput, acceptance, memory and power, redrawn on a timer from ring buffers."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from PySide6.QtCore import QTimer, Signal, Slot
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from app.engine.events import Failed, Finished, GenerationStats, RoundResult
+from app.paths import AppPaths
+from app.system.baseline import BaselineCache
+from app.system.memory import MemorySample
+from app.system.power import PowerStatus
+from app.system.ringbuffer import RingBuffer, RoundSeries
+
+from .. import theme
+from ..banner import Banner
+from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL
+from .panels import MEMORY_COLUMNS, POWER_COLUMNS, AcceptanceChart, MemoryChart, PowerChart, ThroughputChart
+from .poller import SystemPoller
+from .tiles import StatTile, fill_tiles
+
+REDRAW_INTERVAL_MS = 250
+MIN_TOKENS_FOR_BASELINE = 16  # a plain-decode reply this long may stand in for a measurement
+NOT_COMPARABLE = "speed figures are not comparable with runs on mains power at full speed."
+
+
+class Dashboard(QWidget):
+    """Feed on_event() with the worker's engine events; the charts redraw on a timer, never per token."""
+
+    baselineRequested = Signal(str)  # model key: measure its plain-decode speed, then call set_baseline_tps
+
+    def __init__(self, paths: AppPaths | None = None, parent=None, *, poller: SystemPoller | None = None,
+                 redraw_interval_ms: int = REDRAW_INTERVAL_MS, start_polling: bool = True):
+        super().__init__(parent)
+        self.setObjectName("dashboard")
+        self.baselines = BaselineCache.for_paths(paths or AppPaths.default())
+        self.rounds = RoundSeries()
+        self.memory = RingBuffer(3600, len(MEMORY_COLUMNS))
+        self.power = RingBuffer(720, len(POWER_COLUMNS))
+        self.model_key: str | None = None
+        self.baseline_tps: float | None = None
+        self.last_stats: GenerationStats | None = None
+        self.last_memory: MemorySample | None = None
+        self.last_power: tuple[PowerStatus, bool | None] | None = None
+        self.weights_bytes: int | None = None
+        self._generating = False
+        self._dirty = True
+        self._build()
+        self.poller = poller or SystemPoller(self)
+        self.poller.memorySampled.connect(self.on_memory)
+        self.poller.powerRead.connect(self.on_power)
+        self.redraw_timer = QTimer(self, interval=redraw_interval_ms, timeout=self._redraw_if_dirty)
+        self.redraw_timer.start()
+        if start_polling:
+            self.poller.start()
+        self.redraw()
+
+    # --- construction ---
+
+    def _build(self) -> None:
+        self.setStyleSheet(f"#dashboard {{ background: {theme.WINDOW_BG}; }}"
+                           f" QLabel#dashStatus {{ color: {theme.MUTED}; }}")
+        self.banner = Banner()
+        self.tiles = {name: StatTile(title, accent) for name, title, accent in (
+            ("speed", "Decode speed", BLUE), ("vs_plain", "vs plain decode", RED),
+            ("acceptance", "Acceptance", GREEN), ("per_round", "Accepted / round", TEAL),
+            ("memory", "MLX memory", PURPLE), ("power", "Power", ORANGE))}
+        tiles = QHBoxLayout()
+        tiles.setSpacing(10)
+        for tile in self.tiles.values():
+            tiles.addWidget(tile, 1)
+        self.throughput = ThroughputChart()
+        self.acceptance = AcceptanceChart()
+        self.memory_chart = MemoryChart()
+        self.power_chart = PowerChart()
+        grid = QGridLayout()
+        grid.setSpacing(10)
+        for i, card in enumerate((self.throughput, self.acceptance, self.memory_chart, self.power_chart)):
+            grid.addWidget(card, i // 2, i % 2)
+        self.status = QLabel("No generation yet.", objectName="dashStatus")
+        self.remeasure = QPushButton("Measure plain decode")
+        self.remeasure.setToolTip("Measure the current target's plain-decode speed (the break-even line)")
+        self.remeasure.setEnabled(False)
+        self.remeasure.clicked.connect(self.request_baseline)
+        footer = QHBoxLayout()
+        footer.addWidget(self.status, 1)
+        footer.addWidget(self.remeasure)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(14, 12, 14, 12)
+        column.setSpacing(10)
+        column.addWidget(self.banner)
+        column.addLayout(tiles)
+        column.addLayout(grid, 1)
+        column.addLayout(footer)
+
+    # --- inputs ---
+
+    @Slot(object)
+    def on_event(self, event) -> None:
+        """Take one engine event (TextChunk, RoundResult, PrefillProgress, Finished, Failed)."""
+        if isinstance(event, (Finished, Failed)):
+            self._generating = False
+            if isinstance(event, Finished):
+                self._finished(event)
+            else:
+                self.status.setText(f"Last generation failed: {event.message}")
+        else:
+            if not self._generating:
+                self._generating = True
+                self.rounds.clear()
+                self.status.setText("Generating…")
+            if isinstance(event, RoundResult):
+                self.rounds.add(event)
+        self._dirty = True
+
+    @Slot(int, object)
+    def on_worker_event(self, request_id: int, event) -> None:
+        """EngineWorker.event carries (request id, event); the id does not matter here."""
+        self.on_event(event)
+
+    @Slot(object)
+    def on_memory(self, sample: MemorySample) -> None:
+        """Add a memory reading."""
+        self.last_memory = sample
+        self.memory.append(sample.time, sample.mlx_active_bytes, sample.mlx_peak_bytes,
+                           sample.system_available_bytes, sample.process_rss_bytes)
+        self.memory_chart.set_working_set(sample.gpu_working_set_bytes)
+        self._dirty = True
+
+    @Slot(object, object)
+    def on_power(self, status: PowerStatus, low_power: bool | None = None) -> None:
+        """Add a power reading; show or hide the not-comparable banner."""
+        self.last_power = (status, low_power)
+        on_battery = {"battery": 1.0, "ac": 0.0}.get(status.source)
+        self.power.append(time.time(), status.percent, on_battery)
+        self._update_banner(status, low_power)
+        self._dirty = True
+
+    def set_model(self, model_key: str | None) -> None:
+        """The current target (e.g. its resolved folder); asks for a measurement when none is cached."""
+        self.model_key = model_key
+        entry = self.baselines.get(model_key) if model_key else None
+        self.baseline_tps = entry.tokens_per_s if entry else None
+        self.remeasure.setEnabled(model_key is not None)
+        self.remeasure.setText("Re-measure plain decode" if entry else "Measure plain decode")
+        self._dirty = True
+        if model_key and entry is None:
+            self.baselineRequested.emit(model_key)
+
+    def set_baseline_tps(self, model_key: str, tps: float, source: str = "measured") -> None:
+        """Store a model's plain-decode speed in the cache; draws it when it is the current model."""
+        self.baselines.put(model_key, tps, source)
+        if model_key == self.model_key:
+            self.baseline_tps = float(tps)
+            self.remeasure.setText("Re-measure plain decode")
+        self._dirty = True
+
+    def set_weights_bytes(self, n_bytes: int | None) -> None:
+        """Mark the loaded models' weight size on the memory chart."""
+        self.weights_bytes = n_bytes
+        self.memory_chart.set_weights(n_bytes)
+        self._dirty = True
+
+    def request_baseline(self) -> None:
+        """Ask (baselineRequested) for a fresh plain-decode measurement of the current model."""
+        if self.model_key:
+            self.baselineRequested.emit(self.model_key)
+
+    def clear(self) -> None:
+        """Forget the rounds and the last generation (memory and power history stay)."""
+        self.rounds.clear()
+        self.last_stats = None
+        self._generating = False
+        self.status.setText("No generation yet.")
+        self._dirty = True
+
+    def stop(self) -> None:
+        """Stop the timers and polling (call before the app quits)."""
+        self.redraw_timer.stop()
+        self.poller.stop()
+
+    def _finished(self, event: Finished) -> None:
+        stats = self.last_stats = event.stats
+        mode = {"baseline": "Plain decoding", "draft": "Draft model", "mtp": "MTP head"}.get(stats.mode, stats.mode)
+        k = f", K={stats.num_draft_tokens}" if stats.mode != "baseline" else ""
+        ended = "cancelled" if event.cancelled else f"stopped: {stats.stop_reason or 'end'}"
+        self.status.setText(f"Last reply: {mode}{k} · {stats.generated_tokens} tokens · "
+                            f"{stats.decode_tokens_per_s:.1f} tok/s decode · {ended}")
+        usable = stats.mode == "baseline" and not event.cancelled
+        if usable and self.model_key and self.baseline_tps is None \
+                and stats.generated_tokens >= MIN_TOKENS_FOR_BASELINE and stats.decode_tokens_per_s > 0:
+            self.set_baseline_tps(self.model_key, stats.decode_tokens_per_s, "plain-decode reply")
+
+    def _update_banner(self, status: PowerStatus, low_power: bool | None) -> None:
+        if status.source == "battery":
+            shown = f" ({status.percent:.0f}%)" if status.percent is not None else ""
+            low = " with low-power mode on" if low_power else ""
+            self.banner.show_message(f"On battery power{shown}{low}: {NOT_COMPARABLE}", "warning")
+        elif low_power:
+            self.banner.show_message(f"Low-power mode is on: {NOT_COMPARABLE}", "warning")
+        elif self.banner.level:
+            self.banner.dismiss()
+
+    # --- drawing ---
+
+    def _redraw_if_dirty(self) -> None:
+        if self._dirty:
+            self.redraw()
+
+    def redraw(self) -> None:
+        """Redraw every chart and tile from the buffers."""
+        self._dirty = False
+        self.throughput.redraw(self.rounds)
+        self.throughput.set_baseline(self.baseline_tps)
+        self.acceptance.redraw(self.rounds)
+        self.memory_chart.redraw(self.memory)
+        self.power_chart.redraw(self.power)
+        self._redraw_empty_states()
+        self._redraw_tiles()
+
+    def _redraw_empty_states(self) -> None:
+        has_rounds = len(self.rounds) > 0
+        plain = self.last_stats is not None and self.last_stats.mode == "baseline" and not has_rounds
+        note = "Plain decoding has no speculative rounds." if plain else None
+        self.throughput.set_empty(None if has_rounds else note or self.throughput_empty_text())
+        self.acceptance.set_empty(None if has_rounds else note or "Acceptance appears once the target "
+                                                                  "checks drafts.")
+        self.memory_chart.set_empty(None if len(self.memory) else "Reading memory…")
+        self.power_chart.set_empty(self._power_empty_text())
+        self.acceptance.caption.setText(self._per_round_caption())
+        self.throughput.caption.setText(f"rolling: last {self.rounds.window} rounds")
+
+    def throughput_empty_text(self) -> str:
+        """What the throughput chart says before any round."""
+        return "No speculative rounds yet.\nSend a message with Draft or MTP on."
+
+    def _power_empty_text(self) -> str | None:
+        if self.last_power is None:
+            return "Reading power…"
+        status = self.last_power[0]
+        if status.percent is not None or len(self.power) and not all(
+                math.isnan(p) for p in self.power.column(1)):
+            return None
+        if status.source == "ac":
+            return "No battery: this machine runs on mains power."
+        return f"Power source unknown.\n{status.detail}"
+
+    def _per_round_caption(self) -> str:
+        totals = self.rounds.totals()
+        if not totals["rounds"]:
+            return ""
+        return f"mean {totals['accepted'] / totals['rounds']:.2f} accepted / round"
+
+    def _redraw_tiles(self) -> None:
+        fill_tiles(self)

@@ -1,0 +1,135 @@
+"""The sweep's results: a table of every cell, and a bar chart of speedup by K per prompt type."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+
+from app.engine.sweep_report import cell_notes
+from app.engine.sweep_results import CellResult
+
+from .. import theme
+from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL, ChartCard, legend_html, make_plot, pen
+
+DASH = "—"
+COLUMNS = ("Prompt", "K", "tok/s", "Speedup", "Accept", "Acc/round", "CV", "Peak GB", "Notes")
+PROMPT_COLORS = (BLUE, ORANGE, TEAL, PURPLE, GREEN, RED)
+NOISY_BG = QColor("#fff3d6")
+DIFFERS_BG = QColor("#fde4e4")
+BASELINE_FG = QColor(theme.MUTED)
+
+
+def _pct(value: float | None, signed: bool = False) -> str:
+    if value is None or not math.isfinite(value):
+        return DASH
+    return f"{value:+.1f}%" if signed else f"{value:.1f}%"
+
+
+def cell_texts(prompt: str, cell: CellResult, best: bool) -> list[str]:
+    """The table row of one cell, as the texts of COLUMNS."""
+    speed = DASH if cell.median_tokens_per_s is None else f"{cell.median_tokens_per_s:.1f}"
+    acceptance = DASH if cell.acceptance_rate is None else _pct(cell.acceptance_rate * 100)
+    per_round = DASH if cell.mean_accepted_per_round is None else f"{cell.mean_accepted_per_round:.2f}"
+    cv = _pct(cell.cv * 100) if math.isfinite(cell.cv) else "inf"
+    notes = cell_notes(cell)
+    if best:
+        notes = "★ best K" + (f"; {notes}" if notes else "")
+    return [prompt, cell.label, speed, _pct(cell.speedup_pct, signed=True), acceptance, per_round, cv,
+            f"{cell.peak_memory_bytes / 1e9:.2f}", notes]
+
+
+class SweepTable(QTableWidget):
+    """One row per (prompt, cell); noisy cells amber, cells that failed the identity gate red."""
+
+    def __init__(self, parent=None):
+        super().__init__(0, len(COLUMNS), parent)
+        self.setHorizontalHeaderLabels(COLUMNS)
+        self.verticalHeader().hide()
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setAlternatingRowColors(False)
+        self.setShowGrid(False)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.setStyleSheet(f"QTableWidget {{ background: white; border: 1px solid {theme.BORDER}; "
+                           f"border-radius: 8px; }} QHeaderView::section {{ background: #f3f4f6; "
+                           f"border: none; padding: 4px 6px; color: {theme.MUTED}; font-weight: 600; }}")
+
+    def show_cells(self, prompts: list[tuple[str, list[CellResult]]], best: dict[str, int]) -> None:
+        """Fill the table from (prompt name, cells) pairs; best marks the best K per prompt."""
+        rows = [(name, cell) for name, cells in prompts for cell in cells]
+        self.setRowCount(len(rows))
+        for row, (name, cell) in enumerate(rows):
+            is_best = cell.k is not None and best.get(name) == cell.k
+            for column, text in enumerate(cell_texts(name, cell, is_best)):
+                self.setItem(row, column, self._item(text, cell, column, is_best))
+
+    def _item(self, text: str, cell: CellResult, column: int, best: bool) -> QTableWidgetItem:
+        item = QTableWidgetItem(text)
+        if 1 <= column <= 7:
+            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if cell.identical is False:
+            item.setBackground(QBrush(DIFFERS_BG))
+        elif cell.noisy and COLUMNS[column] in ("tok/s", "Speedup", "CV", "Notes"):
+            item.setBackground(QBrush(NOISY_BG))
+        if cell.k is None:
+            item.setForeground(QBrush(BASELINE_FG))
+        if best:
+            font = QFont()
+            font.setBold(True)
+            item.setFont(font)
+        return item
+
+    def row_texts(self, row: int) -> list[str]:
+        """The texts of one row (tests and exports)."""
+        return [self.item(row, c).text() for c in range(self.columnCount())]
+
+
+class SpeedupChart(ChartCard):
+    """Grouped bars: speedup over plain decoding for each K, one colour per prompt type."""
+
+    def __init__(self, parent=None):
+        super().__init__("Speedup vs plain decoding", make_plot("speedup %", "draft length K"),
+                         "Run a sweep to see the speedup of each K.", [], parent)
+        self.bars: dict[str, pg.BarGraphItem] = {}
+        self.markers: dict[str, pg.ScatterPlotItem] = {}
+        item = self.plot.getPlotItem()
+        item.addItem(pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen(theme.MUTED, width=1)))
+
+    def show_cells(self, prompts: list[tuple[str, list[CellResult]]], ks: tuple[int, ...]) -> None:
+        """Draw one bar group per K; noisy bars faded with a dashed edge, identity failures as red ✕ at 0."""
+        item = self.plot.getPlotItem()
+        for graphic in (*self.bars.values(), *self.markers.values()):
+            item.removeItem(graphic)
+        self.bars, self.markers = {}, {}
+        width = 0.8 / max(len(prompts), 1)
+        legend = []
+        for i, (name, cells) in enumerate(prompts):
+            color = PROMPT_COLORS[i % len(PROMPT_COLORS)]
+            by_k = {c.k: c for c in cells if c.k is not None}
+            present = [k for k in ks if k in by_k]
+            legend.append((color, "bar", name))
+            if not present:
+                continue  # pyqtgraph's BarGraphItem cannot take empty pen lists
+            x = np.array([ks.index(k) for k in present], dtype=float) - 0.4 + width * (i + 0.5)
+            heights = [by_k[k].speedup_pct if by_k[k].speedup_pct is not None else 0.0 for k in present]
+            brushes = [pg.mkBrush(color + ("66" if by_k[k].noisy else "e6")) for k in present]
+            pens = [pen(color, 1.4, dashed=True) if by_k[k].noisy else pg.mkPen(color) for k in present]
+            bars = pg.BarGraphItem(x=x, height=heights, width=width * 0.92, brushes=brushes, pens=pens)
+            item.addItem(bars)
+            self.bars[name] = bars
+            failed = [xi for xi, k in zip(x, present) if by_k[k].identical is False]
+            markers = pg.ScatterPlotItem(x=failed, y=[0.0] * len(failed), symbol="x", size=14,
+                                         pen=pg.mkPen(RED, width=2.5), brush=pg.mkBrush(RED))
+            item.addItem(markers)
+            self.markers[name] = markers
+        legend += [(theme.MUTED, "bar", "faded: noisy (CV > 5%)"), (RED, "cross", "output differs")]
+        self.legend.setText(legend_html(legend))
+        item.getAxis("bottom").setTicks([[(i, f"K={k}") for i, k in enumerate(ks)]])
+        self.set_empty(None if prompts else "Run a sweep to see the speedup of each K.")

@@ -1,0 +1,257 @@
+"""The dashboard: a recorded engine stream plotted exactly, the power banner, the baseline cache, empty state."""
+
+import json
+
+import numpy as np
+import pytest
+
+from app.engine import Engine, GenerationConfig
+from app.engine.events import Finished, GenerationStats, RoundResult, TextChunk
+from app.system.baseline import BaselineCache
+from app.system.memory import MemorySample
+from app.system.power import PowerStatus
+from app.ui.dashboard import Dashboard
+from app.ui.dashboard.poller import SystemPoller
+from app.ui.dashboard.tiles import DASH
+
+from .conftest import screenshot
+
+AC = PowerStatus("ac", 100.0, False, "AC Power, battery 100% (charged)")
+BATTERY = PowerStatus("battery", 40.0, False, "Battery Power, battery 40% (discharging)")
+GB = 1e9
+WINDOW = 8
+
+
+@pytest.fixture(scope="module")
+def recorded_stream(hybrid_target, hybrid_draft_partial):
+    """Every event of one draft-mode generation on the tiny hybrid pair."""
+    engine = Engine.load(hybrid_target, hybrid_draft_partial)
+    ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": "Count to ten."}],
+                                               add_generation_prompt=True, enable_thinking=False)
+    events = list(engine.stream(ids, GenerationConfig("draft", 3, max_tokens=40)))
+    assert isinstance(events[-1], Finished) and events[-1].stats.rounds >= 5
+    return events
+
+
+class FakeMemory:
+    """MemorySamples one second apart with a growing MLX footprint."""
+
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self) -> MemorySample:
+        self.count += 1
+        n = self.count
+        return MemorySample(1_700_000_000.0 + n, int((1.0 + 0.1 * n) * GB), int((1.5 + 0.1 * n) * GB),
+                            int(0.2 * GB), int(2.5 * GB), int(16 * GB), int((9.0 - 0.05 * n) * GB))
+
+
+def make_dashboard(qtbot, paths, power=AC, low_power=False, redraw_ms=100_000, memory=None):
+    poller = SystemPoller(read_memory=memory or FakeMemory(), read_power=lambda: power,
+                          read_low_power=lambda: low_power, memory_interval_ms=100_000,
+                          power_interval_ms=100_000)
+    dash = Dashboard(paths, poller=poller, redraw_interval_ms=redraw_ms, start_polling=False)
+    qtbot.addWidget(dash)
+    dash.resize(1280, 800)
+    return dash
+
+
+def points(curve) -> int:
+    """How many points a curve holds now."""
+    x = curve.getData()[0]
+    return 0 if x is None else len(x)
+
+
+def feed(dash, events):
+    for event in events:
+        dash.on_event(event)
+
+
+def by_hand(rounds):
+    """Per-round and rolling tok/s, per-round and cumulative acceptance, worked out independently."""
+    emitted = [r.emitted for r in rounds]
+    seconds = [r.draft_s + r.verify_s for r in rounds]
+    per_round = [e / s for e, s in zip(emitted, seconds)]
+    rolling = [sum(emitted[max(0, i - WINDOW + 1):i + 1]) / sum(seconds[max(0, i - WINDOW + 1):i + 1])
+               for i in range(len(rounds))]
+    acceptance = [100 * r.accepted / r.drafted for r in rounds]
+    cumulative = [100 * sum(r.accepted for r in rounds[:i + 1]) / sum(r.drafted for r in rounds[:i + 1])
+                  for i in range(len(rounds))]
+    return per_round, rolling, acceptance, cumulative
+
+
+def test_plotted_data_equals_the_stream_and_its_stats(qtbot, paths, recorded_stream):
+    dash = make_dashboard(qtbot, paths)
+    rounds = [e for e in recorded_stream if isinstance(e, RoundResult)]
+    stats = recorded_stream[-1].stats
+    feed(dash, recorded_stream)
+    dash.redraw()
+    per_round, rolling, acceptance, cumulative = by_hand(rounds)
+    x, y = dash.throughput.round_curve.getData()
+    assert x.tolist() == [r.index for r in rounds] and y.tolist() == pytest.approx(per_round)
+    assert dash.throughput.rolling_curve.getData()[1].tolist() == pytest.approx(rolling)
+    edges, heights = dash.acceptance.round_curve.getData()
+    assert heights.tolist() == pytest.approx(acceptance)
+    assert edges.tolist() == pytest.approx([r.index - 0.4 for r in rounds] + [rounds[-1].index + 0.4])
+    x, y = dash.acceptance.cumulative_curve.getData()
+    assert y.tolist() == pytest.approx(cumulative)
+    # the last cumulative point and the tiles agree with the engine's own stats
+    assert (len(rounds), sum(r.accepted for r in rounds)) == (stats.rounds, stats.accepted)
+    assert y[-1] == pytest.approx(100 * stats.acceptance_rate)
+    assert dash.tiles["acceptance"].value.text() == f"{100 * stats.acceptance_rate:.0f}%"
+    assert dash.tiles["per_round"].value.text() == f"{stats.mean_accepted_per_round:.2f}"
+    assert dash.acceptance.caption.text() == f"mean {stats.mean_accepted_per_round:.2f} accepted / round"
+    # after the reply the headline speed is the reply's decode speed, and the text stays readable
+    assert dash.tiles["speed"].value.text() == f"{stats.decode_tokens_per_s:.1f} tok/s"
+    assert f"{stats.generated_tokens} tokens" in dash.status.text() and "K=3" in dash.status.text()
+    assert not dash.throughput.empty.isVisibleTo(dash)
+
+
+def test_charts_redraw_on_the_timer_not_per_event(qtbot, paths, recorded_stream):
+    dash = make_dashboard(qtbot, paths, redraw_ms=100_000)
+    feed(dash, recorded_stream)
+    assert len(dash.rounds) > 0 and points(dash.throughput.round_curve) == 0
+    dash.redraw_timer.setInterval(20)
+    qtbot.waitUntil(lambda: points(dash.throughput.round_curve) == len(dash.rounds), timeout=5000)
+
+
+def test_a_new_generation_starts_fresh_rounds(qtbot, paths, recorded_stream):
+    dash = make_dashboard(qtbot, paths)
+    feed(dash, recorded_stream)
+    feed(dash, recorded_stream)
+    dash.redraw()
+    rounds = [e for e in recorded_stream if isinstance(e, RoundResult)]
+    assert len(dash.throughput.round_curve.getData()[0]) == len(rounds)
+    assert dash.rounds.totals()["accepted"] == recorded_stream[-1].stats.accepted
+
+
+def test_empty_state_is_readable(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    dash.show()
+    dash.redraw()
+    assert dash.throughput.empty.isVisibleTo(dash) and "No speculative rounds" in dash.throughput.empty.text()
+    assert dash.acceptance.empty.isVisibleTo(dash)
+    assert dash.memory_chart.empty.text() == "Reading memory…" and dash.memory_chart.empty.isVisibleTo(dash)
+    assert dash.tiles["speed"].value.text() == DASH and dash.tiles["acceptance"].value.text() == DASH
+    assert dash.tiles["vs_plain"].sub.text() == "no model loaded"
+    assert dash.status.text() == "No generation yet." and not dash.banner.isVisibleTo(dash)
+    qtbot.wait(50)  # let the layout settle before the grab
+    screenshot(dash, "dashboard_empty")
+
+
+def test_plain_decoding_reply_says_it_has_no_rounds(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    dash.show()
+    stats = GenerationStats(generated_tokens=8, decode_tokens_per_s=25.0, mode="baseline", stop_reason="length")
+    feed(dash, [TextChunk("hi", (1,), (False,)), Finished((1,) * 8, "hi", stats)])
+    dash.redraw()
+    assert dash.throughput.empty.text() == "Plain decoding has no speculative rounds."
+    assert dash.tiles["speed"].value.text() == "25.0 tok/s"
+
+
+def test_battery_and_low_power_banner(qtbot, paths):
+    state = {"power": BATTERY, "low": False}
+    poller = SystemPoller(read_memory=FakeMemory(), read_power=lambda: state["power"],
+                          read_low_power=lambda: state["low"], memory_interval_ms=100_000,
+                          power_interval_ms=100_000)
+    dash = Dashboard(paths, poller=poller, redraw_interval_ms=100_000, start_polling=False)
+    qtbot.addWidget(dash)
+    dash.show()
+    with qtbot.waitSignal(poller.powerRead, timeout=5000):
+        poller.request_power()
+    assert dash.banner.isVisible() and dash.banner.level == "warning"
+    assert "battery" in dash.banner.message and "40%" in dash.banner.message
+    assert "not comparable" in dash.banner.message
+    dash.redraw()  # tiles, like charts, change on the redraw timer
+    assert dash.tiles["power"].value.text() == "Battery 40%"
+    state.update(power=AC, low=True)
+    with qtbot.waitSignal(poller.powerRead, timeout=5000):
+        poller.request_power()
+    assert dash.banner.isVisible() and dash.banner.message.startswith("Low-power mode is on")
+    state.update(low=False)
+    with qtbot.waitSignal(poller.powerRead, timeout=5000):
+        poller.request_power()
+    assert not dash.banner.isVisible()
+    dash.redraw()
+    t, mains = dash.power_chart.ac_curve.getData()
+    assert np.nan_to_num(mains).tolist() == [0.0, 100.0, 100.0]  # first reading was on battery
+    assert np.nan_to_num(dash.power_chart.battery_curve.getData()[1]).tolist() == [40.0, 0.0, 0.0]
+    dash.stop()
+
+
+def test_desktop_without_battery_says_so(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    dash.show()
+    dash.on_power(PowerStatus("ac", None, None, "No battery found; assuming mains power"), None)
+    dash.redraw()
+    assert dash.power_chart.empty.text() == "No battery: this machine runs on mains power."
+    assert dash.tiles["power"].value.text() == "Mains"
+
+
+def test_memory_over_time_and_weights_marked(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    assert not dash.memory_chart.weights_line.isVisible()
+    for _ in range(3):
+        dash.poller.sample_memory()
+    dash.set_weights_bytes(int(1.2 * GB))
+    dash.redraw()
+    t, active = dash.memory_chart.curves["active"].getData()
+    assert t.tolist() == [1_700_000_001.0, 1_700_000_002.0, 1_700_000_003.0]
+    assert active.tolist() == pytest.approx([1.1, 1.2, 1.3])
+    assert dash.memory_chart.curves["peak"].getData()[1].tolist() == pytest.approx([1.6, 1.7, 1.8])
+    assert dash.memory_chart.curves["available"].getData()[1].tolist() == pytest.approx([8.95, 8.9, 8.85])
+    assert dash.memory_chart.weights_line.value() == pytest.approx(1.2)
+    assert dash.memory_chart.weights_line.isVisible()
+    assert dash.tiles["memory"].value.text() == "1.30 GB" and "weights 1.20 GB" in dash.tiles["memory"].sub.text()
+
+
+def test_baseline_is_requested_cached_and_remeasurable(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    assert not dash.throughput.baseline_line.isVisible()
+    with qtbot.waitSignal(dash.baselineRequested) as asked:
+        dash.set_model("/models/target-a")
+    assert asked.args == ["/models/target-a"]
+    dash.set_baseline_tps("/models/target-a", 12.5)
+    dash.redraw()
+    assert dash.throughput.baseline_line.value() == 12.5 and dash.throughput.baseline_line.isVisible()
+    saved = json.loads((paths.data_dir / "baseline_tps.json").read_text())
+    assert saved["models"]["/models/target-a"]["tokens_per_s"] == 12.5
+    # a second dashboard (the next app start) reads the cache and asks for nothing
+    again = make_dashboard(qtbot, paths)
+    with qtbot.assertNotEmitted(again.baselineRequested):
+        again.set_model("/models/target-a")
+    assert again.baseline_tps == 12.5 and again.remeasure.text() == "Re-measure plain decode"
+    with qtbot.waitSignal(again.baselineRequested) as asked:
+        again.remeasure.click()
+    assert asked.args == ["/models/target-a"]
+
+
+def test_a_long_plain_reply_stands_in_for_a_missing_baseline(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    dash.set_model("/models/b")
+    stats = GenerationStats(generated_tokens=40, decode_tokens_per_s=31.0, mode="baseline")
+    dash.on_event(Finished((1,) * 40, "x", stats))
+    assert dash.baseline_tps == 31.0
+    assert BaselineCache.for_paths(paths).get("/models/b").source == "plain-decode reply"
+    dash.on_event(Finished((1,) * 40, "x", GenerationStats(generated_tokens=40, decode_tokens_per_s=5.0,
+                                                           mode="baseline")))
+    assert dash.baseline_tps == 31.0  # measured once: later replies do not move it
+
+
+def test_vs_plain_tile_and_screenshot(qtbot, paths, recorded_stream):
+    dash = make_dashboard(qtbot, paths, power=BATTERY, low_power=True)
+    dash.show()
+    dash.set_model("/models/tiny-hybrid")
+    stats = recorded_stream[-1].stats
+    dash.set_baseline_tps("/models/tiny-hybrid", stats.decode_tokens_per_s / 1.25)
+    dash.set_weights_bytes(int(1.6 * GB))
+    for _ in range(12):
+        dash.poller.sample_memory()
+    with qtbot.waitSignal(dash.poller.powerRead, timeout=5000):
+        dash.poller.request_power()
+    feed(dash, recorded_stream)
+    dash.redraw()
+    assert dash.tiles["vs_plain"].value.text() == "1.25×"
+    assert dash.banner.isVisible()
+    qtbot.wait(50)
+    screenshot(dash, "dashboard")

@@ -1,0 +1,163 @@
+"""The sweep view on the tiny hybrid pair: table and chart filled, best K saved, exports, cancel, A/B."""
+
+import csv
+import json
+
+import pytest
+from PySide6.QtGui import QImage
+
+from app.engine import Engine
+from app.engine.sweep_results import RunRecord, summarize_cell
+from app.engine.tuning import best_k
+from app.system.power import PowerStatus
+from app.ui.dashboard import SweepView
+from app.ui.dashboard.sweep_table import DIFFERS_BG, NOISY_BG
+from app.ui.dashboard.sweep_view import parse_ks
+
+from .conftest import screenshot
+
+AC = PowerStatus("ac", None, None, "test: mains")
+BATTERY = PowerStatus("battery", 30.0, False, "test: battery 30%")
+MACHINE = {"chip": "Test Chip", "memory_total": "1 GB", "os": "TestOS"}
+SWEEP_TIMEOUT_MS = 180_000
+
+
+@pytest.fixture(scope="module")
+def engine(hybrid_target, hybrid_draft_partial):
+    return Engine.load(hybrid_target, hybrid_draft_partial)
+
+
+def make_view(qtbot, paths, engine, power=AC, ks="1,2", warmup=0, max_tokens=6):
+    view = SweepView(paths, read_power=lambda: power, machine_info=lambda: dict(MACHINE))
+    qtbot.addWidget(view)
+    view.resize(1280, 880)
+    view.set_engine(engine)
+    view.reps.setValue(1)
+    view.warmup.setValue(warmup)
+    view.max_tokens.setValue(max_tokens)
+    view.ks_edit.setText(ks)
+    return view
+
+
+def run_sweep(qtbot, view):
+    with qtbot.waitSignal(view.sweepFinished, timeout=SWEEP_TIMEOUT_MS) as finished:
+        assert view.start()
+    qtbot.waitUntil(lambda: view.job is None, timeout=10_000)
+    return finished.args[0]
+
+
+def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, engine, tmp_path):
+    view = make_view(qtbot, paths, engine, warmup=1)
+    busy = []
+    view.busyChanged.connect(busy.append)
+    result = run_sweep(qtbot, view)
+    assert busy == [True, False] and not result.cancelled
+    assert [p.name for p in result.prompts] == ["structured", "open"]
+    cells = [(p.name, c) for p in result.prompts for c in p.cells]
+    assert len(cells) == view.table.rowCount() == 2 * 3
+    for row, (name, cell) in enumerate(cells):
+        texts = view.table.row_texts(row)
+        assert texts[:2] == [name, cell.label]
+        assert texts[2] == (f"{cell.median_tokens_per_s:.1f}" if cell.median_tokens_per_s is not None else "—")
+        assert len(cell.reps) == 1 and len(cell.warmups) == 1
+        assert cell.identical is True  # greedy on a partial draft: the identity gate holds
+    for prompt in result.prompts:
+        heights = view.chart.bars[prompt.name].opts["height"]
+        assert list(heights) == pytest.approx([c.speedup_pct for c in prompt.cells if c.k is not None])
+    assert view.progress.value() == view.progress.maximum() == 2 * 3 * 2
+    best = result.best_k()
+    assert set(best) == {"structured", "open"} and view.use_best.isEnabled()
+    with qtbot.waitSignal(view.bestKSaved) as saved:
+        view.use_best.click()
+    assert saved.args == [best]
+    assert best_k(paths, result.target, result.drafter) == best
+    for prompt in result.prompts:  # the best row is bold and says so
+        row = [n for n, _ in cells].index(prompt.name) + [c.k for c in prompt.cells].index(best[prompt.name])
+        assert view.table.row_texts(row)[-1].startswith("★ best K")
+    csv_rows = list(csv.DictReader(view.export_csv(tmp_path / "sweep.csv").open()))
+    assert [(r["prompt"], r["k"]) for r in csv_rows] == [(n, c.label) for n, c in cells]
+    assert [r["best"] for r in csv_rows].count("True") == 2
+    data = json.loads(view.export_json(tmp_path / "sweep.json").read_text())
+    assert data["best_k"] == best and len(data["prompts"][0]["cells"]) == 3
+    image = QImage(str(view.export_png(tmp_path / "chart.png")))
+    assert image.width() > 100 and image.height() > 100
+
+
+def test_noisy_and_differing_cells_are_marked(qtbot, paths, engine):
+    view = make_view(qtbot, paths, engine)
+
+    def run(tps, identical=True, mismatch=None):
+        return RunRecord(0, False, tps, 8, 0.1, 3, 6, 3, 1000, "length", "ac", "", identical, mismatch)
+
+    base = summarize_cell(None, [run(100.0), run(101.0), run(99.0)], [], None, "ac")
+    noisy = summarize_cell(1, [run(120.0), run(160.0), run(90.0)], [], base, "ac")
+    differs = summarize_cell(2, [run(150.0, False, 5)], [], base, "ac")
+    view.ks = (1, 2)
+    view.cells = {"structured": [base, noisy, differs]}
+    view._show_cells()
+    assert noisy.noisy and differs.identical is False
+    assert view.table.item(1, 6).background().color() == NOISY_BG and "noisy" in view.table.row_texts(1)[-1]
+    assert view.table.item(2, 2).background().color() == DIFFERS_BG
+    assert view.table.row_texts(2)[2] == "—" and "output differs" in view.table.row_texts(2)[-1]
+    marked = view.chart.markers["structured"].data
+    assert len(marked) == 1 and marked["y"][0] == 0.0
+
+
+def test_cancel_keeps_a_partial_result(qtbot, paths, engine):
+    calls = []
+
+    def power_then_cancel():
+        calls.append(1)
+        if len(calls) == 3:  # the check, run 1, then run 2 starts: cancel it
+            view.cancel()
+        return AC
+
+    view = make_view(qtbot, paths, engine, power=AC, ks="1,2,4", max_tokens=8)
+    view.read_power = power_then_cancel
+    result = run_sweep(qtbot, view)
+    assert result.cancelled and view.progress.value() == 1 < view.progress.maximum()
+    assert [len(p.cells) for p in result.prompts] == [1]  # only the baseline cell measured anything
+    assert view.table.rowCount() == 1 and view.table.row_texts(0)[1] == "baseline"
+    assert view.best_label.text().startswith("Cancelled") and view.run_button.isEnabled()
+
+
+def test_battery_and_bad_settings_are_refused_with_a_message(qtbot, paths, engine):
+    view = make_view(qtbot, paths, engine, power=BATTERY)
+    assert view.start()
+    qtbot.waitUntil(lambda: view.job is None and view.banner.level == "error", timeout=SWEEP_TIMEOUT_MS)
+    assert "battery" in view.banner.message and view.result is None
+    view.ks_edit.setText("0,x")
+    assert not view.start()
+    assert "draft lengths" in view.banner.message
+    with pytest.raises(Exception, match=">= 1"):
+        parse_ks("0")
+    assert parse_ks("4, 2,4") == (4, 2)
+
+
+def test_nothing_to_sweep_without_a_drafter(qtbot, paths, hybrid_target):
+    view = SweepView(paths)
+    qtbot.addWidget(view)
+    view.set_engine(Engine.load(hybrid_target))
+    assert view.mode.count() == 0 and not view.run_button.isEnabled()
+    assert "draft model or an MTP head" in view.progress_label.text()
+
+
+def test_ab_panel_compares_off_draft_and_mtp_then_screenshot(qtbot, paths, engine):
+    view = make_view(qtbot, paths, engine, ks="1,2,4")
+    view.show()
+    run_sweep(qtbot, view)
+    panel = view.ab
+    panel.max_tokens.setValue(10)
+    panel.k.setValue(3)
+    with qtbot.waitSignal(panel.compared, timeout=SWEEP_TIMEOUT_MS) as compared:
+        panel.run_button.click()
+    qtbot.waitUntil(lambda: panel.job is None, timeout=10_000)
+    rows = {r.mode: r for r in compared.args[0]}
+    assert rows["baseline"].tokens_per_s > 0 and rows["baseline"].generated_tokens == 10
+    assert rows["draft"].identical is True and rows["draft"].text == rows["baseline"].text
+    assert 0 <= rows["draft"].acceptance_rate <= 1
+    assert rows["mtp"].unavailable and "MTP" in rows["mtp"].unavailable
+    assert "identical output: yes" in panel.cards["draft"].identical.text()
+    assert panel.cards["mtp"].speed.text() == "n/a"
+    qtbot.wait(50)
+    screenshot(view, "sweep_view")
