@@ -44,6 +44,8 @@ def test_mtp_equals_baseline_and_plain_mlx_lm_at_every_depth(request, engines, n
         result = engine.generate(ids, greedy("mtp", depth, n=40))
         assert result.tokens == baseline.tokens, f"depth {depth} differs from baseline"
         assert result.stats.mode == "mtp" and result.stats.num_draft_tokens == depth
+    auto = engine.generate(ids, greedy("mtp", "auto", n=40))
+    assert auto.tokens == baseline.tokens and auto.stats.auto_k and auto.stats.num_draft_tokens == 4
 
 
 def test_agreeing_head_is_accepted(engines):
