@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from app.jsonfile import write_json_atomic
 from app.paths import AppPaths
 
 SCHEMA_VERSION = 1
@@ -68,21 +67,8 @@ def save_best_k(paths: AppPaths, target: str | Path, drafter: str | Path, best: 
         "tag": tag,
         "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    _write_atomic(paths.tuning_file, {"schema_version": SCHEMA_VERSION, "pairs": pairs})
+    write_json_atomic(paths.tuning_file, {"schema_version": SCHEMA_VERSION, "pairs": pairs})
     return paths.tuning_file
-
-
-def _write_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 def save_sweep(paths: AppPaths, result) -> Path | None:

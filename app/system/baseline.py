@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from app.jsonfile import write_json_atomic
 from app.paths import AppPaths
 
 CACHE_NAME = "baseline_tps.json"
@@ -60,7 +59,7 @@ class BaselineCache:
                               source)
         models = {key: vars(e) for key, e in self.load().items()}
         models[model_key] = vars(entry)
-        _write_atomic(self.path, {"schema_version": SCHEMA_VERSION, "models": models})
+        write_json_atomic(self.path, {"schema_version": SCHEMA_VERSION, "models": models})
         return entry
 
 
@@ -71,19 +70,6 @@ def _entry(raw) -> BaselineEntry | None:
     if not isinstance(tps, (int, float)) or isinstance(tps, bool) or tps <= 0:
         return None
     return BaselineEntry(float(tps), str(raw.get("measured_at", "")), str(raw.get("source", "")))
-
-
-def _write_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 def measure_baseline_tps(engine, max_tokens: int = MEASURE_MAX_TOKENS, prompt: str = MEASURE_PROMPT,
