@@ -75,8 +75,8 @@ def check_pair(target, draft) -> CompatReport:
     """Compare the target's and the draft's tokenizers and return the report."""
     diff = first_vocab_difference(target, draft)
     t_hash, d_hash = vocab_hash(target), vocab_hash(draft)
-    vocab = Check("vocabulary", diff is None,
-                  f"identical ({t_hash})" if diff is None else f"vocabularies differ: {diff}")
+    vocab = Check("vocabulary", diff is None, f"identical ({t_hash})" if diff is None
+                  else f"vocabularies differ ({t_hash} vs {d_hash}): {diff}")
     t_spec, d_spec = special_tokens(target), special_tokens(draft)
     bad = [k for k in t_spec if t_spec[k] != d_spec.get(k)]
     detail = "identical" if not bad else (

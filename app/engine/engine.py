@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import mlx.core as mx
 
 from .compat import ensure_compatible
 from .config import GenerationConfig

@@ -79,7 +79,7 @@ def _header(result: SweepResult) -> list[str]:
         f"- Power at start: {p.get('source', '?')} ({p.get('detail', '')})",
         f"- Mode {result.mode}; {s['reps']} reps after {s['warmup']} warmup; max tokens {s['max_tokens']}; "
         f"temperature {s['temperature']:g}; started {result.started_at}",
-        f"- tok/s is the median decode speed; CV is 1.4826 x MAD / median (noisy above 5%)"
+        "- tok/s is the median decode speed; CV is 1.4826 x MAD / median (noisy above 5%)"
         + ("; identity gate on (temperature 0)" if s["temperature"] == 0 else "; identity gate off"),
     ] + (["- **Cancelled**: the tables are partial"] if result.cancelled else [])
 
