@@ -1,0 +1,280 @@
+"""The pair builder: pick a target and a draft, see every compatibility check and the memory fit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout
+
+from app.hub.catalog import Catalog
+from app.hub.memory_fit import MemoryFit, memory_fit, model_memory
+from app.hub.pairing import INCOMPATIBLE, OK, PairReport, pair_report
+from app.system.memory import MachineMemory
+
+from .memory_bar import LEVEL_COLOURS, LEVEL_WORDS, MemoryBar, fit_legend, fit_numbers
+from .rows import ModelRow
+from .workers import TaskRunner
+
+NO_DRAFT = "No draft (target alone)"
+DEFAULT_CONTEXT = 8192
+MARKS = {OK: ("✓", "#1d6b3c"), INCOMPATIBLE: ("✗", "#b42318")}
+WARNING_MARK = ("!", "#8a5a00")
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """What one check of the builder found (report None without a draft)."""
+
+    target: str
+    draft: str | None
+    context: int
+    report: PairReport | None
+    fit: MemoryFit
+
+
+def check_pair(target: str, draft: str | None, context: int, tokenizers: dict,
+               read_memory: Callable[[], MachineMemory]) -> PairResult:
+    """The compatibility report and memory fit of a pair of local folders (runs off the UI thread)."""
+    report = pair_report(Path(target), Path(draft), tokenizers) if draft else None
+    fit = memory_fit(model_memory(Path(target)), model_memory(Path(draft)) if draft else None,
+                     context, read_memory())
+    return PairResult(target, draft, context, report, fit)
+
+
+def pill(text: str, background: str, foreground: str) -> str:
+    """Rich text for a rounded coloured label."""
+    return (f"<span style='background:{background}; color:{foreground}; font-weight:600;'>"
+            f"&nbsp;{text}&nbsp;</span>")
+
+
+def checks_html(report: PairReport) -> str:
+    """A table of the checks: a mark, the check's name, and what it found."""
+    lines = []
+    for check in report.checks:
+        mark, colour = MARKS.get(check.status, WARNING_MARK)
+        lines.append(f"<tr><td style='color:{colour}; font-weight:700; padding:3px 8px 3px 0'>{mark}</td>"
+                     f"<td style='font-weight:600; padding:3px 10px 3px 0; white-space:nowrap'>"
+                     f"{_escape(check.name)}</td><td style='padding:3px 0'>{_escape(check.detail)}</td></tr>")
+    return "<table cellspacing='0'>" + "".join(lines) + "</table>"
+
+
+class PairPanel(QFrame):
+    """Target and draft pickers over downloaded models, the report, the fit and "Use this pair"."""
+
+    pairChosen = Signal(str, object)  # target path, draft path or None
+    checked = Signal(object)  # PairResult, after the view shows it
+
+    def __init__(self, runner: TaskRunner, catalog: Catalog, read_memory: Callable[[], MachineMemory],
+                 parent=None):
+        super().__init__(parent)
+        self.setObjectName("pairPanel")
+        self.runner, self.catalog, self.read_memory = runner, catalog, read_memory
+        self.result: PairResult | None = None
+        self._rows: dict[str, ModelRow] = {}
+        self._tokenizers: dict = {}
+        self._pending: tuple | None = None
+        self._debounce = QTimer(self, singleShot=True, interval=150)
+        self._debounce.timeout.connect(self.check_now)
+        self._build()
+
+    def _build(self) -> None:
+        title = QLabel("Pair builder", objectName="sectionTitle")
+        hint = QLabel("Pick a downloaded target and a draft: every check and the memory it needs.",
+                      objectName="hint")
+        hint.setWordWrap(True)
+        self.setMinimumWidth(330)
+        self.setMaximumWidth(480)
+        self.target, self.draft = QComboBox(), QComboBox()
+        self.target.setToolTip("The model whose output you get")
+        self.draft.setToolTip("A small model that guesses the target's next tokens")
+        for combo in (self.target, self.draft):
+            combo.setMinimumWidth(180)
+            combo.currentIndexChanged.connect(self._changed)
+        self.context = QSpinBox(minimum=512, maximum=1_048_576, singleStep=1024, value=DEFAULT_CONTEXT)
+        self.context.setSuffix(" tokens")
+        self.context.setGroupSeparatorShown(True)
+        self.context.setToolTip("The context length to plan memory for (KV cache grows with it)")
+        self.context.valueChanged.connect(self._changed)
+        form = QGridLayout()
+        form.setHorizontalSpacing(8)
+        for row, (label, widget) in enumerate((("Target", self.target), ("Draft", self.draft),
+                                               ("Context", self.context))):
+            form.addWidget(QLabel(label, objectName="fieldLabel"), row, 0)
+            form.addWidget(widget, row, 1)
+        self.verdict = QLabel(objectName="verdict")
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        self.checks = QLabel(objectName="pairChecks")
+        self.checks.setWordWrap(True)
+        self.checks.setTextFormat(Qt.TextFormat.RichText)
+        self.checks.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.fit_label = QLabel(objectName="fitHeadline")
+        self.fit_label.setWordWrap(True)
+        self.fit_label.setTextFormat(Qt.TextFormat.RichText)
+        self.memory_bar = MemoryBar()
+        self.legend = QLabel(objectName="hint")
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.recommendation = QLabel(objectName="hint")
+        self.recommendation.setWordWrap(True)
+        self.use_button = QPushButton("Use this pair", objectName="primary", enabled=False)
+        self.use_button.setToolTip("Load this target and draft in the chat window")
+        self.use_button.clicked.connect(self._use)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(16, 14, 16, 14)
+        column.setSpacing(8)
+        column.addWidget(title)
+        column.addWidget(hint)
+        column.addLayout(form)
+        column.addWidget(self.verdict)
+        column.addWidget(self.checks)
+        column.addWidget(QLabel("Memory", objectName="fieldLabel"))
+        column.addWidget(self.fit_label)
+        column.addWidget(self.memory_bar)
+        column.addWidget(self.legend)
+        column.addWidget(self.recommendation)
+        column.addStretch(1)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.use_button)
+        column.addLayout(buttons)
+        self._show_idle("Download a model, or add a folder, to build a pair.")
+
+    # --- models to choose from ---
+
+    def set_models(self, rows: list[ModelRow]) -> None:
+        """Offer the complete local models; the current choices are kept when still there."""
+        self._rows = {str(r.local.path): r for r in rows if r.usable and r.local is not None}
+        old_target, old_draft = self.target_path(), self.draft_path()
+        for combo in (self.target, self.draft):
+            combo.blockSignals(True)
+            combo.clear()
+        self.draft.addItem(NO_DRAFT, None)
+        for path, row in self._rows.items():
+            self.target.addItem(row.name, path)
+            self.draft.addItem(row.name, path)
+            self.target.setItemData(self.target.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
+            self.draft.setItemData(self.draft.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
+        _select(self.target, old_target)
+        _select(self.draft, old_draft)
+        for combo in (self.target, self.draft):
+            combo.blockSignals(False)
+        self._changed()
+
+    def choose(self, target: str | None = None, draft: str | None = None) -> None:
+        """Select a target and/or a draft by folder path (the check follows)."""
+        if target is not None:
+            _select(self.target, str(target))
+        if draft is not None:
+            _select(self.draft, str(draft))
+        self._changed()
+
+    def target_path(self) -> str | None:
+        """The chosen target folder."""
+        return self.target.currentData()
+
+    def draft_path(self) -> str | None:
+        """The chosen draft folder, None for no draft."""
+        return self.draft.currentData()
+
+    # --- checking ---
+
+    def _changed(self, *_) -> None:
+        self.use_button.setEnabled(False)
+        if self.target_path() is None:
+            self._show_idle("Download a model, or add a folder, to build a pair.")
+            return
+        self._debounce.start()
+
+    def check_now(self) -> None:
+        """Run the report and the memory fit for the current choice off the UI thread."""
+        target, draft, context = self.target_path(), self.draft_path(), self.context.value()
+        if target is None:
+            return
+        if draft == target:
+            self._show_idle("The draft must be a different model from the target.")
+            return
+        self._pending = (target, draft, context)
+        self.verdict.setText("<span style='color:#6b7280'>Checking…</span>")
+        tokenizers, read_memory = self._tokenizers, self.read_memory
+        self.runner.run(lambda: check_pair(target, draft, context, tokenizers, read_memory),
+                        self._show_result, self._show_error)
+
+    def _show_result(self, result: PairResult) -> None:
+        if (result.target, result.draft, result.context) != self._pending:
+            return  # the choice changed while this one was being checked
+        self.result = result
+        self._show_report(result.report)
+        self._show_fit(result.fit)
+        self._show_recommendation(result)
+        compatible = result.report is None or result.report.compatible
+        self.use_button.setEnabled(compatible)
+        self.checked.emit(result)
+
+    def _show_error(self, message: str) -> None:
+        self.result = None
+        self.verdict.setText(pill("Cannot check", "#fdecec", "#8a1f1f") + f"&nbsp; {_escape(message)}")
+
+    def _show_idle(self, message: str) -> None:
+        self.result = None
+        self._pending = None
+        self.verdict.setText(f"<span style='color:#6b7280'>{_escape(message)}</span>")
+        self.checks.clear()
+        self.checks.hide()
+        self.fit_label.clear()
+        self.legend.clear()
+        self.recommendation.clear()
+        self.memory_bar.set_fit(None)
+
+    def _show_report(self, report: PairReport | None) -> None:
+        self.checks.clear()
+        self.checks.hide()
+        if report is None:
+            self.verdict.setText(pill("Target alone", "#eef0f3", "#5b6472")
+                                 + "&nbsp; pick a draft to check a pair")
+            return
+        if report.compatible:
+            self.verdict.setText(pill("✓ Compatible", "#dff3e6", "#1d6b3c")
+                                 + "&nbsp; this draft can serve this target")
+        else:
+            failed = ", ".join(c.name for c in report.checks if c.status == INCOMPATIBLE)
+            self.verdict.setText(pill("✗ Incompatible", "#fdecec", "#8a1f1f")
+                                 + f"&nbsp; this draft cannot serve this target ({_escape(failed)})")
+        self.checks.setText(checks_html(report))
+        self.checks.show()
+
+    def _show_fit(self, fit: MemoryFit) -> None:
+        background, foreground = LEVEL_COLOURS[fit.level]
+        needs, context = fit_numbers(fit)
+        self.fit_label.setText(pill(LEVEL_WORDS[fit.level], background, foreground) + f"&nbsp; {needs}"
+                               f"<br><span style='color:#6b7280'>{context}</span>")
+        self.memory_bar.set_fit(fit)
+        self.legend.setText(fit_legend(fit))
+
+    def _show_recommendation(self, result: PairResult) -> None:
+        target, draft = self._rows.get(result.target), self._rows.get(result.draft or "")
+        text = ""
+        if target is not None and target.repo_id:
+            for pair in self.catalog.pairs_for(target.repo_id):
+                if pair.mode == "mtp":
+                    text = f"Catalog: this target drafts with its own MTP head (depth {pair.k})."
+                elif draft is not None and draft.repo_id and pair.draft.lower() == draft.repo_id.lower():
+                    text = f"Catalog: a recommended pair; K = {pair.k} draft tokens is known to work."
+        self.recommendation.setText(text)
+
+    def _use(self) -> None:
+        if self.result is not None:
+            self.pairChosen.emit(self.result.target, self.result.draft)
+
+
+def _select(combo: QComboBox, path: str | None) -> None:
+    index = combo.findData(path) if path is not None else -1
+    if index >= 0:
+        combo.setCurrentIndex(index)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

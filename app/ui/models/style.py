@@ -1,0 +1,43 @@
+"""The model manager's look: its style sheet and the hub state pill."""
+
+from __future__ import annotations
+
+from .. import theme
+
+STATES = {  # state: (label, background, text colour)
+    "online": ("Online", "#dff3e6", "#1d6b3c"),
+    "offline": ("Offline", "#fff1d6", "#8a5a00"),
+    "searching": ("Searching…", "#e4edfc", "#1d4aa0"),
+}
+
+STYLE_SHEET = f"""
+#modelsWindow {{ background: {theme.WINDOW_BG}; }}
+#windowTitle {{ font-size: 20px; font-weight: 700; color: {theme.TEXT}; }}
+#sectionTitle {{ font-size: 15px; font-weight: 700; color: {theme.TEXT}; }}
+#hint {{ color: {theme.MUTED}; }}
+#fieldLabel {{ color: {theme.MUTED}; font-weight: 600; }}
+#searchBox {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 8px; padding: 6px 10px;
+              min-width: 280px; }}
+#searchBox:focus {{ border-color: {theme.ACCENT}; }}
+#modelsWindow QPushButton {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 6px;
+                             padding: 5px 12px; color: {theme.TEXT}; }}
+#modelsWindow QPushButton:hover {{ border-color: #c5ccd6; background: #fbfcfd; }}
+#modelsWindow QPushButton:disabled {{ color: #a8afba; background: #f3f4f6; }}
+#modelsWindow QPushButton#primary {{ background: {theme.ACCENT}; color: white; border: none; }}
+#modelsWindow QPushButton#primary:disabled {{ background: #a9bde6; color: #eef3fd; }}
+#modelsTable {{ background: white; alternate-background-color: #fafbfc; border: 1px solid {theme.BORDER};
+                border-radius: 10px; selection-background-color: #dce6f9; selection-color: {theme.TEXT}; }}
+#modelsTable QHeaderView::section {{ background: white; border: none; border-bottom: 1px solid {theme.BORDER};
+                                     padding: 6px 8px; color: {theme.MUTED}; font-weight: 600; }}
+#modelsTable::item {{ padding: 0 6px; }}
+#pairPanel {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 10px; }}
+#pairChecks {{ background: #fafbfc; border: 1px solid {theme.BORDER}; border-radius: 8px; padding: 6px 10px; }}
+QSplitter::handle {{ background: transparent; width: 12px; }}
+"""
+
+
+def state_pill(state: str) -> str:
+    """Rich text: the hub state (online, offline, searching) as a coloured pill."""
+    label, background, colour = STATES.get(state, STATES["offline"])
+    return (f"<span style='background:{background}; color:{colour}; font-weight:600;'>"
+            f"&nbsp;● Hugging Face: {label}&nbsp;</span>")

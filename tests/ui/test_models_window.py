@@ -1,0 +1,265 @@
+"""The model manager window against the loopback hub: table, downloads, cancel, delete, pairs, offline."""
+
+import threading
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+
+from app.hub.catalog import load_catalog
+from app.hub.config import HubConfig
+from app.hub.download import download_model
+from app.hub.transfer import storage_folder
+from app.hub.units import format_bytes
+from app.paths import AppPaths
+from app.settings import Settings
+from app.system.memory import MachineMemory
+from app.ui.models import ModelsWindow, open_models_window, workers
+from app.ui.models.rows import CANCELLED, COMPLETE, FAILED, NOT_DOWNLOADED, PARTIAL, row_key
+from app.ui.models.table_model import NAME, PROGRESS, STATUS
+
+# The hub tests' fixtures: HF cache in tmp_path, a loopback hub serving the tiny target and draft.
+from tests.hub.conftest import (DRAFT_REPO, TARGET_REPO, draft_repo, hub, hub_config,  # noqa: F401
+                                hub_env, target_repo)
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+WEIGHTS = "model.safetensors"
+TASK_TIMEOUT_MS = 30_000
+ROOMY = MachineMemory(total_bytes=16_000_000_000, available_bytes=8_000_000_000,
+                      gpu_working_set_bytes=None, source="test")
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    """A ModelsWindow on this test's folders, shown, after its first search and scan answered."""
+    windows = []
+
+    def make(folders=(), read_memory=lambda: ROOMY, deadline_s: float = 5.0, free=None) -> ModelsWindow:
+        settings = Settings(extra_model_dirs=[str(f) for f in folders])
+        config = HubConfig.from_env(timeout_s=5.0, deadline_s=deadline_s)
+        window = ModelsWindow(AppPaths.under(tmp_path / "home"), settings, config=config,
+                              read_memory=read_memory, free=free)
+        windows.append(window)
+        window.show()
+        qtbot.waitUntil(lambda: not window.runner.busy, timeout=TASK_TIMEOUT_MS)
+        return window
+
+    yield make
+    for window in windows:
+        window.shutdown()  # a failed test may leave a download running: no "stop downloads?" prompt
+        window.close()
+        assert window.closed and not window.downloader.download_thread.isRunning()
+
+
+def row_of(window: ModelsWindow, key: str):
+    row = window.table_model.find(key)
+    assert row is not None, f"no row {key}; rows: {[r.key for r in window.table_model.rows()]}"
+    return row
+
+
+def cell(window: ModelsWindow, key: str, column: int) -> str:
+    model = window.table_model
+    return model.data(model.index(model.position(key), column))
+
+
+def wait_for_status(qtbot, window, key: str, status: str, transfer_state=None):
+    """Wait until the row shows this disk status and transfer state (None: no transfer)."""
+    def settled():
+        row = window.table_model.find(key)
+        state = row.transfer.state if row is not None and row.transfer is not None else None
+        assert row is not None and (row.status, state) == (status, transfer_state), (
+            f"{key}: {row and row.status}, transfer {row and row.transfer}; banner {window.banner.message!r}")
+    qtbot.waitUntil(settled, timeout=TASK_TIMEOUT_MS)
+
+
+def test_table_lists_catalog_hub_and_local_models(hub, hub_config, make_window, dense_other_vocab):
+    download_model(TARGET_REPO, hub_config)
+    window = make_window([dense_other_vocab])
+    assert window.hub_state == "online" and "Online" in window.state_label.text()
+    names = [r.name for r in window.table_model.rows()]
+    assert {m.repo_id for m in load_catalog().models} <= set(names)
+    target, folder = row_of(window, row_key(TARGET_REPO)), row_of(window, str(dense_other_vocab))
+    assert target.status == COMPLETE and target.local.source == "hf-cache"
+    assert cell(window, target.key, STATUS) == "Downloaded"
+    assert folder.status == COMPLETE and folder.repo_id is None
+    assert cell(window, folder.key, NAME) == "dense_other_vocab"
+    draft = row_of(window, row_key(DRAFT_REPO))  # on the hub only
+    assert draft.status == NOT_DOWNLOADED and cell(window, draft.key, STATUS) == "Not downloaded"
+    assert names.index(TARGET_REPO) < names.index(DRAFT_REPO)  # what is on disk comes first
+    window.select(folder.key)
+    assert not window.buttons["delete"].isEnabled()  # a folder the user added is never deleted here
+    assert window.buttons["target"].isEnabled() and not window.buttons["download"].isEnabled()
+
+
+def test_download_shows_progress_then_complete_and_can_be_used(qtbot, hub, hub_config, make_window,
+                                                               monkeypatch):
+    hub.faults.slow_chunk, hub.faults.slow_delay_s = 16 * 1024, 0.01
+    threads, original = [], workers.download_bundle
+
+    def recording_download(*args, **kwargs):
+        threads.append(threading.current_thread())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(workers, "download_bundle", recording_download)
+    window = make_window()
+    key = row_key(TARGET_REPO)
+    seen = []
+    window.table_model.dataChanged.connect(lambda *_: seen.append(
+        (window.table_model.find(key).transfer, cell(window, key, PROGRESS),
+         window.table_model.data(window.table_model.index(window.table_model.position(key), PROGRESS),
+                                 Qt.ItemDataRole.ToolTipRole))))
+    window.select(key)
+    window.buttons["download"].click()
+    wait_for_status(qtbot, window, key, COMPLETE)
+    fractions = [t.fraction for t, _, _ in seen if t is not None and t.fraction is not None]
+    assert any(0 < f < 1 for f in fractions), fractions
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any("%" in text and "/s" in text and "left" in text for _, text, _ in seen)
+    total = format_bytes(sum(map(len, hub.repos[TARGET_REPO].files.values())))
+    assert any(f"of {total} · file" in tip for _, _, tip in seen)
+    snapshot = storage_folder(hub_config, TARGET_REPO) / "snapshots" / hub.repos[TARGET_REPO].commit
+    assert (snapshot / WEIGHTS).read_bytes() == hub.repos[TARGET_REPO].files[WEIGHTS]
+    assert cell(window, key, STATUS) == "Downloaded"
+    assert threads and threads[0] is not threading.main_thread()  # the download ran off the UI thread
+    window.select(key)
+    with qtbot.waitSignal(window.use_as_target, timeout=1000) as signal:
+        window.buttons["target"].click()
+    assert signal.args == [str(snapshot)]
+
+
+def test_cancel_keeps_the_partial_download_and_download_resumes(qtbot, hub, make_window, target_repo,
+                                                                 dense_target, dense_draft_partial):
+    hub.faults.slow_chunk, hub.faults.slow_delay_s = 16 * 1024, 0.03
+    window = make_window([dense_target, dense_draft_partial])
+    window.pair_panel.choose(target=str(dense_target), draft=str(dense_draft_partial))
+    qtbot.waitUntil(lambda: window.pair_panel.result is not None, timeout=TASK_TIMEOUT_MS)
+    key = row_key(TARGET_REPO)
+    window.select(key)
+    window.buttons["download"].click()
+    qtbot.waitUntil(lambda: (row_of(window, key).transfer.fraction or 0) > 0.4, timeout=TASK_TIMEOUT_MS)
+    assert window.buttons["cancel"].isEnabled() and not window.buttons["download"].isEnabled()
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert window.grab().save(str(ARTIFACTS / "models_window.png"))
+    window.buttons["cancel"].click()
+    wait_for_status(qtbot, window, key, PARTIAL, CANCELLED)
+    assert cell(window, key, STATUS) == "Partial"
+    assert cell(window, key, PROGRESS) == "cancelled · partial files kept"
+    partial = storage_folder(window.config, TARGET_REPO) / "blobs" / f"{target_repo.etag(WEIGHTS)}.incomplete"
+    kept = partial.stat().st_size
+    assert 0 < kept < len(target_repo.files[WEIGHTS])
+    assert window.buttons["download"].isEnabled()  # resume
+    hub.faults.slow_chunk = 0
+    window.buttons["download"].click()
+    wait_for_status(qtbot, window, key, COMPLETE)
+    assert hub.ranges_for(WEIGHTS)[-1] == f"bytes={kept}-"
+
+
+def test_a_download_that_does_not_fit_says_how_much_space_is_missing(qtbot, hub, make_window, target_repo):
+    total = sum(map(len, target_repo.files.values()))
+    window = make_window(free=lambda path: 1000)
+    key = row_key(TARGET_REPO)
+    window.select(key)
+    window.buttons["download"].click()
+    wait_for_status(qtbot, window, key, NOT_DOWNLOADED, FAILED)
+    missing = format_bytes(total - 1000)
+    assert window.banner.level == "error" and f"free {missing} more" in window.banner.message
+    assert f"free {missing} more" in cell(window, key, PROGRESS)
+    assert not [p for _, p, _ in hub.requests if "/resolve/" in p]  # nothing was fetched
+    assert window.buttons["download"].isEnabled()  # try again after freeing space
+
+
+def test_delete_asks_first_and_keeps_the_model_when_refused(qtbot, hub, hub_config, make_window, monkeypatch):
+    download_model(TARGET_REPO, hub_config)
+    window = make_window()
+    key = row_key(TARGET_REPO)
+    asked = []
+
+    def answer(reply):
+        def question(parent, title, text, *args):
+            asked.append(text)
+            return reply
+        monkeypatch.setattr(QMessageBox, "question", staticmethod(question))
+
+    answer(QMessageBox.StandardButton.No)
+    window.select(key)
+    window.buttons["delete"].click()
+    assert len(asked) == 1 and TARGET_REPO in asked[0] and "KB" in asked[0]
+    qtbot.wait(200)
+    assert storage_folder(hub_config, TARGET_REPO).exists() and row_of(window, key).status == COMPLETE
+    answer(QMessageBox.StandardButton.Yes)
+    window.buttons["delete"].click()
+    wait_for_status(qtbot, window, key, NOT_DOWNLOADED)
+    assert not storage_folder(hub_config, TARGET_REPO).exists()
+    assert window.banner.level == "info" and "Deleted" in window.banner.message
+
+
+def test_pair_builder_reports_compatible_and_names_the_vocabulary_problem(
+        qtbot, hub_env, make_window, dense_target, dense_draft_partial, dense_other_vocab):
+    window = make_window([dense_target, dense_draft_partial, dense_other_vocab])
+    panel = window.pair_panel
+    with qtbot.waitSignal(panel.checked, timeout=TASK_TIMEOUT_MS) as good:
+        panel.choose(target=str(dense_target), draft=str(dense_draft_partial))
+    assert good.args[0].report.compatible and "Compatible" in panel.verdict.text()
+    assert "vocabulary" in panel.checks.text() and "identical" in panel.checks.text()
+    assert panel.use_button.isEnabled()
+    assert "Fits" in panel.fit_label.text() and "of 16.0 GB (total RAM)" in panel.fit_label.text()
+    with qtbot.waitSignal(panel.checked, timeout=TASK_TIMEOUT_MS) as bad:
+        panel.choose(draft=str(dense_other_vocab))
+    report = bad.args[0].report
+    assert not report.compatible and report.reason.startswith("vocabulary: vocabularies differ")
+    assert "Incompatible" in panel.verdict.text() and "vocabulary" in panel.verdict.text()
+    assert "vocabularies differ" in panel.checks.text() and "token id 0 is" in panel.checks.text()
+    assert not panel.use_button.isEnabled()
+    with qtbot.waitSignal(panel.checked, timeout=TASK_TIMEOUT_MS):
+        panel.choose(draft=str(dense_draft_partial))
+    signals = []
+    window.use_as_target.connect(lambda p: signals.append(("target", p)))
+    window.use_as_draft.connect(lambda p: signals.append(("draft", p)))
+    panel.use_button.click()
+    assert signals == [("target", str(dense_target)), ("draft", str(dense_draft_partial))]
+
+
+def test_memory_fit_is_red_with_numbers_when_the_pair_does_not_fit(qtbot, hub_env, make_window,
+                                                                   dense_target, dense_draft_partial):
+    small = MachineMemory(total_bytes=200_000_000, available_bytes=100_000_000,
+                          gpu_working_set_bytes=None, source="test")
+    window = make_window([dense_target, dense_draft_partial], read_memory=lambda: small)
+    with qtbot.waitSignal(window.pair_panel.checked, timeout=TASK_TIMEOUT_MS) as checked:
+        window.pair_panel.choose(target=str(dense_target), draft=str(dense_draft_partial))
+    fit = checked.args[0].fit
+    assert fit.level == "red" and fit.needed_bytes > small.total_bytes
+    text = window.pair_panel.fit_label.text()
+    assert "Does not fit" in text and "of 200.0 MB (total RAM)" in text and "100.0 MB free now" in text
+
+
+def test_offline_search_shows_the_catalog_and_an_offline_state(qtbot, hub_env, make_window):
+    window = make_window()  # hub_env points huggingface_hub at a port nobody listens on
+    assert window.hub_state == "offline" and "Offline" in window.state_label.text()
+    assert window.banner.isVisible() and "not reachable" in window.banner.message
+    catalog = {m.repo_id for m in load_catalog().models}
+    assert {r.name for r in window.table_model.rows()} == catalog
+    window.search_box.setText("0.6B")
+    with qtbot.waitSignal(window.searchFinished, timeout=TASK_TIMEOUT_MS) as searched:
+        window.search_button.click()
+    assert not searched.args[0].online
+    assert [r.name for r in window.table_model.rows()] == ["mlx-community/Qwen3-0.6B-4bit"]
+
+
+def test_a_hub_that_never_answers_does_not_block_the_window(qtbot, hub, make_window):
+    hub.faults.hang = True
+    window = make_window(deadline_s=1.0)
+    assert window.hub_state == "offline" and "did not answer" in window.search_result.message
+
+
+def test_open_models_window_reuses_the_open_window(qtbot, tmp_path, hub_env):
+    from PySide6.QtWidgets import QWidget
+
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    paths = AppPaths.under(tmp_path / "home")
+    first = open_models_window(parent, paths, Settings())
+    assert first.isVisible() and open_models_window(parent, paths, Settings()) is first
+    qtbot.waitUntil(lambda: not first.runner.busy, timeout=TASK_TIMEOUT_MS)
+    first.close()
+    assert open_models_window(parent, paths, Settings()) is not first
