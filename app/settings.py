@@ -16,11 +16,12 @@ from typing import Any, Literal
 from app.paths import AppPaths
 
 SCHEMA_VERSION = 1
-MODES = ("baseline", "draft", "mtp")
+MODES = ("baseline", "draft", "mtp", "lookup")
+AUTO_DRAFT_TOKENS = "auto"  # K chosen each round by the engine
 MIN_DRAFT_TOKENS = 1
 MAX_DRAFT_TOKENS = 16
 
-Mode = Literal["baseline", "draft", "mtp"]
+Mode = Literal["baseline", "draft", "mtp", "lookup"]
 
 
 @dataclass
@@ -31,7 +32,7 @@ class Settings:
     target_path: str | None = None
     draft_path: str | None = None
     mode: Mode = "baseline"
-    num_draft_tokens: int = 4
+    num_draft_tokens: int | Literal["auto"] = 4
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
@@ -41,6 +42,7 @@ class Settings:
     color_draft_tokens: bool = True
     extra_model_dirs: list[str] = field(default_factory=list)
     window_geometry: str | None = None  # Qt saveGeometry() bytes, base64
+    window_state: str | None = None  # Qt saveState() bytes (docks and toolbars), base64
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,15 @@ def _mode(name: str, value: Any) -> str:
     return value
 
 
+def _draft_tokens(name: str, value: Any) -> int | str:
+    if value == AUTO_DRAFT_TOKENS:
+        return value
+    if not _is_int(value) or not MIN_DRAFT_TOKENS <= value <= MAX_DRAFT_TOKENS:
+        raise SettingsError(f"{name} must be a whole number between {MIN_DRAFT_TOKENS} and "
+                            f"{MAX_DRAFT_TOKENS} or \"{AUTO_DRAFT_TOKENS}\", got {value!r}")
+    return value
+
+
 def _text_list(name: str, value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise SettingsError(f"{name} must be a list of text, got {value!r}")
@@ -153,7 +164,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "target_path": _optional_text,
     "draft_path": _optional_text,
     "mode": _mode,
-    "num_draft_tokens": _int_in(MIN_DRAFT_TOKENS, MAX_DRAFT_TOKENS),
+    "num_draft_tokens": _draft_tokens,
     "temperature": _non_negative,
     "top_p": _top_p,
     "top_k": _int_in(0, None),
@@ -163,6 +174,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "color_draft_tokens": _boolean,
     "extra_model_dirs": _text_list,
     "window_geometry": _base64_or_none,
+    "window_state": _base64_or_none,
 }
 assert set(_CHECKS) == {f.name for f in fields(Settings)}, "every setting needs a check"
 

@@ -18,6 +18,8 @@ class EngineClient(QObject):
     _load = Signal(str, object)
     _generate = Signal(object)
     _check_drafts = Signal(str, object)
+    _measure_baseline = Signal(str)
+    _reclaim = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -28,6 +30,8 @@ class EngineClient(QObject):
         self._load.connect(self.worker.load_pair)
         self._generate.connect(self.worker.generate)
         self._check_drafts.connect(self.worker.check_drafts)
+        self._measure_baseline.connect(self.worker.measure_baseline)
+        self._reclaim.connect(self.worker.reclaim_engine)
         self.thread.start()
         self._ids = itertools.count(1)
         self.current: GenerateRequest | None = None
@@ -40,6 +44,14 @@ class EngineClient(QObject):
     def check_drafts(self, target: str, candidates: list[str]) -> None:
         """Ask which candidate folders can draft for target (draftsChecked follows)."""
         self._check_drafts.emit(target, list(candidates))
+
+    def measure_baseline(self, model_key: str) -> None:
+        """Measure the loaded target's plain-decode speed on the engine thread (baselineMeasured / Failed follow)."""
+        self._measure_baseline.emit(model_key)
+
+    def reclaim_engine(self) -> None:
+        """The engine is back from another thread (sweep, A/B): the engine thread resets its caches first."""
+        self._reclaim.emit()
 
     def generate(self, messages: list[dict], cfg: GenerationConfig, system_prompt: str = "",
                  enable_thinking: bool = False) -> int:

@@ -1,4 +1,4 @@
-"""The main window: sidebar, transcript and composer, settings panel, model toolbar, menus."""
+"""The main window: sidebar, transcript and composer, settings panel, model toolbar, menus, analysis docks."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from app.engine import GenerationConfig
+from app.engine.config import MTP_MAX_DEPTH
 from app.paths import AppPaths
 from app.settings import Settings, load_settings, save_settings
 from app.store import ConversationStore
 
 from . import theme
+from .analysis_docks import AnalysisDocks
 from .banner import Banner
 from .chat.composer import Composer
 from .chat.controller import ChatController
@@ -24,11 +26,14 @@ from .chat.transcript import TranscriptView
 from .engine_client import EngineClient
 from .model_bar import ModelBar
 from .model_folders import find_model_folders
+from .models_link import ModelsLink
 from .settings_panel import SettingsPanel
-from .speculation_menu import SpeculationMenu, tuned_k
+from .speculation_menu import AUTO, SpeculationMenu, tuned_k
 from .worker import LoadedPair
 
 DEFAULT_SIZE = (1280, 820)
+MODELS_SHORTCUT = "Ctrl+Shift+M"
+ENGINE_LENT = "A sweep or an A/B comparison is using the engine; wait for it or cancel it"
 
 
 class MainWindow(QMainWindow):
@@ -92,6 +97,9 @@ class MainWindow(QMainWindow):
                                    self.reply_settings, self)
         self.composer.thinking.setChecked(self.settings.enable_thinking)
         self.composer.set_ready(False, "Load a model first")
+        self.docks = AnalysisDocks(self, self.paths, self.client)
+        self.models = ModelsLink(self, self.paths, self.settings,
+                                 lambda: (self.model_bar.target_path(), self.model_bar.draft_path()))
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -118,6 +126,12 @@ class MainWindow(QMainWindow):
         self.thinking_action.setChecked(self.settings.enable_thinking)
         self.panel_action = QAction("Settings panel", self, checkable=True, checked=True)
         self.panel_action.setShortcut(QKeySequence("Ctrl+Shift+S"))
+        self.models_action = QAction("Models…", self, shortcut=QKeySequence(MODELS_SHORTCUT))
+        self.models_action.setToolTip("Find, download and pair models")
+        self.models_action.triggered.connect(self.models.open)
+        for action in (self.docks.dashboard_action, self.docks.sweep_action, self.models_action):
+            view.addAction(action)
+        view.addSeparator()
         for action in (self.color_action, self.thinking_action, self.panel_action):
             view.addAction(action)
         self.transcript.set_color_drafts(self.settings.color_draft_tokens)
@@ -135,6 +149,12 @@ class MainWindow(QMainWindow):
         self.model_bar.loadRequested.connect(self.load_models)
         self.model_bar.targetChanged.connect(self._offer_drafts)
         self.model_bar.folderBrowsed.connect(self._remember_folder)
+        self.model_bar.managerRequested.connect(self.models.open)
+        self.models.chosen.connect(self.use_models)
+        self.models.needsTarget.connect(lambda: self.banner.show_message(
+            "Choose a target model first; a draft needs a target to draft for.", "warning"))
+        self.docks.engineLent.connect(self._on_engine_lent)
+        self.docks.bestKSaved.connect(self._best_k_saved)
         self.speculation.modeChosen.connect(self._mode_chosen)
         self.speculation.draftTokensChosen.connect(self._k_chosen)
         self.color_action.toggled.connect(self._color_toggled)
@@ -151,6 +171,9 @@ class MainWindow(QMainWindow):
         geometry = self.settings.window_geometry
         if not (geometry and self.restoreGeometry(QByteArray(base64.b64decode(geometry)))):
             self.resize(*DEFAULT_SIZE)
+        state = self.settings.window_state
+        if not (state and self.restoreState(QByteArray(base64.b64decode(state)))):
+            self.docks.first_start_layout()
         self.model_bar.set_targets(self._model_folders(), self.settings.target_path)
         if self.settings.target_path:
             self._offer_drafts(self.settings.target_path)
@@ -165,6 +188,9 @@ class MainWindow(QMainWindow):
 
     def load_models(self, target: str, draft: str | None = None) -> None:
         """Load a target and optional draft on the engine thread."""
+        if self.docks.lent:
+            self.banner.show_message(f"Models cannot be loaded now. {ENGINE_LENT}.", "warning")
+            return
         self.chat.stop()
         self.pair = None
         self.composer.set_ready(False, "Models are loading")
@@ -173,6 +199,7 @@ class MainWindow(QMainWindow):
         self.transcript.empty.set_model_state(False)
         self.settings.target_path, self.settings.draft_path = target, draft
         self.save()
+        self.docks.set_loading()
         self.client.load_pair(target, draft)
 
     def _on_loaded(self, pair: LoadedPair) -> None:
@@ -185,19 +212,21 @@ class MainWindow(QMainWindow):
         self.composer.set_ready(True)
         self.transcript.empty.set_model_state(True, names)
         self.speculation.set_available(pair.available_modes)
-        self.speculation.set_tuned_k(tuned_k(self.paths, pair.target, pair.draft))
         if pair.draft and pair.draft != previous_draft and self.settings.mode == "baseline":
             self.settings.mode = "draft"
         mode = self.settings.mode if pair.available_modes.get(self.settings.mode) is None else "baseline"
         self.speculation.set_mode(mode)
+        self._refresh_tuned_k()
         if pair.draft_error:
             self.settings.draft_path = None
             self.model_bar.select_draft(None)
             self.banner.show_message(f"The draft was not loaded: {pair.draft_error}", "error")
         self.save()
         self._update_mode_label()
+        self.docks.set_loaded(pair)
 
     def _on_load_failed(self, message: str) -> None:
+        self.docks.set_loaded(None)
         self.model_bar.set_loaded("Load failed")
         self.composer.set_ready(False, "No model is loaded")
         self.banner.show_message(message, "error")
@@ -221,6 +250,16 @@ class MainWindow(QMainWindow):
         reasons = {r.path: r.reason for r in results if not r.compatible}
         self.model_bar.set_drafts([r.path for r in results], reasons, keep)
 
+    def use_models(self, target: str, draft: str | None) -> None:
+        """Pick a target (and draft) in the toolbar and load them (from the Models window)."""
+        if self.docks.lent:
+            self.banner.show_message(f"Models cannot be loaded now. {ENGINE_LENT}.", "warning")
+            return
+        self.settings.target_path, self.settings.draft_path = target, draft
+        self.model_bar.set_targets(self._model_folders(), target)
+        self._offer_drafts(target)
+        self.load_models(target, draft)
+
     def _remember_folder(self, folder: str) -> None:
         parent = str(Path(folder).parent)
         if parent not in self.settings.extra_model_dirs:
@@ -233,20 +272,37 @@ class MainWindow(QMainWindow):
         """The config and thinking switch of the next reply."""
         self.panel.flush()
         s = self.settings
-        cfg = GenerationConfig(mode=self.speculation.checked_mode(), num_draft_tokens=self.speculation.current_k,
+        mode, k = self.speculation.checked_mode(), self.speculation.current_k
+        if mode == "mtp" and k != AUTO:
+            k = min(k, MTP_MAX_DEPTH)  # the head drafts at most this deep
+        cfg = GenerationConfig(mode=mode, num_draft_tokens=k,
                                max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p,
                                top_k=s.top_k, min_p=s.min_p)
         return cfg, self.composer.thinking.isChecked()
 
     def _mode_chosen(self, mode: str) -> None:
         self.settings.mode = mode
+        self._refresh_tuned_k()
         self.save()
         self._update_mode_label()
 
-    def _k_chosen(self, k: int) -> None:
-        self.settings.num_draft_tokens = min(k, 16)
+    def _k_chosen(self, k: int | str) -> None:
+        self.settings.num_draft_tokens = k if k == AUTO else min(k, 16)
         self.save()
         self._update_mode_label()
+
+    def _refresh_tuned_k(self) -> None:
+        """Show the tuned K of the pair the checked mode uses (target + draft, or target + MTP head)."""
+        pair, mode = self.pair, self.speculation.checked_mode()
+        drafter = None if pair is None or mode == "lookup" else "mtp" if mode == "mtp" else pair.draft
+        self.speculation.set_tuned_k(tuned_k(self.paths, pair.target if pair else None, drafter))
+
+    def _best_k_saved(self, _best: dict) -> None:
+        self._refresh_tuned_k()
+        k = self.speculation.tuned_k
+        if k is not None and self.speculation.current_k != AUTO:
+            self.speculation.set_k(k)
+            self._k_chosen(k)
 
     def _color_toggled(self, on: bool) -> None:
         self.settings.color_draft_tokens = on
@@ -268,7 +324,8 @@ class MainWindow(QMainWindow):
         mode = self.speculation.checked_mode()
         text = f"Speculation: {MODE_NAMES[mode]}"
         if mode != "baseline":
-            text += f" · K={self.speculation.current_k}"
+            k = self.speculation.current_k
+            text += " · K auto" if k == AUTO else f" · K={k}"
         self.mode_label.setText(text)
         self.mode_label.setMinimumWidth(self.mode_label.sizeHint().width())
 
@@ -276,6 +333,17 @@ class MainWindow(QMainWindow):
         self.stop_action.setEnabled(busy)
         self.regenerate_action.setEnabled(not busy)
         self.model_bar.load_button.setEnabled(not busy)
+        self.docks.set_replying(busy)
+
+    def _on_engine_lent(self, lent: bool) -> None:
+        """While a sweep or A/B uses the engine, nothing may send it work."""
+        if lent:
+            self.composer.set_ready(False, ENGINE_LENT)
+        else:
+            self.composer.set_ready(self.pair is not None, "No model is loaded")
+        self.transcript.set_busy(lent or self.chat.busy)
+        self.regenerate_action.setEnabled(not (lent or self.chat.busy))
+        self.model_bar.load_button.setEnabled(not lent)
 
     def save(self) -> None:
         """Write the settings file."""
@@ -292,8 +360,13 @@ class MainWindow(QMainWindow):
             self.sidebar.delete_interactive(self.chat.conversation_id)
 
     def closeEvent(self, event) -> None:
+        if not self.models.close():
+            event.ignore()  # the user kept a download running
+            return
         self.settings.window_geometry = base64.b64encode(bytes(self.saveGeometry())).decode("ascii")
+        self.settings.window_state = base64.b64encode(bytes(self.saveState())).decode("ascii")
         self.save()
+        self.docks.stop()
         self.client.shutdown()
         self.store.close()
         super().closeEvent(event)

@@ -18,6 +18,7 @@ class ModelBar(QToolBar):
     loadRequested = Signal(str, object)  # target, draft or None
     targetChanged = Signal(str)
     folderBrowsed = Signal(str)
+    managerRequested = Signal()  # open the Models window
 
     def __init__(self, parent=None):
         super().__init__("Models", parent)
@@ -33,6 +34,9 @@ class ModelBar(QToolBar):
         self.load_button = QPushButton("Load", objectName="primary")
         self.load_button.setToolTip("Load the target (and the draft) on the engine thread")
         self.load_button.clicked.connect(self._load)
+        self.manager_button = QPushButton("Models…")
+        self.manager_button.setToolTip("Find, download and pair models (Ctrl+Shift+M)")
+        self.manager_button.clicked.connect(self.managerRequested)
         self.progress = QProgressBar(maximum=0, textVisible=False)
         self.progress.setFixedWidth(80)
         self.progress.hide()
@@ -50,6 +54,7 @@ class ModelBar(QToolBar):
         row.addWidget(_browse(lambda: self._browse(self.draft)))
         row.addSpacing(6)
         row.addWidget(self.load_button)
+        row.addWidget(self.manager_button)
         row.addSpacing(10)
         row.addWidget(self.progress)
         row.addWidget(self.state, 1)

@@ -1,4 +1,4 @@
-"""The Speculation menu: mode (Off / Draft model / MTP), draft tokens K, the pair's tuned K."""
+"""The Speculation menu: mode (Off / Draft model / MTP / Prompt lookup), draft tokens K or Auto, the tuned K."""
 
 from __future__ import annotations
 
@@ -10,9 +10,14 @@ from PySide6.QtWidgets import QMenu
 
 from app.paths import AppPaths
 
-MODE_LABELS = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP (model's own head)"}
-MODE_SHORTCUTS = {"baseline": "Ctrl+0", "draft": "Ctrl+1", "mtp": "Ctrl+2"}
+MODE_LABELS = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP (model's own head)",
+               "lookup": "Prompt lookup (no model)"}
+MODE_SHORTCUTS = {"baseline": "Ctrl+0", "draft": "Ctrl+1", "mtp": "Ctrl+2", "lookup": "Ctrl+3"}
 K_CHOICES = (1, 2, 3, 4, 6, 8, 16)
+AUTO = "auto"
+AUTO_SHORTCUT = "Ctrl+Shift+A"
+AUTO_TIP = ("Choose K each round from the measured acceptance and draft/verify costs; "
+            "K=0 (plain decoding) when drafts do not pay")
 NOT_LOADED = "no model is loaded yet"
 
 
@@ -20,7 +25,7 @@ class SpeculationMenu(QMenu):
     """Exclusive mode and K choices; unavailable modes greyed with the reason as tooltip."""
 
     modeChosen = Signal(str)
-    draftTokensChosen = Signal(int)
+    draftTokensChosen = Signal(object)  # int K, or "auto"
 
     def __init__(self, parent=None):
         super().__init__("&Speculation", parent)
@@ -40,6 +45,13 @@ class SpeculationMenu(QMenu):
         self.k_menu.setToolTipsVisible(True)
         self.k_group = QActionGroup(self, exclusive=True)
         self.k_actions: dict[int, QAction] = {}
+        self.auto_action = QAction("Auto (chosen each round)", self, checkable=True)
+        self.auto_action.setShortcut(QKeySequence(AUTO_SHORTCUT))
+        self.auto_action.setToolTip(AUTO_TIP)
+        self.auto_action.triggered.connect(lambda _checked=False: self._choose_k(AUTO))
+        self.k_group.addAction(self.auto_action)
+        self.k_menu.addAction(self.auto_action)
+        self.k_menu.addSeparator()
         self.tuned_k: int | None = None
         self.more_action = QAction("More draft tokens", self, shortcut=QKeySequence("Ctrl+]"))
         self.fewer_action = QAction("Fewer draft tokens", self, shortcut=QKeySequence("Ctrl+["))
@@ -47,7 +59,7 @@ class SpeculationMenu(QMenu):
         self.fewer_action.triggered.connect(lambda: self._step_k(-1))
         self.addAction(self.more_action)
         self.addAction(self.fewer_action)
-        self.current_k = 4
+        self.current_k: int | str = 4
         self._build_k_actions()
         self.set_available(None)
 
@@ -68,12 +80,16 @@ class SpeculationMenu(QMenu):
         """The checked mode."""
         return next(m for m, a in self.mode_actions.items() if a.isChecked())
 
-    def set_k(self, k: int) -> None:
-        """Check a K without emitting (adds it when it is not a listed choice)."""
+    def set_k(self, k: int | str) -> None:
+        """Check a K or "auto" without emitting (adds a K that is not a listed choice)."""
         self.current_k = k
-        if k not in self.k_actions:
+        if k != AUTO and k not in self.k_actions:
             self._build_k_actions()
-        self.k_actions[k].setChecked(True)
+        self._check_current()
+
+    def _check_current(self) -> None:
+        action = self.auto_action if self.current_k == AUTO else self.k_actions[self.current_k]
+        action.setChecked(True)
 
     def set_tuned_k(self, k: int | None) -> None:
         """Show the pair's tuned K in the list (None: the pair was never swept)."""
@@ -81,7 +97,7 @@ class SpeculationMenu(QMenu):
         self._build_k_actions()
 
     def _choices(self) -> list[int]:
-        extra = {k for k in (self.tuned_k, self.current_k) if k}
+        extra = {k for k in (self.tuned_k, self.current_k) if k and k != AUTO}
         return sorted(set(K_CHOICES) | extra)
 
     def _build_k_actions(self) -> None:
@@ -100,13 +116,15 @@ class SpeculationMenu(QMenu):
             self.k_group.addAction(action)
             self.k_menu.addAction(action)
             self.k_actions[k] = action
-        self.k_actions[self.current_k].setChecked(True)
+        self._check_current()
 
-    def _choose_k(self, k: int) -> None:
+    def _choose_k(self, k: int | str) -> None:
         self.current_k = k
         self.draftTokensChosen.emit(k)
 
     def _step_k(self, step: int) -> None:
+        if self.current_k == AUTO:  # Auto has no neighbours: pick a K from the list to leave it
+            return
         choices = self._choices()
         index = choices.index(self.current_k) + step
         if 0 <= index < len(choices):

@@ -18,6 +18,7 @@ from app.engine import Engine, EngineError, GenerationConfig, IncompatibleDraftE
 from app.engine.compat import check_pair
 from app.engine.loading import load_model
 from app.engine.session import ChatSession
+from app.system.baseline import measure_baseline_tps
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,13 @@ class EngineWorker(QObject):
     generationError = Signal(int, str)  # request id, message of an exception outside the engine's own events
     memoryChanged = Signal(int)        # active MLX memory in bytes
     draftsChecked = Signal(str, object)  # target path, list[DraftCandidate]
+    baselineMeasured = Signal(str, float)  # model key, plain-decode tokens per second
+    baselineFailed = Signal(str, str)      # model key, message
 
     def __init__(self):
         super().__init__()
         self.engine: Engine | None = None
+        self.target_path: str | None = None
         self._tokenizers: dict[Path, object] = {}
 
     @Slot(str, object)
@@ -75,7 +79,7 @@ class EngineWorker(QObject):
         """Load a target and an optional draft; a draft that cannot serve is refused, the target kept."""
         self.loadStarted.emit(target)
         try:
-            self.engine = None
+            self.engine = self.target_path = None
             self.loadProgress.emit(f"Loading {Path(target).name}…")
             target_model = load_model(target)
             draft_model = draft_error = None
@@ -88,7 +92,8 @@ class EngineWorker(QObject):
                 draft_error, draft = str(exc), None
                 self.engine = Engine(target_model)
             mx.clear_cache()
-            self.loaded.emit(LoadedPair(str(target_model.path), draft, self.engine.available_modes(),
+            self.target_path = str(target_model.path)
+            self.loaded.emit(LoadedPair(self.target_path, draft, self.engine.available_modes(),
                                         self.engine.tokenizer.decode, draft_error, mx.get_active_memory()))
         except Exception as exc:  # the window must stay usable whatever goes wrong
             self.loadFailed.emit(_message(exc))
@@ -107,6 +112,30 @@ class EngineWorker(QObject):
         except Exception as exc:  # a bug here must become a banner, not a dead thread
             self.generationError.emit(request.request_id, _message(exc))
         self.memoryChanged.emit(mx.get_active_memory())
+
+    @Slot(str)
+    def measure_baseline(self, model_key: str) -> None:
+        """Measure the loaded target's plain-decode speed (the dashboard's break-even line)."""
+        try:
+            if self.engine is None or model_key != self.target_path:
+                raise EngineError(f"cannot measure {Path(model_key).name}: it is not the loaded target")
+            tps = measure_baseline_tps(self.engine)
+            if not tps > 0:
+                raise EngineError(f"the plain-decode measurement of {Path(model_key).name} gave no speed")
+            self.baselineMeasured.emit(model_key, float(tps))
+        except Exception as exc:  # a failed measurement leaves the line off, nothing else
+            self.baselineFailed.emit(model_key, _message(exc))
+        self.memoryChanged.emit(mx.get_active_memory())
+
+    @Slot()
+    def reclaim_engine(self) -> None:
+        """Take the engine back after another thread (a sweep, an A/B run) used it.
+
+        MLX streams belong to threads: arrays another thread left lazy in the caches cannot be
+        evaluated here, so the caches start afresh.
+        """
+        if self.engine is not None:
+            self.engine.reset()
 
     @Slot(str, object)
     def check_drafts(self, target: str, candidates: list[str]) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-MODE_NAMES = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP"}
+MODE_NAMES = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP", "lookup": "Prompt lookup"}
 
 
 def footer_text(stats: dict | None, cancelled: bool = False) -> str:
-    """E.g. '42 tokens · 31.5 tok/s · TTFT 0.12 s · 68% accepted · Draft model K=4'."""
+    """E.g. '42 tokens · 31.5 tok/s · TTFT 0.12 s · 68% accepted · Draft model K=4' (or 'K auto (mean 2.3)')."""
     if not stats:
         return "stopped" if cancelled else ""
     parts = [
@@ -17,9 +17,15 @@ def footer_text(stats: dict | None, cancelled: bool = False) -> str:
     mode = stats.get("mode", "baseline")
     if mode != "baseline":
         parts.append(f"{stats.get('acceptance_rate', 0.0):.0%} accepted")
-        parts.append(f"{MODE_NAMES.get(mode, mode)} K={stats.get('num_draft_tokens', 0)}")
+        parts.append(f"{MODE_NAMES.get(mode, mode)} {_k_text(stats)}")
     else:
         parts.append("speculation off")
     if cancelled:
         parts.append("stopped")
     return " · ".join(parts)
+
+
+def _k_text(stats: dict) -> str:
+    if stats.get("auto_k"):
+        return f"K auto (mean {stats.get('mean_k', 0.0):.1f})"
+    return f"K={stats.get('num_draft_tokens', 0)}"

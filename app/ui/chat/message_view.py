@@ -37,6 +37,7 @@ class MessageView(QFrame):
         self.body.setFont(body_font())
         self.footer = QLabel(objectName="footer")
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.footer.setWordWrap(True)  # a long stats line must not widen the card past the transcript
         for widget in (self.thinking_toggle, self.thinking, self.body, self.footer):
             layout.addWidget(widget)
         self.thinking_toggle.hide()

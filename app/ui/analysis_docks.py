@@ -1,0 +1,216 @@
+"""The Dashboard and Sweep docks beside the chat, wired to the engine client.
+
+The sweep view and its A/B panel run on their own threads with the loaded engine; while they
+do, the engine thread must not touch it, and while the engine thread works, they must not
+start. This module keeps both sides apart and tells the window when the engine is lent out.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QWidget
+
+from app.paths import AppPaths
+
+from .dashboard import Dashboard, SweepView
+from .engine_client import EngineClient
+from .worker import LoadedPair
+
+DASHBOARD_SHORTCUT = "Ctrl+Shift+B"
+SWEEP_SHORTCUT = "Ctrl+Shift+K"
+ENGINE_BUSY = "The engine is busy with a reply, a load or a measurement; try again when it is done"
+MEASURING = "Measuring plain-decode speed…"
+CHAT_ROOM = 200  # width the chat column gets beyond its minimum when a dock sits beside it
+
+
+class AnalysisDocks(QObject):
+    """Owns the Dashboard and SweepView docks; the window calls set_loading, set_loaded and set_replying."""
+
+    engineLent = Signal(bool)      # True while a sweep or an A/B comparison uses the engine off its thread
+    bestKSaved = Signal(object)    # dict[str, int], from the sweep view
+    baselineMeasured = Signal(str, float)  # model key, tok/s (after the dashboard stored it)
+
+    def __init__(self, window: QMainWindow, paths: AppPaths, client: EngineClient,
+                 dashboard: Dashboard | None = None, sweep_view: SweepView | None = None):
+        super().__init__(window)
+        self.main_window, self.client = window, client
+        self.dashboard = dashboard or Dashboard(paths)
+        self.sweep_view = sweep_view or SweepView(paths)
+        self.dashboard_dock = _dock("Dashboard", "dashboardDock", self.dashboard)
+        self.sweep_dock = _dock("Sweep and A/B", "sweepDock", self.sweep_view)
+        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dashboard_dock)
+        window.tabifyDockWidget(self.dashboard_dock, self.sweep_dock)
+        self.dashboard_action = self._toggle(self.dashboard_dock, "&Dashboard", DASHBOARD_SHORTCUT)
+        self.sweep_action = self._toggle(self.sweep_dock, "&Sweep and A/B", SWEEP_SHORTCUT)
+        self.lent = False            # a sweep / A-B runs on the engine
+        self.measuring: str | None = None  # model key being measured on the engine thread
+        self.pending_baseline: str | None = None
+        self.loading = False         # models load on the engine thread
+        self.replying = False        # a reply streams on the engine thread
+        self._connect()
+
+    def _connect(self) -> None:
+        worker = self.client.worker
+        worker.event.connect(self.dashboard.on_worker_event)
+        worker.baselineMeasured.connect(self._baseline_measured)
+        worker.baselineFailed.connect(self._baseline_failed)
+        self.dashboard.baselineRequested.connect(self.request_baseline)
+        self.sweep_view.busyChanged.connect(self._lent_changed)
+        self.sweep_view.bestKSaved.connect(self.bestKSaved)
+
+    def _toggle(self, dock: QDockWidget, text: str, shortcut: str) -> QAction:
+        """The dock's show/hide action; showing raises its tab and makes room for it beside the chat."""
+        action = dock.toggleViewAction()
+        action.setText(text)
+        action.setShortcut(QKeySequence(shortcut))
+        action.setToolTip(f"Show or hide the {dock.windowTitle()} ({shortcut})")
+        action.triggered.connect(lambda checked: self.show_dock(dock) if checked else None)
+        return action
+
+    def show_dock(self, dock: QDockWidget) -> None:
+        """Show a dock on top of its tab group beside the chat; float it when the screen has no room."""
+        dock.show()
+        dock.raise_()
+        if dock.isFloating():
+            return
+        window, need = self.main_window, self.width_beside(dock)
+        if window.width() < need:
+            screen = _screen(window)
+            if screen is None or screen.width() < need:
+                _float_beside(dock, window, screen)
+                return
+            window.resize(need, window.height())
+            if window.frameGeometry().right() > screen.right():
+                window.move(max(screen.left(), screen.right() - window.frameGeometry().width()), window.y())
+        width = dock.minimumSizeHint().width()
+        # after the dock joined the layout; resizing it before has no effect
+        QTimer.singleShot(0, lambda: window.resizeDocks([dock], [width], Qt.Orientation.Horizontal))
+
+    def width_beside(self, dock: QDockWidget) -> int:
+        """The window width that fits the chat and the dock side by side."""
+        central = self.main_window.centralWidget().minimumSizeHint().width()
+        return central + CHAT_ROOM + dock.minimumSizeHint().width()
+
+    def first_start_layout(self) -> None:
+        """No saved layout: the dashboard beside the chat when the screen is wide enough, else hidden."""
+        self.sweep_dock.hide()
+        screen = _screen(self.main_window)
+        if screen is not None and screen.width() >= self.width_beside(self.dashboard_dock):
+            self.show_dock(self.dashboard_dock)
+        else:
+            self.dashboard_dock.hide()
+
+    # --- the loaded pair ---
+
+    def set_loading(self) -> None:
+        """Models are (re)loading: the old engine is going away."""
+        self.sweep_view.set_engine(None)
+        self.dashboard.set_model(None)
+        self.pending_baseline = None
+        self.loading = True
+        self._update_run_buttons()
+
+    def set_loaded(self, pair: LoadedPair | None) -> None:
+        """A pair is ready (None: the load failed)."""
+        self.loading = False
+        self._update_run_buttons()
+        if pair is None:
+            return
+        self.sweep_view.set_engine(self.client.worker.engine)
+        self._update_run_buttons()
+        self.dashboard.set_weights_bytes(pair.memory_bytes)
+        self.dashboard.set_model(pair.target)  # may ask for a baseline measurement
+
+    # --- who uses the engine ---
+
+    def set_replying(self, replying: bool) -> None:
+        """A reply streams on the engine thread: no sweep or A/B may start."""
+        self.replying = replying
+        self._update_run_buttons()
+
+    def worker_busy(self) -> bool:
+        """True while the engine thread loads, replies or measures."""
+        return self.loading or self.replying or self.measuring is not None
+
+    def request_baseline(self, model_key: str) -> None:
+        """Measure a target's plain-decode speed on the engine thread (after a sweep that holds it)."""
+        if self.lent:
+            self.pending_baseline = model_key
+            return
+        self.measuring = model_key
+        self._update_run_buttons()
+        self.dashboard.status.setText(MEASURING)
+        self.client.measure_baseline(model_key)
+
+    def _baseline_measured(self, model_key: str, tps: float) -> None:
+        self.measuring = None
+        self.dashboard.set_baseline_tps(model_key, tps)
+        if self.dashboard.status.text() == MEASURING:
+            self.dashboard.status.setText(f"Plain decode measured: {tps:.1f} tok/s.")
+        self._update_run_buttons()
+        self.baselineMeasured.emit(model_key, tps)
+
+    def _baseline_failed(self, model_key: str, message: str) -> None:
+        self.measuring = None
+        if self.dashboard.status.text() == MEASURING:
+            self.dashboard.status.setText(f"Plain-decode measurement failed: {message}")
+        self._update_run_buttons()
+
+    def _lent_changed(self, lent: bool) -> None:
+        self.lent = lent
+        if not lent:
+            self.client.reclaim_engine()  # queued ahead of any command the window sends next
+        self.engineLent.emit(lent)
+        if not lent and self.pending_baseline:
+            key, self.pending_baseline = self.pending_baseline, None
+            if key == self.dashboard.model_key:
+                self.request_baseline(key)
+
+    def _update_run_buttons(self) -> None:
+        """Sweep and A/B may start only when the engine thread is idle."""
+        if self.lent:
+            return  # the running job owns its buttons
+        free = not self.worker_busy() and self.sweep_view.engine is not None
+        view = self.sweep_view
+        view.run_button.setEnabled(free and view.mode.count() > 0)
+        view.ab.run_button.setEnabled(free)
+        tip = "" if free or view.engine is None else ENGINE_BUSY
+        view.run_button.setToolTip(tip)
+        view.ab.run_button.setToolTip(tip)
+
+    # --- shutting down ---
+
+    def stop(self) -> None:
+        """Stop the dashboard's timers and wait for a sweep or A/B still running (cancelled first)."""
+        self.dashboard.stop()
+        self.sweep_view.cancel()
+        self.sweep_view.ab.cancel()
+        self.sweep_view.wait()
+        self.sweep_view.ab.wait()
+
+
+def _screen(window: QWidget):
+    """The available geometry of the window's screen, or None."""
+    screen = window.screen()
+    return screen.availableGeometry() if screen is not None else None
+
+
+def _float_beside(dock: QDockWidget, window: QWidget, screen) -> None:
+    """Float a dock as its own window over the right part of the main window (on a narrow screen)."""
+    dock.setFloating(True)
+    hint = dock.sizeHint()
+    width = hint.width() if screen is None else min(hint.width(), screen.width())
+    height = window.height() if screen is None else min(max(hint.height(), 640), screen.height())
+    dock.resize(width, height)
+    right = window.frameGeometry().right() if screen is None else min(window.frameGeometry().right(),
+                                                                      screen.right())
+    dock.move(max(right - width, 0 if screen is None else screen.left()), window.y())
+
+
+def _dock(title: str, name: str, widget) -> QDockWidget:
+    dock = QDockWidget(title)
+    dock.setObjectName(name)  # saveState()/restoreState() find docks by name
+    dock.setWidget(widget)
+    dock.setAllowedAreas(Qt.DockWidgetArea.AllDockWidgetAreas)
+    return dock

@@ -1,0 +1,209 @@
+"""The main window with the dashboard, sweep view, Models window, prompt lookup and Auto K wired in."""
+
+import json
+
+import pytest
+
+from app.engine.events import RoundResult
+from app.engine.tuning import save_best_k
+from app.settings import Settings, load_settings, save_settings, settings_from_dict
+from app.system.baseline import BaselineCache
+from app.ui.speculation_menu import AUTO
+
+# HF cache in tmp_path and a hub endpoint that does not answer: nothing reaches the internet.
+from tests.hub.conftest import hub_env  # noqa: F401
+
+from .conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, screenshot, send
+
+MEASURE_TIMEOUT_MS = 60_000
+
+
+def wait_for_baseline(qtbot, window) -> float:
+    """Wait for the plain-decode measurement the dashboard asks for after a load."""
+    dash = window.docks.dashboard
+    qtbot.waitUntil(lambda: dash.baseline_tps is not None and window.docks.measuring is None,
+                    timeout=MEASURE_TIMEOUT_MS)
+    return dash.baseline_tps
+
+
+def test_dashboard_gets_the_pair_a_baseline_and_every_round_of_a_reply(qtbot, open_window, paths, dense_target,
+                                                                       dense_draft_partial):
+    window = open_window(dense_target, dense_draft_partial)
+    dash, docks = window.docks.dashboard, window.docks
+    assert not docks.dashboard_dock.isVisible()  # first start on a narrow screen (offscreen: 800 px)
+    assert docks.dashboard_action.shortcut().toString() == "Ctrl+Shift+B"
+    assert docks.sweep_action.shortcut().toString() == "Ctrl+Shift+K"
+    window.resize(2000, 1040)  # room for the chat and the dashboard side by side
+    docks.dashboard_action.trigger()
+    assert docks.dashboard_dock.isVisible()
+    assert dash.model_key == window.pair.target and dash.weights_bytes == window.pair.memory_bytes
+    assert docks.sweep_view.engine is window.client.worker.engine
+    assert [docks.sweep_view.mode.itemData(i) for i in range(docks.sweep_view.mode.count())] == ["draft"]
+    # the break-even line was measured on the engine thread and cached for this target
+    tps = wait_for_baseline(qtbot, window)
+    entry = BaselineCache.for_paths(paths).get(window.pair.target)
+    assert entry is not None and entry.tokens_per_s == tps and entry.source == "measured"
+    rounds = []
+    window.client.worker.event.connect(lambda _id, e: rounds.append(e) if isinstance(e, RoundResult) else None)
+    finished = send(qtbot, window, "Count from one to twenty.")
+    dash.redraw()
+    assert finished.stats.mode == "draft" and len(rounds) == finished.stats.rounds > 0
+    x, _ = dash.throughput.round_curve.getData()
+    assert x.tolist() == [r.index for r in rounds]
+    assert dash.rounds.totals()["accepted"] == finished.stats.accepted
+    assert dash.throughput.baseline_line.isVisible() and dash.throughput.baseline_line.value() == tps
+    assert f"{finished.stats.generated_tokens} tokens" in dash.status.text()
+    qtbot.wait(50)
+    assert window.transcript.width() >= 380  # the dock takes its minimum width, the chat the rest
+    path = screenshot(window, "main_window_dashboard")
+    assert path.stat().st_size > 10_000
+    # the docks' layout is saved with the window and comes back on the next start
+    window.close()
+    again = open_window(at=paths)
+    assert again.docks.dashboard_dock.isVisible() and not again.docks.sweep_dock.isVisible()
+    assert again.docks.dashboard.baseline_tps == tps  # cached: no second measurement needed
+
+
+def test_a_first_start_on_a_wide_screen_shows_the_dashboard_beside_the_chat(qtbot, open_window, monkeypatch):
+    from PySide6.QtCore import QRect
+
+    from app.ui import analysis_docks
+
+    monkeypatch.setattr(analysis_docks, "_screen", lambda _window: QRect(0, 0, 2560, 1440))
+    window = open_window()
+    docks = window.docks
+    assert docks.dashboard_dock.isVisible() and not docks.dashboard_dock.isFloating()
+    assert not docks.sweep_dock.isVisible()
+    assert window.width() >= docks.width_beside(docks.dashboard_dock)
+    qtbot.waitUntil(lambda: docks.dashboard_dock.width() <= docks.dashboard_dock.minimumSizeHint().width() + 2)
+    assert window.transcript.width() >= 380
+    assert docks.dashboard.tiles["vs_plain"].sub.text() == "no model loaded"
+
+
+def test_real_model_with_prompt_lookup_and_auto_k_on_the_dashboard(qtbot, open_window, smollm_dir):
+    window = open_window(smollm_dir)
+    window.resize(2000, 1040)
+    window.docks.dashboard_action.trigger()
+    window.speculation.mode_actions["lookup"].trigger()
+    window.speculation.auto_action.trigger()
+    finished = send(qtbot, window, "Repeat this list twice: apple, banana, cherry, date.")
+    assert finished.stats.mode == "lookup" and finished.stats.auto_k
+    tps = wait_for_baseline(qtbot, window)
+    dash = window.docks.dashboard
+    dash.redraw()
+    assert len(dash.rounds) == finished.stats.rounds and dash.throughput.baseline_line.value() == tps
+    screenshot(window, "main_window_dashboard_real_model")
+
+
+def test_prompt_lookup_and_auto_k_chosen_in_the_menu_drive_the_next_reply(qtbot, open_window, paths,
+                                                                           dense_target):
+    window = open_window(dense_target)
+    menu = window.speculation
+    lookup = menu.mode_actions["lookup"]
+    assert lookup.isEnabled() and lookup.shortcut().toString() == "Ctrl+3"
+    assert not menu.mode_actions["draft"].isEnabled()
+    lookup.trigger()
+    menu.auto_action.trigger()
+    assert window.mode_label.text() == "Speculation: Prompt lookup · K auto"
+    finished = send(qtbot, window, "one two three one two three one two three one two")
+    stats = finished.stats
+    assert stats.mode == "lookup" and stats.auto_k and stats.rounds > 0
+    footer = window.transcript.views[-1].footer.text()
+    assert f"Prompt lookup K auto (mean {stats.mean_k:.1f})" in footer
+    saved = load_settings(paths).settings
+    assert (saved.mode, saved.num_draft_tokens) == ("lookup", AUTO)
+    # a fixed K again: the next reply uses it
+    menu.k_actions[2].trigger()
+    second = send(qtbot, window, "again")
+    assert (second.stats.mode, second.stats.auto_k, second.stats.num_draft_tokens) == ("lookup", False, 2)
+    assert "Prompt lookup K=2" in window.transcript.views[-1].footer.text()
+    assert load_settings(paths).settings.num_draft_tokens == 2
+
+
+def test_lookup_and_auto_are_restored_on_the_next_start(qtbot, open_window, paths, dense_target):
+    save_settings(paths, Settings(target_path=str(dense_target), mode="lookup", num_draft_tokens=AUTO))
+    window = open_window(at=paths)
+    assert window.speculation.checked_mode() == "lookup" and window.speculation.auto_action.isChecked()
+    cfg, _ = window.reply_settings()
+    assert (cfg.mode, cfg.num_draft_tokens) == ("lookup", AUTO)
+
+
+def test_settings_round_trip_lookup_and_auto_and_still_refuse_bad_k(paths):
+    settings = Settings(mode="lookup", num_draft_tokens="auto", window_state="AAAA")
+    save_settings(paths, settings)
+    data = json.loads(paths.settings_file.read_text())
+    assert (data["mode"], data["num_draft_tokens"]) == ("lookup", "auto")
+    assert load_settings(paths).settings == settings
+    old_file = {"schema_version": 1, "mode": "draft", "num_draft_tokens": 3}  # written before these existed
+    assert settings_from_dict(old_file) == Settings(mode="draft", num_draft_tokens=3)
+    for bad in ("Auto", "automatic", 0, 17, True):
+        with pytest.raises(ValueError, match="num_draft_tokens"):
+            settings_from_dict({"num_draft_tokens": bad})
+
+
+def test_a_running_ab_comparison_disables_send_and_loading(qtbot, open_window, dense_target,
+                                                          dense_draft_partial):
+    window = open_window(dense_target, dense_draft_partial)
+    wait_for_baseline(qtbot, window)
+    ab = window.docks.sweep_view.ab
+    assert ab.run_button.isEnabled() and window.composer.send_button.isEnabled()
+    ab.max_tokens.setValue(6)
+    with qtbot.waitSignal(window.docks.sweep_view.busyChanged, timeout=REPLY_TIMEOUT_MS) as started:
+        ab.run_button.click()
+    assert started.args == [True]
+    assert not window.composer.send_button.isEnabled()
+    assert not window.model_bar.load_button.isEnabled() and not window.regenerate_action.isEnabled()
+    loads = []
+    window.client.worker.loadStarted.connect(loads.append)
+    window.load_models(str(dense_target))
+    assert window.banner.level == "warning" and "A/B comparison is using the engine" in window.banner.message
+    qtbot.waitUntil(lambda: ab.job is None, timeout=REPLY_TIMEOUT_MS)
+    assert window.composer.send_button.isEnabled() and window.model_bar.load_button.isEnabled()
+    assert loads == [] and [row.mode for row in ab.rows][:2] == ["baseline", "draft"]
+    # and the other way round: while a reply streams, no sweep or A/B may start
+    window.composer.text.setPlainText("hello")
+    with qtbot.waitSignal(window.chat.busyChanged, timeout=REPLY_TIMEOUT_MS,
+                          check_params_cb=lambda busy: not busy):
+        window.composer.send_button.click()
+        assert not ab.run_button.isEnabled() and not window.docks.sweep_view.run_button.isEnabled()
+    assert window.banner.level != "error", window.banner.message
+    assert ab.run_button.isEnabled() and window.docks.sweep_view.run_button.isEnabled()
+
+
+def test_saving_the_best_k_updates_the_speculation_menu(qtbot, open_window, paths, dense_target,
+                                                        dense_draft_partial):
+    window = open_window(dense_target, dense_draft_partial)
+    assert window.speculation.tuned_k is None
+    best = {"structured": 5, "open": 5}
+    save_best_k(paths, window.pair.target, window.pair.draft, best)
+    window.docks.sweep_view.bestKSaved.emit(best)
+    assert window.speculation.k_actions[5].text() == "5 (tuned for this pair)"
+    assert window.speculation.current_k == 5 and load_settings(paths).settings.num_draft_tokens == 5
+
+
+@pytest.mark.usefixtures("hub_env")
+def test_models_window_opens_from_the_menu_and_its_choices_load(qtbot, open_window, dense_target,
+                                                                dense_draft_partial):
+    window = open_window()
+    assert window.models_action.shortcut().toString() == "Ctrl+Shift+M"
+    window.models_action.trigger()
+    models = window.models.window
+    assert models is not None and models.isVisible()
+    qtbot.waitUntil(lambda: not models.runner.busy, timeout=LOAD_TIMEOUT_MS)
+    loads = []
+    window.client.worker.loadStarted.connect(loads.append)
+    models.use_as_target.emit(str(dense_target))
+    qtbot.waitUntil(lambda: window.pair is not None, timeout=LOAD_TIMEOUT_MS)
+    assert window.model_bar.target_path() == str(dense_target) and window.pair.draft is None
+    # "use pair" sends target then draft: one load with both
+    models.use_as_target.emit(str(dense_target))
+    models.use_as_draft.emit(str(dense_draft_partial))
+    qtbot.waitUntil(lambda: window.pair is not None and window.pair.draft == str(dense_draft_partial),
+                    timeout=LOAD_TIMEOUT_MS)
+    qtbot.wait(100)
+    assert len(loads) == 2
+    assert window.model_bar.draft_path() == str(dense_draft_partial)
+    assert window.speculation.checked_mode() == "draft"
+    assert window.models.open() is models  # the same window again, not a second one
+    window.close()
+    assert models.closed
