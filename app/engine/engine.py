@@ -93,12 +93,22 @@ class Engine:
                cancel: threading.Event | None = None) -> Iterator[Event]:
         """Yield TextChunk / RoundResult / PrefillProgress events, then Finished or Failed."""
         tokens: list[int] = []
+        self._claim_thread()
         try:
             yield from self._stream(list(prompt_ids), cfg, cancel or threading.Event(), tokens)
         except Exception as exc:  # the caller gets an event, never a dead thread
             self.reset()
             message = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
             yield Failed(message, type(exc).__name__, tuple(tokens))
+
+    def _claim_thread(self) -> None:
+        """MLX keeps unevaluated arrays on the stream of the thread that made them: another thread
+        cannot evaluate them ("There is no Stream(cpu, N) in current thread"). Caches built on one
+        thread are therefore dropped when a generation starts on another."""
+        current = threading.get_ident()
+        if getattr(self, "_owner_thread", current) != current:
+            self.reset()
+        self._owner_thread = current
 
     def reset(self) -> None:
         """Drop every cache; the next call prefills from scratch."""

@@ -119,3 +119,20 @@ def test_invalid_settings_are_refused():
         GenerationConfig(mode="turbo")
     with pytest.raises(EngineError, match="top_p"):
         GenerationConfig(top_p=0)
+
+
+def test_the_engine_can_change_threads_between_generations(hybrid_target, hybrid_draft_partial):
+    """A UI hands the engine to a sweep thread and back: each call must still work and agree."""
+    engine = Engine.load(hybrid_target, hybrid_draft_partial)
+    ids = prompt_ids(engine)
+    cfg = greedy("draft", 3, n=16)
+    results = [engine.generate(ids, cfg).tokens]
+
+    def elsewhere():
+        results.append(engine.generate(ids, cfg).tokens)
+
+    worker = threading.Thread(target=elsewhere)
+    worker.start()
+    worker.join()
+    results.append(engine.generate(ids, cfg).tokens)
+    assert len(results) == 3 and results[0] == results[1] == results[2]
