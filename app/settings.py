@@ -6,13 +6,13 @@ import base64
 import binascii
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from app.jsonfile import write_json_atomic
 from app.paths import AppPaths
 
 SCHEMA_VERSION = 1
@@ -245,16 +245,4 @@ def save_settings(paths: AppPaths, settings: Settings) -> None:
     """Validate and write settings atomically (temp file + os.replace) as pretty JSON."""
     data = settings_to_dict(settings)
     settings_from_dict(data)  # refuse to write a file the next load would reject
-    target = paths.settings_file
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, indent=2, sort_keys=False) + "\n"
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, target)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    write_json_atomic(paths.settings_file, data)

@@ -250,7 +250,7 @@ class SweepView(QWidget):
         path = save_sweep(self.paths, self.result)
         best = self.result.best_k()
         if path is not None:
-            self.best_label.setText(f"Saved best K for this pair: "
+            self.best_label.setText("Saved best K for this pair: "
                                     + ", ".join(f"{name} K={k}" for name, k in best.items()))
             self.bestKSaved.emit(best)
         return path
