@@ -1,8 +1,6 @@
 """The main window on tiny models: replies equal the engine's, modes switch, stop saves, restart finds."""
 
-import threading
 
-import pytest
 
 from app.engine import Engine, GenerationConfig
 from app.engine.session import ChatSession
