@@ -17,7 +17,7 @@ def footer_text(stats: dict | None, cancelled: bool = False) -> str:
     mode = stats.get("mode", "baseline")
     if mode != "baseline":
         parts.append(f"{stats.get('acceptance_rate', 0.0):.0%} accepted")
-        parts.append(f"{MODE_NAMES.get(mode, mode)} {_k_text(stats)}")
+        parts.append(f"{MODE_NAMES.get(mode, mode)} {k_text(stats)}")
     else:
         parts.append("speculation off")
     if cancelled:
@@ -25,7 +25,8 @@ def footer_text(stats: dict | None, cancelled: bool = False) -> str:
     return " · ".join(parts)
 
 
-def _k_text(stats: dict) -> str:
+def k_text(stats: dict) -> str:
+    """'K=4', or 'K auto (mean 2.3)' when the engine chose K each round."""
     if stats.get("auto_k"):
         return f"K auto (mean {stats.get('mean_k', 0.0):.1f})"
     return f"K={stats.get('num_draft_tokens', 0)}"

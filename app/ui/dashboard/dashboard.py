@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import asdict
 
 from PySide6.QtCore import QTimer, Signal, Slot
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.engine.events import Failed, Finished, GenerationStats, RoundResult
 from app.paths import AppPaths
@@ -14,11 +22,19 @@ from app.system.baseline import BaselineCache
 from app.system.memory import MemorySample
 from app.system.power import PowerStatus
 from app.system.ringbuffer import RingBuffer, RoundSeries
+from app.ui.chat.footer import MODE_NAMES, k_text
 
 from .. import theme
 from ..banner import Banner
 from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL
-from .panels import MEMORY_COLUMNS, POWER_COLUMNS, AcceptanceChart, MemoryChart, PowerChart, ThroughputChart
+from .panels import (
+    MEMORY_COLUMNS,
+    POWER_COLUMNS,
+    AcceptanceChart,
+    MemoryChart,
+    PowerChart,
+    ThroughputChart,
+)
 from .poller import SystemPoller
 from .tiles import StatTile, fill_tiles
 
@@ -184,8 +200,8 @@ class Dashboard(QWidget):
 
     def _finished(self, event: Finished) -> None:
         stats = self.last_stats = event.stats
-        mode = {"baseline": "Plain decoding", "draft": "Draft model", "mtp": "MTP head"}.get(stats.mode, stats.mode)
-        k = f", K={stats.num_draft_tokens}" if stats.mode != "baseline" else ""
+        mode = "Plain decoding" if stats.mode == "baseline" else MODE_NAMES.get(stats.mode, stats.mode)
+        k = f", {k_text(asdict(stats))}" if stats.mode != "baseline" else ""
         ended = "cancelled" if event.cancelled else f"stopped: {stats.stop_reason or 'end'}"
         self.status.setText(f"Last reply: {mode}{k} · {stats.generated_tokens} tokens · "
                             f"{stats.decode_tokens_per_s:.1f} tok/s decode · {ended}")
