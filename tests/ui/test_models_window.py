@@ -10,21 +10,26 @@ from PySide6.QtWidgets import QMessageBox
 from app.hub.catalog import load_catalog
 from app.hub.config import HubConfig
 from app.hub.download import download_model
+from app.hub.memory_fit import memory_fit, model_memory
 from app.hub.transfer import storage_folder
 from app.hub.units import format_bytes
 from app.paths import AppPaths
 from app.settings import Settings
 from app.system.memory import MachineMemory
 from app.ui.models import ModelsWindow, open_models_window, workers
+from app.ui.models.planned_fit import PLANNED_NOTE
 from app.ui.models.rows import CANCELLED, COMPLETE, FAILED, NOT_DOWNLOADED, PARTIAL, row_key
 from app.ui.models.table_model import NAME, PROGRESS, STATUS
 
 # The hub tests' fixtures: HF cache in tmp_path, a loopback hub serving the tiny target and draft.
+from tests.fixtures.tiny_models import build_dense
 from tests.hub.conftest import (DRAFT_REPO, TARGET_REPO, draft_repo, hub, hub_config,  # noqa: F401
                                 hub_env, target_repo)
+from tests.hub.hub_server import FakeRepo
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WEIGHTS = "model.safetensors"
+SMALL_DRAFT_REPO = "mlx-community/Tiny-Small-Draft-4bit"
 TASK_TIMEOUT_MS = 30_000
 ROOMY = MachineMemory(total_bytes=16_000_000_000, available_bytes=8_000_000_000,
                       gpu_working_set_bytes=None, source="test")
@@ -156,16 +161,17 @@ def test_cancel_keeps_the_partial_download_and_download_resumes(qtbot, hub, make
 
 
 def test_a_download_that_does_not_fit_says_how_much_space_is_missing(qtbot, hub, make_window, target_repo):
-    total = sum(map(len, target_repo.files.values()))
+    # config.json is in the cache already: the planned memory fit fetched it before the download
+    total = sum(len(data) for name, data in target_repo.files.items() if name != "config.json")
     window = make_window(free=lambda path: 1000)
     key = row_key(TARGET_REPO)
     window.select(key)
     window.buttons["download"].click()
-    wait_for_status(qtbot, window, key, NOT_DOWNLOADED, FAILED)
+    wait_for_status(qtbot, window, key, PARTIAL, FAILED)
     missing = format_bytes(total - 1000)
     assert window.banner.level == "error" and f"free {missing} more" in window.banner.message
     assert f"free {missing} more" in cell(window, key, PROGRESS)
-    assert not [p for _, p, _ in hub.requests if "/resolve/" in p]  # nothing was fetched
+    assert not [p for _, p, _ in hub.requests if p.endswith(WEIGHTS)]  # no weights were fetched
     assert window.buttons["download"].isEnabled()  # try again after freeing space
 
 
@@ -231,6 +237,78 @@ def test_memory_fit_is_red_with_numbers_when_the_pair_does_not_fit(qtbot, hub_en
     assert fit.level == "red" and fit.needed_bytes > small.total_bytes
     text = window.pair_panel.fit_label.text()
     assert "Does not fit" in text and "of 200.0 MB (total RAM)" in text and "100.0 MB free now" in text
+
+
+def weights_requested(hub) -> list[str]:
+    return [p for _, p, _ in hub.requests if p.endswith(WEIGHTS)]
+
+
+def test_selecting_models_not_downloaded_shows_their_planned_fit(qtbot, tmp_path, hub, make_window,
+                                                                 target_repo, dense_target):
+    small_draft = build_dense(tmp_path / "small_draft", seed=3, layers=1)  # smaller than the target
+    hub.repos[SMALL_DRAFT_REPO] = FakeRepo.from_folder(SMALL_DRAFT_REPO, small_draft)
+    window = make_window()
+    panel = window.pair_panel
+    context = panel.context.value()
+    with qtbot.waitSignal(panel.plannedChecked, timeout=TASK_TIMEOUT_MS) as one:
+        window.select(row_key(TARGET_REPO))
+    planned = one.args[0]
+    # hub sizes + config.json plan exactly what the same model needs once on disk
+    assert planned.fit == memory_fit(model_memory(dense_target), None, context, ROOMY)
+    assert dict(planned.fit.parts)["target weights"] == len(target_repo.files[WEIGHTS])
+    assert dict(planned.fit.parts)["target cache"] > 0  # sized from config.json
+    text = panel.fit_label.text()
+    assert "Fits" in text and f"needs {format_bytes(planned.fit.needed_bytes)} of 16.0 GB" in text
+    assert PLANNED_NOTE in text and panel.memory_bar.fit == planned.fit
+    assert "Not downloaded" in panel.verdict.text() and not panel.use_button.isEnabled()
+    with qtbot.waitSignal(panel.plannedChecked, timeout=TASK_TIMEOUT_MS) as two:
+        window.select(row_key(SMALL_DRAFT_REPO), row_key(TARGET_REPO))
+    pair = two.args[0]
+    assert (pair.target, pair.draft) == (TARGET_REPO, SMALL_DRAFT_REPO)  # the larger repo is the target
+    assert pair.fit == memory_fit(model_memory(dense_target), model_memory(small_draft), context, ROOMY)
+    assert f"needs {format_bytes(pair.fit.needed_bytes)}" in panel.fit_label.text()
+    assert not weights_requested(hub)
+
+
+def test_planned_fit_offline_says_it_needs_the_hub(qtbot, hub_env, make_window):
+    window = make_window()
+    panel = window.pair_panel
+    with qtbot.waitSignal(panel.plannedFailed, timeout=TASK_TIMEOUT_MS) as failed:
+        window.select(row_key("mlx-community/Qwen3-0.6B-4bit"))
+    assert failed.args[0].startswith("offline")
+    assert "Offline" in panel.verdict.text() and "config.json from Hugging Face" in panel.verdict.text()
+    assert panel.fit_label.text() == "" and panel.memory_bar.fit is None
+
+
+def test_a_download_that_does_not_fit_in_memory_asks_first(qtbot, hub, make_window, monkeypatch):
+    small = MachineMemory(total_bytes=200_000_000, available_bytes=100_000_000,
+                          gpu_working_set_bytes=None, source="test")
+    window = make_window(read_memory=lambda: small)
+    key = row_key(TARGET_REPO)
+    asked, replies = [], []
+
+    def question(parent, title, text, *args):
+        asked.append(text)
+        return replies.pop(0)
+
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(question))
+    replies.append(QMessageBox.StandardButton.No)
+    with qtbot.waitSignal(window.pair_panel.plannedChecked, timeout=TASK_TIMEOUT_MS) as checked:
+        window.select(key)
+        window.buttons["download"].click()  # before the panel's plan is in: the download plans its own
+    qtbot.waitUntil(lambda: len(asked) == 1, timeout=TASK_TIMEOUT_MS)
+    fit = checked.args[0].fit
+    assert fit.level == "red" and "Does not fit" in window.pair_panel.fit_label.text()
+    assert (f"does not fit: needs {format_bytes(fit.needed_bytes)}" in asked[0]
+            and "this machine has 200.0 MB (total RAM)" in asked[0] and "Download anyway?" in asked[0])
+    qtbot.wait(300)
+    assert row_of(window, key).transfer is None and not weights_requested(hub)  # refused: nothing fetched
+    assert window.buttons["download"].isEnabled()
+    replies.append(QMessageBox.StandardButton.Yes)
+    window.buttons["download"].click()  # the plan on show answers at once
+    assert len(asked) == 2 and asked[1] == asked[0]
+    wait_for_status(qtbot, window, key, COMPLETE)
+    assert weights_requested(hub)
 
 
 def test_offline_search_shows_the_catalog_and_an_offline_state(qtbot, hub_env, make_window):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,11 +10,13 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout
 
 from app.hub.catalog import Catalog
+from app.hub.config import HubConfig
 from app.hub.memory_fit import MemoryFit, memory_fit, model_memory
 from app.hub.pairing import INCOMPATIBLE, OK, PairReport, pair_report
 from app.system.memory import MachineMemory
 
 from .memory_bar import LEVEL_COLOURS, LEVEL_WORDS, MemoryBar, fit_legend, fit_numbers
+from .planned_fit import PLANNED_NOTE, PlannedFit, plan_fit
 from .rows import ModelRow
 from .workers import TaskRunner
 
@@ -66,13 +68,18 @@ class PairPanel(QFrame):
 
     pairChosen = Signal(str, object)  # target path, draft path or None
     checked = Signal(object)  # PairResult, after the view shows it
+    plannedChecked = Signal(object)  # PlannedFit of models not downloaded yet, after the view shows it
+    plannedFailed = Signal(str)  # why the planned fit could not be made (e.g. offline)
 
     def __init__(self, runner: TaskRunner, catalog: Catalog, read_memory: Callable[[], MachineMemory],
-                 parent=None):
+                 parent=None, config: HubConfig | None = None):
         super().__init__(parent)
         self.setObjectName("pairPanel")
         self.runner, self.catalog, self.read_memory = runner, catalog, read_memory
+        self.config = config or HubConfig.from_env()
         self.result: PairResult | None = None
+        self.planned: tuple[str, ...] | None = None  # repos whose planned fit the panel shows instead
+        self.planned_result: PlannedFit | None = None
         self._rows: dict[str, ModelRow] = {}
         self._tokenizers: dict = {}
         self._pending: tuple | None = None
@@ -92,7 +99,7 @@ class PairPanel(QFrame):
         self.draft.setToolTip("A small model that guesses the target's next tokens")
         for combo in (self.target, self.draft):
             combo.setMinimumWidth(180)
-            combo.currentIndexChanged.connect(self._changed)
+            combo.currentIndexChanged.connect(self._pair_changed)
         self.context = QSpinBox(minimum=512, maximum=1_048_576, singleStep=1024, value=DEFAULT_CONTEXT)
         self.context.setSuffix(" tokens")
         self.context.setGroupSeparatorShown(True)
@@ -162,15 +169,37 @@ class PairPanel(QFrame):
         _select(self.draft, old_draft)
         for combo in (self.target, self.draft):
             combo.blockSignals(False)
-        self._changed()
+        if self.planned is None:  # a planned fit on show stays until a local pair is picked
+            self._changed()
 
     def choose(self, target: str | None = None, draft: str | None = None) -> None:
         """Select a target and/or a draft by folder path (the check follows)."""
+        self.planned = None
         if target is not None:
             _select(self.target, str(target))
         if draft is not None:
             _select(self.draft, str(draft))
         self._changed()
+
+    def check_planned(self, repo_ids: Sequence[str]) -> None:
+        """Show the planned memory fit of repos not downloaded yet (a target, optionally a draft)."""
+        repo_ids = tuple(repo_ids)
+        if self.planned == repo_ids and self._pending is not None:
+            return  # already on show or on its way
+        self.planned = repo_ids
+        self.use_button.setEnabled(False)
+        self._debounce.start()
+
+    def check_local(self) -> None:
+        """Back from a planned fit to the chosen local pair."""
+        if self.planned is not None:
+            self.planned = None
+            self._changed()
+
+    def known_plan(self, repo_ids: Sequence[str], context: int) -> PlannedFit | None:
+        """The planned fit on show when it is about these repos at this context."""
+        known = self.planned_result
+        return known if known is not None and known.covers(repo_ids, context) else None
 
     def target_path(self) -> str | None:
         """The chosen target folder."""
@@ -182,8 +211,16 @@ class PairPanel(QFrame):
 
     # --- checking ---
 
+    def _pair_changed(self, *_) -> None:
+        self.planned = None
+        self._changed()
+
     def _changed(self, *_) -> None:
         self.use_button.setEnabled(False)
+        if self.planned is not None:
+            self._pending = None
+            self._debounce.start()
+            return
         if self.target_path() is None:
             self._show_idle("Download a model, or add a folder, to build a pair.")
             return
@@ -191,6 +228,9 @@ class PairPanel(QFrame):
 
     def check_now(self) -> None:
         """Run the report and the memory fit for the current choice off the UI thread."""
+        if self.planned is not None:
+            self._check_planned_now()
+            return
         target, draft, context = self.target_path(), self.draft_path(), self.context.value()
         if target is None:
             return
@@ -214,7 +254,42 @@ class PairPanel(QFrame):
         self.use_button.setEnabled(compatible)
         self.checked.emit(result)
 
+    def _check_planned_now(self) -> None:
+        repo_ids, context, config, read_memory = self.planned, self.context.value(), self.config, self.read_memory
+        self._pending = ("planned", repo_ids, context)
+        self.planned_result = None
+        self.verdict.setText("<span style='color:#6b7280'>Asking Hugging Face for sizes and config.json…</span>")
+        self.runner.run(lambda: (repo_ids, context, plan_fit(repo_ids, config, context, read_memory())),
+                        self._show_planned, lambda message: self._planned_failed(repo_ids, context, message))
+
+    def _show_planned(self, answer) -> None:
+        repo_ids, context, planned = answer
+        if self._pending != ("planned", repo_ids, context):
+            return  # the selection changed while the hub answered
+        self.result, self.planned_result = None, planned
+        names = _escape(planned.target) + (f" + {_escape(planned.draft)}" if planned.draft else "")
+        self.verdict.setText(pill("Not downloaded", "#eef0f3", "#5b6472") + f"&nbsp; target {names}"
+                             "<br><span style='color:#6b7280'>compatibility is checked once downloaded</span>")
+        self.checks.clear()
+        self.checks.hide()
+        self._show_fit(planned.fit, PLANNED_NOTE)
+        self.recommendation.clear()
+        self.plannedChecked.emit(planned)
+
+    def _planned_failed(self, repo_ids, context, message: str) -> None:
+        if self._pending != ("planned", repo_ids, context):
+            return
+        self._show_idle("")
+        self._pending = ("planned", repo_ids, context)  # answered: no new request until the choice changes
+        offline = message.startswith("offline")
+        self.verdict.setText(pill("Offline" if offline else "Cannot plan", "#fdecec", "#8a1f1f")
+                             + "&nbsp; the memory fit of a model that is not downloaded needs its size and "
+                             f"config.json from Hugging Face: {_escape(message)}")
+        self.plannedFailed.emit(message)
+
     def _show_error(self, message: str) -> None:
+        if self.planned is not None:
+            return  # a local check answered after the user moved on to models not downloaded
         self.result = None
         self.verdict.setText(pill("Cannot check", "#fdecec", "#8a1f1f") + f"&nbsp; {_escape(message)}")
 
@@ -246,11 +321,12 @@ class PairPanel(QFrame):
         self.checks.setText(checks_html(report))
         self.checks.show()
 
-    def _show_fit(self, fit: MemoryFit) -> None:
+    def _show_fit(self, fit: MemoryFit, note: str = "") -> None:
         background, foreground = LEVEL_COLOURS[fit.level]
         needs, context = fit_numbers(fit)
+        note = f"<br><i style='color:#6b7280'>{_escape(note)}</i>" if note else ""
         self.fit_label.setText(pill(LEVEL_WORDS[fit.level], background, foreground) + f"&nbsp; {needs}"
-                               f"<br><span style='color:#6b7280'>{context}</span>")
+                               f"<br><span style='color:#6b7280'>{context}</span>{note}")
         self.memory_bar.set_fit(fit)
         self.legend.setText(fit_legend(fit))
 

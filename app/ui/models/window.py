@@ -34,6 +34,7 @@ from app.system.memory import MachineMemory, read_machine_memory
 from ..banner import Banner
 from .downloads import DownloadRows
 from .pair_panel import PairPanel
+from .planned_fit import DownloadGate
 from .rows import ModelRow, build_rows
 from .style import STYLE_SHEET, state_pill
 from .table_model import ModelTableModel
@@ -96,7 +97,9 @@ class ModelsWindow(QWidget):
         self.table_model = ModelTableModel(self)
         self.table = ModelsTable(self.table_model)
         self.downloads = DownloadRows(self.downloader, self.table_model, self)
-        self.pair_panel = PairPanel(self.runner, self.catalog, read_memory)
+        self.pair_panel = PairPanel(self.runner, self.catalog, read_memory, config=self.config)
+        self.download_gate = DownloadGate(self, self.downloads.start, self.pair_panel, self.runner,
+                                          self.table_model)
         self._make_actions()
         header = QHBoxLayout()
         heading = QVBoxLayout()
@@ -163,6 +166,7 @@ class ModelsWindow(QWidget):
         self.search_box.returnPressed.connect(self.search)
         self.search_button.clicked.connect(self.search)
         self.table.selectionModel().selectionChanged.connect(self._update_actions)
+        self.table.selectionModel().selectionChanged.connect(self._show_selected_fit)
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.doubleClicked.connect(self._double_clicked)
         self.table_model.dataChanged.connect(self._update_actions)
@@ -256,6 +260,14 @@ class ModelsWindow(QWidget):
         for name, on in enabled.items():
             self.actions_by_name[name].setEnabled(on)  # its button follows (enabledChanged)
 
+    def _show_selected_fit(self, *_) -> None:
+        """A target (and a draft) not downloaded yet: their planned memory fit in the pair builder."""
+        rows = self.selected_rows()
+        if 1 <= len(rows) <= 2 and all(r.downloadable for r in rows):
+            self.pair_panel.check_planned([r.repo_id for r in rows])
+        else:
+            self.pair_panel.check_local()
+
     def _context_menu(self, pos) -> None:
         menu = QMenu(self)
         for name in ("download", "cancel", "delete", "target", "draft"):
@@ -312,11 +324,13 @@ class ModelsWindow(QWidget):
     # --- downloads ---
 
     def download_selected(self) -> None:
-        """Download the selected hub models as one job (a target and its draft together)."""
-        self.downloads.start(self.selected_rows())
+        """Download the selected hub models as one job (a target and its draft together), asking first
+        when their planned memory fit is red."""
+        self.download_gate.request(self.selected_rows())
 
     def cancel_selected(self) -> None:
         """Stop the downloads of the selected rows (partial files stay for a resume)."""
+        self.download_gate.cancel(self.selected_rows())
         self.downloads.cancel(self.selected_rows())
 
     # --- delete ---
