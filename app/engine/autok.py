@@ -73,6 +73,12 @@ class AutoK:
         w = (k - lower) / (upper - lower)
         return self.verify_s[lower] * (1 - w) + self.verify_s[upper] * w
 
+    def observe_plain(self, tokens: int, seconds: float) -> None:
+        """Fold a burst of plain decoding in: its cost per token is the K=0 round cost."""
+        if tokens:
+            self.verify_s[0] = _ema(self.verify_s.get(0), seconds / tokens, self.decay)
+            self.rounds_at_zero += tokens - 1  # probing counts tokens spent at K=0, not bursts
+
     def observe(self, k: int, accepted: int, draft_s: float, verify_s: float) -> None:
         """Fold one finished round into the estimates."""
         self.verify_s[k] = _ema(self.verify_s.get(k), verify_s, self.decay)

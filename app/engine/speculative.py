@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import mlx.core as mx
 
@@ -88,6 +88,12 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
     generated, index = 0, 0
     while True:
         k = min(auto.choose() if auto else k_max, ctx.budget - generated)
+        if k == 0:  # auto chose plain decoding: a pipelined burst, reported as one K=0 round
+            burst = yield from _plain_burst(target, ctx, auto, index, generated)
+            generated, index = generated + burst.emitted, index + 1
+            if burst.stop is not None:
+                return
+            continue
         t0 = time.perf_counter()
         draft = drafter.propose(ctx.seq, k, ctx.sampler) if k else Draft(mx.array([], dtype=mx.uint32), None)
         pending = _dispatch_verify(target, ctx, draft)
@@ -118,6 +124,26 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
         yield Step(emitted, flags, info, stop)
         if stop is not None:
             return
+
+
+@dataclass
+class _Burst:
+    emitted: int
+    stop: str | None
+
+
+def _plain_burst(target: ModelRunner, ctx: LoopContext, auto: AutoK, index: int, generated: int):
+    """Decode up to auto.probe_every tokens plainly; yields their steps, then one K=0 RoundResult."""
+    n = min(auto.probe_every, ctx.budget - generated)
+    start, emitted, stop = time.perf_counter(), 0, None
+    for step in baseline_steps(target, replace(ctx, budget=n)):
+        emitted += len(step.tokens)
+        stop = step.stop if step.stop != "length" or generated + emitted >= ctx.budget else None
+        yield Step(step.tokens, step.from_draft)
+    elapsed = time.perf_counter() - start
+    auto.observe_plain(emitted, elapsed)
+    yield Step([], [], RoundResult(index, 0, 0, 0, emitted, 0.0, elapsed), stop)
+    return _Burst(emitted, stop)
 
 
 def _dispatch_verify(target: ModelRunner, ctx: LoopContext, draft) -> mx.array:

@@ -106,3 +106,20 @@ def test_mtp_depth_is_limited_and_auto_is_accepted():
     assert GenerationConfig(mode="mtp", num_draft_tokens="auto").max_draft_tokens == 4
     with pytest.raises(ConfigError, match="or 'auto'"):
         GenerationConfig(num_draft_tokens="fast")
+
+
+def test_auto_k_falls_back_to_plain_bursts_with_an_unrelated_draft(dense_target, dense_draft_unrelated):
+    from app.engine import Engine, GenerationConfig, RoundResult
+
+    engine = Engine.load(dense_target, dense_draft_unrelated)
+    ids = list(engine.tokenizer.encode(REPEATING))
+    baseline = engine.generate(ids, GenerationConfig(max_tokens=64)).tokens
+    cfg = GenerationConfig(mode="draft", num_draft_tokens="auto", max_tokens=64)
+    for _ in range(2):  # the second run starts from what the first one learned
+        events = list(engine.stream(ids, cfg))
+        assert list(events[-1].tokens) == baseline
+    rounds = [e for e in events if isinstance(e, RoundResult)]
+    plain = [r for r in rounds if r.num_draft_tokens == 0]
+    assert plain and all(r.drafted == 0 and r.emitted >= 1 for r in plain)
+    assert sum(r.emitted for r in plain) > sum(r.emitted for r in rounds) / 2
+    assert sum(r.emitted for r in rounds) == len(baseline)
