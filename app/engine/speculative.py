@@ -96,9 +96,11 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
             continue
         t0 = time.perf_counter()
         draft = drafter.propose(ctx.seq, k, ctx.sampler) if k else Draft(mx.array([], dtype=mx.uint32), None)
-        pending = _dispatch_verify(target, ctx, draft)
-        mx.eval(draft.tokens)  # the verify pass is already queued behind the drafts: no idle gap
+        # Wait for the drafts before queueing the verify pass: an eval waits for everything queued
+        # on the stream, so queueing first would bill the verify pass to drafting.
+        mx.eval(draft.tokens)
         t1 = time.perf_counter()
+        pending = _dispatch_verify(target, ctx, draft)
         drafts = draft.tokens.tolist()
         if ctx.sampler.greedy:
             verdict = verify_greedy(pending.tolist(), drafts)
