@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import mlx.core as mx
 
 from .autok import AutoK
-from .drafters import Draft, Drafter
+from .drafters import Drafter
 from .events import Rejection, RoundResult
 from .runner import ModelRunner
 from .sampling import Sampler
@@ -95,7 +95,7 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
                 return
             continue
         t0 = time.perf_counter()
-        draft = drafter.propose(ctx.seq, k, ctx.sampler) if k else Draft(mx.array([], dtype=mx.uint32), None)
+        draft = drafter.propose(ctx.seq, k, ctx.sampler)
         # Wait for the drafts before queueing the verify pass: an eval waits for everything queued
         # on the stream, so queueing first would bill the verify pass to drafting.
         mx.eval(draft.tokens)
@@ -108,8 +108,7 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
             verdict = verify_sampled(pending, drafts, draft.probs, ctx.sampler)
         emitted, stop = ctx.take(verdict.tokens, generated)
         target.commit(ctx.seq)
-        if k:  # a drafter that sat a round out catches up at its next proposal
-            drafter.commit(ctx.seq)
+        drafter.commit(ctx.seq)  # a drafter that sat out plain bursts catches up at its next proposal
         t2 = time.perf_counter()
         rejection = None
         if verdict.target_choice is not None:
