@@ -73,7 +73,7 @@ class Engine:
         if not support.available:
             return support
         try:
-            attach_head(target.model, target.tokenizer, target.path)
+            attach_head(target.model, target.tokenizer, target.path, support)
         except EngineError as exc:
             return MtpSupport(False, str(exc), support.source, support.num_layers)
         self.drafters["mtp"] = MtpDrafter(self.runner)

@@ -29,9 +29,9 @@ from .runner import PREFILL_CHUNK, ModelRunner, common_prefix_len
 from .sampling import Sampler
 
 
-def attach_head(model, tokenizer, folder: Path) -> MtpSupport:
-    """Detect and attach a folder's MTP head to its loaded model with mlx-optiq; raise when impossible."""
-    support = detect_mtp(folder)
+def attach_head(model, tokenizer, folder: Path, support: MtpSupport | None = None) -> MtpSupport:
+    """Attach a folder's MTP head (detected unless `support` is given) with mlx-optiq; raise when impossible."""
+    support = support or detect_mtp(folder)
     if not support.available:
         raise ModelLoadError(f"{Path(folder).name} has no usable MTP head: {support.reason}")
     from optiq.runtime.mtp.runtime import attach  # heavy import, only for MTP targets
