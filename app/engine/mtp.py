@@ -130,7 +130,7 @@ class MtpDrafter:
         end = len(seq) - 1
         txn = Transaction(self.cache)
         with txn.feeding(end - start):
-            logits, hidden = self._feed(self.rows.take(start, end), seq[start + 1 :])
+            logits, hidden = self._catch_up(self.rows.take(start, end), seq[start + 1 :])
         tokens, probs = [], []
         for i in range(k):
             token, p = sampler.pick(logits[-1])
@@ -158,6 +158,22 @@ class MtpDrafter:
         ids = tokens if isinstance(tokens, mx.array) else mx.array(tokens, dtype=mx.uint32)
         logits, out = self.model.mtp_forward(hidden[None], ids[None], mtp_cache=self.cache,
                                              return_hidden=True)
+        return logits[0], out[0]
+
+    def _catch_up(self, hidden: mx.array, tokens: list[int]) -> tuple[mx.array, mx.array]:
+        """Like _feed, but projects only the last position to logits: the others only fill the cache,
+        and on a real vocabulary (248k x hidden) each projected row costs several head layers."""
+        text = getattr(self.model, "language_model", self.model)
+        core = getattr(text, "_mtp_core", None)  # mlx-optiq's head without the projection
+        if core is None or len(tokens) == 1:
+            return self._feed(hidden, tokens)
+        ids = mx.array(tokens, dtype=mx.uint32)
+        _, out = core(hidden[None], ids[None], mtp_cache=self.cache, emit_logits=False)
+        last = out[:, -1:]
+        if text.args.tie_word_embeddings:
+            logits = text.model.embed_tokens.as_linear(last)
+        else:
+            logits = text.lm_head(last)
         return logits[0], out[0]
 
     def _sync(self, seq: list[int]) -> int:

@@ -96,11 +96,12 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
             continue
         t0 = time.perf_counter()
         draft = drafter.propose(ctx.seq, k, ctx.sampler)
-        # Wait for the drafts before queueing the verify pass: an eval waits for everything queued
-        # on the stream, so queueing first would bill the verify pass to drafting.
+        # Build the verify graph now (lazy, so the device never waits on Python for it), but run it
+        # only once the drafts are in: queueing it earlier would bill the verify pass to drafting.
+        pending = _build_verify(target, ctx, draft)
         mx.eval(draft.tokens)
         t1 = time.perf_counter()
-        pending = _dispatch_verify(target, ctx, draft)
+        mx.async_eval(pending)
         drafts = draft.tokens.tolist()
         if ctx.sampler.greedy:
             verdict = verify_greedy(pending.tolist(), drafts)
@@ -147,11 +148,9 @@ def _plain_burst(target: ModelRunner, ctx: LoopContext, auto: AutoK, index: int,
     return _Burst(emitted, stop)
 
 
-def _dispatch_verify(target: ModelRunner, ctx: LoopContext, draft) -> mx.array:
-    """Queue the target's pass over [last token] + drafts; greedy returns its argmax, else its logits."""
+def _build_verify(target: ModelRunner, ctx: LoopContext, draft) -> mx.array:
+    """The target's pass over [last token] + drafts, not yet run; greedy gives its argmax, else its logits."""
     feed = mx.array(target.prepare(ctx.seq), dtype=mx.uint32)
     target.begin()
     logits = target.forward(mx.concatenate([feed, draft.tokens]))[feed.shape[0] - 1 :]
-    pending = mx.argmax(logits, axis=-1) if ctx.sampler.greedy else logits
-    mx.async_eval(pending)
-    return pending
+    return mx.argmax(logits, axis=-1) if ctx.sampler.greedy else logits

@@ -182,3 +182,29 @@ def test_cli_generate_mode_mtp(mtp_agree, engines):
     expected = engine.generate(engine.tokenizer.encode("def f(x):"), greedy(n=10))
     assert out["tokens"] == expected.tokens
     assert out["stats"]["mode"] == "mtp" and out["stats"]["acceptance_rate"] > 0.9
+
+
+@pytest.mark.parametrize("name", HEADS)
+def test_catch_up_projects_only_the_last_position_with_the_same_numbers(engines, name):
+    """The catch-up call skips the vocabulary projection of all but its last row; what it returns and
+    what it leaves in the head's cache equal mlx-optiq's own mtp_forward (tied and untied embeddings)."""
+    engine = engines[name]
+    drafter = engine.drafters["mtp"]
+    model = engine.target.model
+    seq = prompt_ids(engine)[:7]
+    _, hidden = model(mx.array(seq[:-1])[None], cache=None, return_hidden=True)
+    want_cache = model.make_mtp_cache()
+    want_logits, want_hidden = model.mtp_forward(hidden, mx.array(seq[1:])[None], mtp_cache=want_cache,
+                                                 return_hidden=True)
+    drafter.reset()
+    logits, out = drafter._catch_up(hidden[0], seq[1:])
+    assert logits.shape == (1, want_logits.shape[-1])
+    assert mx.allclose(logits[0], want_logits[0, -1], atol=1e-5).item()
+    assert mx.array_equal(out, want_hidden[0]).item()
+    assert mx.array_equal(drafter.cache[0].keys[..., :6, :], want_cache[0].keys[..., :6, :]).item()
+    drafter.reset()
+
+
+def test_catch_up_fixtures_cover_tied_and_untied_projections(engines):
+    ties = {getattr(engines[n].target.model, "language_model").args.tie_word_embeddings for n in HEADS}
+    assert ties == {True, False}
