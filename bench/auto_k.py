@@ -3,8 +3,10 @@
 Two situations stand for the published ones: a draft that agrees with the target
 ("predictable" text: structured prompt, shallow draft made of the target's first layers) and
 a draft that does not ("open" text: an unrelated draft, where speculation can only lose).
-Also prompt lookup on text that repeats itself. Greedy output is asserted identical everywhere.
-Run: python bench/auto_k.py [--runs 5] [--tokens 96]
+Also prompt lookup on text that repeats itself. Then the same three on a real model (SmolLM2-135M
+from shared/models, chat template applied) with an early-exit draft made of its first 8 layers.
+Greedy output is asserted identical everywhere.
+Run: python bench/auto_k.py [--runs 5] [--tokens 96] [--real-tokens 64]
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 import mlx.core as mx
-from common import build_cheap_draft_pair, build_model, median
+from common import REAL_MODEL, build_cheap_draft_pair, build_model, first_layers_copy, median
 
 from app.engine import Engine, GenerationConfig
 from app.engine.sweep_prompts import OPEN, STRUCTURED
@@ -47,27 +49,47 @@ def compare(engine: Engine, ids, mode: str, runs: int, n: int) -> dict:
             "auto": med[(mode, "auto")], "mean_k": mean_k}
 
 
+REPEAT = ("Copy this list exactly, one item per line, and add nothing: apples, pears, plums, cherries, "
+          "apricots, peaches, grapes, melons, lemons, limes, oranges, figs, dates, kiwis, mangoes.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=96)
+    parser.add_argument("--real-tokens", type=int, default=64)
+    parser.add_argument("--real-draft-layers", type=int, default=8)
     args = parser.parse_args()
     target, agreeing = build_cheap_draft_pair("dense", hidden=384, layers=16, draft_layers=2, noise=0.02)
     unrelated = build_model(target.parent / "unrelated", "dense", seed=7, hidden=384, layers=2)
-    print(f"dense target 16 layers (hidden 384), draft 2 layers; {args.tokens} tokens, {args.runs} alternating "
-          f"runs per cell; MLX device {mx.default_device()}")
+    print(f"fixtures: dense target 16 layers (hidden 384), draft 2 layers; {args.tokens} tokens; "
+          f"real: {REAL_MODEL.name}, draft = its first {args.real_draft_layers} of 30 layers, "
+          f"{args.real_tokens} tokens; {args.runs} alternating runs per cell; MLX device {mx.default_device()}")
     print("| situation | plain tok/s | best fixed K | its tok/s | auto tok/s | auto mean K | auto / best fixed "
           "| auto / plain |")
     print("|---|---|---|---|---|---|---|---|")
-    cases = [("predictable: agreeing draft, structured prompt", agreeing, "draft", STRUCTURED),
-             ("open: unrelated draft, open prompt", unrelated, "draft", OPEN),
-             ("prompt lookup, text that repeats", None, "lookup", "one two three four. " * 6)]
-    for label, draft, mode, text in cases:
-        engine = Engine.load(target, draft)
-        ids = list(engine.tokenizer.encode(text))
-        r = compare(engine, ids, mode, args.runs, args.tokens)
-        print(f"| {label} | {r['plain']:.1f} | {r['best_k']} | {r['best']:.1f} | {r['auto']:.1f} | "
-              f"{r['mean_k']:.1f} | {r['auto'] / r['best']:.2f} | {r['auto'] / r['plain']:.2f} |")
+    cases = [("fixture, predictable: agreeing draft, structured prompt", target, agreeing, "draft", STRUCTURED),
+             ("fixture, open: unrelated draft, open prompt", target, unrelated, "draft", OPEN),
+             ("fixture, prompt lookup, text that repeats", target, None, "lookup", "one two three four. " * 6)]
+    for label, tgt, draft, mode, text in cases:
+        engine = Engine.load(tgt, draft)
+        _report(label, engine, list(engine.tokenizer.encode(text)), mode, args.runs, args.tokens)
+    if not (REAL_MODEL / "config.json").is_file():
+        print(f"(real model not found at {REAL_MODEL}: skipped)")
+        return
+    early = first_layers_copy(REAL_MODEL, args.real_draft_layers, target.parent / "real_early_exit")
+    for label, draft, mode, text in [("SmolLM2, structured prompt, early-exit draft", early, "draft", STRUCTURED),
+                                     ("SmolLM2, open prompt, early-exit draft", early, "draft", OPEN),
+                                     ("SmolLM2, prompt lookup, a list to copy", None, "lookup", REPEAT)]:
+        engine = Engine.load(REAL_MODEL, draft)
+        ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
+        _report(label, engine, list(ids), mode, args.runs, args.real_tokens)
+
+
+def _report(label: str, engine: Engine, ids: list[int], mode: str, runs: int, tokens: int) -> None:
+    r = compare(engine, ids, mode, runs, tokens)
+    print(f"| {label} | {r['plain']:.1f} | {r['best_k']} | {r['best']:.1f} | {r['auto']:.1f} | "
+          f"{r['mean_k']:.1f} | {r['auto'] / r['best']:.2f} | {r['auto'] / r['plain']:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

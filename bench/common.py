@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import random
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+REAL_MODEL = ROOT.parent / "shared/models/smollm2-135m-instruct-4bit"
 sys.path.insert(0, str(ROOT))
 
 from mlx.utils import tree_flatten  # noqa: E402
@@ -41,13 +45,13 @@ def build_pair(kind: str, noise: float, **kw) -> tuple[Path, Path]:
 
 
 def build_cheap_draft_pair(kind: str = "dense", hidden: int = 384, layers: int = 16,
-                           draft_layers: int = 2, noise: float = 0.02) -> tuple[Path, Path]:
+                           draft_layers: int = 2, noise: float = 0.02, **kw) -> tuple[Path, Path]:
     """A pair with a realistic cost ratio: a deep target whose layers past `draft_layers` add nothing
     (zeroed output projections, still computed) and a shallow draft made of its first layers + noise."""
     import mlx.core as mx
 
     root = Path(tempfile.mkdtemp(prefix=f"specchat-bench-cheap-{kind}-"))
-    target = build_model(root / "target", kind, hidden=hidden, layers=layers)
+    target = build_model(root / "target", kind, hidden=hidden, layers=layers, **kw)
     weights = mx.load(str(target / "model.safetensors"))
     outputs = ("o_proj.weight", "down_proj.weight", "out_proj.weight")
     for name in weights:
@@ -55,9 +59,31 @@ def build_cheap_draft_pair(kind: str = "dense", hidden: int = 384, layers: int =
         if layer is not None and layer >= draft_layers and name.endswith(outputs):
             weights[name] = mx.zeros_like(weights[name])
     tm._save_weights(target, weights)
-    exact = build_model(root / "draft_exact", kind, hidden=hidden, layers=draft_layers)
+    exact = build_model(root / "draft_exact", kind, hidden=hidden, layers=draft_layers, **kw)
     tm._save_weights(exact, {name: weights[name] for name in mx.load(str(exact / "model.safetensors"))})
     return target, tm.perturb_model(exact, root / "draft", noise, seed=3)
+
+
+def first_layers_copy(folder: Path, layers: int, dest: Path) -> Path:
+    """An early-exit draft of a real model: its first `layers` layers, its own final norm and head."""
+    import json
+    import shutil
+
+    import mlx.core as mx
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in folder.iterdir():
+        if f.is_file() and f.suffix != ".safetensors" and f.name != "config.json":
+            shutil.copy(f, dest / f.name)
+    config = json.loads((folder / "config.json").read_text())
+    config["num_hidden_layers"] = layers
+    (dest / "config.json").write_text(json.dumps(config))
+    weights = {}
+    for f in folder.glob("*.safetensors"):
+        weights.update(mx.load(str(f)))
+    kept = {k: v for k, v in weights.items() if (_layer_index(k) or 0) < layers}
+    mx.save_safetensors(str(dest / "model.safetensors"), kept, metadata={"format": "mlx"})
+    return dest
 
 
 def _layer_index(name: str) -> int | None:
@@ -68,3 +94,46 @@ def _layer_index(name: str) -> int | None:
 def median(values) -> float:
     """The median of a list of numbers."""
     return statistics.median(values)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Side-by-side speeds of two runners: medians, and the median of per-pair ratios with a 95% CI."""
+
+    a: list[float]
+    b: list[float]
+
+    @property
+    def ratios(self) -> list[float]:
+        """a / b for each pair of runs made back to back."""
+        return [x / y for x, y in zip(self.a, self.b)]
+
+    @property
+    def ratio(self) -> float:
+        """Median of the per-pair ratios: drift of the machine between pairs cancels out."""
+        return median(self.ratios)
+
+    def ci(self, level: float = 0.95, resamples: int = 4000) -> tuple[float, float]:
+        """Bootstrap confidence interval of the median ratio (seeded, so reruns print the same)."""
+        rng, ratios = random.Random(0), self.ratios
+        meds = sorted(median(rng.choices(ratios, k=len(ratios))) for _ in range(resamples))
+        tail = int(resamples * (1 - level) / 2)
+        return meds[tail], meds[resamples - 1 - tail]
+
+    def row(self) -> str:
+        """'a tok/s | b tok/s | ratio | CI' as markdown cells."""
+        low, high = self.ci()
+        return f"{median(self.a):.1f} | {median(self.b):.1f} | {self.ratio:.3f} | {low:.3f}-{high:.3f}"
+
+
+def paired_runs(run_a: Callable[[], float], run_b: Callable[[], float], pairs: int) -> Paired:
+    """Time a and b back to back `pairs` times, alternating which goes first; each returns tokens/s."""
+    a, b = [], []
+    for i in range(pairs):
+        if i % 2 == 0:
+            a.append(run_a())
+            b.append(run_b())
+        else:
+            b.append(run_b())
+            a.append(run_a())
+    return Paired(a, b)

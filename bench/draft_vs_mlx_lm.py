@@ -1,7 +1,8 @@
 """Our draft-mode loop vs mlx-lm's stock speculative_generate_step: same pair, same K, same tokens.
 
-Prints tokens/s for both (median of alternating runs) and the ratio ours / mlx-lm.
-Run: python bench/draft_vs_mlx_lm.py [--runs 7] [--tokens 128]
+Prints tokens/s for both (medians) and the median of per-pair ratios ours / mlx-lm with a bootstrap
+95% interval: each pair is one run of each, back to back, the order alternating between pairs.
+Run: python bench/draft_vs_mlx_lm.py [--pairs 15] [--tokens 96]
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import time
 
 import mlx.core as mx
-from common import build_cheap_draft_pair, median
+from common import build_cheap_draft_pair, paired_runs
 from mlx_lm.generate import generate_step, speculative_generate_step
 
 from app.engine import Engine, GenerationConfig
@@ -45,8 +46,8 @@ def run_mlx_lm(engine: Engine, ids: list[int], k: int, n: int) -> tuple[list[int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--pairs", type=int, default=15)
+    parser.add_argument("--tokens", type=int, default=96)
     parser.add_argument("--hidden", type=int, default=384)
     parser.add_argument("--layers", type=int, default=16)
     parser.add_argument("--noise", type=float, default=0.02, help="draft = target's first 2 layers + this x std noise")
@@ -55,24 +56,25 @@ def main() -> None:
     engine = Engine.load(target, draft)
     ids = list(engine.tokenizer.encode(PROMPT))
     print(f"dense pair: qwen3 hidden={args.hidden}, target {args.layers} layers, draft = its first 2 layers "
-          f"+ {args.noise:.0%} noise; "
-          f"{args.tokens} tokens, {args.runs} alternating runs, MLX device {mx.default_device()}")
-    print("| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm | acceptance |")
-    print("|---|---|---|---|---|")
+          f"+ {args.noise:.0%} noise; {args.tokens} tokens, {args.pairs} pairs of back-to-back runs, "
+          f"MLX device {mx.default_device()}")
+    print("| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm (median of pairs) | 95% CI | acceptance |")
+    print("|---|---|---|---|---|---|")
     for k in (0, 2, 4):
-        run_ours(engine, ids, k, 16), run_mlx_lm(engine, ids, k, 16)  # warm up
-        ours, theirs = [], []
-        for _ in range(args.runs):
-            tokens_a, t_a = run_ours(engine, ids, k, args.tokens)
-            tokens_b, t_b = run_mlx_lm(engine, ids, k, args.tokens)
-            assert tokens_a == tokens_b, f"K={k}: outputs differ"
-            ours.append(len(tokens_a) / t_a)
-            theirs.append(len(tokens_b) / t_b)
+        reference = run_mlx_lm(engine, ids, k, args.tokens)[0]
+        run_ours(engine, ids, k, args.tokens)  # warm up both
+        speeds = paired_runs(lambda: _speed(run_ours, engine, ids, k, args.tokens, reference),
+                             lambda: _speed(run_mlx_lm, engine, ids, k, args.tokens, reference), args.pairs)
         stats = engine.generate(ids, GenerationConfig(mode="draft" if k else "baseline", num_draft_tokens=max(k, 1),
                                                       max_tokens=args.tokens)).stats
         label = f"{k}" if k else "0 (plain decoding vs generate_step)"
-        print(f"| {label} | {median(ours):.1f} | {median(theirs):.1f} | "
-              f"{median(ours) / median(theirs):.3f} | {stats.acceptance_rate:.0%} |")
+        print(f"| {label} | {speeds.row()} | {stats.acceptance_rate:.0%} |", flush=True)
+
+
+def _speed(run, engine: Engine, ids: list[int], k: int, n: int, reference: list[int]) -> float:
+    tokens, seconds = run(engine, ids, k, n)
+    assert tokens == reference, f"K={k}: outputs differ"
+    return len(tokens) / seconds
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 The model is a hybrid qwen3_5 with an MTP sidecar built on the fly (tests/fixtures/mtp_models.py):
 "agree" (the head agrees with the target on every draft) and "partial" (noise in the head's fc).
-Prints tokens/s for both (median of alternating runs, prefill included, empty caches) and the ratio.
-Run: python bench/mtp_vs_optiq.py [--runs 5] [--tokens 128] [--hidden 512] [--layers 8]
+Prints tokens/s for both (medians; prefill included, empty caches) and the median of per-pair ratios
+with a bootstrap 95% interval (pairs of back-to-back runs, the order alternating).
+Run: python bench/mtp_vs_optiq.py [--pairs 11] [--tokens 96] [--hidden 512] [--layers 8]
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 
 import mlx.core as mx
-from common import median
+from common import paired_runs
 from optiq.runtime.engine import OptiqEngine
 
 from app.engine import Engine, GenerationConfig
@@ -43,33 +44,36 @@ def run_optiq(engine: OptiqEngine, ids: list[int], depth: int, n: int) -> tuple[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--pairs", type=int, default=11)
+    parser.add_argument("--tokens", type=int, default=96)
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--depths", type=int, nargs="+", default=[1, 2, 3, 4])
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="specchat-bench-mtp-"))
     print(f"hybrid qwen3_5 hidden={args.hidden} layers={args.layers} + 1 MTP layer (sidecar); "
-          f"{args.tokens} tokens, {args.runs} alternating runs, MLX device {mx.default_device()}")
-    print("| head | depth | ours tok/s | optiq tok/s | ratio ours/optiq | acceptance ours | acceptance optiq |")
-    print("|---|---|---|---|---|---|---|")
+          f"{args.tokens} tokens, {args.pairs} pairs of back-to-back runs, MLX device {mx.default_device()}")
+    print("| head | depth | ours tok/s | optiq tok/s | ratio ours/optiq (median of pairs) | 95% CI "
+          "| acceptance ours | acceptance optiq |")
+    print("|---|---|---|---|---|---|---|---|")
     for head, noise in HEADS.items():
         folder = build_hybrid_mtp(root / head, head="agree", fc_noise=noise,
                                   hidden=args.hidden, layers=args.layers)
         ours_engine, optiq_engine = Engine.load(folder), OptiqEngine(str(folder))
         ids = list(ours_engine.tokenizer.encode(PROMPT))
         for depth in args.depths:
-            run_ours(ours_engine, ids, depth, 16), run_optiq(optiq_engine, ids, depth, 16)  # warm up
-            ours, theirs = [], []
-            for _ in range(args.runs):
-                tokens_a, t_a, acc_a = run_ours(ours_engine, ids, depth, args.tokens)
-                tokens_b, t_b, acc_b = run_optiq(optiq_engine, ids, depth, args.tokens)
-                assert tokens_a == tokens_b, f"{head} depth {depth}: outputs differ"
-                ours.append(len(tokens_a) / t_a)
-                theirs.append(len(tokens_b) / t_b)
-            print(f"| {head} | {depth} | {median(ours):.1f} | {median(theirs):.1f} | "
-                  f"{median(ours) / median(theirs):.3f} | {acc_a:.0%} | {acc_b:.0%} |", flush=True)
+            reference, _, acc_b = run_optiq(optiq_engine, ids, depth, args.tokens)
+            acc_a = run_ours(ours_engine, ids, depth, args.tokens)[2]  # also warms up
+            speeds = paired_runs(lambda: _speed(run_ours, ours_engine, ids, depth, args.tokens, reference),
+                                 lambda: _speed(run_optiq, optiq_engine, ids, depth, args.tokens, reference),
+                                 args.pairs)
+            print(f"| {head} | {depth} | {speeds.row()} | {acc_a:.0%} | {acc_b:.0%} |", flush=True)
+
+
+def _speed(run, engine, ids: list[int], depth: int, n: int, reference: list[int]) -> float:
+    tokens, seconds, _ = run(engine, ids, depth, n)
+    assert tokens == reference, f"depth {depth}: outputs differ"
+    return len(tokens) / seconds
 
 
 if __name__ == "__main__":
