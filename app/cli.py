@@ -28,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--mode", choices=MODES, help="default: draft when --draft is given, else baseline")
     gen.add_argument("--draft-tokens", type=draft_tokens_arg, default=4,
                      help="tokens drafted per round (K), or 'auto' to choose K each round")
+    gen.add_argument("--mtp-no-history", action="store_true",
+                     help="MTP: each head step sees only its own position, as mlx-optiq drafts "
+                          "(cheaper per draft where compute scales with tokens, e.g. on the CPU)")
     gen.add_argument("--max-tokens", type=int, default=256)
     gen.add_argument("--temperature", type=float, default=0.0)
     gen.add_argument("--top-p", type=float, default=1.0)
@@ -68,15 +71,20 @@ def draft_tokens_arg(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
 
 
+def generation_config(args) -> GenerationConfig:
+    """The GenerationConfig that `generate` flags ask for."""
+    mode = args.mode or ("draft" if args.draft else "baseline")
+    return GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens,
+                            temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                            min_p=args.min_p, seed=args.seed, mtp_history=not args.mtp_no_history)
+
+
 def run_generate(args) -> int:
     """Load the models, generate, print text (streamed) or JSON."""
     from .engine import Engine, Failed, Finished, TextChunk
 
+    cfg = generation_config(args)
     engine = Engine.load(args.target, args.draft)
-    mode = args.mode or ("draft" if args.draft else "baseline")
-    cfg = GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens,
-                           temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
-                           min_p=args.min_p, seed=args.seed)
     tok = engine.tokenizer
     if args.raw:
         ids = tok.encode(args.prompt)

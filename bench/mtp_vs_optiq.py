@@ -2,9 +2,11 @@
 
 The model is a hybrid qwen3_5 with an MTP sidecar built on the fly (tests/fixtures/mtp_models.py):
 "agree" (the head agrees with the target on every draft) and "partial" (noise in the head's fc).
+Ours runs twice: with the head's history (its KV cache over the sequence, the default) and without
+(`mtp_history=False`: each head step sees only itself, which is how mlx-optiq drafts).
 Prints tokens/s for both (medians; prefill included, empty caches) and the median of per-pair ratios
 with a bootstrap 95% interval (pairs of back-to-back runs, the order alternating).
-Run: python bench/mtp_vs_optiq.py [--pairs 11] [--tokens 96] [--hidden 512] [--layers 8]
+Run: python bench/mtp_vs_optiq.py [--pairs 11] [--tokens 96] [--depths 1 2 3 4] [--history on off]
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
 HEADS = {"agree": 0.0, "partial": 0.3}
 
 
-def run_ours(engine: Engine, ids: list[int], depth: int, n: int) -> tuple[list[int], float, float]:
+def run_ours(engine: Engine, ids: list[int], depth: int, n: int,
+             history: bool = True) -> tuple[list[int], float, float]:
     """Tokens, wall time and acceptance of one MTP generation from empty caches."""
     engine.reset()
     start = time.perf_counter()
-    result = engine.generate(ids, GenerationConfig(mode="mtp", num_draft_tokens=depth, max_tokens=n))
+    cfg = GenerationConfig(mode="mtp", num_draft_tokens=depth, max_tokens=n, mtp_history=history)
+    result = engine.generate(ids, cfg)
     return result.tokens, time.perf_counter() - start, result.stats.acceptance_rate
 
 
@@ -49,13 +53,15 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--depths", type=int, nargs="+", default=[1, 2, 3, 4])
+    parser.add_argument("--history", nargs="+", choices=["on", "off"], default=["on", "off"],
+                        help="run ours with the head's history (on), without (off), or both")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="specchat-bench-mtp-"))
     print(f"hybrid qwen3_5 hidden={args.hidden} layers={args.layers} + 1 MTP layer (sidecar); "
           f"{args.tokens} tokens, {args.pairs} pairs of back-to-back runs, MLX device {mx.default_device()}")
-    print("| head | depth | ours tok/s | optiq tok/s | ratio ours/optiq (median of pairs) | 95% CI "
-          "| acceptance ours | acceptance optiq |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| head | depth | ours: head history | ours tok/s | optiq tok/s | ratio ours/optiq (median of pairs) "
+          "| 95% CI | acceptance ours | acceptance optiq |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for head, noise in HEADS.items():
         folder = build_hybrid_mtp(root / head, head="agree", fc_noise=noise,
                                   hidden=args.hidden, layers=args.layers)
@@ -63,15 +69,16 @@ def main() -> None:
         ids = list(ours_engine.tokenizer.encode(PROMPT))
         for depth in args.depths:
             reference, _, acc_b = run_optiq(optiq_engine, ids, depth, args.tokens)
-            acc_a = run_ours(ours_engine, ids, depth, args.tokens)[2]  # also warms up
-            speeds = paired_runs(lambda: _speed(run_ours, ours_engine, ids, depth, args.tokens, reference),
-                                 lambda: _speed(run_optiq, optiq_engine, ids, depth, args.tokens, reference),
-                                 args.pairs)
-            print(f"| {head} | {depth} | {speeds.row()} | {acc_a:.0%} | {acc_b:.0%} |", flush=True)
+            for history in args.history:
+                acc_a = run_ours(ours_engine, ids, depth, args.tokens, history == "on")[2]  # also warms up
+                speeds = paired_runs(
+                    lambda: _speed(run_ours, ours_engine, ids, depth, args.tokens, reference, history == "on"),
+                    lambda: _speed(run_optiq, optiq_engine, ids, depth, args.tokens, reference), args.pairs)
+                print(f"| {head} | {depth} | {history} | {speeds.row()} | {acc_a:.0%} | {acc_b:.0%} |", flush=True)
 
 
-def _speed(run, engine, ids: list[int], depth: int, n: int, reference: list[int]) -> float:
-    tokens, seconds, _ = run(engine, ids, depth, n)
+def _speed(run, engine, ids: list[int], depth: int, n: int, reference: list[int], *extra) -> float:
+    tokens, seconds, _ = run(engine, ids, depth, n, *extra)
     assert tokens == reference, f"depth {depth}: outputs differ"
     return len(tokens) / seconds
 

@@ -23,6 +23,9 @@ class GenerationConfig:
     top_k: int = 0
     min_p: float = 0.0
     seed: int | None = None
+    # MTP only: the head attends over the whole sequence (its KV cache, as trained), or each head step
+    # sees only its own position, as mlx-optiq drafts (cheaper per draft where compute scales with tokens).
+    mtp_history: bool = True
 
     def __post_init__(self):
         if self.mode not in MODES:

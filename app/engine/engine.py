@@ -139,6 +139,8 @@ class Engine:
         stats = StatsRecorder(cfg, len(prompt), cached)
         progress = []
         self.runner.hidden_sink = getattr(drafter, "receive_hidden", None)  # MTP needs them
+        if isinstance(drafter, MtpDrafter):
+            drafter.history = cfg.mtp_history
         self.runner.prepare(prompt, lambda done, total: progress.append(PrefillProgress(done, total)))
         if drafter is not None:
             drafter.prefill(prompt)

@@ -102,6 +102,11 @@ class MtpDrafter:
         self.cache = self.model.make_mtp_cache()
         self.seen: list[int] = []  # the tokens the head's m entries depend on: seq[:m + 1]
         self.rows = HiddenRows()
+        # True: the head attends over the whole sequence through its KV cache, as it was trained.
+        # False: each head step sees only its own position, as mlx-optiq drafts: one head position
+        # per draft instead of one per generated token plus the drafts (cheaper where compute scales
+        # with tokens, e.g. on the CPU), drafts possibly less accurate.
+        self.history = True
 
     @property
     def entries(self) -> int:
@@ -114,6 +119,8 @@ class MtpDrafter:
 
     def prefill(self, seq: list[int], progress=None) -> None:
         """Feed the head every prompt position but the last (kept for the first draft)."""
+        if not self.history:
+            return
         start = self._sync(seq)
         end = len(seq) - 2
         for a in range(start, end, PREFILL_CHUNK):
@@ -126,6 +133,8 @@ class MtpDrafter:
         """Catch up on the kept positions, then draft k tokens; the head keeps only the catch-up."""
         if len(seq) < 2:  # no target hidden state yet: propose the last token, honestly
             return self._repeat_last(seq, k, sampler)
+        if not self.history:
+            return self._propose_without_history(seq, k, sampler)
         start = self._sync(seq)
         end = len(seq) - 1
         txn = Transaction(self.cache)
@@ -143,6 +152,21 @@ class MtpDrafter:
         self._consumed(seq, end)
         return Draft(mx.stack(tokens).reshape(-1), None if sampler.greedy else mx.stack(probs))
 
+    def _propose_without_history(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
+        """Draft k tokens from the target's last hidden state, every head step seeing only itself."""
+        last = len(seq) - 2
+        self._ensure_rows(seq, last)
+        self.rows.drop_before(last)
+        hidden, token = self.rows.take(last, last + 1), mx.array(seq[-1:], dtype=mx.uint32)
+        tokens, probs = [], []
+        for _ in range(k):
+            logits, hidden = self._feed(hidden, token, cache=None)
+            token, p = sampler.pick(logits[-1])
+            tokens.append(token)
+            probs.append(p)
+            token = token.reshape(1)
+        return Draft(mx.stack(tokens).reshape(-1), None if sampler.greedy else mx.stack(probs))
+
     def commit(self, seq: list[int]) -> None:
         """The target holds seq[:-1]: forget hidden states of the positions it rolled back."""
         self.rows.truncate(len(seq) - 1)
@@ -153,11 +177,12 @@ class MtpDrafter:
         self.seen = []
         self.rows.clear()
 
-    def _feed(self, hidden: mx.array, tokens) -> tuple[mx.array, mx.array]:
-        """One head call over (T, H) hidden states and T next tokens: logits (T, V), hidden (T, H)."""
+    def _feed(self, hidden: mx.array, tokens, cache="own") -> tuple[mx.array, mx.array]:
+        """One head call over (T, H) hidden states and T next tokens: logits (T, V), hidden (T, H).
+        The head's own KV cache is used unless cache=None (the call then attends only to itself)."""
         ids = tokens if isinstance(tokens, mx.array) else mx.array(tokens, dtype=mx.uint32)
-        logits, out = self.model.mtp_forward(hidden[None], ids[None], mtp_cache=self.cache,
-                                             return_hidden=True)
+        logits, out = self.model.mtp_forward(hidden[None], ids[None], return_hidden=True,
+                                             mtp_cache=self.cache if cache == "own" else None)
         return logits[0], out[0]
 
     def _catch_up(self, hidden: mx.array, tokens: list[int]) -> tuple[mx.array, mx.array]:
@@ -185,16 +210,20 @@ class MtpDrafter:
                 c.trim(c.offset - keep)
             self.seen = seq[: keep + 1] if keep else []
         self.rows.drop_before(keep)
+        self._ensure_rows(seq, keep)
+        return keep
+
+    def _ensure_rows(self, seq: list[int], begin: int) -> None:
+        """Make sure the target's hidden states of positions begin..len(seq)-2 are at hand."""
         self.rows.truncate(len(seq) - 1)
-        if self.rows.take(keep, len(seq) - 1) is None:
+        if self.rows.take(begin, len(seq) - 1) is None:
             # The target kept these positions from an earlier call and never re-ran them:
             # replay them (exact: the target's rollback is exact) to get their hidden states.
-            self.target.rewind(min(keep, len(self.target.tokens)))
+            self.target.rewind(min(begin, len(self.target.tokens)))
             self.target.prepare(seq)
-            if self.rows.take(keep, len(seq) - 1) is None:
+            if self.rows.take(begin, len(seq) - 1) is None:
                 raise ModelLoadError("the target's hidden states did not reach the MTP head; "
                                      "is ModelRunner.hidden_sink set to MtpDrafter.receive_hidden?")
-        return keep
 
     def _consumed(self, seq: list[int], entries: int) -> None:
         self.seen = list(seq[: entries + 1]) if entries else []

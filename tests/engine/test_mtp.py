@@ -8,10 +8,13 @@ import mlx.core as mx
 import pytest
 from mlx_lm.utils import load as mlx_load
 
+from app.cli import build_parser, generation_config
 from app.engine import ConfigError, Engine, EngineError, GenerationConfig
 from app.engine.mtp_detect import detect_mtp
+from app.engine.sampling import Sampler
 from tests.fixtures.tiny_models import _write_json
 
+from .helpers import PROMPT as PROMPT_TEXT
 from .helpers import greedy, mlx_lm_greedy, prompt_ids
 
 HEADS = ["mtp_agree", "mtp_partial", "mtp_random_embedded"]
@@ -208,3 +211,58 @@ def test_catch_up_projects_only_the_last_position_with_the_same_numbers(engines,
 def test_catch_up_fixtures_cover_tied_and_untied_projections(engines):
     ties = {getattr(engines[n].target.model, "language_model").args.tie_word_embeddings for n in HEADS}
     assert ties == {True, False}
+
+
+@pytest.mark.parametrize("name", HEADS)
+def test_without_history_output_is_baseline_at_every_depth(engines, name):
+    engine = engines[name]
+    ids = prompt_ids(engine)
+    baseline = engine.generate(ids, greedy(n=30)).tokens
+    for depth in range(1, 5):
+        result = engine.generate(ids, greedy("mtp", depth, n=30, mtp_history=False))
+        assert result.tokens == baseline, f"depth {depth} without history differs from baseline"
+
+
+def test_without_history_drafts_are_mlx_optiqs(mtp_partial, engines):
+    """Each head step seeing only itself is exactly how mlx-optiq's engine drafts (its own model copy)."""
+    from optiq.runtime.engine import OptiqEngine
+
+    optiq = OptiqEngine(str(mtp_partial))
+    engine = engines["mtp_partial"]
+    drafter = engine.drafters["mtp"]
+    seq = prompt_ids(engine)
+    _, hidden = engine.target.model(mx.array(seq[:-1])[None], return_hidden=True)
+    drafter.reset()
+    drafter.history = False
+    drafter.receive_hidden(0, hidden[0])
+    ours = drafter.propose(seq, 4, Sampler(greedy("mtp", 4))).tokens.tolist()
+    theirs, h, token = [], hidden[:, -1:, :], seq[-1]
+    for _ in range(4):
+        logits, h = optiq._mtp_draft(h, token, [None])
+        token = mx.argmax(logits[0, -1]).item()
+        theirs.append(token)
+    assert ours == theirs
+    assert drafter.entries == 0  # the head's own cache was not touched
+    drafter.history = True
+    drafter.reset()
+
+
+def test_switching_history_off_and_on_in_a_conversation_matches_a_fresh_engine(mtp_partial, engines):
+    engine = engines["mtp_partial"]
+    ids = prompt_ids(engine)
+    first = engine.generate(ids, greedy("mtp", 2, n=12)).tokens
+    second = engine.generate(ids + first, greedy("mtp", 3, n=12, mtp_history=False)).tokens
+    follow = ids + first + second
+    result = engine.generate(follow, greedy("mtp", 3, n=12))
+    assert engine.drafters["mtp"].entries > len(follow)
+    assert_head_equals_a_clean_pass(engine)
+    assert result.tokens == Engine.load(mtp_partial).generate(follow, greedy(n=12)).tokens
+
+
+def test_cli_mtp_no_history_flag():
+    def cfg(*flags):
+        return generation_config(build_parser().parse_args(
+            ["generate", "--target", "t", "--mode", "mtp", "--prompt", "p", *flags]))
+
+    assert cfg().mtp_history is True
+    assert cfg("--mtp-no-history").mtp_history is False
