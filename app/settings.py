@@ -33,6 +33,7 @@ class Settings:
     draft_path: str | None = None
     mode: Mode = "baseline"
     num_draft_tokens: int | Literal["auto"] = 4
+    mtp_history: bool = True  # the MTP head attends over the conversation (see GenerationConfig)
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
@@ -165,6 +166,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "draft_path": _optional_text,
     "mode": _mode,
     "num_draft_tokens": _draft_tokens,
+    "mtp_history": _boolean,
     "temperature": _non_negative,
     "top_p": _top_p,
     "top_k": _int_in(0, None),

@@ -116,6 +116,7 @@ class MainWindow(QMainWindow):
         bar.addMenu(self.speculation)
         self.speculation.set_k(self.settings.num_draft_tokens)
         self.speculation.set_mode("baseline")
+        self.speculation.history_action.setChecked(self.settings.mtp_history)
         view = bar.addMenu("&View")
         self.color_action = QAction("Colour drafted tokens", self, checkable=True)
         self.color_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
@@ -157,6 +158,7 @@ class MainWindow(QMainWindow):
         self.docks.bestKSaved.connect(self._best_k_saved)
         self.speculation.modeChosen.connect(self._mode_chosen)
         self.speculation.draftTokensChosen.connect(self._k_chosen)
+        self.speculation.mtpHistoryChosen.connect(self._mtp_history_chosen)
         self.color_action.toggled.connect(self._color_toggled)
         self.thinking_action.toggled.connect(self.composer.thinking.setChecked)
         self.composer.thinkingToggled.connect(self._thinking_toggled)
@@ -277,7 +279,7 @@ class MainWindow(QMainWindow):
             k = min(k, MTP_MAX_DEPTH)  # the head drafts at most this deep
         cfg = GenerationConfig(mode=mode, num_draft_tokens=k,
                                max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p,
-                               top_k=s.top_k, min_p=s.min_p)
+                               top_k=s.top_k, min_p=s.min_p, mtp_history=s.mtp_history)
         return cfg, self.composer.thinking.isChecked()
 
     def _mode_chosen(self, mode: str) -> None:
@@ -285,6 +287,10 @@ class MainWindow(QMainWindow):
         self._refresh_tuned_k()
         self.save()
         self._update_mode_label()
+
+    def _mtp_history_chosen(self, on: bool) -> None:
+        self.settings.mtp_history = on
+        self.save()
 
     def _k_chosen(self, k: int | str) -> None:
         self.settings.num_draft_tokens = k if k == AUTO else min(k, 16)

@@ -19,6 +19,10 @@ AUTO_SHORTCUT = "Ctrl+Shift+A"
 AUTO_TIP = ("Choose K each round from the measured acceptance and draft/verify costs; "
             "K=0 (plain decoding) when drafts do not pay")
 NOT_LOADED = "no model is loaded yet"
+HISTORY_TIP = ("On: the MTP head attends over the whole conversation through its own cache, as it was "
+               "trained. Off: each head step sees only itself, as mlx-optiq drafts; one head pass per "
+               "draft instead of one per new token, cheaper where compute grows with tokens. "
+               "Output is the same either way; only speed and acceptance change.")
 
 
 class SpeculationMenu(QMenu):
@@ -26,6 +30,7 @@ class SpeculationMenu(QMenu):
 
     modeChosen = Signal(str)
     draftTokensChosen = Signal(object)  # int K, or "auto"
+    mtpHistoryChosen = Signal(bool)
 
     def __init__(self, parent=None):
         super().__init__("&Speculation", parent)
@@ -59,6 +64,12 @@ class SpeculationMenu(QMenu):
         self.fewer_action.triggered.connect(lambda: self._step_k(-1))
         self.addAction(self.more_action)
         self.addAction(self.fewer_action)
+        self.addSeparator()
+        self.history_action = QAction("MTP head sees the whole conversation", self, checkable=True)
+        self.history_action.setChecked(True)
+        self.history_action.setToolTip(HISTORY_TIP)
+        self.history_action.triggered.connect(lambda: self.mtpHistoryChosen.emit(self.history_action.isChecked()))
+        self.addAction(self.history_action)
         self.current_k: int | str = 4
         self._build_k_actions()
         self.set_available(None)

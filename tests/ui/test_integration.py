@@ -128,6 +128,18 @@ def test_lookup_and_auto_are_restored_on_the_next_start(qtbot, open_window, path
     assert (cfg.mode, cfg.num_draft_tokens) == ("lookup", AUTO)
 
 
+def test_mtp_history_switch_is_saved_used_and_restored(qtbot, open_window, paths, dense_target):
+    window = open_window(dense_target)
+    action = window.speculation.history_action
+    assert action.isChecked() and window.reply_settings()[0].mtp_history
+    action.trigger()
+    assert not window.reply_settings()[0].mtp_history
+    assert load_settings(paths).settings.mtp_history is False
+    window.close()
+    again = open_window(at=paths)
+    assert not again.speculation.history_action.isChecked() and not again.reply_settings()[0].mtp_history
+
+
 def test_settings_round_trip_lookup_and_auto_and_still_refuse_bad_k(paths):
     settings = Settings(mode="lookup", num_draft_tokens="auto", window_state="AAAA")
     save_settings(paths, settings)
