@@ -13,6 +13,9 @@ Per round, for a sequence of N tokens (the target holds the first N-1):
   never kept, since they were built from the head's hidden states, not the target's.
 The target's hidden states arrive through `ModelRunner.hidden_sink` from every
 target pass (prefill and verify); only those of positions the target kept are used.
+
+With `history = False` the head keeps no cache: each step sees only its own position,
+as mlx-optiq's engine drafts (one head position per draft instead of one per new token).
 """
 
 from __future__ import annotations
@@ -160,7 +163,7 @@ class MtpDrafter:
         hidden, token = self.rows.take(last, last + 1), mx.array(seq[-1:], dtype=mx.uint32)
         tokens, probs = [], []
         for _ in range(k):
-            logits, hidden = self._feed(hidden, token, cache=None)
+            logits, hidden = self._feed(hidden, token, own_cache=False)
             token, p = sampler.pick(logits[-1])
             tokens.append(token)
             probs.append(p)
@@ -177,12 +180,12 @@ class MtpDrafter:
         self.seen = []
         self.rows.clear()
 
-    def _feed(self, hidden: mx.array, tokens, cache="own") -> tuple[mx.array, mx.array]:
+    def _feed(self, hidden: mx.array, tokens, own_cache: bool = True) -> tuple[mx.array, mx.array]:
         """One head call over (T, H) hidden states and T next tokens: logits (T, V), hidden (T, H).
-        The head's own KV cache is used unless cache=None (the call then attends only to itself)."""
+        Without its own cache the call attends only to its own positions."""
         ids = tokens if isinstance(tokens, mx.array) else mx.array(tokens, dtype=mx.uint32)
         logits, out = self.model.mtp_forward(hidden[None], ids[None], return_hidden=True,
-                                             mtp_cache=self.cache if cache == "own" else None)
+                                             mtp_cache=self.cache if own_cache else None)
         return logits[0], out[0]
 
     def _catch_up(self, hidden: mx.array, tokens: list[int]) -> tuple[mx.array, mx.array]:

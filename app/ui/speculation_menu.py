@@ -22,7 +22,7 @@ NOT_LOADED = "no model is loaded yet"
 HISTORY_TIP = ("On: the MTP head attends over the whole conversation through its own cache, as it was "
                "trained. Off: each head step sees only itself, as mlx-optiq drafts; one head pass per "
                "draft instead of one per new token, cheaper where compute grows with tokens. "
-               "Output is the same either way; only speed and acceptance change.")
+               "Either way the reply is what the model alone would write; only speed and acceptance change.")
 
 
 class SpeculationMenu(QMenu):
