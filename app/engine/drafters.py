@@ -10,6 +10,8 @@ import mlx.core as mx
 from .runner import ModelRunner
 from .sampling import Sampler
 
+CATCH_UP_IN_ROUND = 32  # a draft further behind (after plain bursts) is prefilled first
+
 
 @dataclass
 class Draft:
@@ -51,7 +53,9 @@ class DraftModelDrafter:
 
     def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
         """Run the draft model k steps; tokens stay lazy until the target verifies them."""
-        feed = mx.array(self.runner.prepare(seq), dtype=mx.uint32)
+        # What the draft has not seen yet (usually the last draft after a full accept, plus the
+        # target's token) goes into its first step, as one call.
+        feed = mx.array(self.runner.prepare(seq, leave=CATCH_UP_IN_ROUND), dtype=mx.uint32)
         self.runner.begin()
         tokens, probs = [], []
         for i in range(k):

@@ -96,12 +96,13 @@ class ModelRunner:
         if tokens:
             self._checkpoint()
 
-    def prepare(self, seq: list[int], progress=None) -> list[int]:
-        """Bring the caches to a prefix of seq and prefill; return the tokens still to feed (at least one)."""
+    def prepare(self, seq: list[int], progress=None, leave: int = 1) -> list[int]:
+        """Bring the caches to a prefix of seq; prefill all but the last `leave` missing tokens and return
+        those (at least one): a caller that feeds them with its next pass saves a call and a wait."""
         keep = min(common_prefix_len(self.tokens, seq), len(seq) - 1)
         if keep < len(self.tokens):
             self.rewind(keep)
-        self.prefill(seq[len(self.tokens) : len(seq) - 1], progress)
+        self.prefill(seq[len(self.tokens) : max(len(seq) - leave, len(self.tokens))], progress)
         return seq[len(self.tokens) :]
 
     def begin(self) -> None:
@@ -112,11 +113,15 @@ class ModelRunner:
     def commit(self, seq: list[int]) -> int:
         """Close the round keeping what agrees with seq (all but its last token); returns tokens kept."""
         fed = [t for arr in self._fed for t in arr.tolist()]
-        keep = min(common_prefix_len(self.tokens + fed, seq), len(seq) - 1) - len(self.tokens)
-        return self.commit_keep(max(keep, 0))
+        held = self.tokens
+        keep = max(min(common_prefix_len(held + fed, seq), len(seq) - 1) - len(held), 0)
+        self._txn.commit(keep, self.model)
+        held.extend(fed[:keep])
+        self._txn, self._fed = None, []
+        return keep
 
     def commit_keep(self, keep: int) -> int:
-        """Close the round keeping the first `keep` tokens fed in it; no sync when nothing is cut."""
+        """Close the round keeping the first `keep` tokens fed in it; no sync: the tokens stay lazy."""
         self._txn.commit(keep, self.model)
         if keep:
             fed = self._fed[0] if len(self._fed) == 1 else mx.concatenate(self._fed)
