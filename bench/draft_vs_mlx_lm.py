@@ -1,7 +1,9 @@
 """Our draft-mode loop vs mlx-lm's stock speculative_generate_step: same pair, same K, same tokens.
 
 Prints tokens/s for both (medians) and the median of per-pair ratios ours / mlx-lm with a bootstrap
-95% interval: each pair is one run of each, back to back, the order alternating between pairs.
+95% interval. For K > 0 each pair is one lockstep run (bench/common.py: the two loops advance in turn,
+round by round, so every slowdown of the machine hits both); plain decoding pipelines across tokens,
+so K = 0 pairs are two whole runs back to back. The order alternates between pairs.
 Run: python bench/draft_vs_mlx_lm.py [--pairs 15] [--tokens 96]
 """
 
@@ -11,10 +13,10 @@ import argparse
 import time
 
 import mlx.core as mx
-from common import build_cheap_draft_pair, paired_runs
+from common import build_cheap_draft_pair, lockstep_pairs, paired_runs
 from mlx_lm.generate import generate_step, speculative_generate_step
 
-from app.engine import Engine, GenerationConfig
+from app.engine import Engine, GenerationConfig, TextChunk
 
 PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
 
@@ -44,6 +46,29 @@ def run_mlx_lm(engine: Engine, ids: list[int], k: int, n: int) -> tuple[list[int
     return tokens, time.perf_counter() - start
 
 
+def ours_steps(engine: Engine, ids: list[int], k: int, n: int, reference: list[int]):
+    """Our draft loop from empty caches, yielding the tokens of each round; checks the output at the end."""
+    engine.reset()
+    tokens = []
+    for event in engine.stream(ids, GenerationConfig(mode="draft", num_draft_tokens=k, max_tokens=n)):
+        if isinstance(event, TextChunk) and event.token_ids:
+            tokens.extend(event.token_ids)
+            yield len(event.token_ids)
+    assert tokens == reference, f"K={k}: outputs differ"
+
+
+def mlx_lm_steps(engine: Engine, ids: list[int], k: int, n: int, reference: list[int]):
+    """mlx-lm's speculative_generate_step, yielding each token as it comes."""
+    tokens = []
+    for token, *_ in speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
+                                               num_draft_tokens=k, max_tokens=n):
+        if token in engine.tokenizer.eos_token_ids:
+            break
+        tokens.append(token)
+        yield 1
+    assert tokens == reference, f"K={k}: outputs differ"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", type=int, default=15)
@@ -59,12 +84,17 @@ def main() -> None:
           f"+ {args.noise:.0%} noise; {args.tokens} tokens, {args.pairs} pairs of back-to-back runs, "
           f"MLX device {mx.default_device()}")
     print("| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm (median of pairs) | 95% CI | acceptance |")
+    # K > 0: lockstep pairs; K = 0: whole runs back to back
     print("|---|---|---|---|---|---|")
     for k in (0, 2, 4):
         reference = run_mlx_lm(engine, ids, k, args.tokens)[0]
         run_ours(engine, ids, k, args.tokens)  # warm up both
-        speeds = paired_runs(lambda: _speed(run_ours, engine, ids, k, args.tokens, reference),
-                             lambda: _speed(run_mlx_lm, engine, ids, k, args.tokens, reference), args.pairs)
+        if k:
+            speeds = lockstep_pairs(lambda: ours_steps(engine, ids, k, args.tokens, reference),
+                                    lambda: mlx_lm_steps(engine, ids, k, args.tokens, reference), args.pairs)
+        else:
+            speeds = paired_runs(lambda: _speed(run_ours, engine, ids, k, args.tokens, reference),
+                                 lambda: _speed(run_mlx_lm, engine, ids, k, args.tokens, reference), args.pairs)
         stats = engine.generate(ids, GenerationConfig(mode="draft" if k else "baseline", num_draft_tokens=max(k, 1),
                                                       max_tokens=args.tokens)).stats
         label = f"{k}" if k else "0 (plain decoding vs generate_step)"

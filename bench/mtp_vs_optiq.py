@@ -5,7 +5,8 @@ The model is a hybrid qwen3_5 with an MTP sidecar built on the fly (tests/fixtur
 Ours runs twice: with the head's history (its KV cache over the sequence, the default) and without
 (`mtp_history=False`: each head step sees only itself, which is how mlx-optiq drafts).
 Prints tokens/s for both (medians; prefill included, empty caches) and the median of per-pair ratios
-with a bootstrap 95% interval (pairs of back-to-back runs, the order alternating).
+with a bootstrap 95% interval; each pair is one lockstep run (bench/common.py: the two loops advance in
+turn, round by round, so every slowdown of the machine hits both), the order alternating.
 Run: python bench/mtp_vs_optiq.py [--pairs 11] [--tokens 96] [--depths 1 2 3 4] [--history on off]
 """
 
@@ -17,10 +18,10 @@ import time
 from pathlib import Path
 
 import mlx.core as mx
-from common import paired_runs
+from common import lockstep_pairs
 from optiq.runtime.engine import OptiqEngine
 
-from app.engine import Engine, GenerationConfig
+from app.engine import Engine, GenerationConfig, TextChunk
 from tests.fixtures.mtp_models import build_hybrid_mtp
 
 PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
@@ -44,6 +45,27 @@ def run_optiq(engine: OptiqEngine, ids: list[int], depth: int, n: int) -> tuple[
     elapsed = time.perf_counter() - start
     stats = engine._last_stats
     return tokens, elapsed, stats.drafts_accepted / max(stats.drafts_attempted, 1)
+
+
+def ours_steps(engine: Engine, ids: list[int], depth: int, n: int, reference: list[int], history: bool):
+    """Our MTP loop from empty caches, yielding the tokens of each round; checks the output at the end."""
+    engine.reset()
+    cfg = GenerationConfig(mode="mtp", num_draft_tokens=depth, max_tokens=n, mtp_history=history)
+    tokens = []
+    for event in engine.stream(ids, cfg):
+        if isinstance(event, TextChunk) and event.token_ids:
+            tokens.extend(event.token_ids)
+            yield len(event.token_ids)
+    assert tokens == reference, f"depth {depth}: outputs differ"
+
+
+def optiq_steps(engine: OptiqEngine, ids: list[int], depth: int, n: int, reference: list[int]):
+    """mlx-optiq's engine, yielding each token as it comes."""
+    tokens = []
+    for event in engine.generate_stream("", prompt_ids=ids, max_tokens=n, depth=depth):
+        tokens.append(event["token"])
+        yield 1
+    assert tokens == reference, f"depth {depth}: outputs differ"
 
 
 def main() -> None:
@@ -71,16 +93,10 @@ def main() -> None:
             reference, _, acc_b = run_optiq(optiq_engine, ids, depth, args.tokens)
             for history in args.history:
                 acc_a = run_ours(ours_engine, ids, depth, args.tokens, history == "on")[2]  # also warms up
-                speeds = paired_runs(
-                    lambda: _speed(run_ours, ours_engine, ids, depth, args.tokens, reference, history == "on"),
-                    lambda: _speed(run_optiq, optiq_engine, ids, depth, args.tokens, reference), args.pairs)
+                speeds = lockstep_pairs(
+                    lambda: ours_steps(ours_engine, ids, depth, args.tokens, reference, history == "on"),
+                    lambda: optiq_steps(optiq_engine, ids, depth, args.tokens, reference), args.pairs)
                 print(f"| {head} | {depth} | {history} | {speeds.row()} | {acc_a:.0%} | {acc_b:.0%} |", flush=True)
-
-
-def _speed(run, engine, ids: list[int], depth: int, n: int, reference: list[int], *extra) -> float:
-    tokens, seconds, _ = run(engine, ids, depth, n, *extra)
-    assert tokens == reference, f"depth {depth}: outputs differ"
-    return len(tokens) / seconds
 
 
 if __name__ == "__main__":
