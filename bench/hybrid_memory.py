@@ -38,7 +38,15 @@ def kv_cache_bytes(runner) -> int:
 
 
 def peak(engine: Engine, ids, mode: str, k: int, n: int):
-    """Peak memory of one generatdef measure(target, draft, ids, k: int, n: int) -> dict:
+    """Peak memory of one generation from empty caches."""
+    engine.reset()
+    mx.clear_cache()
+    result = engine.generate(ids, GenerationConfig(mode=mode, num_draft_tokens=k, max_tokens=n))
+    assert len(result.tokens) == n, "the bench needs full-length generations"
+    return result
+
+
+def measure(target, draft, ids, k: int, n: int) -> dict:
     """Baseline and draft-mode peaks of one length, and the parts of the budget."""
     base_engine = Engine.load(target)
     base = peak(base_engine, ids, "baseline", k, n)
