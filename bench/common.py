@@ -148,6 +148,19 @@ def lockstep(steps_a, steps_b) -> tuple[float, float]:
     return sides[0][1] / sides[0][2], sides[1][1] / sides[1][2]
 
 
+def engine_steps(engine, ids: list[int], cfg, reference: list[int]):
+    """Our loop from empty caches, yielding the tokens of each round; checks the output at the end."""
+    from app.engine import TextChunk
+
+    engine.reset()
+    tokens = []
+    for event in engine.stream(ids, cfg):
+        if isinstance(event, TextChunk) and event.token_ids:
+            tokens.extend(event.token_ids)
+            yield len(event.token_ids)
+    assert tokens == reference, f"{cfg.mode} K={cfg.num_draft_tokens}: outputs differ"
+
+
 def lockstep_pairs(make_a, make_b, pairs: int) -> Paired:
     """`pairs` lockstep runs of fresh generators from make_a() and make_b(), which goes first alternating."""
     a, b = [], []

@@ -13,10 +13,10 @@ import argparse
 import time
 
 import mlx.core as mx
-from common import build_cheap_draft_pair, lockstep_pairs, paired_runs
+from common import build_cheap_draft_pair, engine_steps, lockstep_pairs, paired_runs
 from mlx_lm.generate import generate_step, speculative_generate_step
 
-from app.engine import Engine, GenerationConfig, TextChunk
+from app.engine import Engine, GenerationConfig
 
 PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
 
@@ -44,17 +44,6 @@ def run_mlx_lm(engine: Engine, ids: list[int], k: int, n: int) -> tuple[list[int
             break
         tokens.append(token)
     return tokens, time.perf_counter() - start
-
-
-def ours_steps(engine: Engine, ids: list[int], k: int, n: int, reference: list[int]):
-    """Our draft loop from empty caches, yielding the tokens of each round; checks the output at the end."""
-    engine.reset()
-    tokens = []
-    for event in engine.stream(ids, GenerationConfig(mode="draft", num_draft_tokens=k, max_tokens=n)):
-        if isinstance(event, TextChunk) and event.token_ids:
-            tokens.extend(event.token_ids)
-            yield len(event.token_ids)
-    assert tokens == reference, f"K={k}: outputs differ"
 
 
 def mlx_lm_steps(engine: Engine, ids: list[int], k: int, n: int, reference: list[int]):
@@ -90,7 +79,8 @@ def main() -> None:
         reference = run_mlx_lm(engine, ids, k, args.tokens)[0]
         run_ours(engine, ids, k, args.tokens)  # warm up both
         if k:
-            speeds = lockstep_pairs(lambda: ours_steps(engine, ids, k, args.tokens, reference),
+            cfg = GenerationConfig(mode="draft", num_draft_tokens=k, max_tokens=args.tokens)
+            speeds = lockstep_pairs(lambda: engine_steps(engine, ids, cfg, reference),
                                     lambda: mlx_lm_steps(engine, ids, k, args.tokens, reference), args.pairs)
         else:
             speeds = paired_runs(lambda: _speed(run_ours, engine, ids, k, args.tokens, reference),

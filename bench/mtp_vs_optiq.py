@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 import mlx.core as mx
-from common import lockstep_pairs
+from common import engine_steps, lockstep_pairs
 from optiq.runtime.engine import OptiqEngine
 
-from app.engine import Engine, GenerationConfig, TextChunk
+from app.engine import Engine, GenerationConfig
 from tests.fixtures.mtp_models import build_hybrid_mtp
 
 PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
@@ -45,18 +45,6 @@ def run_optiq(engine: OptiqEngine, ids: list[int], depth: int, n: int) -> tuple[
     elapsed = time.perf_counter() - start
     stats = engine._last_stats
     return tokens, elapsed, stats.drafts_accepted / max(stats.drafts_attempted, 1)
-
-
-def ours_steps(engine: Engine, ids: list[int], depth: int, n: int, reference: list[int], history: bool):
-    """Our MTP loop from empty caches, yielding the tokens of each round; checks the output at the end."""
-    engine.reset()
-    cfg = GenerationConfig(mode="mtp", num_draft_tokens=depth, max_tokens=n, mtp_history=history)
-    tokens = []
-    for event in engine.stream(ids, cfg):
-        if isinstance(event, TextChunk) and event.token_ids:
-            tokens.extend(event.token_ids)
-            yield len(event.token_ids)
-    assert tokens == reference, f"depth {depth}: outputs differ"
 
 
 def optiq_steps(engine: OptiqEngine, ids: list[int], depth: int, n: int, reference: list[int]):
@@ -93,8 +81,10 @@ def main() -> None:
             reference, _, acc_b = run_optiq(optiq_engine, ids, depth, args.tokens)
             for history in args.history:
                 acc_a = run_ours(ours_engine, ids, depth, args.tokens, history == "on")[2]  # also warms up
+                cfg = GenerationConfig(mode="mtp", num_draft_tokens=depth, max_tokens=args.tokens,
+                                       mtp_history=history == "on")
                 speeds = lockstep_pairs(
-                    lambda: ours_steps(ours_engine, ids, depth, args.tokens, reference, history == "on"),
+                    lambda: engine_steps(ours_engine, ids, cfg, reference),
                     lambda: optiq_steps(optiq_engine, ids, depth, args.tokens, reference), args.pairs)
                 print(f"| {head} | {depth} | {history} | {speeds.row()} | {acc_a:.0%} | {acc_b:.0%} |", flush=True)
 
