@@ -6,7 +6,7 @@ a draft that does not ("open" text: an unrelated draft, where speculation can on
 Also prompt lookup on text that repeats itself. Then the same three on a real model (SmolLM2-135M
 from shared/models, chat template applied) with an early-exit draft made of its first 8 layers.
 Greedy output is asserted identical everywhere.
-Run: python bench/auto_k.py [--runs 5] [--tokens 96] [--real-tokens 64]
+Run: python bench/auto_k.py [--runs 5] [--tokens 96] [--real-tokens 64] [--ks 1 2 4 8] [--cases fixture real]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from common import REAL_MODEL, build_cheap_draft_pair, build_model, first_layers
 from app.engine import Engine, GenerationConfig
 from app.engine.sweep_prompts import OPEN, STRUCTURED
 
-FIXED_K = (1, 2, 4, 8)
+FIXED_K = [1, 2, 4, 8]
 
 
 def timed(engine: Engine, ids, mode: str, k, n: int):
@@ -59,7 +59,10 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=96)
     parser.add_argument("--real-tokens", type=int, default=64)
     parser.add_argument("--real-draft-layers", type=int, default=8)
+    parser.add_argument("--ks", type=int, nargs="+", default=list(FIXED_K), help="the fixed K to compare with")
+    parser.add_argument("--cases", nargs="+", choices=["fixture", "real"], default=["fixture", "real"])
     args = parser.parse_args()
+    FIXED_K[:] = args.ks
     target, agreeing = build_cheap_draft_pair("dense", hidden=384, layers=16, draft_layers=2, noise=0.02)
     unrelated = build_model(target.parent / "unrelated", "dense", seed=7, hidden=384, layers=2)
     print(f"fixtures: dense target 16 layers (hidden 384), draft 2 layers; {args.tokens} tokens; "
@@ -71,9 +74,11 @@ def main() -> None:
     cases = [("fixture, predictable: agreeing draft, structured prompt", target, agreeing, "draft", STRUCTURED),
              ("fixture, open: unrelated draft, open prompt", target, unrelated, "draft", OPEN),
              ("fixture, prompt lookup, text that repeats", target, None, "lookup", "one two three four. " * 6)]
-    for label, tgt, draft, mode, text in cases:
+    for label, tgt, draft, mode, text in cases if "fixture" in args.cases else []:
         engine = Engine.load(tgt, draft)
         _report(label, engine, list(engine.tokenizer.encode(text)), mode, args.runs, args.tokens)
+    if "real" not in args.cases:
+        return
     if not (REAL_MODEL / "config.json").is_file():
         print(f"(real model not found at {REAL_MODEL}: skipped)")
         return
