@@ -20,6 +20,11 @@ class Draft:
     tokens: mx.array
     probs: mx.array | None
 
+    @classmethod
+    def from_steps(cls, tokens: list[mx.array], probs: list, sampler: Sampler) -> "Draft":
+        """A draft from per-step tokens and probabilities (the probabilities only when sampling)."""
+        return cls(mx.stack(tokens).reshape(-1), None if sampler.greedy else mx.stack(probs))
+
 
 class Drafter(Protocol):
     """What the speculative loop needs from a draft source."""
@@ -66,8 +71,7 @@ class DraftModelDrafter:
             if i < k - 1:
                 feed = token.reshape(1)
                 mx.async_eval(feed)
-        draft_probs = None if sampler.greedy else mx.stack(probs)
-        return Draft(mx.stack(tokens).reshape(-1), draft_probs)
+        return Draft.from_steps(tokens, probs, sampler)
 
     def commit(self, seq: list[int]) -> None:
         """Roll the draft caches back to the part of seq they agree with."""

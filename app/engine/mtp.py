@@ -153,7 +153,7 @@ class MtpDrafter:
                     logits, hidden = self._feed(hidden[-1:], token.reshape(1))
         txn.commit(end - start, self.model)
         self._consumed(seq, end)
-        return Draft(mx.stack(tokens).reshape(-1), None if sampler.greedy else mx.stack(probs))
+        return Draft.from_steps(tokens, probs, sampler)
 
     def _propose_without_history(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
         """Draft k tokens from the target's last hidden state, every head step seeing only itself."""
@@ -168,7 +168,7 @@ class MtpDrafter:
             tokens.append(token)
             probs.append(p)
             token = token.reshape(1)
-        return Draft(mx.stack(tokens).reshape(-1), None if sampler.greedy else mx.stack(probs))
+        return Draft.from_steps(tokens, probs, sampler)
 
     def commit(self, seq: list[int]) -> None:
         """The target holds seq[:-1]: forget hidden states of the positions it rolled back."""

@@ -115,19 +115,22 @@ class ModelRunner:
         fed = [t for arr in self._fed for t in arr.tolist()]
         held = self.tokens
         keep = max(min(common_prefix_len(held + fed, seq), len(seq) - 1) - len(held), 0)
-        self._txn.commit(keep, self.model)
+        self._close(keep)
         held.extend(fed[:keep])
-        self._txn, self._fed = None, []
         return keep
 
     def commit_keep(self, keep: int) -> int:
         """Close the round keeping the first `keep` tokens fed in it; no sync: the tokens stay lazy."""
-        self._txn.commit(keep, self.model)
         if keep:
             fed = self._fed[0] if len(self._fed) == 1 else mx.concatenate(self._fed)
             self._lazy.append(fed[:keep])
-        self._txn, self._fed = None, []
+        self._close(keep)
         return keep
+
+    def _close(self, keep: int) -> None:
+        """Roll the caches back to the first `keep` tokens of the round and end it."""
+        self._txn.commit(keep, self.model)
+        self._txn, self._fed = None, []
 
     def abort(self) -> None:
         """Roll back an open round entirely (nothing fed in it is kept)."""
