@@ -7,6 +7,7 @@ Also prompt lookup on text that repeats itself. Then the same three on a real mo
 from shared/models, chat template applied) with an early-exit draft made of its first 8 layers.
 Greedy output is asserted identical everywhere.
 Run: python bench/auto_k.py [--runs 5] [--tokens 96] [--real-tokens 64] [--ks 1 2 4 8] [--cases fixture real]
+     [--real-prompts structured open lookup]
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ def compare(engine: Engine, ids, mode: str, runs: int, n: int) -> dict:
     mean_k = 0.0
     for cell in cells:  # warm up, and let auto learn this pair's costs
         timed(engine, ids, *cell, n)
-    for _ in range(runs):
-        for cell in cells:
+    for run in range(runs):
+        for cell in cells[run % len(cells):] + cells[:run % len(cells)]:  # rotate: no cell always goes first
             tokens, tps, k_used = timed(engine, ids, *cell, n)
             assert tokens == reference, f"{cell} output differs from plain decoding"
             speeds[cell].append(tps)
@@ -52,6 +53,10 @@ def compare(engine: Engine, ids, mode: str, runs: int, n: int) -> dict:
 REPEAT = ("Copy this list exactly, one item per line, and add nothing: apples, pears, plums, cherries, "
           "apricots, peaches, grapes, melons, lemons, limes, oranges, figs, dates, kiwis, mangoes.")
 
+REAL_PROMPTS = {"structured": ("SmolLM2, structured prompt, early-exit draft", "draft", STRUCTURED),
+                "open": ("SmolLM2, open prompt, early-exit draft", "draft", OPEN),
+                "lookup": ("SmolLM2, prompt lookup, a list to copy", "lookup", REPEAT)}
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -61,13 +66,17 @@ def main() -> None:
     parser.add_argument("--real-draft-layers", type=int, default=8)
     parser.add_argument("--ks", type=int, nargs="+", default=list(FIXED_K), help="the fixed K to compare with")
     parser.add_argument("--cases", nargs="+", choices=["fixture", "real"], default=["fixture", "real"])
+    parser.add_argument("--real-prompts", nargs="+", choices=list(REAL_PROMPTS), default=list(REAL_PROMPTS))
     args = parser.parse_args()
     FIXED_K[:] = args.ks
     target, agreeing = build_cheap_draft_pair("dense", hidden=384, layers=16, draft_layers=2, noise=0.02)
     unrelated = build_model(target.parent / "unrelated", "dense", seed=7, hidden=384, layers=2)
-    print(f"fixtures: dense target 16 layers (hidden 384), draft 2 layers; {args.tokens} tokens; "
-          f"real: {REAL_MODEL.name}, draft = its first {args.real_draft_layers} of 30 layers, "
-          f"{args.real_tokens} tokens; {args.runs} alternating runs per cell; MLX device {mx.default_device()}")
+    if "fixture" in args.cases:
+        print(f"fixtures: dense target 16 layers (hidden 384), draft 2 layers; {args.tokens} tokens")
+    if "real" in args.cases:
+        print(f"real: {REAL_MODEL.name}, draft = its first {args.real_draft_layers} of 30 layers, "
+              f"{args.real_tokens} tokens")
+    print(f"{args.runs} runs per cell, cell order rotated each run; MLX device {mx.default_device()}")
     print("| situation | plain tok/s | best fixed K | its tok/s | auto tok/s | auto mean K | auto / best fixed "
           "| auto / plain |")
     print("|---|---|---|---|---|---|---|---|")
@@ -83,10 +92,9 @@ def main() -> None:
         print(f"(real model not found at {REAL_MODEL}: skipped)")
         return
     early = first_layers_copy(REAL_MODEL, args.real_draft_layers, target.parent / "real_early_exit")
-    for label, draft, mode, text in [("SmolLM2, structured prompt, early-exit draft", early, "draft", STRUCTURED),
-                                     ("SmolLM2, open prompt, early-exit draft", early, "draft", OPEN),
-                                     ("SmolLM2, prompt lookup, a list to copy", None, "lookup", REPEAT)]:
-        engine = Engine.load(REAL_MODEL, draft)
+    for name in args.real_prompts:
+        label, mode, text = REAL_PROMPTS[name]
+        engine = Engine.load(REAL_MODEL, early if mode == "draft" else None)
         ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
         _report(label, engine, list(ids), mode, args.runs, args.real_tokens)
 

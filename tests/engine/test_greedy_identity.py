@@ -2,7 +2,8 @@
 
 import pytest
 
-from app.engine import Engine
+from app.engine import Engine, RoundResult, TextChunk
+from app.engine import speculative
 
 from .helpers import greedy, mlx_lm_greedy, prompt_ids
 
@@ -47,3 +48,19 @@ def test_self_draft_accepts_everything(hybrid_target):
     assert result.tokens == engine.generate(ids, greedy(n=32)).tokens
     assert result.stats.acceptance_rate == 1.0
     assert result.stats.mean_accepted_per_round == pytest.approx(4.0, abs=0.5)
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_both_verify_dispatch_orders_give_baseline_output_and_round_timings(
+        monkeypatch, hybrid_target, hybrid_draft_partial, first):
+    # The GPU order (verify queued before the drafts are awaited) runs here on the CPU too.
+    monkeypatch.setattr(speculative, "QUEUE_VERIFY_FIRST", first)
+    engine = Engine.load(hybrid_target, hybrid_draft_partial)
+    ids = prompt_ids(engine)
+    baseline = engine.generate(ids, greedy(n=32)).tokens
+    for k in (1, 3, 6):
+        events = list(engine.stream(ids, greedy("draft", k, n=32)))
+        tokens = [t for e in events if isinstance(e, TextChunk) for t in e.token_ids]
+        rounds = [e for e in events if isinstance(e, RoundResult)]
+        assert tokens == baseline, f"K={k}, verify queued first={first}"
+        assert all(r.draft_s > 0 and r.verify_s > 0 for r in rounds)
