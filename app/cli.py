@@ -28,9 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--mode", choices=MODES, help="default: draft when --draft is given, else baseline")
     gen.add_argument("--draft-tokens", type=draft_tokens_arg, default=4,
                      help="tokens drafted per round (K), or 'auto' to choose K each round")
-    gen.add_argument("--mtp-no-history", action="store_true",
-                     help="MTP: each head step sees only its own position, as mlx-optiq drafts "
-                          "(cheaper per draft where compute scales with tokens, e.g. on the CPU)")
+    gen.add_argument("--mtp-history", action="store_true",
+                     help="MTP: the head attends over the whole conversation through its own cache, as it "
+                          "was trained (default: each head step sees only itself, as mlx-optiq drafts)")
     gen.add_argument("--max-tokens", type=int, default=256)
     gen.add_argument("--temperature", type=float, default=0.0)
     gen.add_argument("--top-p", type=float, default=1.0)
@@ -76,7 +76,7 @@ def generation_config(args) -> GenerationConfig:
     mode = args.mode or ("draft" if args.draft else "baseline")
     return GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens,
                             temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
-                            min_p=args.min_p, seed=args.seed, mtp_history=not args.mtp_no_history)
+                            min_p=args.min_p, seed=args.seed, mtp_history=args.mtp_history)
 
 
 def run_generate(args) -> int:

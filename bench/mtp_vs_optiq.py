@@ -8,6 +8,7 @@ Prints tokens/s for both (medians; prefill included, empty caches) and the media
 with a bootstrap 95% interval; each pair is one lockstep run (bench/common.py: the two loops advance in
 turn, round by round, so every slowdown of the machine hits both), the order alternating.
 Run: python bench/mtp_vs_optiq.py [--pairs 11] [--tokens 96] [--depths 1 2 3 4] [--history on off]
+     [--heads agree partial]
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def main() -> None:
     parser.add_argument("--depths", type=int, nargs="+", default=[1, 2, 3, 4])
     parser.add_argument("--history", nargs="+", choices=["on", "off"], default=["on", "off"],
                         help="run ours with the head's history (on), without (off), or both")
+    parser.add_argument("--heads", nargs="+", choices=list(HEADS), default=list(HEADS))
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="specchat-bench-mtp-"))
     print(f"hybrid qwen3_5 hidden={args.hidden} layers={args.layers} + 1 MTP layer (sidecar); "
@@ -72,7 +74,8 @@ def main() -> None:
     print("| head | depth | ours: head history | ours tok/s | optiq tok/s | ratio ours/optiq (median of pairs) "
           "| 95% CI | acceptance ours | acceptance optiq |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for head, noise in HEADS.items():
+    for head in args.heads:
+        noise = HEADS[head]
         folder = build_hybrid_mtp(root / head, head="agree", fc_noise=noise,
                                   hidden=args.hidden, layers=args.layers)
         ours_engine, optiq_engine = Engine.load(folder), OptiqEngine(str(folder))

@@ -23,9 +23,10 @@ class GenerationConfig:
     top_k: int = 0
     min_p: float = 0.0
     seed: int | None = None
-    # MTP only: the head attends over the whole sequence (its KV cache, as trained), or each head step
-    # sees only its own position, as mlx-optiq drafts (cheaper per draft where compute scales with tokens).
-    mtp_history: bool = True
+    # MTP only: each head step sees only its own position, as mlx-optiq drafts (the default: measured
+    # level with or ahead of mlx-optiq), or the head attends over the whole sequence through its own KV
+    # cache, as it was trained (one head pass per new token: costs more where compute scales with tokens).
+    mtp_history: bool = False
 
     def __post_init__(self):
         if self.mode not in MODES:

@@ -5,7 +5,7 @@ mlx-optiq attaches the head (`optiq.runtime.mtp.runtime.attach`): the model gain
 j reads the target's final hidden state h_j and the embedding of token j+1, and
 predicts token j+2; its one attention layer keeps a KV cache over all positions.
 
-Per round, for a sequence of N tokens (the target holds the first N-1):
+With `history = True`, per round, for a sequence of N tokens (the target holds the first N-1):
 - catch up: feed the head the pairs (h_j, t_{j+1}) it has not seen, up to
   j = N-2, in one call; the last one gives the first draft;
 - draft steps 2..k feed the head its own hidden state and last draft token;
@@ -14,8 +14,8 @@ Per round, for a sequence of N tokens (the target holds the first N-1):
 The target's hidden states arrive through `ModelRunner.hidden_sink` from every
 target pass (prefill and verify); only those of positions the target kept are used.
 
-With `history = False` the head keeps no cache: each step sees only its own position,
-as mlx-optiq's engine drafts (one head position per draft instead of one per new token).
+With `history = False` (the default) the head keeps no cache: each step sees only its own
+position, as mlx-optiq's engine drafts (one head position per draft instead of one per new token).
 """
 
 from __future__ import annotations
@@ -108,8 +108,8 @@ class MtpDrafter:
         # True: the head attends over the whole sequence through its KV cache, as it was trained.
         # False: each head step sees only its own position, as mlx-optiq drafts: one head position
         # per draft instead of one per generated token plus the drafts (cheaper where compute scales
-        # with tokens, e.g. on the CPU), drafts possibly less accurate.
-        self.history = True
+        # with tokens, e.g. on the CPU), drafts possibly less accurate. The engine sets it per generation.
+        self.history = False
 
     @property
     def entries(self) -> int:
@@ -151,7 +151,7 @@ class MtpDrafter:
             if i < k - 1:
                 with txn.feeding(1):
                     logits, hidden = self._feed(hidden[-1:], token.reshape(1))
-        txn.commit(end - start, self.model)
+        txn.commit(end - start, {})  # the head's own cache: attention only
         self._consumed(seq, end)
         return Draft.from_steps(tokens, probs, sampler)
 

@@ -80,13 +80,14 @@ class Transaction:
             yield
         self.fed += num_tokens
 
-    def commit(self, keep: int, model) -> None:
-        """Keep the first `keep` tokens fed in this round; roll back the rest."""
+    def commit(self, keep: int, layers: dict[int, object]) -> None:
+        """Keep the first `keep` tokens fed in this round; roll back the rest.
+
+        `layers` maps each linear-attention cache index to its layer (see linear_layers)."""
         if not 0 <= keep <= self.fed:
             raise RollbackError(f"cannot keep {keep} of {self.fed} tokens fed this round")
         linear = [i for i, c in enumerate(self.caches) if isinstance(c, ArraysCache)]
         calls = _calls_per_cache(self.recorder.calls, linear, self.snapshots)
-        layers = _linear_layers(model) if keep not in (0, self.fed) and linear else {}
         for i, cache in enumerate(self.caches):
             if isinstance(cache, TRIMMABLE):
                 cache.trim(self.fed - keep)
@@ -115,7 +116,7 @@ def _calls_per_cache(calls, linear, snapshots):
     return per_cache
 
 
-def _linear_layers(model) -> dict[int, object]:
+def linear_layers(model) -> dict[int, object]:
     """Map cache index -> Gated DeltaNet module, following model.layers order."""
     found = {}
     for i, layer in enumerate(model.layers):

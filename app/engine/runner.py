@@ -8,7 +8,7 @@ import mlx.core as mx
 from mlx_lm.models.cache import ArraysCache, make_prompt_cache
 
 from . import gdn_capture
-from .rollback import TRIMMABLE, Transaction, check_supported
+from .rollback import TRIMMABLE, Transaction, check_supported, linear_layers
 
 PREFILL_CHUNK = 512
 MAX_CHECKPOINTS = 2
@@ -36,6 +36,7 @@ class ModelRunner:
         self.caches = make_prompt_cache(model, max_kv_size)
         check_supported(self.caches)
         self.hybrid = any(isinstance(c, ArraysCache) for c in self.caches)
+        self.linear_layers = linear_layers(model) if self.hybrid else {}  # walked once: rollback needs it often
         if self.hybrid:
             gdn_capture.install(model)
         self._tokens: list[int] = []
@@ -129,7 +130,7 @@ class ModelRunner:
 
     def _close(self, keep: int) -> None:
         """Roll the caches back to the first `keep` tokens of the round and end it."""
-        self._txn.commit(keep, self.model)
+        self._txn.commit(keep, self.linear_layers)
         self._txn, self._fed = None, []
 
     def abort(self) -> None:

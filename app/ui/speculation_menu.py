@@ -66,7 +66,6 @@ class SpeculationMenu(QMenu):
         self.addAction(self.fewer_action)
         self.addSeparator()
         self.history_action = QAction("MTP head sees the whole conversation", self, checkable=True)
-        self.history_action.setChecked(True)
         self.history_action.setToolTip(HISTORY_TIP)
         self.history_action.triggered.connect(lambda: self.mtpHistoryChosen.emit(self.history_action.isChecked()))
         self.addAction(self.history_action)

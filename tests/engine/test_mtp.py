@@ -103,7 +103,7 @@ def test_head_cache_equals_feeding_only_the_kept_positions(engines):
     """After rounds of drafting and rollback, the head's KV cache is what one clean pass gives."""
     engine = engines["mtp_partial"]
     ids = prompt_ids(engine)
-    result = engine.generate(ids, greedy("mtp", 4, n=30))
+    result = engine.generate(ids, greedy("mtp", 4, n=30, mtp_history=True))
     assert 0 < result.stats.acceptance_rate < 1
     drafter = engine.drafters["mtp"]
     assert drafter.entries > len(ids)
@@ -114,10 +114,10 @@ def test_head_cache_equals_feeding_only_the_kept_positions(engines):
 def test_positions_decoded_without_the_head_are_replayed_for_it(mtp_partial, engines):
     engine = engines["mtp_partial"]
     ids = prompt_ids(engine)
-    first = engine.generate(ids, greedy("mtp", 2, n=12)).tokens
+    first = engine.generate(ids, greedy("mtp", 2, n=12, mtp_history=True)).tokens
     more = engine.generate(ids + first, greedy(n=12)).tokens  # baseline: no hidden states kept
     follow = ids + first + more
-    result = engine.generate(follow, greedy("mtp", 3, n=12))
+    result = engine.generate(follow, greedy("mtp", 3, n=12, mtp_history=True))
     assert result.stats.cached_prompt_tokens >= len(ids + first)
     assert engine.drafters["mtp"].entries > len(ids + first + more)
     assert_head_equals_a_clean_pass(engine)
@@ -127,10 +127,10 @@ def test_positions_decoded_without_the_head_are_replayed_for_it(mtp_partial, eng
 def test_cached_prompt_and_mode_switches_match_a_fresh_engine(mtp_partial, engines):
     engine = engines["mtp_partial"]
     ids = prompt_ids(engine)
-    first = engine.generate(ids, greedy("mtp", 2, n=16))
+    first = engine.generate(ids, greedy("mtp", 2, n=16, mtp_history=True))
     engine.generate(ids[:3], greedy(n=4))  # rewinds the target below what the head consumed
     follow = ids + first.tokens + ids[:5]
-    again = engine.generate(follow, greedy("mtp", 3, n=16))
+    again = engine.generate(follow, greedy("mtp", 3, n=16, mtp_history=True))
     assert again.stats.cached_prompt_tokens > 0
     assert again.tokens == Engine.load(mtp_partial).generate(follow, greedy(n=16)).tokens
 
@@ -214,13 +214,13 @@ def test_catch_up_fixtures_cover_tied_and_untied_projections(engines):
 
 
 @pytest.mark.parametrize("name", HEADS)
-def test_without_history_output_is_baseline_at_every_depth(engines, name):
+def test_with_history_output_is_baseline_at_every_depth(engines, name):
     engine = engines[name]
     ids = prompt_ids(engine)
     baseline = engine.generate(ids, greedy(n=30)).tokens
     for depth in range(1, 5):
-        result = engine.generate(ids, greedy("mtp", depth, n=30, mtp_history=False))
-        assert result.tokens == baseline, f"depth {depth} without history differs from baseline"
+        result = engine.generate(ids, greedy("mtp", depth, n=30, mtp_history=True))
+        assert result.tokens == baseline, f"depth {depth} with history differs from baseline"
 
 
 def test_without_history_drafts_are_mlx_optiqs(mtp_partial, engines):
@@ -243,26 +243,25 @@ def test_without_history_drafts_are_mlx_optiqs(mtp_partial, engines):
         theirs.append(token)
     assert ours == theirs
     assert drafter.entries == 0  # the head's own cache was not touched
-    drafter.history = True
     drafter.reset()
 
 
 def test_switching_history_off_and_on_in_a_conversation_matches_a_fresh_engine(mtp_partial, engines):
     engine = engines["mtp_partial"]
     ids = prompt_ids(engine)
-    first = engine.generate(ids, greedy("mtp", 2, n=12)).tokens
-    second = engine.generate(ids + first, greedy("mtp", 3, n=12, mtp_history=False)).tokens
+    first = engine.generate(ids, greedy("mtp", 2, n=12, mtp_history=True)).tokens
+    second = engine.generate(ids + first, greedy("mtp", 3, n=12)).tokens
     follow = ids + first + second
-    result = engine.generate(follow, greedy("mtp", 3, n=12))
+    result = engine.generate(follow, greedy("mtp", 3, n=12, mtp_history=True))
     assert engine.drafters["mtp"].entries > len(follow)
     assert_head_equals_a_clean_pass(engine)
     assert result.tokens == Engine.load(mtp_partial).generate(follow, greedy(n=12)).tokens
 
 
-def test_cli_mtp_no_history_flag():
+def test_cli_mtp_history_flag():
     def cfg(*flags):
         return generation_config(build_parser().parse_args(
             ["generate", "--target", "t", "--mode", "mtp", "--prompt", "p", *flags]))
 
-    assert cfg().mtp_history is True
-    assert cfg("--mtp-no-history").mtp_history is False
+    assert cfg().mtp_history is False
+    assert cfg("--mtp-history").mtp_history is True

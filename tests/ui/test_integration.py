@@ -131,13 +131,13 @@ def test_lookup_and_auto_are_restored_on_the_next_start(qtbot, open_window, path
 def test_mtp_history_switch_is_saved_used_and_restored(qtbot, open_window, paths, dense_target):
     window = open_window(dense_target)
     action = window.speculation.history_action
-    assert action.isChecked() and window.reply_settings()[0].mtp_history
+    assert not action.isChecked() and not window.reply_settings()[0].mtp_history
     action.trigger()
-    assert not window.reply_settings()[0].mtp_history
-    assert load_settings(paths).settings.mtp_history is False
+    assert window.reply_settings()[0].mtp_history
+    assert load_settings(paths).settings.mtp_history is True
     window.close()
     again = open_window(at=paths)
-    assert not again.speculation.history_action.isChecked() and not again.reply_settings()[0].mtp_history
+    assert again.speculation.history_action.isChecked() and again.reply_settings()[0].mtp_history
 
 
 def test_settings_round_trip_lookup_and_auto_and_still_refuse_bad_k(paths):
