@@ -2,10 +2,8 @@
 
 import mlx.core as mx
 import pytest
-from mlx_lm.models import gated_delta
 from mlx_lm.models.cache import ArraysCache, ChunkedKVCache, KVCache, QuantizedKVCache, RotatingKVCache
 
-from app.engine import gdn_capture
 from app.engine.errors import RollbackError
 from app.engine.loading import load_model
 from app.engine.rollback import check_supported
@@ -35,13 +33,6 @@ def assert_same_caches(a: ModelRunner, b: ModelRunner):
         for xa, xb in zip(cache_arrays(ca), cache_arrays(cb)):
             assert xa.shape == xb.shape, f"cache {i}: shape {xa.shape} != {xb.shape}"
             assert mx.array_equal(xa, xb).item(), f"cache {i} ({type(ca).__name__}) differs"
-
-
-@pytest.fixture(autouse=True, params=["keep states", "replay"])
-def linear_rollback(request, monkeypatch):
-    """Run every test with both ways of rolling back a linear-attention state (captured, replayed)."""
-    monkeypatch.setattr(gdn_capture, "CAPTURE_STATES", request.param == "keep states")
-    return request.param
 
 
 def fresh(folder, **kw) -> ModelRunner:
@@ -132,14 +123,11 @@ def test_quantized_kv_cache_is_trimmed_exactly(dense_wide, keep):
     assert_same_caches(runner, ref)
 
 
-def test_round_leaves_nothing_recorded(hybrid_target, linear_rollback):
+def test_round_leaves_nothing_recorded(hybrid_target):
     runner = fresh(hybrid_target)
     runner.begin()
     runner.forward(mx.array(ROUND))
-    calls = runner._txn.recorder.calls
-    assert calls, "the round recorded nothing"
-    kept = [None if c.states is None else len(c.states) for c in calls]
-    assert kept == [len(ROUND) if linear_rollback == "keep states" else None] * len(calls)
+    assert runner._txn.recorder.calls, "the round recorded nothing"
     runner.commit_keep(2)
     assert runner._txn is None and runner._fed == []
 
@@ -165,22 +153,3 @@ def test_keep_beyond_what_was_fed_is_refused(dense_target):
     runner.forward(mx.array(ROUND[:2]))
     with pytest.raises(RollbackError, match="cannot keep 3 of 2"):
         runner.commit_keep(3)
-
-
-@pytest.mark.parametrize("value_heads,mask", [(4, False), (8, True)])
-def test_stepwise_recurrence_is_mlx_lms_own_bit_for_bit(value_heads, mask):
-    B, T, key_heads, dim = 1, 5, 4, 16
-    keys = iter(mx.random.split(mx.random.key(3), 8))
-    q, k = (mx.random.normal((B, T, key_heads, dim), key=next(keys)) for _ in range(2))
-    v = mx.random.normal((B, T, value_heads, dim), key=next(keys))
-    a, b = (mx.random.normal((B, T, value_heads), key=next(keys)) for _ in range(2))
-    a_log, dt_bias = mx.random.normal((value_heads,), key=next(keys)), mx.random.normal((value_heads,), key=next(keys))
-    state = mx.random.normal((B, value_heads, dim, dim), key=next(keys))
-    m = mx.array([[True, True, False, True, True]]) if mask else None
-    y, states = gdn_capture.stepwise_update(q, k, v, a, b, a_log, dt_bias, state, m)
-    y_ref, state_ref = gated_delta.gated_delta_update(q, k, v, a, b, a_log, dt_bias, state, m)
-    assert mx.array_equal(y, y_ref).item() and mx.array_equal(states[-1], state_ref).item()
-    for r in range(1, T):
-        cut = [x[:, :r] for x in (q, k, v, a, b)]
-        _, state_r = gated_delta.gated_delta_update(*cut, a_log, dt_bias, state, None if m is None else m[:, :r])
-        assert mx.array_equal(states[r - 1], state_r).item(), f"state after {r} tokens differs"
