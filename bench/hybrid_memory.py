@@ -37,11 +37,11 @@ def kv_cache_bytes(runner) -> int:
     return sum(c.nbytes for c in runner.caches if not isinstance(c, ArraysCache))
 
 
-def peak(engine: Engine, ids, mode: str, k: int, n: int):
-    """Peak memory of one generation from empty caches."""
+def peak(engine: Engine, ids, mode: str, k: int, n: int, **options):
+    """Peak memory of one generation from empty caches (options: more GenerationConfig fields)."""
     engine.reset()
     mx.clear_cache()
-    result = engine.generate(ids, GenerationConfig(mode=mode, num_draft_tokens=k, max_tokens=n))
+    result = engine.generate(ids, GenerationConfig(mode=mode, num_draft_tokens=k, max_tokens=n, **options))
     assert len(result.tokens) == n, "the bench needs full-length generations"
     return result
 

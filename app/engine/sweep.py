@@ -44,6 +44,7 @@ class SweepConfig:
     prompts: tuple[SweepPrompt, ...] = field(default_factory=lambda: tuple(builtin_prompts()))
     allow_battery: bool = False
     tag: str | None = None
+    mtp_history: bool = False  # MTP only: the head attends over the whole sequence (GenerationConfig)
 
     def __post_init__(self):
         if self.mode not in ("draft", "mtp"):
@@ -69,7 +70,7 @@ class SweepConfig:
         """The GenerationConfig of the baseline cell (k None) or of draft length k."""
         if k is None:
             return GenerationConfig("baseline", max_tokens=self.max_tokens, temperature=self.temperature)
-        return GenerationConfig(self.mode, k, self.max_tokens, self.temperature)
+        return GenerationConfig(self.mode, k, self.max_tokens, self.temperature, mtp_history=self.mtp_history)
 
 
 def _folder(loaded) -> str:

@@ -27,6 +27,8 @@ def register(subparsers) -> None:
     drafter = p.add_mutually_exclusive_group(required=True)
     drafter.add_argument("--draft", help="local draft model folder")
     drafter.add_argument("--mtp", action="store_true", help="sweep the target's MTP head instead of a draft")
+    p.add_argument("--mtp-history", action="store_true",
+                   help="with --mtp: the head attends over the whole conversation (as in `generate --mtp-history`)")
     p.add_argument("--draft-tokens", type=_ks, default=(1, 2, 4, 8, 16), metavar="K,K,...",
                    help="draft lengths to try (default 1,2,4,8,16)")
     p.add_argument("--reps", type=int, default=5, help="measured runs per cell (default 5)")
@@ -63,7 +65,8 @@ def run_sweep(args) -> int:
 
     config = SweepConfig(mode="mtp" if args.mtp else "draft", ks=args.draft_tokens, reps=args.reps,
                          warmup=args.warmup, max_tokens=args.max_tokens, temperature=args.temperature,
-                         prompts=tuple(_prompts(args)), allow_battery=args.allow_battery, tag=args.tag)
+                         prompts=tuple(_prompts(args)), allow_battery=args.allow_battery, tag=args.tag,
+                         mtp_history=args.mtp_history)
     engine = Engine.load(args.target, args.draft)
     runner = SweepRunner(engine, config)  # the pair's folders come from the loaded engine
     bar = ProgressBar(sys.stderr)

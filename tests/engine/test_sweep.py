@@ -193,6 +193,15 @@ def test_mtp_without_a_head_fails_with_the_engines_reason(engine):
         runner(engine, config(mode="mtp")).run()
 
 
+@pytest.mark.parametrize("history", [False, True])
+def test_mtp_sweep_runs_the_head_with_or_without_history(mtp_partial, history):
+    engine = Engine.load(mtp_partial)
+    result = runner(engine, config(mode="mtp", ks=(2,), reps=1, warmup=0, mtp_history=history)).run()
+    assert result.settings["mtp_history"] is history
+    assert all(c.identical for p in result.prompts for c in p.cells)
+    assert (engine.drafters["mtp"].entries > 0) is history  # only a head with history keeps a cache
+
+
 def test_bad_settings_are_named():
     with pytest.raises(ConfigError, match="reps"):
         config(reps=0)
