@@ -124,7 +124,7 @@ class Paired:
     def row(self) -> str:
         """'a tok/s | b tok/s | ratio | CI' as markdown cells."""
         low, high = self.ci()
-        return f"{median(self.a):.1f} | {median(self.b):.1f} | {self.ratio:.3f} | {low:.3f}-{high:.3f}"
+        return f"{median(self.a):.1f} | {median(self.b):.1f} | {self.ratio:.4f} | {low:.3f}-{high:.3f}"
 
 
 def lockstep(steps_a, steps_b) -> tuple[float, float]:

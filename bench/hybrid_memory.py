@@ -23,8 +23,8 @@ GB = 1e9
 
 
 def weight_bytes(model) -> int:
-    """Bytes of a model's parameters."""
-    return sum(v.nbytes for _, v in tree_flatten(model.parameters()))
+    """Bytes of a model's parameters, each array counted once (a head may share the target's embedding)."""
+    return sum(v.nbytes for v in {id(v): v for _, v in tree_flatten(model.parameters())}.values())
 
 
 def recurrent_state_bytes(runner) -> int:
