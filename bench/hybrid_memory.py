@@ -64,12 +64,17 @@ def measure(target, draft, ids, k: int, n: int) -> dict:
     return row
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def memory_args(doc: str) -> argparse.Namespace:
+    """The memory benches' options: draft length K and the fixture target's shape."""
+    parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--layers", type=int, default=8)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = memory_args(__doc__)
     shape = dict(hidden=args.hidden, layers=args.layers, linear_heads=(16, 8, 64))
     pairs = {"same-size draft": build_pair("hybrid", 0.004, **shape),
              "2-layer draft": build_cheap_draft_pair("hybrid", draft_layers=2, noise=0.004, **shape)}

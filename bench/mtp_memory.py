@@ -11,14 +11,13 @@ Run: python bench/mtp_memory.py [--k 4]
 
 from __future__ import annotations
 
-import argparse
 import gc
 import shutil
 import tempfile
 from pathlib import Path
 
 import mlx.core as mx
-from hybrid_memory import GB, peak, recurrent_state_bytes, weight_bytes
+from hybrid_memory import GB, memory_args, peak, recurrent_state_bytes, weight_bytes
 
 from app.engine import Engine
 from tests.fixtures.mtp_models import build_hybrid_mtp
@@ -56,11 +55,7 @@ def measure(folder: Path, plain: Path, ids, k: int, n: int, history: bool) -> di
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--hidden", type=int, default=512)
-    parser.add_argument("--layers", type=int, default=8)
-    args = parser.parse_args()
+    args = memory_args(__doc__)
     root = Path(tempfile.mkdtemp(prefix="specchat-bench-mtp-memory-"))
     folder = build_hybrid_mtp(root / "model", head="agree", fc_noise=0.3, hidden=args.hidden, layers=args.layers)
     plain = without_head(folder, root / "no_head")
