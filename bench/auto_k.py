@@ -13,6 +13,8 @@ Run: python bench/auto_k.py [--runs 5] [--tokens 96] [--real-tokens 64] [--ks 1 
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 
 import mlx.core as mx
 from common import REAL_MODEL, build_cheap_draft_pair, build_model, first_layers_copy, median
@@ -20,7 +22,7 @@ from common import REAL_MODEL, build_cheap_draft_pair, build_model, first_layers
 from app.engine import Engine, GenerationConfig
 from app.engine.sweep_prompts import OPEN, STRUCTURED
 
-FIXED_K = [1, 2, 4, 8]
+FIXED_K = (1, 2, 4, 8)
 
 
 def timed(engine: Engine, ids, mode: str, k, n: int):
@@ -30,9 +32,9 @@ def timed(engine: Engine, ids, mode: str, k, n: int):
     return result.tokens, result.stats.decode_tokens_per_s, result.stats.mean_k
 
 
-def compare(engine: Engine, ids, mode: str, runs: int, n: int) -> dict:
-    """Median tok/s of plain decoding, each fixed K and auto, in alternating runs."""
-    cells = [("baseline", 1)] + [(mode, k) for k in FIXED_K] + [(mode, "auto")]
+def compare(engine: Engine, ids, mode: str, ks, runs: int, n: int) -> dict:
+    """Median tok/s of plain decoding, each fixed K in ks and auto, the cell order rotating each run."""
+    cells = [("baseline", 1)] + [(mode, k) for k in ks] + [(mode, "auto")]
     speeds = {cell: [] for cell in cells}
     reference = timed(engine, ids, "baseline", 1, n)[0]
     mean_k = 0.0
@@ -45,7 +47,7 @@ def compare(engine: Engine, ids, mode: str, runs: int, n: int) -> dict:
             speeds[cell].append(tps)
             mean_k = k_used if cell[1] == "auto" else mean_k
     med = {cell: median(v) for cell, v in speeds.items()}
-    best_fixed = max(FIXED_K, key=lambda k: med[(mode, k)])
+    best_fixed = max(ks, key=lambda k: med[(mode, k)])
     return {"plain": med[("baseline", 1)], "best_k": best_fixed, "best": med[(mode, best_fixed)],
             "auto": med[(mode, "auto")], "mean_k": mean_k}
 
@@ -68,9 +70,6 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", choices=["fixture", "real"], default=["fixture", "real"])
     parser.add_argument("--real-prompts", nargs="+", choices=list(REAL_PROMPTS), default=list(REAL_PROMPTS))
     args = parser.parse_args()
-    FIXED_K[:] = args.ks
-    target, agreeing = build_cheap_draft_pair("dense", hidden=384, layers=16, draft_layers=2, noise=0.02)
-    unrelated = build_model(target.parent / "unrelated", "dense", seed=7, hidden=384, layers=2)
     if "fixture" in args.cases:
         print(f"fixtures: dense target 16 layers (hidden 384), draft 2 layers; {args.tokens} tokens")
     if "real" in args.cases:
@@ -80,27 +79,40 @@ def main() -> None:
     print("| situation | plain tok/s | best fixed K | its tok/s | auto tok/s | auto mean K | auto / best fixed "
           "| auto / plain |")
     print("|---|---|---|---|---|---|---|---|")
-    cases = [("fixture, predictable: agreeing draft, structured prompt", target, agreeing, "draft", STRUCTURED),
-             ("fixture, open: unrelated draft, open prompt", target, unrelated, "draft", OPEN),
-             ("fixture, prompt lookup, text that repeats", target, None, "lookup", "one two three four. " * 6)]
-    for label, tgt, draft, mode, text in cases if "fixture" in args.cases else []:
-        engine = Engine.load(tgt, draft)
-        _report(label, engine, list(engine.tokenizer.encode(text)), mode, args.runs, args.tokens)
-    if "real" not in args.cases:
-        return
+    if "fixture" in args.cases:
+        _fixture_rows(args)
+    if "real" in args.cases:
+        _real_rows(args)
+
+
+def _fixture_rows(args) -> None:
+    """The three situations on fixture models built here."""
+    target, agreeing = build_cheap_draft_pair("dense", hidden=384, layers=16, draft_layers=2, noise=0.02)
+    unrelated = build_model(target.parent / "unrelated", "dense", seed=7, hidden=384, layers=2)
+    cases = [("fixture, predictable: agreeing draft, structured prompt", agreeing, "draft", STRUCTURED),
+             ("fixture, open: unrelated draft, open prompt", unrelated, "draft", OPEN),
+             ("fixture, prompt lookup, text that repeats", None, "lookup", "one two three four. " * 6)]
+    for label, draft, mode, text in cases:
+        engine = Engine.load(target, draft)
+        _report(label, engine, list(engine.tokenizer.encode(text)), mode, args)
+
+
+def _real_rows(args) -> None:
+    """The chosen prompts on the real model, its early-exit copy drafting."""
     if not (REAL_MODEL / "config.json").is_file():
         print(f"(real model not found at {REAL_MODEL}: skipped)")
         return
-    early = first_layers_copy(REAL_MODEL, args.real_draft_layers, target.parent / "real_early_exit")
+    folder = Path(tempfile.mkdtemp(prefix="specchat-bench-early-exit-"))
+    early = first_layers_copy(REAL_MODEL, args.real_draft_layers, folder)
     for name in args.real_prompts:
         label, mode, text = REAL_PROMPTS[name]
         engine = Engine.load(REAL_MODEL, early if mode == "draft" else None)
         ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
-        _report(label, engine, list(ids), mode, args.runs, args.real_tokens)
+        _report(label, engine, list(ids), mode, args, real=True)
 
 
-def _report(label: str, engine: Engine, ids: list[int], mode: str, runs: int, tokens: int) -> None:
-    r = compare(engine, ids, mode, runs, tokens)
+def _report(label: str, engine: Engine, ids: list[int], mode: str, args, real: bool = False) -> None:
+    r = compare(engine, ids, mode, args.ks, args.runs, args.real_tokens if real else args.tokens)
     print(f"| {label} | {r['plain']:.1f} | {r['best_k']} | {r['best']:.1f} | {r['auto']:.1f} | "
           f"{r['mean_k']:.1f} | {r['auto'] / r['best']:.2f} | {r['auto'] / r['plain']:.2f} |", flush=True)
 
