@@ -17,6 +17,7 @@ from common import build_cheap_draft_pair, engine_steps, lockstep_pairs, paired_
 from mlx_lm.generate import generate_step, speculative_generate_step
 
 from app.engine import Engine, GenerationConfig
+from tests.fixtures.model_work import counting
 
 PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
 
@@ -72,9 +73,10 @@ def main() -> None:
     print(f"dense pair: qwen3 hidden={args.hidden}, target {args.layers} layers, draft = its first 2 layers "
           f"+ {args.noise:.0%} noise; {args.tokens} tokens, {args.pairs} pairs of back-to-back runs, "
           f"MLX device {mx.default_device()}")
-    print("| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm (median of pairs) | 95% CI | acceptance |")
+    print("| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm (median of pairs) | 95% CI | acceptance "
+          "| rows fed to target, draft: ours / mlx-lm |")
     # K > 0: lockstep pairs; K = 0: whole runs back to back
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for k in (0, 2, 4):
         reference = run_mlx_lm(engine, ids, k, args.tokens)[0]
         run_ours(engine, ids, k, args.tokens)  # warm up both
@@ -88,7 +90,18 @@ def main() -> None:
         stats = engine.generate(ids, GenerationConfig(mode="draft" if k else "baseline", num_draft_tokens=max(k, 1),
                                                       max_tokens=args.tokens)).stats
         label = f"{k}" if k else "0 (plain decoding vs generate_step)"
-        print(f"| {label} | {speeds.row()} | {stats.acceptance_rate:.0%} |", flush=True)
+        print(f"| {label} | {speeds.row()} | {stats.acceptance_rate:.0%} | {work_row(engine, ids, k, args.tokens)} |",
+              flush=True)
+
+
+def work_row(engine: Engine, ids: list[int], k: int, n: int) -> str:
+    """Token rows each loop fed to the target and the draft in one generation: the arithmetic it asked for."""
+    models = (engine.target.model, engine.draft.model)
+    with counting(*models) as ours:
+        run_ours(engine, ids, k, n)
+    with counting(*models) as theirs:
+        run_mlx_lm(engine, ids, k, n)
+    return f"{ours[0].rows}, {ours[1].rows} / {theirs[0].rows}, {theirs[1].rows}"
 
 
 def _speed(run, engine: Engine, ids: list[int], k: int, n: int, reference: list[int]) -> float:

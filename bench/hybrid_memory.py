@@ -11,6 +11,7 @@ Run: python bench/hybrid_memory.py [--k 4]
 from __future__ import annotations
 
 import argparse
+import gc
 
 import mlx.core as mx
 from common import build_cheap_draft_pair, build_pair
@@ -40,6 +41,7 @@ def kv_cache_bytes(runner) -> int:
 def peak(engine: Engine, ids, mode: str, k: int, n: int, **options):
     """Peak memory of one generation from empty caches (options: more GenerationConfig fields)."""
     engine.reset()
+    gc.collect()  # engines hold reference cycles: a dropped one must not count in this peak
     mx.clear_cache()
     result = engine.generate(ids, GenerationConfig(mode=mode, num_draft_tokens=k, max_tokens=n, **options))
     assert len(result.tokens) == n, "the bench needs full-length generations"

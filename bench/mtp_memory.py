@@ -11,7 +11,6 @@ Run: python bench/mtp_memory.py [--k 4]
 
 from __future__ import annotations
 
-import gc
 import shutil
 import tempfile
 from pathlib import Path
@@ -36,13 +35,11 @@ def head_cache_bytes(engine: Engine) -> int:
 
 def measure(folder: Path, plain: Path, ids, k: int, n: int, history: bool) -> dict:
     """Baseline (no head) and MTP-mode peaks of one length, and the parts of the budget."""
-    gc.collect()  # engines hold reference cycles: collect the last ones before measuring
     base_engine = Engine.load(plain)
     assert base_engine.available_modes()["mtp"] is not None, "the baseline copy must not hold the head"
     base = peak(base_engine, ids, "baseline", k, n)
     plain_weights = weight_bytes(base_engine.target.model)
     del base_engine
-    gc.collect()
     engine = Engine.load(folder)
     spec = peak(engine, ids, "mtp", k, n, mtp_history=history)
     assert spec.tokens == base.tokens, "MTP output differs from baseline"
