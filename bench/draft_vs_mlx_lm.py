@@ -17,6 +17,7 @@ from common import build_cheap_draft_pair, engine_steps, lockstep_pairs, paired_
 from mlx_lm.generate import generate_step, speculative_generate_step
 
 from app.engine import Engine, GenerationConfig
+from tests.engine.helpers import until_stop
 from tests.fixtures.model_work import counting
 
 PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
@@ -39,21 +40,16 @@ def run_mlx_lm(engine: Engine, ids: list[int], k: int, n: int) -> tuple[list[int
                                           num_draft_tokens=k, max_tokens=n)
     else:
         steps = generate_step(mx.array(ids), engine.target.model, max_tokens=n)
-    tokens = []
-    for token, *_ in steps:
-        if token in engine.tokenizer.eos_token_ids:
-            break
-        tokens.append(token)
+    tokens = list(until_stop(steps, engine.tokenizer.eos_token_ids))
     return tokens, time.perf_counter() - start
 
 
 def mlx_lm_steps(engine: Engine, ids: list[int], k: int, n: int, reference: list[int]):
     """mlx-lm's speculative_generate_step, yielding each token as it comes."""
     tokens = []
-    for token, *_ in speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
-                                               num_draft_tokens=k, max_tokens=n):
-        if token in engine.tokenizer.eos_token_ids:
-            break
+    steps = speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
+                                      num_draft_tokens=k, max_tokens=n)
+    for token in until_stop(steps, engine.tokenizer.eos_token_ids):
         tokens.append(token)
         yield 1
     assert tokens == reference, f"K={k}: outputs differ"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import mlx.core as mx
-from mlx_lm.generate import generate_step
+from mlx_lm.generate import generate_step, speculative_generate_step
 
 from app.engine import Engine, GenerationConfig
 
@@ -15,14 +17,25 @@ def prompt_ids(engine: Engine, text: str = PROMPT) -> list[int]:
     return list(engine.tokenizer.encode(text))
 
 
+def until_stop(steps, stop_ids) -> Iterator[int]:
+    """The tokens of an mlx-lm step generator, up to (without) the first stop token."""
+    for token, *_ in steps:
+        if token in stop_ids:
+            return
+        yield token
+
+
 def mlx_lm_greedy(engine: Engine, ids: list[int], n: int) -> list[int]:
     """mlx-lm's own generate_step output, cut at the first stop token."""
-    out = []
-    for token, _ in generate_step(mx.array(ids), engine.target.model, max_tokens=n):
-        if token in engine.tokenizer.eos_token_ids:
-            break
-        out.append(token)
-    return out
+    steps = generate_step(mx.array(ids), engine.target.model, max_tokens=n)
+    return list(until_stop(steps, engine.tokenizer.eos_token_ids))
+
+
+def mlx_lm_speculative(engine: Engine, ids: list[int], k: int, n: int) -> list[int]:
+    """mlx-lm's speculative_generate_step on the engine's pair, cut at the first stop token."""
+    steps = speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
+                                      num_draft_tokens=k, max_tokens=n)
+    return list(until_stop(steps, engine.tokenizer.eos_token_ids))
 
 
 def greedy(mode: str = "baseline", k: int = 4, n: int = 40, **kw) -> GenerationConfig:

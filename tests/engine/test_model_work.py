@@ -6,23 +6,11 @@ so the work itself is checked here, exactly: token rows fed to the target and to
 
 import mlx.core as mx
 import pytest
-from mlx_lm.generate import speculative_generate_step
 
 from app.engine import Engine
 from tests.fixtures.model_work import counting
 
-from .helpers import greedy, prompt_ids
-
-
-def mlx_lm_speculative(engine: Engine, ids: list[int], k: int, n: int) -> list[int]:
-    """mlx-lm's speculative_generate_step on the engine's pair, cut at the first stop token."""
-    out = []
-    for token, *_ in speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
-                                               num_draft_tokens=k, max_tokens=n):
-        if token in engine.tokenizer.eos_token_ids:
-            break
-        out.append(token)
-    return out
+from .helpers import greedy, mlx_lm_speculative, prompt_ids
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 6])
