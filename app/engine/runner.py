@@ -44,6 +44,7 @@ class ModelRunner:
         self._fed: list[mx.array] = []
         self._txn: Transaction | None = None
         self._checkpoints: list[tuple[int, list]] = []
+        self._prefix_of: list[int] | None = None  # a sequence the held tokens are known to begin
         # When set, every forward pass also hands (first position, hidden states (T, H)) to it;
         # the model must accept return_hidden=True (an mlx-optiq MTP-attached model does).
         self.hidden_sink: Callable[[int, mx.array], None] | None = None
@@ -52,6 +53,7 @@ class ModelRunner:
         """Forget everything: fresh caches, no tokens."""
         self.caches = make_prompt_cache(self.model, self.max_kv_size)
         self._tokens, self._lazy, self._fed, self._txn, self._checkpoints = [], [], [], None, []
+        self._prefix_of = None
 
     @property
     def tokens(self) -> list[int]:
@@ -63,7 +65,16 @@ class ModelRunner:
 
     @tokens.setter
     def tokens(self, value: list[int]) -> None:
-        self._tokens, self._lazy = list(value), []
+        self._tokens, self._lazy, self._prefix_of = list(value), [], None
+
+    def _agreement(self, seq: list[int]) -> int:
+        """How many held tokens agree with seq. The sequence the last prepare() synced with is only ever
+        appended to (LoopContext.take), so for it this is free; any other is compared token by token:
+        a round then costs O(K), not O(conversation length)."""
+        held = self.tokens
+        if seq is self._prefix_of and len(held) <= len(seq):
+            return len(held)
+        return common_prefix_len(held, seq)
 
     def forward(self, tokens: mx.array) -> mx.array:
         """Feed tokens (1-D) and return logits for every position, shape (T, V)."""
@@ -87,6 +98,7 @@ class ModelRunner:
 
     def prefill(self, tokens: list[int], progress: Callable[[int, int], None] | None = None) -> None:
         """Process tokens in chunks, outside any round, and checkpoint the end."""
+        self._prefix_of = None
         for start in range(0, len(tokens), PREFILL_CHUNK):
             chunk = tokens[start : start + PREFILL_CHUNK]
             _, hidden = self._call(mx.array(chunk, dtype=mx.uint32))
@@ -99,11 +111,13 @@ class ModelRunner:
 
     def prepare(self, seq: list[int], progress=None, leave: int = 1) -> list[int]:
         """Bring the caches to a prefix of seq; prefill all but the last `leave` missing tokens and return
-        those (at least one): a caller that feeds them with its next pass saves a call and a wait."""
-        keep = min(common_prefix_len(self.tokens, seq), len(seq) - 1)
+        those (at least one): a caller that feeds them with its next pass saves a call and a wait.
+        While rounds run on seq, the caller may only append to it (see _agreement)."""
+        keep = min(self._agreement(seq), len(seq) - 1)
         if keep < len(self.tokens):
             self.rewind(keep)
         self.prefill(seq[len(self.tokens) : max(len(seq) - leave, len(self.tokens))], progress)
+        self._prefix_of = seq
         return seq[len(self.tokens) :]
 
     def begin(self) -> None:
@@ -115,7 +129,10 @@ class ModelRunner:
         """Close the round keeping what agrees with seq (all but its last token); returns tokens kept."""
         fed = [t for arr in self._fed for t in arr.tolist()]
         held = self.tokens
-        keep = max(min(common_prefix_len(held + fed, seq), len(seq) - 1) - len(held), 0)
+        agree = self._agreement(seq)
+        if agree == len(held):  # the held tokens begin seq: only this round's need comparing
+            agree += common_prefix_len(fed, seq[agree : agree + len(fed)])
+        keep = max(min(agree, len(seq) - 1) - len(held), 0)
         self._close(keep)
         held.extend(fed[:keep])
         return keep
@@ -125,6 +142,7 @@ class ModelRunner:
         if keep:
             fed = self._fed[0] if len(self._fed) == 1 else mx.concatenate(self._fed)
             self._lazy.append(fed[:keep])
+            self._prefix_of = None  # kept before the loop appends them to its sequence
         self._close(keep)
         return keep
 

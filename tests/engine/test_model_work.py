@@ -7,10 +7,11 @@ so the work itself is checked here, exactly: token rows fed to the target and to
 import mlx.core as mx
 import pytest
 
-from app.engine import Engine
+from app.engine import Engine, runner
+from app.engine.runner import common_prefix_len
 from tests.fixtures.model_work import counting
 
-from .helpers import greedy, mlx_lm_speculative, prompt_ids
+from .helpers import PROMPT, greedy, mlx_lm_speculative, prompt_ids
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 6])
@@ -37,3 +38,24 @@ def test_counting_sees_rows_fed_and_restores_the_model(dense_target):
         model(mx.array([[4]]))
     assert (work.calls, work.rows) == (2, 4)
     assert type(model).__name__ == "Model"
+
+
+@pytest.mark.parametrize("mode", ["baseline", "draft"])
+def test_rounds_compare_their_own_tokens_not_the_whole_conversation(monkeypatch, dense_target,
+                                                                    dense_draft_partial, mode):
+    # Each runner checks its cache against the sequence once per generation; a round after that
+    # compares only the tokens it fed (mlx-lm's loop keeps counts; a long chat must not cost more).
+    compared = []
+
+    def recording(a, b):
+        compared.append(min(len(a), len(b)))
+        return common_prefix_len(a, b)
+
+    monkeypatch.setattr(runner, "common_prefix_len", recording)
+    engine = Engine.load(dense_target, dense_draft_partial)
+    ids = prompt_ids(engine, PROMPT * 12)
+    result = engine.generate(ids, greedy(mode, 4, n=40))
+    assert len(ids) > 100 and len(result.tokens) == 40
+    assert 0 < result.stats.acceptance_rate < 1 or mode == "baseline"
+    long = [n for n in compared if n > 8]
+    assert len(long) <= (2 if mode == "draft" else 1), long
