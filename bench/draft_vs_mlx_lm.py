@@ -14,10 +14,10 @@ import time
 
 import mlx.core as mx
 from common import build_cheap_draft_pair, engine_steps, lockstep_pairs, paired_runs
-from mlx_lm.generate import generate_step, speculative_generate_step
+from mlx_lm.generate import generate_step
 
 from app.engine import Engine, GenerationConfig
-from tests.engine.helpers import until_stop
+from tests.engine.helpers import mlx_lm_speculative_tokens, until_stop
 from tests.fixtures.model_work import counting
 
 PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
@@ -36,20 +36,17 @@ def run_mlx_lm(engine: Engine, ids: list[int], k: int, n: int) -> tuple[list[int
     """The same generation through mlx-lm's speculative_generate_step (generate_step for k=0)."""
     start = time.perf_counter()
     if k:
-        steps = speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
-                                          num_draft_tokens=k, max_tokens=n)
+        tokens = list(mlx_lm_speculative_tokens(engine, ids, k, n))
     else:
         steps = generate_step(mx.array(ids), engine.target.model, max_tokens=n)
-    tokens = list(until_stop(steps, engine.tokenizer.eos_token_ids))
+        tokens = list(until_stop(steps, engine.tokenizer.eos_token_ids))
     return tokens, time.perf_counter() - start
 
 
 def mlx_lm_steps(engine: Engine, ids: list[int], k: int, n: int, reference: list[int]):
     """mlx-lm's speculative_generate_step, yielding each token as it comes."""
     tokens = []
-    steps = speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
-                                      num_draft_tokens=k, max_tokens=n)
-    for token in until_stop(steps, engine.tokenizer.eos_token_ids):
+    for token in mlx_lm_speculative_tokens(engine, ids, k, n):
         tokens.append(token)
         yield 1
     assert tokens == reference, f"K={k}: outputs differ"

@@ -31,11 +31,16 @@ def mlx_lm_greedy(engine: Engine, ids: list[int], n: int) -> list[int]:
     return list(until_stop(steps, engine.tokenizer.eos_token_ids))
 
 
-def mlx_lm_speculative(engine: Engine, ids: list[int], k: int, n: int) -> list[int]:
-    """mlx-lm's speculative_generate_step on the engine's pair, cut at the first stop token."""
+def mlx_lm_speculative_tokens(engine: Engine, ids: list[int], k: int, n: int) -> Iterator[int]:
+    """mlx-lm's speculative_generate_step on the engine's pair, token by token, up to the first stop token."""
     steps = speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
                                       num_draft_tokens=k, max_tokens=n)
-    return list(until_stop(steps, engine.tokenizer.eos_token_ids))
+    return until_stop(steps, engine.tokenizer.eos_token_ids)
+
+
+def mlx_lm_speculative(engine: Engine, ids: list[int], k: int, n: int) -> list[int]:
+    """mlx-lm's speculative_generate_step output on the engine's pair, cut at the first stop token."""
+    return list(mlx_lm_speculative_tokens(engine, ids, k, n))
 
 
 def greedy(mode: str = "baseline", k: int = 4, n: int = 40, **kw) -> GenerationConfig:
