@@ -33,7 +33,7 @@ class Settings:
     draft_path: str | None = None
     mode: Mode = "baseline"
     num_draft_tokens: int | Literal["auto"] = 4
-    mtp_history: bool = False  # the MTP head attends over the conversation (see GenerationConfig)
+    mtp_history: bool = False  # True: the MTP head attends over the conversation (see GenerationConfig)
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
