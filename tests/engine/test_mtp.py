@@ -111,6 +111,28 @@ def test_head_cache_equals_feeding_only_the_kept_positions(engines):
     assert_head_equals_a_clean_pass(engine)
 
 
+def test_with_history_a_round_compares_only_its_own_tokens(monkeypatch, engines):
+    # The head checks what it has seen against the sequence once per generation, then only appends:
+    # a long conversation must not make every round cost O(its length).
+    from app.engine import mtp
+
+    compared = []
+
+    def recording(a, b):
+        compared.append(min(len(a), len(b)))
+        return mtp_common_prefix_len(a, b)
+
+    mtp_common_prefix_len = mtp.common_prefix_len
+    engine = engines["mtp_partial"]
+    ids = prompt_ids(engine, PROMPT_TEXT * 12)
+    first = engine.generate(ids, greedy("mtp", 3, n=8, mtp_history=True)).tokens
+    monkeypatch.setattr(mtp, "common_prefix_len", recording)
+    result = engine.generate(ids + first, greedy("mtp", 3, n=30, mtp_history=True))
+    assert len(ids) > 100 and 0 < result.stats.acceptance_rate < 1 and result.stats.rounds > 5
+    assert len([n for n in compared if n > 8]) <= 1, compared
+    assert_head_equals_a_clean_pass(engine)
+
+
 def test_positions_decoded_without_the_head_are_replayed_for_it(mtp_partial, engines):
     engine = engines["mtp_partial"]
     ids = prompt_ids(engine)
