@@ -107,6 +107,21 @@ def test_plotted_data_equals_the_stream_and_its_stats(qtbot, paths, recorded_str
     assert not dash.throughput.empty.isVisibleTo(dash)
 
 
+def test_round_axes_tick_whole_rounds_only(qtbot, paths, recorded_stream):
+    dash = make_dashboard(qtbot, paths)
+    feed(dash, [e for e in recorded_stream if isinstance(e, RoundResult)][:4])
+    dash.show()
+    dash.redraw()
+    for card in (dash.throughput, dash.acceptance):
+        item = card.plot.getPlotItem()
+        qtbot.waitUntil(lambda: item.viewRange()[0][1] > 2.5)  # the view follows the data when it paints
+        low, high = item.viewRange()[0]
+        assert low < 0.5 and high < 4  # rounds 0..3: pyqtgraph alone would tick 0.5, 1.5, ...
+        axis = item.getAxis("bottom")
+        ticks = [v for _, values in axis.tickValues(low, high, axis.width()) for v in values]
+        assert ticks and all(v == round(v) for v in ticks), ticks
+
+
 def test_charts_redraw_on_the_timer_not_per_event(qtbot, paths, recorded_stream):
     dash = make_dashboard(qtbot, paths, redraw_ms=100_000)
     feed(dash, recorded_stream)
@@ -203,6 +218,25 @@ def test_memory_over_time_and_weights_marked(qtbot, paths):
     assert dash.memory_chart.weights_line.value() == pytest.approx(1.2)
     assert dash.memory_chart.weights_line.isVisible()
     assert dash.tiles["memory"].value.text() == "1.30 GB" and "weights 1.20 GB" in dash.tiles["memory"].sub.text()
+
+
+def test_charts_over_time_show_the_last_minute_until_they_span_more(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    dash.show()
+    item = dash.memory_chart.plot.getPlotItem()
+    first, last = 1_700_000_001.0, 1_700_000_003.0
+    for _ in range(3):  # 2 s of readings: a minute of clock times, newest at the right
+        dash.poller.sample_memory()
+    dash.redraw()
+    qtbot.waitUntil(lambda: item.viewRange()[0][1] >= last)
+    low, high = item.viewRange()[0]
+    assert low <= last - 60 and high < last + 3
+    for _ in range(70):  # 72 s of readings: all of them
+        dash.poller.sample_memory()
+    dash.redraw()
+    qtbot.waitUntil(lambda: item.viewRange()[0][1] >= first + 71)
+    low, high = item.viewRange()[0]
+    assert first - 5 < low <= first
 
 
 def test_baseline_is_requested_cached_and_remeasurable(qtbot, paths):

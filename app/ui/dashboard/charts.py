@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
@@ -18,6 +20,7 @@ TEAL = "#0e9f9a"
 ORANGE = "#e07b00"
 RED = "#d64545"
 GREY = "#9aa1ab"
+MIN_TIME_SPAN_S = 60  # the narrowest time window a chart over time shows
 CARD_STYLE = (f"ChartCard {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
               f" QLabel#chartTitle {{ color: {theme.TEXT}; font-weight: 600; }}"
               f" QLabel#chartCaption, QLabel#chartLegend {{ color: {theme.MUTED}; font-size: 11px; }}"
@@ -30,9 +33,22 @@ def pen(color: str, width: float = 2.0, dashed: bool = False):
     return pg.mkPen(color=color, width=width, style=style)
 
 
+class CountAxis(pg.AxisItem):
+    """An axis for counts (rounds, draft lengths): ticks at whole numbers only, never "2.5"."""
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph's names)
+        levels = [(spacing, [v for v in values if abs(v - round(v)) < 1e-6])
+                  for spacing, values in super().tickValues(minVal, maxVal, size) if spacing >= 1]
+        if not levels:  # a range under two units: every whole number in it
+            levels = [(1.0, [float(v) for v in range(math.ceil(minVal), math.floor(maxVal) + 1)])]
+        return levels
+
+
 def make_plot(y_label: str, x_label: str = "", date_axis: bool = False) -> pg.PlotWidget:
-    """A white plot with a light grid and muted axes (the legend lives in the card's header)."""
-    axes = {"bottom": pg.DateAxisItem(orientation="bottom")} if date_axis else {}
+    """A white plot with a light grid and muted axes (the legend lives in the card's header).
+    The x axis shows dates (date_axis) or, when labelled, counts."""
+    bottom = pg.DateAxisItem(orientation="bottom") if date_axis else CountAxis(orientation="bottom")
+    axes = {"bottom": bottom} if date_axis or x_label else {}
     plot = pg.PlotWidget(axisItems=axes)
     plot.setBackground("w")
     plot.setMinimumHeight(170)
@@ -80,6 +96,7 @@ class ChartCard(QFrame):
         super().__init__(parent)
         self.setStyleSheet(CARD_STYLE)
         self.plot = plot
+        self._recent_window = False  # show_times: the x range is the last minute, set by hand
         self.title = QLabel(title, objectName="chartTitle")
         self.legend = QLabel(legend_html(list(legend)), objectName="chartLegend")
         self.caption = QLabel("", objectName="chartCaption")
@@ -102,6 +119,17 @@ class ChartCard(QFrame):
         column.setSpacing(4)
         column.addLayout(header)
         column.addLayout(body, 1)
+
+    def show_times(self, t) -> None:
+        """Charts over time: until the readings span a minute, show the last minute with the newest
+        at the right edge (not a second's fractions around one reading); then all of them."""
+        item = self.plot.getPlotItem()
+        if len(t) and t[-1] - t[0] < MIN_TIME_SPAN_S:
+            item.setXRange(t[-1] - MIN_TIME_SPAN_S, t[-1], padding=0.02)
+            self._recent_window = True
+        elif self._recent_window:
+            item.enableAutoRange(x=True)
+            self._recent_window = False
 
     def set_empty(self, text: str | None) -> None:
         """Show a note over the plot (None hides it); an empty plot hides its meaningless tick values."""

@@ -104,6 +104,7 @@ class MemoryChart(ChartCard):
         data = samples.array()
         for name, curve in self.curves.items():
             set_curve(curve, data[:, 0], data[:, MEMORY_COLUMNS.index(name)] / GB)
+        self.show_times(data[:, 0])
 
     def set_weights(self, n_bytes: int | None) -> None:
         """Mark the loaded weights' size (None hides the line)."""
@@ -137,3 +138,4 @@ class PowerChart(ChartCard):
         t, percent, on_battery = data[:, 0], data[:, 1], data[:, 2]
         set_curve(self.ac_curve, t, np.where(on_battery == 0, percent, np.nan))
         set_curve(self.battery_curve, t, np.where(on_battery == 1, percent, np.nan))
+        self.show_times(t)
