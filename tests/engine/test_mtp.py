@@ -9,8 +9,9 @@ import pytest
 from mlx_lm.utils import load as mlx_load
 
 from app.cli import build_parser, generation_config
-from app.engine import ConfigError, Engine, EngineError, GenerationConfig
+from app.engine import ConfigError, Engine, EngineError, GenerationConfig, mtp
 from app.engine.mtp_detect import detect_mtp
+from app.engine.runner import common_prefix_len
 from app.engine.sampling import Sampler
 from tests.fixtures.tiny_models import _write_json
 
@@ -114,15 +115,12 @@ def test_head_cache_equals_feeding_only_the_kept_positions(engines):
 def test_with_history_a_round_compares_only_its_own_tokens(monkeypatch, engines):
     # The head checks what it has seen against the sequence once per generation, then only appends:
     # a long conversation must not make every round cost O(its length).
-    from app.engine import mtp
-
     compared = []
 
     def recording(a, b):
         compared.append(min(len(a), len(b)))
-        return mtp_common_prefix_len(a, b)
+        return common_prefix_len(a, b)
 
-    mtp_common_prefix_len = mtp.common_prefix_len
     engine = engines["mtp_partial"]
     ids = prompt_ids(engine, PROMPT_TEXT * 12)
     first = engine.generate(ids, greedy("mtp", 3, n=8, mtp_history=True)).tokens
