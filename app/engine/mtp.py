@@ -28,7 +28,7 @@ from .drafters import Draft
 from .errors import ModelLoadError
 from .mtp_detect import MtpSupport, detect_mtp
 from .rollback import Transaction
-from .runner import PREFILL_CHUNK, ModelRunner, common_prefix_len
+from .runner import PREFILL_CHUNK, ModelRunner, held_agreement
 from .sampling import Sampler
 
 
@@ -104,7 +104,7 @@ class MtpDrafter:
         self.model = target.model
         self.cache = self.model.make_mtp_cache()
         self.seen: list[int] = []  # the tokens the head's m entries depend on: seq[:m + 1]
-        self._seen_of: list[int] | None = None  # a sequence `seen` is known to begin (see _agreement)
+        self._seen_of: list[int] | None = None  # a sequence `seen` is known to begin (held_agreement)
         self.rows = HiddenRows()
         # True: the head attends over the whole sequence through its KV cache, as it was trained.
         # False: each head step sees only its own position, as mlx-optiq drafts: one head position
@@ -207,12 +207,13 @@ class MtpDrafter:
 
     def _sync(self, seq: list[int]) -> int:
         """Roll the head back to what agrees with seq; make sure the target's hidden states it needs exist."""
-        agree = max(self._agreement(seq) - 1, 0)
+        agree = max(held_agreement(self.seen, seq, self._seen_of) - 1, 0)
         keep = min(self.entries, agree, max(len(seq) - 2, 0))
         if keep < self.entries:
             for c in self.cache:
                 c.trim(c.offset - keep)
-            self.seen, self._seen_of = (seq[: keep + 1] if keep else []), None
+            self.seen = seq[: keep + 1] if keep else []
+        self._seen_of = seq  # seen now begins seq (kept entries agree with it)
         self.rows.drop_before(keep)
         self._ensure_rows(seq, keep)
         return keep
@@ -229,21 +230,9 @@ class MtpDrafter:
                 raise ModelLoadError("the target's hidden states did not reach the MTP head; "
                                      "is ModelRunner.hidden_sink set to MtpDrafter.receive_hidden?")
 
-    def _agreement(self, seq: list[int]) -> int:
-        """How many of `seen` agree with seq: free for the loop's own sequence, which rounds only append
-        to (as ModelRunner._agreement), so a round costs O(K), not O(conversation length)."""
-        if seq is self._seen_of and len(self.seen) <= len(seq):
-            return len(self.seen)
-        return common_prefix_len(self.seen, seq)
-
     def _consumed(self, seq: list[int], entries: int) -> None:
-        """The head's cache now holds `entries` positions of seq: remember the tokens they depend on."""
-        want = entries + 1 if entries else 0
-        if seq is self._seen_of and len(self.seen) <= want:
-            self.seen.extend(seq[len(self.seen) : want])
-        else:
-            self.seen = list(seq[:want])
-        self._seen_of = seq
+        """After _sync(seq), the head's cache holds `entries` positions of seq: add the tokens they depend on."""
+        self.seen.extend(seq[len(self.seen) : entries + 1 if entries else 0])
         self.rows.drop_before(entries)
 
     def _repeat_last(self, seq: list[int], k: int, sampler: Sampler) -> Draft:

@@ -26,6 +26,15 @@ def common_prefix_len(a, b) -> int:
     return n
 
 
+def held_agreement(held: list[int], seq: list[int], prefix_of: list[int] | None) -> int:
+    """How many of `held` agree with seq. `prefix_of` is a sequence held is known to begin, and rounds only
+    ever append to it (LoopContext.take): for it this is free; any other seq is compared token by token.
+    So a round costs O(K), not O(conversation length)."""
+    if seq is prefix_of and len(held) <= len(seq):
+        return len(held)
+    return common_prefix_len(held, seq)
+
+
 class ModelRunner:
     """Runs one model over a token sequence; rounds are transactions on its caches."""
 
@@ -68,13 +77,8 @@ class ModelRunner:
         self._tokens, self._lazy, self._prefix_of = list(value), [], None
 
     def _agreement(self, seq: list[int]) -> int:
-        """How many held tokens agree with seq. The sequence the last prepare() synced with is only ever
-        appended to (LoopContext.take), so for it this is free; any other is compared token by token:
-        a round then costs O(K), not O(conversation length)."""
-        held = self.tokens
-        if seq is self._prefix_of and len(held) <= len(seq):
-            return len(held)
-        return common_prefix_len(held, seq)
+        """How many held tokens agree with seq (free for the sequence the last prepare() synced with)."""
+        return held_agreement(self.tokens, seq, self._prefix_of)
 
     def forward(self, tokens: mx.array) -> mx.array:
         """Feed tokens (1-D) and return logits for every position, shape (T, V)."""
