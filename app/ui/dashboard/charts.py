@@ -47,8 +47,10 @@ class CountAxis(pg.AxisItem):
 def make_plot(y_label: str, x_label: str = "", date_axis: bool = False) -> pg.PlotWidget:
     """A white plot with a light grid and muted axes (the legend lives in the card's header).
     The x axis shows dates (date_axis) or, when labelled, counts."""
-    bottom = pg.DateAxisItem(orientation="bottom") if date_axis else CountAxis(orientation="bottom")
-    axes = {"bottom": bottom} if date_axis or x_label else {}
+    if date_axis:
+        axes = {"bottom": pg.DateAxisItem(orientation="bottom")}
+    else:
+        axes = {"bottom": CountAxis(orientation="bottom")} if x_label else {}
     plot = pg.PlotWidget(axisItems=axes)
     plot.setBackground("w")
     plot.setMinimumHeight(170)
