@@ -20,7 +20,7 @@ import mlx.core as mx
 from common import REAL_MODEL, build_cheap_draft_pair, build_model, first_layers_copy, median
 
 from app.engine import Engine, GenerationConfig
-from app.engine.sweep_prompts import OPEN, STRUCTURED
+from app.tuning.sweep_prompts import OPEN, STRUCTURED
 
 FIXED_K = (1, 2, 4, 8)
 

@@ -9,6 +9,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 from tests.fixtures import tiny_models as tm  # noqa: E402
+from tests.fixtures.mtp_models import build_hybrid_mtp  # noqa: E402
 
 SMOLLM_DIR = Path(__file__).resolve().parents[2] / "shared/models/smollm2-135m-instruct-4bit"
 
@@ -80,3 +81,21 @@ def smollm_dir() -> Path:
     if not (SMOLLM_DIR / "config.json").is_file():
         pytest.skip(f"real model not found at {SMOLLM_DIR}")
     return SMOLLM_DIR
+
+@pytest.fixture(scope="session")
+def mtp_agree(tiny_root) -> Path:
+    """Hybrid target whose MTP head (a sidecar) agrees with it on every draft."""
+    return build_hybrid_mtp(tiny_root / "mtp_agree", head="agree")
+
+
+@pytest.fixture(scope="session")
+def mtp_partial(tiny_root) -> Path:
+    """The agreeing pair with noise in the head's fc (sidecar under optiq/): partial accept."""
+    return build_hybrid_mtp(tiny_root / "mtp_partial", head="agree", fc_noise=0.25,
+                            sidecar="optiq/mtp.safetensors")
+
+
+@pytest.fixture(scope="session")
+def mtp_random_embedded(tiny_root) -> Path:
+    """A peaky random hybrid target with a random MTP head embedded in model.safetensors."""
+    return build_hybrid_mtp(tiny_root / "mtp_random_embedded", head="random", layout="embedded")

@@ -142,11 +142,11 @@ class SpeculationMenu(QMenu):
 
 
 def tuned_k(paths: AppPaths, target: str | None, drafter: str | None) -> int | None:
-    """The pair's tuned K from app.engine.tuning (when that module and a sweep exist)."""
+    """The pair's tuned K from app.tuning.best_k (when that module and a sweep exist)."""
     if not target or not drafter:
         return None
     try:
-        from app.engine.tuning import best_k
+        from app.tuning.best_k import best_k
     except ImportError:
         return None
     try:

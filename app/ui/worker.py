@@ -18,7 +18,7 @@ from app.engine import Engine, EngineError, GenerationConfig, IncompatibleDraftE
 from app.engine.compat import check_pair
 from app.engine.loading import load_model
 from app.engine.session import ChatSession
-from app.system.baseline import measure_baseline_tps
+from app.tuning.baseline import measure_baseline_tps
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import pytest
 
 from app.engine import Engine, GenerationConfig
 from app.engine.events import Finished, GenerationStats, RoundResult, TextChunk
-from app.system.baseline import BaselineCache
+from app.tuning.baseline import BaselineCache
 from app.system.memory import MemorySample
 from app.system.power import PowerStatus
 from app.ui.dashboard import Dashboard

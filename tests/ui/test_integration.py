@@ -5,9 +5,9 @@ import json
 import pytest
 
 from app.engine.events import RoundResult
-from app.engine.tuning import save_best_k
+from app.tuning.best_k import save_best_k
 from app.settings import Settings, load_settings, save_settings, settings_from_dict
-from app.system.baseline import BaselineCache
+from app.tuning.baseline import BaselineCache
 from app.ui.speculation_menu import AUTO
 
 # HF cache in tmp_path and a hub endpoint that does not answer: nothing reaches the internet.

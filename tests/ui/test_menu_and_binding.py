@@ -40,7 +40,7 @@ def test_menu_offers_the_k_choices_shortcuts_and_greys_unavailable_modes(qtbot):
 
 
 def test_the_pairs_tuned_k_joins_the_list(qtbot, paths, tmp_path):
-    from app.engine.tuning import save_best_k
+    from app.tuning.best_k import save_best_k
 
     target, draft = tmp_path / "t", tmp_path / "d"
     assert tuned_k(paths, str(target), str(draft)) is None

@@ -7,8 +7,8 @@ import pytest
 from PySide6.QtGui import QImage
 
 from app.engine import Engine
-from app.engine.sweep_results import RunRecord, summarize_cell
-from app.engine.tuning import best_k
+from app.tuning.sweep_results import RunRecord, summarize_cell
+from app.tuning.best_k import best_k
 from app.system.power import PowerStatus
 from app.ui.dashboard import SweepView
 from app.ui.dashboard.sweep_table import DIFFERS_BG, NOISY_BG

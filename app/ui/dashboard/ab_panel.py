@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainT
                                QSpinBox, QVBoxLayout, QWidget)
 
 from .. import theme
-from .ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
+from app.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
 from .background import BackgroundJob
 
 DEFAULT_PROMPT = "Write a Python function that merges two sorted lists, with a docstring."

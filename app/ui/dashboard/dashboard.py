@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.events import Failed, Finished, GenerationStats, RoundResult
 from app.paths import AppPaths
-from app.system.baseline import BaselineCache
+from app.tuning.baseline import BaselineCache
 from app.system.memory import MemorySample
 from app.system.power import PowerStatus
 from app.system.ringbuffer import RingBuffer, RoundSeries

@@ -6,8 +6,8 @@ import csv
 import math
 from pathlib import Path
 
-from app.engine.sweep_report import cell_notes
-from app.engine.sweep_results import CellResult, SweepResult
+from app.tuning.sweep_report import cell_notes
+from app.tuning.sweep_results import CellResult, SweepResult
 
 CSV_COLUMNS = ("prompt", "k", "tokens_per_s", "measured_tokens_per_s", "speedup_pct", "acceptance_rate",
                "mean_accepted_per_round", "cv", "noisy", "identical", "first_mismatch", "peak_memory_bytes",

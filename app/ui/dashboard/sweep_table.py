@@ -10,8 +10,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
-from app.engine.sweep_report import cell_notes
-from app.engine.sweep_results import CellResult
+from app.tuning.sweep_report import cell_notes
+from app.tuning.sweep_results import CellResult
 
 from .. import theme
 from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL, ChartCard, legend_html, make_plot, pen

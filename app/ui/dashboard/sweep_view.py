@@ -10,11 +10,11 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxL
                                QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget)
 
 from app.engine.errors import ConfigError
-from app.engine.sweep import SweepConfig, SweepRunner
-from app.engine.sweep_prompts import BUILTIN_PROMPTS, builtin_prompts
-from app.engine.sweep_report import write_json
-from app.engine.sweep_results import CellDone, CellResult, RunDone, SweepFinished, SweepResult, SweepStarted
-from app.engine.tuning import save_sweep
+from app.tuning.sweep import SweepConfig, SweepRunner
+from app.tuning.sweep_prompts import BUILTIN_PROMPTS, builtin_prompts
+from app.tuning.sweep_report import write_json
+from app.tuning.sweep_results import CellDone, CellResult, RunDone, SweepFinished, SweepResult, SweepStarted
+from app.tuning.best_k import save_sweep
 from app.paths import AppPaths
 
 from .. import theme

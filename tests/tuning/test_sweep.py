@@ -12,12 +12,12 @@ from importlib import metadata
 import pytest
 
 from app.engine import ConfigError, Engine
-from app.engine.sweep import OnBatteryError, SweepConfig, SweepRunner
-from app.engine.sweep_prompts import BUILTIN_PROMPTS, SweepPrompt, builtin_prompts, load_prompt_file, merge_prompts
-from app.engine.sweep_report import TABLE_HEADER, to_json, to_markdown
-from app.engine.sweep_results import CellDone, RunDone, SweepFinished, SweepStarted
-from app.engine.sweep_stats import is_noisy, mad, median, robust_cv, speedup_pct
-from app.engine.tuning import best_k, pair_key, save_best_k, save_sweep, tuning_entry
+from app.tuning.sweep import OnBatteryError, SweepConfig, SweepRunner
+from app.tuning.sweep_prompts import BUILTIN_PROMPTS, SweepPrompt, builtin_prompts, load_prompt_file, merge_prompts
+from app.tuning.sweep_report import TABLE_HEADER, to_json, to_markdown
+from app.tuning.sweep_results import CellDone, RunDone, SweepFinished, SweepStarted
+from app.tuning.sweep_stats import is_noisy, mad, median, robust_cv, speedup_pct
+from app.tuning.best_k import best_k, pair_key, save_best_k, save_sweep, tuning_entry
 from app.paths import AppPaths
 from app.system.power import PowerStatus
 

@@ -4,7 +4,7 @@ import pytest
 
 from app.engine import Engine
 from app.paths import AppPaths
-from app.system.baseline import CACHE_NAME, BaselineCache, measure_baseline_tps
+from app.tuning.baseline import CACHE_NAME, BaselineCache, measure_baseline_tps
 
 
 def test_cache_round_trip_keeps_other_models(tmp_path):

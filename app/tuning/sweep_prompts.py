@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
+from app.engine.errors import ConfigError
 
 STRUCTURED = """\
 Write four small Python functions, each with type hints and a one-line docstring, and no \

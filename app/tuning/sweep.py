@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
-from .config import GenerationConfig
-from .errors import ConfigError, EngineError
-from .runner import common_prefix_len
+from app.engine.config import GenerationConfig
+from app.engine.errors import ConfigError, EngineError
+from app.engine.runner import common_prefix_len
 from .sweep_prompts import SweepPrompt, builtin_prompts
 from .sweep_results import (
     CellDone,

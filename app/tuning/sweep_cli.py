@@ -58,10 +58,10 @@ def run_sweep(args) -> int:
     """Load the pair, run the sweep with a progress bar, print and write the tables, save the best K."""
     from app.paths import AppPaths
 
-    from .engine import Engine
+    from app.engine import Engine
     from .sweep import SweepConfig, SweepRunner
     from .sweep_report import to_markdown, write_json, write_markdown
-    from .tuning import save_sweep
+    from .best_k import save_sweep
 
     config = SweepConfig(mode="mtp" if args.mtp else "draft", ks=args.draft_tokens, reps=args.reps,
                          warmup=args.warmup, max_tokens=args.max_tokens, temperature=args.temperature,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .events import GenerationStats
+from app.engine.events import GenerationStats
 from .sweep_stats import is_noisy, median, robust_cv, speedup_pct
 
 
