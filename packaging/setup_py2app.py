@@ -44,6 +44,7 @@ PACKAGES = [
     "jinja2",           # chat templates
     "platformdirs",     # the platform module is chosen at run time
     "psutil",
+    "pygments",         # lexers and styles are looked up by name
 ]
 # PEP 420 namespace packages (no __init__.py): py2app's `packages` option cannot locate them, so
 # they are copied as folders into Contents/Resources/lib/pythonX.Y (on sys.path in the bundle).

@@ -112,3 +112,39 @@ def _background(doc, position: int) -> QColor:
     cursor = QTextCursor(doc)
     cursor.setPosition(position + 1)
     return cursor.charFormat().background().color()
+
+
+def test_code_blocks_are_syntax_highlighted_and_keep_their_copy_link(qtbot):
+    from app.ui.chat.highlight import colour_spans
+
+    view = MessageView("assistant", 1, REPLY)
+    qtbot.addWidget(view)
+    doc = view.body.document()
+    text = doc.toPlainText()
+    keyword = text.index("def add")
+    name = keyword + len("def ")
+    expected = {s.start: s.colour for s in colour_spans("def add(a, b):\n    return a + b", "python")}
+    assert _foreground(doc, keyword) == QColor(expected[0])          # `def`: Pygments' keyword colour
+    assert _foreground(doc, keyword) != _foreground(doc, name)       # the function name has its own
+    assert _foreground(doc, text.index("return")) == _foreground(doc, keyword)
+    html = doc.toHtml()
+    assert f"color:{expected[0]}" in html.replace(" ", "")            # the colours are in the rendered HTML
+    assert "Copy code" in text and view.body.code_blocks == ["def add(a, b):\n    return a + b"]
+    plain = MessageView("assistant", 1, "Just `inline` code and text.")
+    qtbot.addWidget(plain)
+    assert ";color:#" not in plain.body.document().toHtml().replace(" ", "")  # no foreground colour
+
+
+def test_colour_spans_follow_the_fence_language():
+    from app.ui.chat.highlight import colour_spans
+
+    python = colour_spans("def f():\n    return 1", "python")
+    assert [("def f():\n    return 1"[s.start:s.end]) for s in python][:2] == ["def", "f"]
+    assert colour_spans("def f():", "no-such-language") == []
+    assert colour_spans("x", "") == []  # too short to guess
+
+
+def _foreground(doc, position: int) -> QColor:
+    cursor = QTextCursor(doc)
+    cursor.setPosition(position + 1)  # the format of the character before the cursor
+    return cursor.charFormat().foreground().color()

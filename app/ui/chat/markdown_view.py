@@ -11,6 +11,7 @@ from PySide6.QtGui import (QColor, QDesktopServices, QFont, QFontDatabase, QGuiA
                            QTextCharFormat, QTextCursor, QTextFormat)
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
 
+from .highlight import colour_spans
 from .markdown_source import copy_index, prepare_markdown
 from .trace import RejectedSpot, align
 from .. import theme
@@ -103,11 +104,17 @@ class MarkdownView(QTextBrowser):
     def _style_blocks(self) -> None:
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         block = self.document().begin()
+        code_run: list = []  # the blocks (lines) of the fenced code block being walked
         while block.isValid():
             fmt = block.blockFormat()
             cursor = self._cursor
             cursor.setPosition(block.position())
-            if fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
+            is_code = fmt.hasProperty(QTextFormat.Property.BlockCodeFence)
+            if code_run and not is_code:
+                self._highlight(code_run)
+                code_run = []
+            if is_code:
+                code_run.append(block)
                 fmt.setBackground(QColor(theme.CODE_BG))
                 fmt.setLeftMargin(8)
                 cursor.setBlockFormat(fmt)
@@ -130,6 +137,29 @@ class MarkdownView(QTextBrowser):
             else:
                 self._style_inline_code(block)
             block = block.next()
+        if code_run:
+            self._highlight(code_run)
+
+    def _highlight(self, blocks: list) -> None:
+        """Colour one fenced code block (its lines are consecutive blocks) with Pygments."""
+        language = blocks[0].blockFormat().property(QTextFormat.Property.BlockCodeLanguage) or ""
+        starts, lines = [], []
+        offset = 0
+        for block in blocks:
+            starts.append((offset, block.position()))
+            lines.append(block.text())
+            offset += len(block.text()) + 1
+        for span in colour_spans("\n".join(lines), str(language)):
+            fmt = QTextCharFormat()
+            fmt.setForeground(QColor(span.colour))
+            if span.bold:
+                fmt.setFontWeight(QFont.Weight.Bold)
+            if span.italic:
+                fmt.setFontItalic(True)
+            for (code_start, doc_start), line in zip(starts, lines):  # a token may span lines
+                lo, hi = max(span.start, code_start), min(span.end, code_start + len(line))
+                if lo < hi:
+                    self._apply(doc_start + lo - code_start, doc_start + hi - code_start, fmt)
 
     def _style_inline_code(self, block) -> None:
         it = block.begin()
