@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QRect, Qt, Signal
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (QFrame, QInputDialog, QLineEdit, QListWidget, QListWidgetItem, QMenu,
-                               QMessageBox, QPushButton, QVBoxLayout)
+                               QMessageBox, QPushButton, QStyle, QStyledItemDelegate, QVBoxLayout)
 
 from app.store import ConversationStore
+
+from .. import theme
+from .dates import day_group, full_label, when_label
+
+WHEN_ROLE = Qt.ItemDataRole.UserRole + 1  # the short time label drawn at the right of a row
 
 
 class ConversationList(QFrame):
@@ -34,7 +40,7 @@ class ConversationList(QFrame):
         self.list = QListWidget()
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.list.setUniformItemSizes(True)
+        self.list.setItemDelegate(_RowDelegate(self.list))
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._menu)
         self.list.currentItemChanged.connect(self._current_changed)
@@ -48,10 +54,16 @@ class ConversationList(QFrame):
         keep = select if select is not None else self.current_id()
         self._quiet = True
         self.list.clear()
+        group = None
         for conv in self.store.conversations(self.search.text()):
+            if day_group(conv.updated_at) != group:
+                group = day_group(conv.updated_at)
+                self.list.addItem(_header(group))
             item = QListWidgetItem(conv.title)
             item.setData(Qt.ItemDataRole.UserRole, conv.id)
-            item.setToolTip(conv.title)
+            item.setData(WHEN_ROLE, when_label(conv.updated_at))
+            item.setToolTip(f"{conv.title}\nLast message: {full_label(conv.updated_at)}"
+                            f"\nStarted: {full_label(conv.created_at)}")
             self.list.addItem(item)
             if conv.id == keep:
                 self.list.setCurrentItem(item)
@@ -63,8 +75,18 @@ class ConversationList(QFrame):
         return item.data(Qt.ItemDataRole.UserRole) if item else None
 
     def ids(self) -> list[int]:
-        """Ids in list order (tests)."""
-        return [self.list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.list.count())]
+        """Conversation ids in list order (headers skipped)."""
+        return [i for i in (self.list.item(n).data(Qt.ItemDataRole.UserRole) for n in range(self.list.count()))
+                if i is not None]
+
+    def rows(self) -> list[str]:
+        """What each row shows, headers included: 'Today', 'Fruit · 14:05' (tests)."""
+        out = []
+        for n in range(self.list.count()):
+            item = self.list.item(n)
+            when = item.data(WHEN_ROLE)
+            out.append(f"{item.text()} · {when}" if when else item.text())
+        return out
 
     def rename(self, conversation_id: int, title: str) -> None:
         """Rename and refresh."""
@@ -93,7 +115,7 @@ class ConversationList(QFrame):
 
     def _menu(self, pos) -> None:
         item = self.list.itemAt(pos)
-        if item is None:
+        if item is None or item.data(Qt.ItemDataRole.UserRole) is None:
             return
         conv_id = item.data(Qt.ItemDataRole.UserRole)
         menu = QMenu(self)
@@ -102,5 +124,40 @@ class ConversationList(QFrame):
         menu.exec(self.list.viewport().mapToGlobal(pos))
 
     def _current_changed(self, current, _previous) -> None:
-        if current is not None and not self._quiet:
+        if current is not None and not self._quiet and current.data(Qt.ItemDataRole.UserRole) is not None:
             self.selected.emit(current.data(Qt.ItemDataRole.UserRole))
+
+
+def _header(text: str) -> QListWidgetItem:
+    """A group heading ('Today'): shown, never selected."""
+    item = QListWidgetItem(text)
+    item.setFlags(Qt.ItemFlag.NoItemFlags)
+    font = QFont()
+    font.setPointSizeF(max(8.0, font.pointSizeF() - 1))
+    font.setWeight(QFont.Weight.DemiBold)
+    item.setFont(font)
+    item.setForeground(QColor(theme.MUTED))
+    return item
+
+
+class _RowDelegate(QStyledItemDelegate):
+    """Draws a conversation's title elided on the left and its time label, muted, on the right."""
+
+    def paint(self, painter, option, index) -> None:
+        when = index.data(WHEN_ROLE)
+        if not when:
+            super().paint(painter, option, index)
+            return
+        width = option.fontMetrics.horizontalAdvance(when) + 8
+        title_option = type(option)(option)
+        self.initStyleOption(title_option, index)
+        title_option.rect = option.rect.adjusted(0, 0, -width, 0)
+        style = option.widget.style() if option.widget else None
+        if style is not None:  # the row's full selection background first, then the elided title
+            style.drawPrimitive(QStyle.PrimitiveElement.PE_PanelItemViewItem, option, painter, option.widget)
+        super().paint(painter, title_option, index)
+        painter.save()
+        painter.setPen(QColor(theme.MUTED))  # the selection background is light: muted stays legible
+        painter.drawText(QRect(option.rect.right() - width, option.rect.top(), width - 4, option.rect.height()),
+                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, when)
+        painter.restore()
