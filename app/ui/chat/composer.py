@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
                                QToolButton, QVBoxLayout)
@@ -10,8 +10,12 @@ from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QPlainTex
 from .markdown_view import body_font
 
 
+SEND_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+
+
 class Composer(QFrame):
-    """A text box with Send (Ctrl+Enter) that turns into Stop while a reply streams."""
+    """A text box with Send (Enter; Shift+Enter is a new line, or the other way round) that turns
+    into Stop while a reply streams. Ctrl+Enter (Cmd+Enter on macOS) always sends."""
 
     sendRequested = Signal(str)
     stopRequested = Signal()
@@ -21,6 +25,7 @@ class Composer(QFrame):
         super().__init__(parent)
         self.setObjectName("composer")
         self.editing: int | None = None  # position of the user message being edited
+        self.enter_sends = True  # False: Enter is a new line and Shift+Enter sends
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 8)
         layout.setSpacing(6)
@@ -33,7 +38,7 @@ class Composer(QFrame):
         self.edit_bar.addWidget(self.cancel_edit)
         layout.addLayout(self.edit_bar)
         self.text = QPlainTextEdit()
-        self.text.setPlaceholderText("Message the model…  (Ctrl+Enter to send)")
+        self.text.installEventFilter(self)
         self.text.setFont(body_font())
         self.text.setFixedHeight(84)
         layout.addWidget(self.text)
@@ -41,7 +46,29 @@ class Composer(QFrame):
         QShortcut(QKeySequence("Ctrl+Return"), self.text, activated=self._send)
         QShortcut(QKeySequence("Ctrl+Enter"), self.text, activated=self._send)
         self._show_edit_bar(False)
+        self.set_enter_sends(True)
         self.set_busy(False)
+
+    def set_enter_sends(self, enter_sends: bool) -> None:
+        """Enter sends and Shift+Enter starts a new line (True), or the other way round (False)."""
+        self.enter_sends = enter_sends
+        send, newline = ("Enter", "Shift+Enter") if enter_sends else ("Shift+Enter", "Enter")
+        self.text.setPlaceholderText(f"Message the model…  ({send} to send, {newline} for a new line)")
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Enter / Shift+Enter in the text box: send or a new line, as the setting says."""
+        if watched is self.text and event.type() == QEvent.Type.KeyPress and event.key() in SEND_KEYS:
+            modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+            if modifiers == Qt.KeyboardModifier.NoModifier and self.enter_sends:
+                self._send()
+                return True
+            if modifiers == Qt.KeyboardModifier.ShiftModifier:
+                if self.enter_sends:
+                    self.text.insertPlainText("\n")  # Qt would insert a line separator (U+2028)
+                else:
+                    self._send()
+                return True
+        return super().eventFilter(watched, event)
 
     def _buttons(self) -> QHBoxLayout:
         row = QHBoxLayout()
@@ -67,7 +94,7 @@ class Composer(QFrame):
     def set_ready(self, ready: bool, reason: str = "") -> None:
         """Send works only with a model loaded."""
         self.send_button.setEnabled(ready)
-        self.send_button.setToolTip("Send (Ctrl+Enter)" if ready else reason)
+        self.send_button.setToolTip(f"Send ({'Enter' if self.enter_sends else 'Shift+Enter'})" if ready else reason)
 
     def begin_edit(self, position: int, text: str) -> None:
         """Put a user message back in the box; Send replaces it."""
