@@ -139,4 +139,10 @@ def open_app(args, parser) -> int:
             raise
         parser.print_help()
         return 0
+    from .qt_platform import platform_problem
+
+    problem = platform_problem()  # Qt would abort the process instead of raising
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     return run_app(target=args.app_target, draft=args.app_draft)

@@ -1,56 +1,66 @@
-"""Read-only files shipped with the app (icon, model catalog, ...), found from a checkout or a .app bundle.
+"""Read-only files shipped inside the `app` package (model catalog, icon), read through importlib.resources.
 
-From a source checkout they live in `<repo>/resources/`. Inside the py2app bundle the whole folder
-is copied to `SpecChat.app/Contents/Resources/resources/`: py2app's bootstrap sets
-`sys.frozen = "macosx_app"` and the environment variable RESOURCEPATH to `Contents/Resources`.
+They live in `app/assets/` and travel with the package: the wheel holds them as package data
+(pyproject.toml), and py2app copies the whole `app` package, assets included, to
+`SpecChat.app/Contents/Resources/lib/pythonX.Y/app/`. Nothing here looks beside the source tree,
+so a checkout, a non-editable install and the bundle all read the same way.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import atexit
+import contextlib
+import importlib.resources
+from collections.abc import Iterator
+from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 
-RESOURCES_DIRNAME = "resources"
-PY2APP_FROZEN = "macosx_app"
-SOURCE_RESOURCES_DIR = Path(__file__).resolve().parent.parent / RESOURCES_DIRNAME
+PACKAGE = "app"
+ASSETS_DIRNAME = "assets"
+_extracted = contextlib.ExitStack()  # files copied out of a zipped package, removed at exit
+atexit.register(_extracted.close)
 
 
-def running_in_bundle() -> bool:
-    """True inside the py2app-built SpecChat.app."""
-    return getattr(sys, "frozen", None) == PY2APP_FROZEN
+def assets_root() -> Traversable:
+    """The `assets` folder of the installed `app` package."""
+    return importlib.resources.files(PACKAGE) / ASSETS_DIRNAME
 
 
-def bundle_resources_dir() -> Path:
-    """`Contents/Resources/resources` of the running bundle."""
-    contents_resources = os.environ.get("RESOURCEPATH", "").strip()
-    if contents_resources:
-        return Path(contents_resources) / RESOURCES_DIRNAME
-    # py2app always sets RESOURCEPATH; Contents/MacOS/<exe> -> Contents/Resources is the fallback.
-    return Path(sys.executable).resolve().parent.parent / "Resources" / RESOURCES_DIRNAME
+def resource(name: str) -> Traversable:
+    """The resource `name` (e.g. "catalog.json", "icon/specchat.png"); FileNotFoundError when absent."""
+    relative = _checked_relative_name(name)
+    found = assets_root().joinpath(*relative.parts)
+    if not found.is_file():
+        raise FileNotFoundError(f"SpecChat resource {name!r} is missing: looked for {found} "
+                                f"(the {PACKAGE!r} package's {ASSETS_DIRNAME}/ folder)")
+    return found
 
 
-def resources_dir() -> Path:
-    """The folder holding the app's resources: inside the bundle when frozen, else the checkout's."""
-    return bundle_resources_dir() if running_in_bundle() else SOURCE_RESOURCES_DIR
+def read_text(name: str, encoding: str = "utf-8") -> str:
+    """The text of the resource `name`."""
+    return resource(name).read_text(encoding=encoding)
+
+
+@contextlib.contextmanager
+def as_file(name: str) -> Iterator[Path]:
+    """A real file path for the resource `name` while the block runs (a temporary copy if zipped)."""
+    with importlib.resources.as_file(resource(name)) as path:
+        yield Path(path)
 
 
 def resource_path(name: str) -> Path:
-    """Absolute path of the resource `name` (e.g. "catalog.json", "icon/specchat.png"); it must exist."""
-    relative = _checked_relative_name(name)
-    root = resources_dir()
-    path = root.joinpath(*relative.parts)
-    if not path.exists():
-        where = "app bundle" if running_in_bundle() else "source checkout"
-        raise FileNotFoundError(f"SpecChat resource {name!r} is missing: looked for {path} ({where})")
-    return path
+    """A real file path of the resource `name` for the rest of the process (e.g. for Qt)."""
+    found = resource(name)
+    if isinstance(found, Path):
+        return found
+    return Path(_extracted.enter_context(importlib.resources.as_file(found)))
 
 
 def _checked_relative_name(name: str) -> PurePosixPath:
-    """`name` as a relative path that stays inside the resources folder, or ValueError."""
+    """`name` as a relative path that stays inside the assets folder, or ValueError."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"resource name must be a non-empty string, got {name!r}")
     relative = PurePosixPath(name.replace("\\", "/"))
     if relative.is_absolute() or ".." in relative.parts:
-        raise ValueError(f"resource name must be relative to the resources folder, got {name!r}")
+        raise ValueError(f"resource name must be relative to the assets folder, got {name!r}")
     return relative

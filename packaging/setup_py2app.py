@@ -17,9 +17,9 @@ from pathlib import Path
 PACKAGING_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGING_DIR.parent
 PYPROJECT = REPO_ROOT / "pyproject.toml"
-RESOURCES_DIR = REPO_ROOT / "resources"
+ASSETS_DIR = REPO_ROOT / "app" / "assets"  # package data of `app`, copied with the package
 LAUNCHER = PACKAGING_DIR / "specchat_launcher.py"
-ICON_SOURCE = RESOURCES_DIR / "icon" / "specchat.png"
+ICON_SOURCE = ASSETS_DIR / "icon" / "specchat.png"
 ICNS_FILE = REPO_ROOT / "build" / "icon" / "SpecChat.icns"
 BUILD_DIR = REPO_ROOT / "build" / "py2app"
 DIST_DIR = REPO_ROOT / "dist"
@@ -31,7 +31,7 @@ MINIMUM_MACOS = "14.0"
 
 # Imported lazily or from C, so py2app's import scan misses parts of them: copied whole.
 PACKAGES = [
-    "app",              # subcommand modules are imported by name (app/cli.py)
+    "app",              # subcommands imported by name (app/cli.py); app/assets comes along
     "mlx_lm",           # mlx_lm.models.<model_type> is imported by name when a model loads
     "optiq",
     "PySide6",          # Qt libraries and plugins live inside the package
@@ -111,6 +111,11 @@ def dist_info_dir(distribution: str) -> Path | None:
     return None
 
 
+def bundle_package_dir(name: str) -> str:
+    """Where py2app copies a package of PACKAGES (whole, data files too), relative to Contents/Resources."""
+    return f"{site_lib_dir()}/{name}"
+
+
 def data_files() -> list[tuple[str, list[str]]]:
     """Namespace packages and their metadata, copied into the bundle's site folder."""
     copied: list[str] = []
@@ -125,7 +130,6 @@ def py2app_options(version: str | None = None) -> dict:
     return {
         "plist": info_plist(version or project_version()),
         "iconfile": str(ICNS_FILE),
-        "resources": [str(RESOURCES_DIR)],  # -> Contents/Resources/resources (app/resources.py)
         "packages": list(PACKAGES),
         "includes": list(INCLUDES),
         "excludes": list(EXCLUDES),

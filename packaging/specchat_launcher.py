@@ -24,10 +24,17 @@ def user_args(argv: list[str]) -> list[str]:
 
 
 def check_resources() -> str:
-    """The resources folder is where app.resources looks, with the icon in it."""
-    from app.resources import resource_path, resources_dir
+    """The package's assets (catalog, icon) are where app.resources looks, inside the bundle, and load."""
+    from app.hub.catalog import load_catalog
+    from app.resources import assets_root, resource_path
 
-    return f"{resource_path('icon/specchat.png')} (folder {resources_dir()})"
+    paths = [resource_path("catalog.json"), resource_path("icon/specchat.png")]
+    if getattr(sys, "frozen", None):  # Contents/MacOS/SpecChat -> Contents
+        contents = Path(sys.executable).resolve().parent.parent
+        outside = [str(p) for p in paths if not p.resolve().is_relative_to(contents)]
+        if outside:
+            raise RuntimeError(f"resources read from outside the bundle {contents}: {', '.join(outside)}")
+    return f"{len(paths)} files in {assets_root()}, a catalog of {len(load_catalog().models)} models"
 
 
 def check_mlx() -> str:

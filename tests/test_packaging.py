@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import plistlib
 import re
@@ -15,13 +16,15 @@ from pathlib import Path
 import pytest
 
 import app
-from app import resources
-from app.resources import resource_path, resources_dir
+from app.resources import assets_root, read_text, resource_path
+from tests.install_check import catalog_lines, probe_resources
+from tests.install_check import run_app as run_installed_app
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGING = REPO_ROOT / "packaging"
-RESOURCES = REPO_ROOT / "resources"
-RESOURCE_CALL = re.compile(r"""resource_path\(\s*["']([^"']+)["']\s*\)""")
+RESOURCES = REPO_ROOT / "app" / "assets"  # package data, read through importlib.resources
+# app.resources' accessors called with a literal name (not `path.read_text(...)`).
+RESOURCE_CALL = re.compile(r"""(?<![.\w])(?:resource_path|read_text|as_file)\(\s*["']([^"']+)["']""")
 # Packages py2app's import scan misses (dynamic imports, Qt plugins, data files).
 REQUIRED_PACKAGES = ("app", "mlx_lm", "optiq", "PySide6", "pyqtgraph", "huggingface_hub",
                      "platformdirs", "psutil", "jinja2", "transformers", "tokenizers")
@@ -107,7 +110,9 @@ def test_qt_plugins_and_exclusions(options):
 
 
 def test_resources_icon_and_launcher_paths(setup_module_, options):
-    assert options["resources"] == [str(RESOURCES)]
+    # No loose resources folder: the assets travel inside the `app` package, copied whole.
+    assert "resources" not in options and "app" in options["packages"]
+    assert setup_module_.ICON_SOURCE == RESOURCES / "icon" / "specchat.png"
     assert Path(options["iconfile"]).name == "SpecChat.icns"
     assert setup_module_.ICON_SOURCE.is_file()
     kwargs = setup_module_.setup_kwargs()
@@ -137,7 +142,8 @@ def referenced_resources(*roots: Path) -> dict[str, list[Path]]:
 
 def test_reference_scan_reports_missing_resources(tmp_path):
     (tmp_path / "view.py").write_text('icon = resource_path("icon/missing.png")\n'
-                                      "style = resource_path( 'style.qss' )\n")
+                                      "style = read_text( 'style.qss' )\n"
+                                      "text = path.read_text('utf-8')\n")
     refs = referenced_resources(tmp_path)
     assert sorted(refs) == ["icon/missing.png", "style.qss"]
     assert not (RESOURCES / "icon" / "missing.png").exists()
@@ -148,53 +154,58 @@ def test_every_referenced_resource_exists():
     assert "icon/specchat.png" in refs
     missing = {name: [str(f.relative_to(REPO_ROOT)) for f in files]
                for name, files in refs.items() if not (RESOURCES / name).is_file()}
-    assert not missing, f"resources referenced but not in resources/: {missing}"
+    assert not missing, f"resources referenced but not in app/assets/: {missing}"
 
 
 # --- resource lookup ------------------------------------------------------------------------
 
-def make_bundle(tmp_path: Path) -> Path:
-    """A SpecChat.app layout as py2app makes it, with the checkout's resources copied in."""
-    contents_resources = tmp_path / "SpecChat.app" / "Contents" / "Resources"
-    (tmp_path / "SpecChat.app" / "Contents" / "MacOS").mkdir(parents=True)
-    shutil.copytree(RESOURCES, contents_resources / "resources")
-    (contents_resources / "resources" / "catalog.json").write_text('{"models": []}')
-    return contents_resources
+def make_bundle(tmp_path: Path, setup_module_) -> tuple[Path, Path]:
+    """(Contents, its lib folder) of a SpecChat.app laid out as py2app does it: every package of
+    `packages` is copied whole (data files too) to Contents/Resources/lib/pythonX.Y/<name>."""
+    contents = tmp_path / "SpecChat.app" / "Contents"
+    (contents / "MacOS").mkdir(parents=True)
+    package = contents / "Resources" / setup_module_.bundle_package_dir("app")
+    shutil.copytree(REPO_ROOT / "app", package, ignore=shutil.ignore_patterns("__pycache__"))
+    return contents, package.parent
+
+
+def shipped_resource_names() -> list[str]:
+    """Every resource the app and the launcher name, plus the catalog."""
+    refs = referenced_resources(REPO_ROOT / "app", PACKAGING / "specchat_launcher.py")
+    return sorted(set(refs) | {"catalog.json"})
 
 
 def test_lookup_from_the_source_checkout():
-    assert not resources.running_in_bundle()
-    assert resources_dir() == RESOURCES
+    assert Path(str(assets_root())) == RESOURCES == Path(app.__file__).parent / "assets"
     assert resource_path("icon/specchat.png") == RESOURCES / "icon" / "specchat.png"
+    assert json.loads(read_text("catalog.json"))["models"]
 
 
-def test_lookup_inside_a_simulated_bundle(tmp_path, monkeypatch):
-    contents_resources = make_bundle(tmp_path)
-    monkeypatch.setattr(sys, "frozen", "macosx_app", raising=False)
-    monkeypatch.setenv("RESOURCEPATH", str(contents_resources))
-    assert resources.running_in_bundle()
-    assert resources_dir() == contents_resources / "resources"
-    assert resource_path("catalog.json") == contents_resources / "resources" / "catalog.json"
-    for name in referenced_resources(REPO_ROOT / "app", PACKAGING / "specchat_launcher.py"):
-        assert resource_path(name).is_relative_to(contents_resources)
+def test_lookup_inside_a_simulated_bundle(tmp_path, setup_module_):
+    contents, lib = make_bundle(tmp_path, setup_module_)
+    names = shipped_resource_names()
+    assert {"catalog.json", "icon/specchat.png"} <= set(names)
+    found = probe_resources(lib, tmp_path, names)
+    assert Path(found["app"]).is_relative_to(contents)  # the bundle's copy ran, not the checkout
+    for name in names:
+        assert Path(found["paths"][name]) == lib / "app" / "assets" / name
+    assert found["catalog_models"] == len(json.loads(read_text("catalog.json"))["models"])
 
 
-def test_bundle_lookup_never_falls_back_to_the_checkout(tmp_path, monkeypatch):
-    contents_resources = make_bundle(tmp_path)
-    (contents_resources / "resources" / "icon" / "specchat.png").unlink()
-    monkeypatch.setattr(sys, "frozen", "macosx_app", raising=False)
-    monkeypatch.setenv("RESOURCEPATH", str(contents_resources))
-    with pytest.raises(FileNotFoundError, match="app bundle") as err:
-        resource_path("icon/specchat.png")
-    assert str(contents_resources) in str(err.value)
+def test_models_search_runs_from_the_bundle_layout(tmp_path, setup_module_):
+    contents, lib = make_bundle(tmp_path, setup_module_)
+    done = run_installed_app(lib, tmp_path, "models", "search", "qwen3")
+    assert done.returncode == 0, done.stderr
+    assert "mlx-community/Qwen3-8B-4bit" in done.stdout and len(catalog_lines(done.stdout)) >= 5
 
 
-def test_bundle_lookup_without_resourcepath_uses_the_executable(tmp_path, monkeypatch):
-    contents_resources = make_bundle(tmp_path)
-    monkeypatch.setattr(sys, "frozen", "macosx_app", raising=False)
-    monkeypatch.delenv("RESOURCEPATH", raising=False)
-    monkeypatch.setattr(sys, "executable", str(contents_resources.parent / "MacOS" / "python"))
-    assert resource_path("catalog.json") == contents_resources / "resources" / "catalog.json"
+def test_bundle_lookup_never_falls_back_to_the_checkout(tmp_path, setup_module_):
+    contents, lib = make_bundle(tmp_path, setup_module_)
+    (lib / "app" / "assets" / "icon" / "specchat.png").unlink()
+    found = probe_resources(lib, tmp_path, ["icon/specchat.png", "catalog.json"])
+    missing = found["paths"]["icon/specchat.png"]
+    assert missing.startswith("missing: ") and str(lib / "app" / "assets") in missing
+    assert Path(found["paths"]["catalog.json"]).is_relative_to(contents)
 
 
 @pytest.mark.parametrize("name", ["", "../pyproject.toml", "/etc/passwd", "icon/../../README.md"])

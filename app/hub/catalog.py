@@ -1,4 +1,4 @@
-"""The curated catalog of MLX Qwen models (resources/catalog.json) and its schema check."""
+"""The curated catalog of MLX Qwen models (app/assets/catalog.json, shipped in the package) and its schema check."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.resources import read_text
+
 from .errors import HubError
 
-CATALOG_FILE = Path(__file__).resolve().parents[2] / "resources" / "catalog.json"
+CATALOG_RESOURCE = "catalog.json"  # read with app.resources from inside the installed package
 ROLES = ("target", "draft", "both")
 ARCHITECTURES = ("dense", "hybrid")
 PAIR_MODES = ("draft", "mtp")
@@ -69,6 +71,11 @@ class Catalog:
     def pairs_for(self, target: str) -> list[RecommendedPair]:
         """Recommended pairs whose target is repo_id."""
         return [p for p in self.pairs if p.target.lower() == target.lower()]
+
+
+def read_catalog_text() -> str:
+    """The shipped catalog.json as text."""
+    return read_text(CATALOG_RESOURCE)
 
 
 def validate_catalog(data: object) -> list[str]:
@@ -133,15 +140,16 @@ def _pair_problems(pair: object, ids: set[str]) -> list[str]:
     return problems
 
 
-def load_catalog(path: Path = CATALOG_FILE) -> Catalog:
-    """Read and check catalog.json; HubError naming the problems when it is invalid."""
+def load_catalog(path: Path | None = None) -> Catalog:
+    """Read and check catalog.json (the shipped one unless path is given); HubError naming the problems."""
+    where = str(path) if path is not None else f"app/assets/{CATALOG_RESOURCE}"
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_catalog_text() if path is None else Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise HubError(f"cannot read the model catalog {path}: {exc}") from exc
+        raise HubError(f"cannot read the model catalog {where}: {exc}") from exc
     problems = validate_catalog(data)
     if problems:
-        raise HubError(f"invalid model catalog {path}: " + "; ".join(problems[:5]))
+        raise HubError(f"invalid model catalog {where}: " + "; ".join(problems[:5]))
     models = tuple(CatalogModel(**{k: m.get(k) for k in _MODEL_FIELDS},
                                 mtp_depth=m.get("mtp_depth"), notes=m.get("notes", ""))
                    for m in data["models"])

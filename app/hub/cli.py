@@ -84,14 +84,27 @@ def run_list(args) -> int:
     return 0
 
 
+def search_status(result) -> str:
+    """The first line of a search: "online", or "offline: why" (the state said once)."""
+    message = result.message.removeprefix(result.state + ":").strip()
+    return result.state + (f": {message}" if message else "")
+
+
 def run_search(args) -> int:
-    """Print the hub state, then catalog and hub hits."""
+    """Print the hub state, then catalog and hub hits (or that nothing matched)."""
     from .catalog import load_catalog
     from .search import search_models
 
-    catalog = load_catalog()
+    if args.limit < 1:
+        return _fail(f"--limit must be at least 1, got {args.limit}", 2)
+    try:
+        catalog = load_catalog()
+    except HubError as exc:
+        return _fail(str(exc))
     result = search_models(args.query, catalog, _config(), limit=args.limit)
-    print(result.state + (f": {result.message}" if result.message else ""))
+    print(search_status(result))
+    if not result.hits:
+        print(f"no models match {args.query!r}" if args.query.strip() else "no models found")
     for hit in result.hits:
         c = hit.catalog
         info = (f"* {c.role:6} {c.architecture:6} {c.quantization:18} ~{c.approx_size_gb:g} GB"
@@ -132,11 +145,29 @@ def _preflight(repos: list[str], args) -> None:
     print(f"memory {fit.summary()}", file=sys.stderr)
 
 
+def _repo_ids(args) -> list[str]:
+    """The target (and draft) repo ids from ids or pasted hub URLs; BadRepoIdError naming a bad one."""
+    from .repo_ids import parse_repo_id
+
+    hosts = (_config().endpoint,)
+    return [parse_repo_id(text, hosts) for text in [args.repo] + ([args.draft] if args.draft else [])]
+
+
+def _context_problem(args) -> str | None:
+    return f"--context must be at least 1 token, got {args.context}" if args.context < 1 else None
+
+
 def run_download(args) -> int:
     """Download in a worker thread; Ctrl-C cancels and keeps partial files for a resume."""
     from .download import download_bundle
+    from .repo_ids import BadRepoIdError
 
-    repos = [args.repo] + ([args.draft] if args.draft else [])
+    if problem := _context_problem(args):
+        return _fail(problem, 2)
+    try:
+        repos = _repo_ids(args)
+    except BadRepoIdError as exc:
+        return _fail(str(exc), 2)
     try:
         _preflight(repos, args)
     except HubError as exc:
@@ -206,6 +237,8 @@ def run_pair(args) -> int:
     from .memory_fit import memory_fit, model_memory
     from .pairing import pair_report
 
+    if problem := _context_problem(args):
+        return _fail(problem, 2)
     target, draft = _resolve_folder(args.target), _resolve_folder(args.draft)
     for name, folder in ((args.target, target), (args.draft, draft)):
         if folder is None:

@@ -10,6 +10,7 @@ from .model_facts import facts_from_config, read_config, weights_bytes
 from .store import LocalModel
 from .tokenizer_info import load_local_tokenizer
 from .units import format_bytes
+from .weights_check import broken_weights
 
 OK, WARNING, INCOMPATIBLE = "ok", "warning", "incompatible"
 _TEMPLATE_MARKERS = (("<|im_start|>", "chatml"), ("<|start_header_id|>", "llama3"),
@@ -97,19 +98,29 @@ def check_size(target: Path, draft: Path) -> PairCheck:
     return PairCheck("size", OK, f"draft is {d / t:.0%} of the target" if t else "unknown")
 
 
+def check_weights(target: Path, draft: Path) -> PairCheck:
+    """Every safetensors file of both folders is as long as its header says (a cut-off copy cannot load)."""
+    problems = [f"{role}: {problem}" for role, folder in (("target", target), ("draft", draft))
+                for problem in broken_weights(folder)]
+    if problems:
+        return PairCheck("weights", INCOMPATIBLE, "; ".join(problems))
+    return PairCheck("weights", OK, "every safetensors file is as long as its header says")
+
+
 def pair_report(target: Path, draft: Path, tokenizers: dict | None = None) -> PairReport:
-    """Vocabulary, special tokens (app.engine.compat), chat template, architecture and size."""
+    """Weights, vocabulary, special tokens (app.engine.compat), chat template, architecture and size."""
     from app.engine.compat import check_pair
 
     target, draft = Path(target), Path(draft)
     cache = tokenizers if tokenizers is not None else {}
+    weights = check_weights(target, draft)
     try:
         t_tok = _tokenizer(target, cache)
         d_tok = _tokenizer(draft, cache)
     except HubError as exc:
-        return PairReport(target, draft, (PairCheck("tokenizer", INCOMPATIBLE, str(exc)),))
+        return PairReport(target, draft, (weights, PairCheck("tokenizer", INCOMPATIBLE, str(exc))))
     compat = check_pair(t_tok, d_tok)
-    checks = [PairCheck(c.name, OK if c.ok else INCOMPATIBLE, c.detail) for c in compat.checks]
+    checks = [weights] + [PairCheck(c.name, OK if c.ok else INCOMPATIBLE, c.detail) for c in compat.checks]
     checks += [check_template(t_tok, d_tok), check_architecture(target, draft), check_size(target, draft)]
     return PairReport(target, draft, tuple(checks))
 

@@ -91,8 +91,9 @@ def translate_error(exc: BaseException, repo_id: str | None, config: HubConfig) 
     if isinstance(exc, RepositoryNotFoundError):
         return RepoNotFoundError(
             f"{repo_id} was not found on {config.endpoint}; if it is private, {LOGIN_HINT}")
-    if isinstance(exc, (httpx.ConnectError, httpx.TimeoutException, httpx.NetworkError,
-                        OfflineModeIsEnabled)):
+    if isinstance(exc, OfflineModeIsEnabled):
+        return OfflineError(f"offline: HF_HUB_OFFLINE is set, so {config.endpoint} was not asked")
+    if isinstance(exc, (httpx.ConnectError, httpx.TimeoutException, httpx.NetworkError)):
         return OfflineError(f"offline: cannot reach {config.endpoint} ({type(exc).__name__}: {exc})")
     if isinstance(exc, HfHubHTTPError):
         status = exc.response.status_code if exc.response is not None else "?"
@@ -131,4 +132,13 @@ def fetch_plan(repo_id: str, config: HubConfig, revision: str = "main") -> RepoP
     plan = hub_call(fetch, config, f"about {repo_id}", repo_id)
     if not plan.files:
         raise HubError(f"{repo_id} has no files at {revision}")
+    unsafe = [f.path for f in plan.files if unsafe_file_path(f.path)]
+    if unsafe:  # huggingface_hub would refuse it mid-download with a bare ValueError
+        raise HubError(f"{repo_id} is refused: its file list names {unsafe[0]!r}, a path that leaves "
+                       f"the model folder ({len(unsafe)} such file(s)); nothing was downloaded")
     return plan
+
+
+def unsafe_file_path(path: str) -> bool:
+    """True for a listed file name that is absolute or has empty, "." or ".." segments."""
+    return path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in path.split("/"))

@@ -14,7 +14,8 @@ from .config import HubConfig
 from .download import read_manifest
 from .errors import ConfirmationRequired, HubError
 from .model_facts import ModelFacts, facts_from_config, read_config, size_on_disk
-from .tokenizer_info import VocabHashCache
+from .tokenizer_info import VocabHashCache, missing_tokenizer
+from .weights_check import broken_weights
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def detect_mtp_head(folder: Path) -> tuple[bool | None, str]:
 
 
 def missing_weights(folder: Path) -> list[str]:
-    """What a loadable folder lacks: config, weights, or shards the index names."""
+    """What a loadable folder lacks: config, weights, shards the index names, whole weights, a tokenizer."""
     folder = Path(folder)
     problems = [] if (folder / "config.json").is_file() else ["config.json"]
     index = folder / "model.safetensors.index.json"
@@ -60,7 +61,14 @@ def missing_weights(folder: Path) -> list[str]:
         problems += sorted(s for s in shards if not (folder / s).is_file())
     elif not any(folder.glob("*.safetensors")):
         problems.append("*.safetensors weights")
-    return problems
+    return _with_broken_weights(folder, problems)
+
+
+def _with_broken_weights(folder: Path, missing: list[str]) -> list[str]:
+    """missing plus weights cut short of what their headers list, and a missing tokenizer."""
+    missing = missing + broken_weights(folder)
+    tokenizer = None if missing else missing_tokenizer(folder)  # a partial download lacks it anyway
+    return missing + ([tokenizer] if tokenizer else [])
 
 
 def describe_folder(folder: Path, name: str | None = None, source: str = "folder",
@@ -113,7 +121,7 @@ def _describe_cached(repo, cache_dir: Path, vocab: VocabHashCache | None) -> Loc
     if expected is None:
         missing = missing_weights(snapshot)
     else:
-        missing = sorted(p for p in expected if not (snapshot / p).is_file())
+        missing = _with_broken_weights(snapshot, sorted(p for p in expected if not (snapshot / p).is_file()))
     if partials:
         missing.append(f"{len(partials)} partly downloaded file(s)")
     return describe_folder(snapshot, repo.repo_id, "hf-cache", repo.repo_id, missing, vocab,

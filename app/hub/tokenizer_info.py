@@ -9,6 +9,15 @@ from pathlib import Path
 from .errors import HubError
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+# A tokenizer needs its vocabulary: tokenizer_config.json alone makes transformers build a wrong one.
+VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")
+
+
+def missing_tokenizer(folder: Path) -> str | None:
+    """None when the folder has a vocabulary file, else a line saying which files it lacks."""
+    if any((Path(folder) / name).is_file() for name in VOCABULARY_FILES):
+        return None
+    return f"tokenizer files ({', '.join(VOCABULARY_FILES[:-1])} or {VOCABULARY_FILES[-1]})"
 
 
 def load_local_tokenizer(folder: Path):
@@ -16,8 +25,8 @@ def load_local_tokenizer(folder: Path):
     folder = Path(folder)
     if not folder.is_dir():  # mlx-lm would treat a missing path as a repo id and download it
         raise HubError(f"model folder not found: {folder}")
-    if not any((folder / name).exists() for name in TOKENIZER_FILES):
-        raise HubError(f"{folder} has no tokenizer files")
+    if missing := missing_tokenizer(folder):
+        raise HubError(f"{folder} has no {missing}")
     from mlx_lm.utils import load_tokenizer
 
     try:

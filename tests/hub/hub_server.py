@@ -31,7 +31,11 @@ def git_blob_sha1(data: bytes) -> str:
 
 @dataclass
 class FakeRepo:
-    """A repo at one commit: file name -> bytes; *.safetensors are LFS files."""
+    """A repo at one commit: file name -> bytes; *.safetensors are LFS files.
+
+    Names are listed exactly as given, unsafe ones too (e.g. "../../x"), as a hostile or broken
+    repo's tree could list them.
+    """
 
     repo_id: str
     files: dict[str, bytes]

@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from app.hub.catalog import CATALOG_FILE, load_catalog, validate_catalog
+from app.hub.catalog import load_catalog, read_catalog_text, validate_catalog
 from app.hub.errors import HubError
 
 
 @pytest.fixture(scope="module")
 def raw():
-    return json.loads(CATALOG_FILE.read_text())
+    return json.loads(read_catalog_text())
 
 
 def test_shipped_catalog_is_valid(raw):

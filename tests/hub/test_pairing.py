@@ -18,7 +18,7 @@ def statuses(report):
 def test_same_vocabulary_is_compatible(dense_target, dense_draft_partial):
     report = pair_report(dense_target, dense_draft_partial)
     assert report.compatible and report.reason == ""
-    assert statuses(report) == {"vocabulary": OK, "special tokens": OK, "chat template": OK,
+    assert statuses(report) == {"weights": OK, "vocabulary": OK, "special tokens": OK, "chat template": OK,
                                 "architecture": OK, "size": WARNING}  # same-size draft: no speed-up
 
 
@@ -39,7 +39,7 @@ def test_different_vocabulary_is_incompatible_with_the_reason(dense_target, dens
 
 def test_different_eos_is_incompatible(dense_target, dense_other_eos):
     report = pair_report(dense_target, dense_other_eos)
-    assert statuses(report) == {"vocabulary": OK, "special tokens": INCOMPATIBLE,
+    assert statuses(report) == {"weights": OK, "vocabulary": OK, "special tokens": INCOMPATIBLE,
                                 "chat template": OK, "architecture": OK, "size": WARNING}
     assert "eos_token" in report.reason
 
