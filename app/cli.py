@@ -12,7 +12,7 @@ from .engine import MODES, EngineError, GenerationConfig
 from .engine.config import AUTO
 
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
-EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.tuning.sweep_cli")
+EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.tuning.sweep_cli", "app.server.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,69 @@
+"""`python -m app serve`: load a pair and serve it over an OpenAI-compatible HTTP API."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+DEFAULT_PORT = 8080
+
+
+def register(subparsers) -> None:
+    """Add the `serve` subcommand."""
+    from app.cli import draft_tokens_arg
+    from app.engine.config import MODES
+
+    serve = subparsers.add_parser("serve", help="serve the model over an OpenAI-compatible API (with speculation)")
+    serve.add_argument("--target", required=True, help="local mlx-lm model folder")
+    serve.add_argument("--draft", help="local draft model folder (same vocabulary)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
+    serve.add_argument("--api-key", default=os.environ.get("SPECCHAT_API_KEY"),
+                       help="clients must send 'Authorization: Bearer KEY' (required off loopback; "
+                            "default: $SPECCHAT_API_KEY)")
+    serve.add_argument("--mode", choices=MODES, help="default speculation: draft when --draft is given, else baseline")
+    serve.add_argument("--draft-tokens", type=draft_tokens_arg, default="auto", help="K per round, or 'auto'")
+    serve.add_argument("--max-tokens", type=int, default=1024, help="a request's default max_tokens")
+    serve.add_argument("--max-queue", type=int, default=8, help="requests that may wait; more get 503")
+    serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                       help="allow browser pages from ORIGIN (repeatable; default: CORS off)")
+    serve.set_defaults(func=run_serve)
+
+
+def run_serve(args) -> int:
+    """Load the pair on an engine host, then serve until Ctrl-C."""
+    import uvicorn
+
+    from app.engine import EngineError, GenerationConfig
+    from app.engine.engine_jobs import load_pair_job
+    from app.engine.jobs import EngineHost
+
+    from .app import ServerOptions, create_app
+    from .backend import EngineBackend
+    from .running import check_exposure
+
+    try:
+        check_exposure(args.host, args.api_key)
+        mode = args.mode or ("draft" if args.draft else "baseline")
+        defaults = GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens)
+    except (ValueError, EngineError) as exc:
+        print(f"specchat serve: {exc}", file=sys.stderr)
+        return 2
+    host = EngineHost()
+    try:
+        pair = host.submit("load", load_pair_job(args.target, args.draft, keep_target_on_bad_draft=False)).result()
+        reason = pair.available_modes.get(mode)
+        if reason:
+            raise EngineError(f"--mode {mode} is not available: {reason}")
+    except EngineError as exc:
+        print(f"specchat serve: {exc}", file=sys.stderr)
+        host.shutdown()
+        return 1
+    backend = EngineBackend(host, args.max_queue)
+    options = ServerOptions(defaults, args.api_key, tuple(args.cors_origin))
+    k = defaults.num_draft_tokens
+    print(f"Serving {backend.models()[0]} on http://{args.host}:{args.port}/v1 "
+          f"(speculation: {mode}{'' if mode == 'baseline' else f', K {k}'}); Ctrl-C stops", flush=True)
+    uvicorn.run(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
+    host.shutdown()
+    return 0
