@@ -18,7 +18,7 @@ def load_local_tokenizer(folder: Path):
         raise HubError(f"model folder not found: {folder}")
     if not any((folder / name).exists() for name in TOKENIZER_FILES):
         raise HubError(f"{folder} has no tokenizer files")
-    from mlx_lm.utils import load_tokenizer
+    from app.upstream.mlx_lm import load_tokenizer
 
     try:
         return load_tokenizer(folder, tokenizer_config_extra={"trust_remote_code": False})
