@@ -98,7 +98,7 @@ class Transaction:
             elif isinstance(cache, RotatingKVCache):
                 _commit_rotating(cache, self.snapshots[i], keep, self.fed)
             else:
-                _commit_arrays(cache, self.snapshots[i], calls.get(i, []), keep, layers.get(i))
+                _commit_arrays(cache, self.snapshots[i], calls.get(i, []), keep, self.fed, layers.get(i))
         self.snapshots, self.recorder = [], gdn_capture.Recorder()
 
 
@@ -125,8 +125,8 @@ def linear_layers(model) -> dict[int, object]:
     return gated_delta_layers(model)
 
 
-def _commit_arrays(cache, snapshot, calls, keep, layer) -> None:
-    fed = sum(c.length for c in calls)
+def _commit_arrays(cache, snapshot, calls, keep, fed, layer) -> None:
+    # Full keep and zero keep need no record of the calls: plain decoding works unhooked.
     if keep == fed:
         return
     if keep == 0:
@@ -140,6 +140,9 @@ def _commit_arrays(cache, snapshot, calls, keep, layer) -> None:
             cache[1] = call.state_after(keep, original)
             return
         keep -= call.length
+    if not calls:
+        raise RollbackError("no linear-attention calls were recorded this round: mlx-lm's "
+                            "gated_delta_update is not hooked (see app.upstream.mlx_lm.model_check)")
     raise RollbackError("rollback point lies past the recorded linear-attention calls")
 
 

@@ -82,7 +82,7 @@ def fetch_file(plan: RepoPlan, remote: RemoteFile, config: HubConfig,
         raise DownloadCancelled("download cancelled; run it again to resume")
     hooks = download_check()
     if not hooks.ok:
-        raise HubError(f"cannot download {remote.path}: {hooks.reason}")
+        raise HubError(f"cannot download {plan.repo_id}: {hooks.reason}")
     url = resolve_url(config, plan, remote)
     try:
         meta = get_hf_file_metadata(url, token=config.token, timeout=config.timeout_s,
