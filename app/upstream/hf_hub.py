@@ -115,15 +115,21 @@ def download_check() -> SelfCheck:
     })
 
 
+def _probe_constants() -> str | None:
+    missing = [n for n in ("ENDPOINT", "HF_HUB_CACHE") if not hasattr(constants, n)]
+    return ("it no longer has " + ", ".join(f"`{n}`" for n in missing)) if missing else None
+
+
 def self_check() -> SelfCheck:
     """Verify every huggingface_hub hook SpecChat uses (the download internals and the public calls)."""
     public = {
         "hf_hub_url": _probe(file_download, "hf_hub_url", ("repo_id", "filename", "revision", "endpoint")),
-        "get_hf_file_metadata": _probe(file_download, "get_hf_file_metadata", ("url", "token", "timeout", "endpoint")),
-        "hf_hub_download": _probe(file_download, "hf_hub_download", ("repo_id", "filename", "revision", "cache_dir",
-                                                                     "endpoint", "token", "etag_timeout")),
-        "constants.ENDPOINT / HF_HUB_CACHE": lambda: (None if hasattr(constants, "ENDPOINT") and hasattr(
-            constants, "HF_HUB_CACHE") else "`constants.ENDPOINT` or `constants.HF_HUB_CACHE` is gone"),
+        "get_hf_file_metadata": _probe(file_download, "get_hf_file_metadata",
+                                       ("url", "token", "timeout", "endpoint")),
+        "hf_hub_download": _probe(file_download, "hf_hub_download",
+                                  ("repo_id", "filename", "revision", "cache_dir", "endpoint", "token",
+                                   "etag_timeout")),
+        "constants": _probe_constants,
     }
     check = download_check()
     extra = run_checks(UPSTREAM, DISTRIBUTION, public)

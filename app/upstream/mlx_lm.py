@@ -11,10 +11,10 @@ Internals used (each verified by `self_check`):
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import mlx.core as mx
-from mlx_lm.models import gated_delta as _gated_delta
 from mlx_lm.models.cache import (
     ArraysCache,
     ConcatenateKVCache,
@@ -26,7 +26,14 @@ from mlx_lm.models.cache import (
 from mlx_lm.sample_utils import apply_min_p, apply_top_k, apply_top_p
 from mlx_lm.utils import load, load_tokenizer
 
-from .checks import SelfCheck, missing_attributes, missing_parameters, run_checks
+from .checks import (
+    SelfCheck,
+    installed_version,
+    mismatch_reason,
+    missing_attributes,
+    missing_parameters,
+    run_checks,
+)
 
 __all__ = [
     "ArraysCache", "ConcatenateKVCache", "KVCache", "QuantizedKVCache", "RotatingKVCache",
@@ -118,7 +125,11 @@ def swap_conv_class(layer, subclass_for) -> None:
 
 
 def model_classes(config: dict):
-    """mlx-lm's (Model, ModelArgs) classes for a config; raises ValueError / KeyError when it has none."""
+    """mlx-lm's (Model, ModelArgs) classes for a config; ValueError / KeyError when it has none,
+    ValueError naming the change when the installed mlx-lm no longer has `utils._get_classes`."""
+    problem = _probe_get_classes()
+    if problem:
+        raise ValueError(mismatch_reason(UPSTREAM, installed_version(DISTRIBUTION), "utils._get_classes", problem))
     from mlx_lm.utils import _get_classes
 
     return _get_classes(config)
@@ -131,7 +142,11 @@ def _gdn_update_problem(fn) -> str | None:
 
 
 def _probe_gdn_update() -> str | None:
-    return _gdn_update_problem(getattr(_gated_delta, "gated_delta_update", None))
+    try:
+        module = importlib.import_module("mlx_lm.models.gated_delta")
+    except ImportError:
+        return "mlx_lm.models.gated_delta is gone"
+    return _gdn_update_problem(getattr(module, "gated_delta_update", None))
 
 
 def _probe_model_gdn(model, linear_caches: int):

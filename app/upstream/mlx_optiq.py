@@ -78,12 +78,17 @@ def _probe_attach() -> str | None:
                               positional=True)
 
 
+def _probe_prefixes() -> str | None:
+    from optiq.runtime.mtp import artifacts
+
+    theirs = tuple(getattr(artifacts, "MTP_KEY_PREFIXES", ()))
+    return None if theirs == MTP_KEY_PREFIXES else f"its MTP tensor prefixes are {theirs}, not {MTP_KEY_PREFIXES}"
+
+
 def _probe_sidecars() -> str | None:
     """Create every sidecar name and remove them one by one: optiq must pick them in our order."""
     from optiq.runtime.mtp import artifacts
 
-    if tuple(getattr(artifacts, "MTP_KEY_PREFIXES", ())) != MTP_KEY_PREFIXES:
-        return f"its MTP tensor prefixes are {getattr(artifacts, 'MTP_KEY_PREFIXES', None)}, not {MTP_KEY_PREFIXES}"
     expected = getattr(artifacts, "expected_mtp_file", None)
     if expected is None:
         return "artifacts.expected_mtp_file is gone"
@@ -116,7 +121,8 @@ def _probe_cache(model) -> str | None:
 
 def self_check(model=None) -> SelfCheck:
     """Verify the mlx-optiq hooks; with an attached model, also the head's own methods."""
-    probes = {"runtime.attach": _probe_attach, "MTP sidecar names": _probe_sidecars}
+    probes = {"runtime.attach": _probe_attach, "MTP sidecar names": _probe_sidecars,
+              "MTP tensor prefixes": _probe_prefixes}
     if model is not None:
         probes["mtp_forward"] = _probe_attached(model, "mtp_forward", FORWARD_PARAMETERS)
         probes["_mtp_core"] = _probe_attached(model, "_mtp_core", CORE_PARAMETERS)

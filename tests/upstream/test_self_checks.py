@@ -22,10 +22,10 @@ def renamed_mask(q, k, v, a, b, A_log, dt_bias, state=None, attn_mask=None, **kw
 @pytest.mark.parametrize("module, distribution, hooks", [
     (mlx_lm, "mlx-lm", {"load", "load_tokenizer", "make_prompt_cache", "utils._get_classes",
                         "gated_delta_update", "RotatingKVCache", "ArraysCache"}),
-    (mlx_optiq, "mlx-optiq", {"runtime.attach", "MTP sidecar names"}),
+    (mlx_optiq, "mlx-optiq", {"runtime.attach", "MTP sidecar names", "MTP tensor prefixes"}),
     (hf_hub, "huggingface_hub", {"file_download.http_get", "utils.WeakFileLock",
                                  "file_download.repo_folder_name", "hf_hub_url", "get_hf_file_metadata",
-                                 "hf_hub_download", "constants.ENDPOINT / HF_HUB_CACHE"}),
+                                 "hf_hub_download", "constants"}),
 ])
 def test_every_hook_fits_the_installed_version(module, distribution, hooks):
     check = module.self_check()
@@ -110,3 +110,24 @@ def test_a_missing_download_internal_is_named(monkeypatch):
                             "utils.WeakFileLock: it is gone")
     with pytest.raises(hf_hub.UpstreamMismatch, match="utils.WeakFileLock: it is gone"):
         hf_hub.weak_file_lock("x.lock")
+
+
+def test_a_missing_model_class_lookup_says_so_instead_of_crashing(monkeypatch):
+    from mlx_lm import utils
+
+    assert mlx_lm.model_classes({"model_type": "qwen3"})[0].__module__ == "mlx_lm.models.qwen3"
+    monkeypatch.delattr(utils, "_get_classes")
+    with pytest.raises(ValueError, match=f"mlx-lm {MLX_LM} changed utils._get_classes: it is gone"):
+        mlx_lm.model_classes({"model_type": "qwen3"})
+
+
+def test_an_attached_head_is_checked_for_the_methods_the_drafter_calls(mtp_agree, dense_target):
+    from app.engine import Engine
+
+    engine = Engine.load(mtp_agree)
+    check = mlx_optiq.self_check(engine.target.model)
+    assert check.ok and check.hooks[-3:] == ("mtp_forward", "_mtp_core", "make_mtp_cache")
+    plain = load_model(dense_target).model  # no head attached: the drafter's methods are missing
+    reason = mlx_optiq.self_check(plain).reason
+    assert "changed mtp_forward: the attached model has no `mtp_forward`" in reason
+    assert "changed _mtp_core: the attached model has no `_mtp_core`" in reason
