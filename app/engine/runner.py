@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import mlx.core as mx
+
 from app.upstream.mlx_lm import ArraysCache, arrays_cache_state, make_prompt_cache, set_arrays_cache_state
 
 from . import gdn_capture

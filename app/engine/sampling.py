@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 
 import mlx.core as mx
+
 from app.upstream.mlx_lm import apply_min_p, apply_top_k, apply_top_p
 
 from .config import GenerationConfig
