@@ -1,8 +1,10 @@
-"""The core never imports Qt: import-linter's contract runs with the tests."""
+"""Import contracts: the core never imports Qt; only app.upstream imports mlx-lm, mlx-optiq, huggingface_hub."""
 
 import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -13,3 +15,21 @@ def test_import_contracts_hold():
     proc = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "KEPT" in proc.stdout and "BROKEN" not in proc.stdout
+
+
+@pytest.mark.parametrize("module, line", [
+    ("app/engine/verify.py", "import mlx_lm.models.cache"),
+    ("app/hub/units.py", "from huggingface_hub import constants"),
+    ("app/ui/theme.py", "from optiq.runtime.mtp import runtime"),
+])
+def test_upstream_packages_are_fenced_into_app_upstream(tmp_path, module, line):
+    """A copy of the tree with one direct import of an upstream outside app/upstream breaks the contract."""
+    exe = shutil.which("lint-imports")
+    shutil.copytree(ROOT / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    with (tmp_path / module).open("a", encoding="utf-8") as f:
+        f.write(f"\n{line}\n")
+    proc = subprocess.run([exe], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    dotted = module.removesuffix(".py").replace("/", ".")
+    assert f"{dotted} -> {line.split()[1].split('.')[0]}" in proc.stdout

@@ -13,6 +13,7 @@ from .config import GenerationConfig
 from .drafters import DraftModelDrafter, Drafter
 from .errors import ConfigError, EngineError
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
+from .hooks import hook_problems
 from .loading import LoadedModel, load_model, vocab_size
 from .autok import AutoK
 from .lookup import PromptLookupDrafter
@@ -47,6 +48,7 @@ class Engine:
         if draft is not None:
             ensure_compatible(target.tokenizer, draft.tokenizer, target.name, draft.name)
             self.drafters["draft"] = DraftModelDrafter(ModelRunner(draft.model, draft.name))
+        self.hook_problems = hook_problems(self.runner, self.drafters)  # upstream internals that do not fit
 
     @classmethod
     def load(cls, target: str | Path, draft: str | Path | None = None) -> "Engine":
@@ -60,12 +62,13 @@ class Engine:
 
     def available_modes(self) -> dict[str, str | None]:
         """Each mode and why it is unavailable (None when it can be used)."""
-        return {
+        modes = {
             "baseline": None,
             "draft": None if "draft" in self.drafters else "no draft model loaded",
             "mtp": None if "mtp" in self.drafters else f"no MTP head: {self.mtp.reason}",
             "lookup": None,
         }
+        return {mode: reason or self.hook_problems.get(mode) for mode, reason in modes.items()}
 
     def _attach_mtp(self, target: LoadedModel) -> MtpSupport:
         """Attach the target's MTP head when its folder has one; the support says why not otherwise."""

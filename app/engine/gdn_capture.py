@@ -8,12 +8,13 @@ hooks pass straight through when no recorder is active on the calling thread.
 
 from __future__ import annotations
 
-import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import mlx.core as mx
+
+from app.upstream.mlx_lm import is_gated_delta_layer, swap_conv_class, wrap_gated_delta_update
 
 _local = threading.local()
 _recording_classes: dict[type, type] = {}
@@ -74,6 +75,9 @@ def recording(recorder: Recorder):
 
 
 def _recording_conv_class(cls: type) -> type:
+    """The recording subclass of a conv class (a recording class is its own)."""
+    if cls in _recording_classes.values():
+        return cls
     if cls not in _recording_classes:
 
         def __call__(self, x):
@@ -96,29 +100,15 @@ def _wrap_update(original):
             rec._conv_input = None
         return out, new_state
 
-    gated_delta_update.specchat_original = original
     return gated_delta_update
 
 
-def is_gated_delta_layer(module) -> bool:
-    """True for an mlx-lm Gated DeltaNet layer (conv1d + A_log + dt_bias)."""
-    return all(hasattr(module, name) for name in ("conv1d", "A_log", "dt_bias"))
-
-
-def original_update(module):
-    """mlx-lm's own gated_delta_update used by this layer's module."""
-    fn = sys.modules[type(module).__module__].gated_delta_update
-    return getattr(fn, "specchat_original", fn)
-
-
 def install(model) -> int:
-    """Hook every Gated DeltaNet layer of the model; returns how many were found."""
-    layers = [m for _, m in model.named_modules() if is_gated_delta_layer(m)]
-    for layer in layers:
-        conv = layer.conv1d
-        if type(conv) not in _recording_classes.values():
-            conv.__class__ = _recording_conv_class(type(conv))
-        module = sys.modules[type(layer).__module__]
-        if not hasattr(module.gated_delta_update, "specchat_original"):
-            module.gated_delta_update = _wrap_update(module.gated_delta_update)
-    return len(layers)
+    """Hook every Gated DeltaNet layer of the model whose kernel fits (see app.upstream.mlx_lm.model_check);
+    returns how many were hooked. A layer left alone still runs; it just cannot be rolled back."""
+    hooked = 0
+    for _, layer in model.named_modules():
+        if is_gated_delta_layer(layer) and wrap_gated_delta_update(layer, _wrap_update):
+            swap_conv_class(layer, _recording_conv_class)
+            hooked += 1
+    return hooked

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlx_lm.utils import load as mlx_load
+from app.upstream.mlx_lm import load as mlx_load
 
 from .errors import ModelLoadError
 

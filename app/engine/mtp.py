@@ -24,6 +24,8 @@ from pathlib import Path
 
 import mlx.core as mx
 
+from app.upstream.mlx_optiq import attach_mtp_head, head_logits, mtp_core
+
 from .drafters import Draft
 from .errors import ModelLoadError
 from .mtp_detect import MtpSupport, detect_mtp
@@ -37,10 +39,8 @@ def attach_head(model, tokenizer, folder: Path, support: MtpSupport | None = Non
     support = support or detect_mtp(folder)
     if not support.available:
         raise ModelLoadError(f"{Path(folder).name} has no usable MTP head: {support.reason}")
-    from optiq.runtime.mtp.runtime import attach  # heavy import, only for MTP targets
-
     try:
-        attach(model, tokenizer, folder)
+        attach_mtp_head(model, tokenizer, folder)
     except Exception as exc:  # optiq raises RuntimeError / ValueError / KeyError for bad heads
         raise ModelLoadError(f"mlx-optiq could not attach the MTP head of {folder}: "
                              f"{type(exc).__name__}: {exc}") from exc
@@ -192,18 +192,12 @@ class MtpDrafter:
     def _catch_up(self, hidden: mx.array, tokens: list[int]) -> tuple[mx.array, mx.array]:
         """Like _feed, but projects only the last position to logits: the others only fill the cache,
         and on a real vocabulary (248k x hidden) each projected row costs several head layers."""
-        text = getattr(self.model, "language_model", self.model)
-        core = getattr(text, "_mtp_core", None)  # mlx-optiq's head without the projection
+        core = mtp_core(self.model)  # mlx-optiq's head without the projection
         if core is None or len(tokens) == 1:
             return self._feed(hidden, tokens)
         ids = mx.array(tokens, dtype=mx.uint32)
         _, out = core(hidden[None], ids[None], mtp_cache=self.cache, emit_logits=False)
-        last = out[:, -1:]
-        if text.args.tie_word_embeddings:
-            logits = text.model.embed_tokens.as_linear(last)
-        else:
-            logits = text.lm_head(last)
-        return logits[0], out[0]
+        return head_logits(self.model, out[:, -1:])[0], out[0]
 
     def _sync(self, seq: list[int]) -> int:
         """Roll the head back to what agrees with seq; make sure the target's hidden states it needs exist."""

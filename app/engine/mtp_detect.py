@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from app.upstream.mlx_optiq import configured_sidecar, mtp_key_prefixes, mtp_sidecar_names
+
 CONFIG_KEYS = ("mtp_num_hidden_layers", "num_nextn_predict_layers")
-# mlx-optiq's lookup order (optiq.runtime.mtp.artifacts.expected_mtp_file).
-SIDECARS = ("optiq/mtp.safetensors", "mtp.safetensors", "mtp/weights.safetensors",
-            "model-mtp.safetensors")
-MTP_PREFIXES = ("mtp.", "language_model.mtp.")  # as mlx-optiq reads them
+SIDECARS = mtp_sidecar_names()  # in mlx-optiq's lookup order
+MTP_PREFIXES = mtp_key_prefixes()  # as mlx-optiq reads them
 INDEX_FILE = "model.safetensors.index.json"
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 
@@ -66,10 +66,8 @@ def safetensors_keys(path: Path) -> list[str]:
 
 
 def _extra_sidecar(config: dict) -> list[str]:
-    extra = config.get("mlx_lm_extra_tensors")
-    if isinstance(extra, dict) and isinstance(extra.get("mtp_file"), str):
-        return [extra["mtp_file"]]
-    return []
+    named = configured_sidecar(config)
+    return [named] if named else []
 
 
 def _find_sidecar(folder: Path, config: dict) -> tuple[Path | None, str]:

@@ -14,12 +14,18 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from mlx_lm.models.cache import (
+from app.upstream.mlx_lm import (
     ArraysCache,
     ConcatenateKVCache,
     KVCache,
     QuantizedKVCache,
     RotatingKVCache,
+    arrays_cache_state,
+    gated_delta_layers,
+    gated_delta_update_of,
+    rotating_cache_state,
+    set_arrays_cache_state,
+    set_rotating_cache_state,
 )
 
 from . import gdn_capture
@@ -55,11 +61,9 @@ def _snapshot(cache):
         if type(cache) is RotatingKVCache:
             cache.__class__ = _RecordingRotatingKVCache
         cache.inserted = []
-        keys = None if cache.keys is None else cache.keys[...]
-        values = None if cache.values is None else cache.values[...]
-        return (keys, values, cache.offset, cache.keep, cache.max_size, cache._idx)
+        return rotating_cache_state(cache)
     if isinstance(cache, ArraysCache):
-        return list(cache.cache)
+        return arrays_cache_state(cache)
     raise RollbackError(f"cannot roll back a {type(cache).__name__}")
 
 
@@ -94,7 +98,7 @@ class Transaction:
             elif isinstance(cache, RotatingKVCache):
                 _commit_rotating(cache, self.snapshots[i], keep, self.fed)
             else:
-                _commit_arrays(cache, self.snapshots[i], calls.get(i, []), keep, layers.get(i))
+                _commit_arrays(cache, self.snapshots[i], calls.get(i, []), keep, self.fed, layers.get(i))
         self.snapshots, self.recorder = [], gdn_capture.Recorder()
 
 
@@ -118,29 +122,27 @@ def _calls_per_cache(calls, linear, snapshots):
 
 def linear_layers(model) -> dict[int, object]:
     """Map cache index -> Gated DeltaNet module, following model.layers order."""
-    found = {}
-    for i, layer in enumerate(model.layers):
-        for _, m in layer.named_modules():
-            if gdn_capture.is_gated_delta_layer(m):
-                found[i] = m
-    return found
+    return gated_delta_layers(model)
 
 
-def _commit_arrays(cache, snapshot, calls, keep, layer) -> None:
-    fed = sum(c.length for c in calls)
+def _commit_arrays(cache, snapshot, calls, keep, fed, layer) -> None:
+    # Full keep and zero keep need no record of the calls: plain decoding works unhooked.
     if keep == fed:
         return
     if keep == 0:
-        cache.cache = list(snapshot)
+        set_arrays_cache_state(cache, snapshot)
         return
     for call in calls:
         if keep <= call.length:
             conv_keep = call.conv_input.shape[1] - call.length
-            original = gdn_capture.original_update(layer)
+            original = gated_delta_update_of(layer)
             cache[0] = call.conv_state_after(keep, conv_keep)
             cache[1] = call.state_after(keep, original)
             return
         keep -= call.length
+    if not calls:
+        raise RollbackError("no linear-attention calls were recorded this round: mlx-lm's "
+                            "gated_delta_update is not hooked (see app.upstream.mlx_lm.model_check)")
     raise RollbackError("rollback point lies past the recorded linear-attention calls")
 
 
@@ -151,7 +153,7 @@ def _commit_rotating(cache, snapshot, keep, fed) -> None:
     if cache.offset <= cache.max_size:
         cache.trim(fed - keep)
         return
-    cache.keys, cache.values, cache.offset, cache.keep, cache.max_size, cache._idx = snapshot
+    set_rotating_cache_state(cache, snapshot)
     for keys, values in inserted:
         n = min(keep, keys.shape[2])
         if n == 0:

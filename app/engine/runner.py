@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import mlx.core as mx
-from mlx_lm.models.cache import ArraysCache, make_prompt_cache
+
+from app.upstream.mlx_lm import ArraysCache, arrays_cache_state, make_prompt_cache, set_arrays_cache_state
 
 from . import gdn_capture
 from .rollback import TRIMMABLE, Transaction, check_supported, linear_layers
@@ -175,7 +176,7 @@ class ModelRunner:
     def _checkpoint(self) -> None:
         if not self.hybrid:
             return
-        states = [list(c.cache) if isinstance(c, ArraysCache) else c.offset for c in self.caches]
+        states = [arrays_cache_state(c) if isinstance(c, ArraysCache) else c.offset for c in self.caches]
         self._checkpoints = (self._checkpoints + [(len(self.tokens), states)])[-MAX_CHECKPOINTS:]
 
     def _restore_checkpoint(self, n: int) -> None:
@@ -186,7 +187,7 @@ class ModelRunner:
         m, states = usable[-1]
         for c, s in zip(self.caches, states):
             if isinstance(c, ArraysCache):
-                c.cache = list(s)
+                set_arrays_cache_state(c, s)
             else:
                 c.trim(c.offset - s)
         self.tokens = self.tokens[:m]

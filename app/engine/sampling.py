@@ -9,7 +9,8 @@ from __future__ import annotations
 import secrets
 
 import mlx.core as mx
-from mlx_lm.sample_utils import apply_min_p, apply_top_k, apply_top_p
+
+from app.upstream.mlx_lm import apply_min_p, apply_top_k, apply_top_p
 
 from .config import GenerationConfig
 

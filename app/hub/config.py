@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from huggingface_hub import constants
+from app.upstream.hf_hub import default_cache_dir, default_endpoint, hf_api
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_DEADLINE_S = 8.0
@@ -29,7 +29,7 @@ class HubConfig:
     @classmethod
     def from_env(cls, **overrides) -> HubConfig:
         """The endpoint (HF_ENDPOINT) and cache (HF_HUB_CACHE / HF_HOME) huggingface_hub uses."""
-        values = {"endpoint": constants.ENDPOINT, "cache_dir": Path(constants.HF_HUB_CACHE)}
+        values = {"endpoint": default_endpoint(), "cache_dir": default_cache_dir()}
         values.update(overrides)
         values["endpoint"] = str(values["endpoint"]).rstrip("/")
         values["cache_dir"] = Path(values["cache_dir"]).expanduser()
@@ -37,9 +37,7 @@ class HubConfig:
 
     def api(self):
         """An HfApi bound to this endpoint and token."""
-        from huggingface_hub import HfApi
-
-        return HfApi(endpoint=self.endpoint, token=self.token, library_name="specchat")
+        return hf_api(self.endpoint, self.token)
 
     def repo_url(self, repo_id: str) -> str:
         """The repo's page on the configured hub."""

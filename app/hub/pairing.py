@@ -68,10 +68,10 @@ def _mlx_supports(config: dict) -> str | None:
     """None when mlx-lm has a model class for the config, else why not."""
     if not config.get("model_type"):
         return "config.json has no model_type"
-    from mlx_lm.utils import _get_classes
+    from app.upstream.mlx_lm import model_classes
 
     try:
-        _get_classes(config)
+        model_classes(config)
     except (ValueError, KeyError) as exc:
         return str(exc)
     return None

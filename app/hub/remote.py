@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import httpx
-from huggingface_hub.errors import (
+
+from app.upstream.hf_hub import (
     GatedRepoError,
     HfHubHTTPError,
     OfflineModeIsEnabled,

@@ -7,8 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from huggingface_hub import scan_cache_dir
-from huggingface_hub.errors import CacheNotFound
+from app.upstream.hf_hub import CacheNotFound, cached_repo_tree, scan_cache_dir
 
 from .config import HubConfig
 from .download import read_manifest
@@ -97,10 +96,7 @@ def _expected_files(repo, revision, cache_dir: Path) -> dict[str, int] | None:
     if listed is not None:
         return listed
     try:
-        from huggingface_hub import get_cached_repo_tree
-
-        return {f.path: f.size for f in get_cached_repo_tree(
-            repo.repo_id, revision=revision.commit_hash, cache_dir=cache_dir)}
+        return cached_repo_tree(repo.repo_id, revision.commit_hash, cache_dir)
     except Exception:  # no tree cached for this commit (e.g. downloaded by an older tool)
         return None
 

@@ -27,7 +27,7 @@ def load_local_tokenizer(folder: Path):
         raise HubError(f"model folder not found: {folder}")
     if missing := missing_tokenizer(folder):
         raise HubError(f"{folder} has no {missing}")
-    from mlx_lm.utils import load_tokenizer
+    from app.upstream.mlx_lm import load_tokenizer
 
     try:
         return load_tokenizer(folder, tokenizer_config_extra={"trust_remote_code": False})

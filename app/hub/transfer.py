@@ -16,9 +16,16 @@ import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
-from huggingface_hub.file_download import http_get, repo_folder_name
-from huggingface_hub.utils import WeakFileLock, build_hf_headers
+from app.upstream.hf_hub import (
+    build_hf_headers,
+    download_check,
+    get_hf_file_metadata,
+    hf_hub_download,
+    hf_hub_url,
+    http_get,
+    repo_folder_name,
+    weak_file_lock,
+)
 
 from .config import HubConfig
 from .errors import CorruptFileError, DownloadCancelled, HubError
@@ -30,7 +37,7 @@ HASH_CHUNK = 4 * 1024 * 1024
 
 def storage_folder(config: HubConfig, repo_id: str) -> Path:
     """The repo's folder in the HF cache (models--org--name)."""
-    return config.cache_dir / repo_folder_name(repo_id=repo_id, repo_type="model")
+    return config.cache_dir / repo_folder_name(repo_id)
 
 
 def snapshot_path(config: HubConfig, plan: RepoPlan) -> Path:
@@ -73,6 +80,9 @@ def fetch_file(plan: RepoPlan, remote: RemoteFile, config: HubConfig,
         return pointer
     if cancel is not None and cancel.is_set():
         raise DownloadCancelled("download cancelled; run it again to resume")
+    hooks = download_check()
+    if not hooks.ok:
+        raise HubError(f"cannot download {plan.repo_id}: {hooks.reason}")
     url = resolve_url(config, plan, remote)
     try:
         meta = get_hf_file_metadata(url, token=config.token, timeout=config.timeout_s,
@@ -126,7 +136,7 @@ def _fetch_blob(plan: RepoPlan, remote: RemoteFile, config: HubConfig, blob: Pat
     lock = config.cache_dir / ".locks" / blob.parent.parent.name / f"{blob.name}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     partial = partial_path(blob)
-    with WeakFileLock(lock):
+    with weak_file_lock(lock):
         if blob.exists():
             return
         resume = partial.stat().st_size if partial.exists() else 0

@@ -8,9 +8,26 @@ import sys
 DEFAULT_PORT = 8080
 
 
+def draft_tokens_arg(text: str) -> int | str:
+    """--draft-tokens: 'auto' or a K that GenerationConfig accepts (its range, its message)."""
+    import argparse
+
+    from app.engine.config import AUTO, GenerationConfig
+    from app.engine.errors import ConfigError
+
+    if text == AUTO:
+        return AUTO
+    try:
+        k = int(text)
+        GenerationConfig(num_draft_tokens=k)
+    except (ValueError, ConfigError) as exc:
+        raise argparse.ArgumentTypeError(str(exc) if isinstance(exc, ConfigError) else
+                                         f"expected a whole number or 'auto', got {text!r}") from None
+    return k
+
+
 def register(subparsers) -> None:
     """Add the `serve` subcommand."""
-    from app.cli import draft_tokens_arg
     from app.engine.config import MODES
 
     serve = subparsers.add_parser("serve", help="serve the model over an OpenAI-compatible API (with speculation)")

@@ -159,7 +159,7 @@ class EngineWorker(QObject):
         return report.compatible, report.reason
 
     def _tokenizer(self, path: str):
-        from mlx_lm.utils import load_tokenizer
+        from app.upstream.mlx_lm import load_tokenizer
 
         key = Path(path).resolve()
         if key not in self._tokenizers:
