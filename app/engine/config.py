@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import ConfigError
@@ -61,6 +63,27 @@ class Limit:
         """The one-line complaint about a rejected value."""
         return f"{self.label} must be {self.allowed()}, got {value!r}"
 
+    def parse(self, text: str) -> float | int:
+        """A command-line value as the number it names; ConfigError (naming the range) unless accepted."""
+        kind = int if self.integer else float
+        try:
+            value = kind(text)
+        except ValueError:
+            raise ConfigError(f"{self.label} must be {'a whole number' if self.integer else 'a number'}, "
+                              f"got {text!r}") from None
+        return self.check(value)
+
+    def arg_type(self) -> Callable[[str], float | int]:
+        """An argparse type: parse(), its ConfigError re-raised as the one line argparse prints."""
+        def parse(text: str) -> float | int:
+            try:
+                return self.parse(text)
+            except ConfigError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+
+        parse.__name__ = self.label  # argparse names the type in some messages
+        return parse
+
     @property
     def spin_min(self) -> float:
         """The smallest value a spin box shows (the off value, or the first step above an open low)."""
@@ -89,9 +112,9 @@ SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
 
 def check_draft_tokens(mode: str, k) -> None:
     """Raise ConfigError unless k is "auto" or a K that mode accepts (MTP drafts at most MTP_MAX_DEPTH)."""
-    if k == AUTO:
-        return
-    LIMITS["mtp_depth" if mode == "mtp" else "num_draft_tokens"].check(k)
+    limit = LIMITS["mtp_depth" if mode == "mtp" else "num_draft_tokens"]
+    if k != AUTO and not limit.accepts(k):
+        raise ConfigError(f"{limit.label} must be {limit.allowed()} or {AUTO!r}, got {k!r}")
 
 
 @dataclass(frozen=True)
