@@ -154,8 +154,7 @@ def tuned_k(paths: AppPaths, target: str | None, drafter: str | None) -> int | N
         per_prompt = best_k(paths, target, drafter)
     except Exception:  # a damaged tuning file must not break the menu
         return None
-    per_prompt = {name: k for name, k in per_prompt.items() if LIMITS["num_draft_tokens"].accepts(k)}
-    if not per_prompt:  # never swept, or only Ks an older version allowed
+    if not per_prompt:
         return None
     if "chat" in per_prompt:
         return per_prompt["chat"]

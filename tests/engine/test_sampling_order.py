@@ -112,3 +112,22 @@ def test_greedy_is_argmax_and_returns_no_probabilities():
     logits = mx.array(np.stack([realistic_logits(seed) for seed in range(POSITIONS)]))
     tokens, probs = Sampler(GenerationConfig(top_p=0.5, min_p=0.2, top_k=3)).pick(logits)
     assert probs is None and tokens.tolist() == mx.argmax(logits, axis=-1).tolist()
+
+
+def test_rejection_sampling_with_every_filter_emits_the_filtered_target_distribution():
+    """Draft from another distribution through the same Sampler; the first emitted token follows ours (= mlx-lm's)."""
+    from app.engine.verify import verify_sampled
+
+    cfg = GenerationConfig(seed=5, **SETTINGS["all together"])
+    sampler = Sampler(cfg)
+    target = mx.array(np.stack([realistic_logits(0)] * 2))
+    draft_probs = sampler.probs(mx.array(realistic_logits(1))[None])
+    p = np.array(sampler.probs(target))[0]
+    q = np.array(draft_probs)[0]
+    rng = np.random.default_rng(0)
+    counts = np.zeros(VOCAB, dtype=int)
+    for _ in range(4000):
+        draft = int(rng.choice(VOCAB, p=q / q.sum()))
+        counts[verify_sampled(target, [draft], draft_probs, sampler).tokens[0]] += 1
+    assert chi_square_excess(counts, p) < 1
+    assert chi_square_excess(counts, q) > 1, "the draft's distribution is as close: the test could not fail"

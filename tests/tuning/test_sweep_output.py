@@ -90,3 +90,18 @@ def test_a_finished_sweep_leaves_complete_files(tmp_path, monkeypatch, capsys, d
     data = json.loads(out_json.read_text())
     assert data["partial"] is False and [c["k"] for c in data["prompts"][0]["cells"]] == [None, 1]
     assert list(tmp_path.iterdir()) == [out_json]  # no temp files left behind
+
+
+def test_a_saved_k_outside_the_limit_is_not_offered(tmp_path):
+    """A tuning file from a version that allowed K up to 64: the out-of-range K is ignored, the rest kept."""
+    from app.paths import AppPaths
+    from app.tuning.best_k import best_k, pair_key, save_best_k
+
+    paths = AppPaths.under(tmp_path)
+    save_best_k(paths, tmp_path / "t", tmp_path / "d", {"open": 4, "structured": 16})
+    data = json.loads(paths.tuning_file.read_text())
+    data["pairs"][pair_key(tmp_path / "t", tmp_path / "d")]["best_k"]["structured"] = 32
+    paths.tuning_file.write_text(json.dumps(data))
+    assert best_k(paths, tmp_path / "t", tmp_path / "d") == {"open": 4}
+    with pytest.raises(ValueError, match="between 1 and 16, got 32"):
+        save_best_k(paths, tmp_path / "t", tmp_path / "d", {"open": 32})
