@@ -9,15 +9,22 @@ from dataclasses import asdict
 
 from . import __version__
 from .engine import MODES, EngineError, GenerationConfig
-from .engine.config import AUTO
+from .engine.config import AUTO, LIMITS
 
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
 EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.tuning.sweep_cli", "app.server.cli")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (no usage block), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
-    parser = argparse.ArgumentParser(prog="specchat", description="Local Qwen chat with speculative decoding on MLX.")
+    parser = OneLineParser(prog="specchat", description="Local Qwen chat with speculative decoding on MLX.")
     parser.add_argument("--version", action="version", version=f"SpecChat {__version__}")
     parser.add_argument("--target", dest="app_target", metavar="DIR", help="open the app on this local model folder")
     parser.add_argument("--draft", dest="app_draft", metavar="DIR", help="and this draft model folder")
@@ -31,11 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--mtp-history", action="store_true",
                      help="MTP: the head attends over the whole conversation through its own cache, as it "
                           "was trained (default: each head step sees only itself, as mlx-optiq drafts)")
-    gen.add_argument("--max-tokens", type=int, default=256)
-    gen.add_argument("--temperature", type=float, default=0.0)
-    gen.add_argument("--top-p", type=float, default=1.0)
-    gen.add_argument("--top-k", type=int, default=0)
-    gen.add_argument("--min-p", type=float, default=0.0)
+    gen.add_argument("--max-tokens", type=LIMITS["max_tokens"].arg_type(), default=256,
+                     help=f"at most this many new tokens ({LIMITS['max_tokens'].allowed()})")
+    gen.add_argument("--temperature", type=LIMITS["temperature"].arg_type(), default=0.0,
+                     help=f"sampling temperature ({LIMITS['temperature'].allowed()})")
+    gen.add_argument("--top-p", type=LIMITS["top_p"].arg_type(), default=1.0,
+                     help=f"nucleus sampling ({LIMITS['top_p'].allowed()}; 1 keeps every token)")
+    gen.add_argument("--top-k", type=LIMITS["top_k"].arg_type(), default=0,
+                     help=f"keep the k likeliest tokens ({LIMITS['top_k'].allowed()})")
+    gen.add_argument("--min-p", type=LIMITS["min_p"].arg_type(), default=0.0,
+                     help=f"drop tokens below min-p x the likeliest's probability ({LIMITS['min_p'].allowed()})")
     gen.add_argument("--seed", type=int)
     gen.add_argument("--raw", action="store_true", help="no chat template: encode the prompt as is")
     gen.add_argument("--thinking", action="store_true", help="let Qwen3 think (enable_thinking=True)")
@@ -62,13 +74,10 @@ def _extra_commands():
 
 
 def draft_tokens_arg(text: str) -> int | str:
-    """K as an integer, or 'auto'."""
+    """K as an integer in range, or 'auto' (the MTP depth is checked once the mode is known)."""
     if text == AUTO:
         return AUTO
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
+    return LIMITS["num_draft_tokens"].arg_type()(text)
 
 
 def generation_config(args) -> GenerationConfig:

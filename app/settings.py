@@ -12,14 +12,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from app.engine.config import LIMITS, Limit
 from app.jsonfile import write_json_atomic
 from app.paths import AppPaths
 
 SCHEMA_VERSION = 1
 MODES = ("baseline", "draft", "mtp", "lookup")
 AUTO_DRAFT_TOKENS = "auto"  # K chosen each round by the engine
-MIN_DRAFT_TOKENS = 1
-MAX_DRAFT_TOKENS = 16
+MIN_DRAFT_TOKENS = LIMITS["num_draft_tokens"].low
+MAX_DRAFT_TOKENS = LIMITS["num_draft_tokens"].high
 
 Mode = Literal["baseline", "draft", "mtp", "lookup"]
 
@@ -66,18 +67,6 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _int_in(low: int, high: int | None) -> Callable[[str, Any], int]:
-    def check(name: str, value: Any) -> int:
-        if not _is_int(value):
-            raise SettingsError(f"{name} must be a whole number, got {value!r}")
-        if value < low or (high is not None and value > high):
-            bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
-            raise SettingsError(f"{name} must be {bounds}, got {value!r}")
-        return value
-
-    return check
-
-
 def _number(name: str, value: Any) -> float:
     if not (_is_int(value) or isinstance(value, float)):
         raise SettingsError(f"{name} must be a number, got {value!r}")
@@ -86,25 +75,17 @@ def _number(name: str, value: Any) -> float:
     return float(value)
 
 
-def _non_negative(name: str, value: Any) -> float:
-    number = _number(name, value)
-    if number < 0:
-        raise SettingsError(f"{name} must be >= 0, got {value!r}")
-    return number
+def _within(limit: Limit) -> Callable[[str, Any], float | int]:
+    """A check for a generation setting: its type, then the range GenerationConfig accepts."""
+    def check(name: str, value: Any) -> float | int:
+        if limit.integer and not _is_int(value):
+            raise SettingsError(f"{name} must be a whole number, got {value!r}")
+        number = value if limit.integer else _number(name, value)
+        if not limit.accepts(number):
+            raise SettingsError(f"{name} must be {limit.allowed()}, got {value!r}")
+        return number
 
-
-def _top_p(name: str, value: Any) -> float:
-    number = _number(name, value)
-    if not 0 < number <= 1:
-        raise SettingsError(f"{name} must be > 0 and <= 1, got {value!r}")
-    return number
-
-
-def _min_p(name: str, value: Any) -> float:
-    number = _number(name, value)
-    if not 0 <= number <= 1:
-        raise SettingsError(f"{name} must be between 0 and 1, got {value!r}")
-    return number
+    return check
 
 
 def _boolean(name: str, value: Any) -> bool:
@@ -128,7 +109,7 @@ def _mode(name: str, value: Any) -> str:
 def _draft_tokens(name: str, value: Any) -> int | str:
     if value == AUTO_DRAFT_TOKENS:
         return value
-    if not _is_int(value) or not MIN_DRAFT_TOKENS <= value <= MAX_DRAFT_TOKENS:
+    if not _is_int(value) or not LIMITS["num_draft_tokens"].accepts(value):
         raise SettingsError(f"{name} must be a whole number between {MIN_DRAFT_TOKENS} and "
                             f"{MAX_DRAFT_TOKENS} or \"{AUTO_DRAFT_TOKENS}\", got {value!r}")
     return value
@@ -167,11 +148,11 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "mode": _mode,
     "num_draft_tokens": _draft_tokens,
     "mtp_history": _boolean,
-    "temperature": _non_negative,
-    "top_p": _top_p,
-    "top_k": _int_in(0, None),
-    "min_p": _min_p,
-    "max_tokens": _int_in(1, None),
+    "temperature": _within(LIMITS["temperature"]),
+    "top_p": _within(LIMITS["top_p"]),
+    "top_k": _within(LIMITS["top_k"]),
+    "min_p": _within(LIMITS["min_p"]),
+    "max_tokens": _within(LIMITS["max_tokens"]),
     "enable_thinking": _boolean,
     "color_draft_tokens": _boolean,
     "extra_model_dirs": _text_list,

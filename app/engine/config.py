@@ -1,7 +1,10 @@
-"""GenerationConfig: the knobs of one generation, validated on creation."""
+"""GenerationConfig: the knobs of one generation, validated on creation against one table of limits."""
 
 from __future__ import annotations
 
+import argparse
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import ConfigError
@@ -9,6 +12,109 @@ from .errors import ConfigError
 MODES = ("baseline", "draft", "mtp", "lookup")
 AUTO = "auto"
 MTP_MAX_DEPTH = 4
+AUTO_MAX_DRAFT_TOKENS = 8  # the deepest an auto-K round drafts (draft and lookup modes)
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The values one setting accepts: low..high (low excluded when low_open), or the off value.
+
+    Every value a Limit accepts gives a working generation; the settings file, the spin boxes, the
+    CLI and the sweep all read their ranges and messages from LIMITS below.
+    """
+
+    label: str
+    low: float
+    high: float
+    integer: bool = False
+    low_open: bool = False
+    off: float | None = None  # a value below low that switches the setting off
+    off_means: str = "off"
+    step: float = 1
+    decimals: int = 0
+
+    def allowed(self) -> str:
+        """The accepted values in words: "between 0.01 and 2, or 0 (greedy)"."""
+        low = f"above {_num(self.low)} and up to {_num(self.high)}" if self.low_open else \
+            f"between {_num(self.low)} and {_num(self.high)}"
+        whole = "a whole number " if self.integer else ""
+        return f"{whole}{low}" + (f", or {_num(self.off)} ({self.off_means})" if self.off is not None else "")
+
+    def accepts(self, value) -> bool:
+        """True when value is a number of the right kind inside the limit."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if self.integer and not isinstance(value, int):
+            return False
+        if not math.isfinite(value):
+            return False
+        if self.off is not None and value == self.off:
+            return True
+        above = value > self.low if self.low_open else value >= self.low
+        return above and value <= self.high
+
+    def check(self, value):
+        """Return value when accepted; otherwise raise ConfigError naming the setting and its range."""
+        if not self.accepts(value):
+            raise ConfigError(self.message(value))
+        return value
+
+    def message(self, value) -> str:
+        """The one-line complaint about a rejected value."""
+        return f"{self.label} must be {self.allowed()}, got {value!r}"
+
+    def parse(self, text: str) -> float | int:
+        """A command-line value as the number it names; ConfigError (naming the range) unless accepted."""
+        kind = int if self.integer else float
+        try:
+            value = kind(text)
+        except ValueError:
+            raise ConfigError(f"{self.label} must be {'a whole number' if self.integer else 'a number'}, "
+                              f"got {text!r}") from None
+        return self.check(value)
+
+    def arg_type(self) -> Callable[[str], float | int]:
+        """An argparse type: parse(), its ConfigError re-raised as the one line argparse prints."""
+        def parse(text: str) -> float | int:
+            try:
+                return self.parse(text)
+            except ConfigError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+
+        parse.__name__ = self.label  # argparse names the type in some messages
+        return parse
+
+    @property
+    def spin_min(self) -> float:
+        """The smallest value a spin box shows (the off value, or the first step above an open low)."""
+        if self.off is not None:
+            return self.off
+        return self.low + 10 ** -self.decimals if self.low_open else self.low
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+LIMITS: dict[str, Limit] = {
+    "num_draft_tokens": Limit("draft tokens (K)", 1, 16, integer=True),
+    "mtp_depth": Limit("MTP depth (K)", 1, MTP_MAX_DEPTH, integer=True),
+    "max_tokens": Limit("max tokens", 1, 32768, integer=True, step=64),
+    # Below 0.01 the spin boxes (2 decimals) would show a sampling temperature as 0, greedy.
+    "temperature": Limit("temperature", 0.01, 2.0, off=0.0, off_means="greedy", step=0.05, decimals=2),
+    "top_p": Limit("top-p", 0.0, 1.0, low_open=True, step=0.05, decimals=2),
+    "top_k": Limit("top-k", 1, 1000, integer=True, off=0),
+    # min-p 1 keeps only the likeliest token(s): mlx-lm's range, and it samples like greedy.
+    "min_p": Limit("min-p", 0.0, 1.0, step=0.01, decimals=2),
+}
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
+
+
+def check_draft_tokens(mode: str, k) -> None:
+    """Raise ConfigError unless k is "auto" or a K that mode accepts (MTP drafts at most MTP_MAX_DEPTH)."""
+    limit = LIMITS["mtp_depth" if mode == "mtp" else "num_draft_tokens"]
+    if k != AUTO and not limit.accepts(k):
+        raise ConfigError(f"{limit.label} must be {limit.allowed()} or {AUTO!r}, got {k!r}")
 
 
 @dataclass(frozen=True)
@@ -31,21 +137,9 @@ class GenerationConfig:
     def __post_init__(self):
         if self.mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if self.num_draft_tokens != AUTO and not (
-                isinstance(self.num_draft_tokens, int) and 1 <= self.num_draft_tokens <= 64):
-            raise ConfigError(f"num_draft_tokens must be 1..64 or 'auto', got {self.num_draft_tokens!r}")
-        if self.mode == "mtp" and self.num_draft_tokens != AUTO and self.num_draft_tokens > MTP_MAX_DEPTH:
-            raise ConfigError(f"MTP depth must be 1..{MTP_MAX_DEPTH}, got {self.num_draft_tokens}")
-        if self.max_tokens < 1:
-            raise ConfigError(f"max_tokens must be at least 1, got {self.max_tokens}")
-        if self.temperature < 0:
-            raise ConfigError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.top_k < 0:
-            raise ConfigError(f"top_k must be >= 0, got {self.top_k}")
-        if not 0 <= self.min_p < 1:
-            raise ConfigError(f"min_p must be in [0, 1), got {self.min_p}")
+        check_draft_tokens(self.mode, self.num_draft_tokens)
+        for name in SAMPLING_FIELDS:
+            LIMITS[name].check(getattr(self, name))
 
     @property
     def auto_k(self) -> bool:
@@ -56,7 +150,7 @@ class GenerationConfig:
     def max_draft_tokens(self) -> int:
         """The largest K a round may use."""
         if self.auto_k:
-            return MTP_MAX_DEPTH if self.mode == "mtp" else 8
+            return MTP_MAX_DEPTH if self.mode == "mtp" else AUTO_MAX_DRAFT_TOKENS
         return self.num_draft_tokens
 
     @property

@@ -1,7 +1,9 @@
 """Turn logits into tokens: greedy argmax, or seeded sampling over filtered probabilities.
 
-The same filter (temperature, top-k, top-p, min-p; mlx-lm's own functions) is
-applied to the target's and the drafter's logits, as rejection sampling requires.
+The filters are mlx-lm's own functions in mlx-lm's order (``make_sampler``): top-p, then min-p,
+then top-k on the untempered log-probabilities, and only then the temperature. Unlike mlx-lm we
+need the resulting probability vector, not just a token, because rejection sampling compares the
+target's and the drafter's; both go through this same processing.
 """
 
 from __future__ import annotations
@@ -37,16 +39,17 @@ class Sampler:
         self.keys = KeyStream(cfg.seed)
 
     def logprobs(self, logits: mx.array) -> mx.array:
-        """Filtered, renormalised log-probabilities over the last axis."""
+        """Filtered, tempered, renormalised log-probabilities over the last axis (mlx-lm's order)."""
         cfg = self.cfg
-        x = logits.astype(mx.float32) / cfg.temperature
-        x = x - mx.logsumexp(x, axis=-1, keepdims=True)
-        if 0 < cfg.top_k < x.shape[-1]:
-            x = apply_top_k(x, cfg.top_k)
-        if cfg.top_p < 1.0:
+        x = logits.astype(mx.float32)
+        x = x - mx.logsumexp(x, axis=-1, keepdims=True)  # mlx-lm filters log-probabilities at temperature 1
+        if 0.0 < cfg.top_p < 1.0:
             x = apply_top_p(x, cfg.top_p)
-        if cfg.min_p > 0.0:
+        if cfg.min_p != 0.0:
             x = apply_min_p(x, cfg.min_p)
+        if 0 < cfg.top_k < x.shape[-1]:  # top-k at or above the vocabulary keeps every token
+            x = apply_top_k(x, cfg.top_k)
+        x = x * (1.0 / cfg.temperature)  # as mlx-lm's categorical_sampling scales them
         return x - mx.logsumexp(x, axis=-1, keepdims=True)
 
     def probs(self, logits: mx.array) -> mx.array:

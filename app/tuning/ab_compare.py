@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.engine.config import GenerationConfig
+from app.engine.config import MTP_MAX_DEPTH, GenerationConfig
 from app.engine.runner import common_prefix_len
 
 AB_MODES = ("baseline", "draft", "mtp")
@@ -46,8 +46,7 @@ def run_ab(engine, prompt_ids: list[int], k: int, max_tokens: int, temperature: 
         if reasons.get(mode):
             row = ABRow(mode, unavailable=reasons[mode])
         else:
-            cfg = GenerationConfig(mode, k if mode != "baseline" else GenerationConfig().num_draft_tokens,
-                                   max_tokens, temperature)
+            cfg = GenerationConfig(mode, _draft_tokens(mode, k), max_tokens, temperature)
             engine.reset()  # same work for every mode: prefill from scratch
             result = engine.generate(prompt_ids, cfg, cancel)
             if result.cancelled:
@@ -59,6 +58,13 @@ def run_ab(engine, prompt_ids: list[int], k: int, max_tokens: int, temperature: 
         if on_row is not None:
             on_row(row)
     return rows
+
+
+def _draft_tokens(mode: str, k: int) -> int:
+    """K for a mode: the MTP head drafts at most MTP_MAX_DEPTH (as in the chat); baseline ignores K."""
+    if mode == "baseline":
+        return GenerationConfig().num_draft_tokens
+    return min(k, MTP_MAX_DEPTH) if mode == "mtp" else k
 
 
 def _row(mode: str, result, tokens: list[int], reference: list[int] | None) -> ABRow:

@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+from app.engine.config import LIMITS
 from app.jsonfile import write_json_atomic
 from app.paths import AppPaths
 
@@ -46,8 +47,8 @@ def best_k(paths: AppPaths, target: str | Path, drafter: str | Path) -> dict[str
     raw = entry.get("best_k") if entry else None
     if not isinstance(raw, dict):
         return None
-    found = {name: k for name, k in raw.items() if isinstance(k, int) and not isinstance(k, bool) and k >= 1}
-    return found or None
+    found = {name: k for name, k in raw.items() if LIMITS["num_draft_tokens"].accepts(k)}
+    return found or None  # a K outside today's limit (saved by an older version) is left out
 
 
 def save_best_k(paths: AppPaths, target: str | Path, drafter: str | Path, best: dict[str, int],
@@ -56,8 +57,8 @@ def save_best_k(paths: AppPaths, target: str | Path, drafter: str | Path, best: 
     if not best:
         raise ValueError("no best K to save: the sweep had no usable cell")
     for name, k in best.items():
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ValueError(f"best K for {name!r} must be a whole number >= 1, got {k!r}")
+        if not LIMITS["num_draft_tokens"].accepts(k):
+            raise ValueError(f"best K for {name!r} must be {LIMITS['num_draft_tokens'].allowed()}, got {k!r}")
     pairs = load_tuning(paths)
     pairs[pair_key(target, drafter)] = {
         "target": model_key(target),

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
-from app.engine.config import GenerationConfig
+from app.engine.config import LIMITS, GenerationConfig, check_draft_tokens
 from app.engine.errors import ConfigError, EngineError
 from app.engine.runner import common_prefix_len
 from .sweep_prompts import SweepPrompt, builtin_prompts
@@ -25,6 +25,21 @@ from .sweep_results import (
 )
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
+DEFAULT_MTP_KS = (1, 2, 3, 4)  # the head drafts at most MTP_MAX_DEPTH
+
+
+def parse_ks(text: str) -> tuple[int, ...]:
+    """Draft lengths from "1,2,4": whole numbers in the K limit, duplicates dropped; ConfigError otherwise."""
+    limit = LIMITS["num_draft_tokens"]
+    try:
+        ks = tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise ConfigError(f"draft tokens must be whole numbers like 1,2,4,8, got {text!r}") from None
+    if not ks:
+        raise ConfigError(f"draft tokens must be whole numbers like 1,2,4,8, got {text!r}")
+    for k in ks:
+        limit.check(k)
+    return tuple(dict.fromkeys(ks))
 
 
 class OnBatteryError(EngineError):
@@ -52,7 +67,7 @@ class SweepConfig:
         if not self.ks:
             raise ConfigError("no draft lengths to sweep: give at least one K")
         for k in self.ks:
-            GenerationConfig(mode=self.mode, num_draft_tokens=k)  # raises on a K out of range
+            check_draft_tokens(self.mode, k)
         if self.reps < 1:
             raise ConfigError(f"reps must be at least 1, got {self.reps}")
         if self.warmup < 0:
@@ -107,6 +122,9 @@ class SweepRunner:
         self.machine_info = machine_info or _default_machine
         self.cancel = cancel or threading.Event()
         self._done = 0
+        self._header: dict | None = None  # what SweepResult needs besides the prompts, once started
+        self._prompts: list[PromptResult] = []  # finished prompts
+        self._open: PromptResult | None = None  # the prompt being measured, its finished cells
 
     def check(self):
         """Raise when the mode is unavailable or the machine is on battery; returns the power status."""
@@ -132,21 +150,28 @@ class SweepRunner:
         """Yield SweepStarted, RunDone and CellDone events, then SweepFinished with the result."""
         power = self.check()
         cfg = self.config
-        started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        machine = self.machine_info()
+        settings = {k: v for k, v in asdict(cfg).items() if k not in ("prompts", "tag")}
+        settings["ks"] = list(cfg.ks)
+        self._header = dict(target=self.target, drafter=self.drafter, mode=cfg.mode, settings=settings,
+                            machine=self.machine_info(), power_at_start=asdict(power), tag=cfg.tag,
+                            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        self._prompts, self._open = [], None
         yield SweepStarted(cfg.total_runs, tuple(p.name for p in cfg.prompts), cfg.ks, power.source)
-        prompts: list[PromptResult] = []
         for prompt in cfg.prompts:
             if self.cancel.is_set():
                 break
             result = yield from self._prompt(prompt, power.source)
-            prompts.append(result)
-        settings = {k: v for k, v in asdict(cfg).items() if k not in ("prompts", "tag")}
-        settings["ks"] = list(cfg.ks)
-        yield SweepFinished(SweepResult(
-            target=self.target, drafter=self.drafter, mode=cfg.mode, settings=settings, machine=machine,
-            power_at_start=asdict(power), started_at=started_at, prompts=tuple(prompts), tag=cfg.tag,
-            cancelled=self.cancel.is_set()))
+            self._prompts.append(result)
+            self._open = None
+        yield SweepFinished(SweepResult(**self._header, prompts=tuple(self._prompts),
+                                        cancelled=self.cancel.is_set()))
+
+    def snapshot(self) -> SweepResult | None:
+        """The result so far, every finished cell included, marked partial (None before the start)."""
+        if self._header is None:
+            return None
+        prompts = self._prompts + ([self._open] if self._open is not None else [])
+        return SweepResult(**self._header, prompts=tuple(prompts), partial=True)
 
     def prompt_ids(self, prompt: SweepPrompt) -> list[int]:
         """The prompt through the target's chat template, thinking off."""
@@ -177,7 +202,12 @@ class SweepRunner:
             cell = summarize_cell(k, reps, [r for r in runs if r.warmup], baseline, start_source)
             baseline = cell if k is None else baseline
             cells.append(cell)
+            self._open = self._prompt_result(prompt, ids, reference, cells)
             yield CellDone(prompt.name, cell)
+        return self._prompt_result(prompt, ids, reference, cells)
+
+    def _prompt_result(self, prompt: SweepPrompt, ids: list[int], reference: list[int] | None,
+                       cells: list[CellResult]) -> PromptResult:
         text = self.engine.tokenizer.decode(reference) if reference else ""
         return PromptResult(prompt.name, prompt.text, len(ids), text, tuple(cells))
 

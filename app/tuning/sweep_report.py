@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
@@ -81,7 +83,8 @@ def _header(result: SweepResult) -> list[str]:
         f"temperature {s['temperature']:g}; started {result.started_at}",
         "- tok/s is the median decode speed; CV is 1.4826 x MAD / median (noisy above 5%)"
         + ("; identity gate on (temperature 0)" if s["temperature"] == 0 else "; identity gate off"),
-    ] + (["- **Cancelled**: the tables are partial"] if result.cancelled else [])
+    ] + (["- **Cancelled**: the tables are partial"] if result.cancelled else []) \
+      + (["- **In progress**: the cells measured so far"] if result.partial else [])
 
 
 def _drafter_name(drafter: str) -> str:
@@ -116,14 +119,25 @@ def to_json(result: SweepResult) -> dict:
 
 
 def write_json(result: SweepResult, path: str | Path) -> Path:
-    """Write to_json(result) to path, pretty-printed."""
-    path = Path(path)
-    path.write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
-    return path
+    """Write to_json(result) to path, pretty-printed (atomically)."""
+    return write_text_atomic(Path(path), json.dumps(to_json(result), indent=2) + "\n")
 
 
 def write_markdown(result: SweepResult, path: str | Path) -> Path:
-    """Write to_markdown(result) to path."""
-    path = Path(path)
-    path.write_text(to_markdown(result), encoding="utf-8")
+    """Write to_markdown(result) to path (atomically)."""
+    return write_text_atomic(Path(path), to_markdown(result))
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write through a temp file and os.replace: a reader (or an interrupted sweep) leaves a whole file."""
+    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
     return path

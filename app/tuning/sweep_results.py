@@ -137,6 +137,7 @@ class SweepResult:
     prompts: tuple[PromptResult, ...]
     tag: str | None = None
     cancelled: bool = False
+    partial: bool = False  # a snapshot taken while the sweep still runs (written after every cell)
 
     def best_k(self) -> dict[str, int]:
         """The fastest usable K per prompt name (prompts with none are left out)."""

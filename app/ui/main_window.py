@@ -10,7 +10,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from app.engine import GenerationConfig
-from app.engine.config import MTP_MAX_DEPTH
+from app.engine.config import LIMITS, MTP_MAX_DEPTH
 from app.paths import AppPaths
 from app.settings import Settings, load_settings, save_settings
 from app.store import ConversationStore
@@ -146,6 +146,7 @@ class MainWindow(QMainWindow):
         worker.memoryChanged.connect(self.model_bar.set_memory)
         worker.draftsChecked.connect(self._on_drafts_checked)
         self.chat.replyFailed.connect(lambda message: self.banner.show_message(message, "error"))
+        self.chat.settingsRejected.connect(lambda message: self.banner.show_message(message, "error"))
         self.chat.busyChanged.connect(self._on_busy)
         self.model_bar.loadRequested.connect(self.load_models)
         self.model_bar.targetChanged.connect(self._offer_drafts)
@@ -293,7 +294,7 @@ class MainWindow(QMainWindow):
         self.save()
 
     def _k_chosen(self, k: int | str) -> None:
-        self.settings.num_draft_tokens = k if k == AUTO else min(k, 16)
+        self.settings.num_draft_tokens = k if k == AUTO else min(k, LIMITS["num_draft_tokens"].high)
         self.save()
         self._update_mode_label()
 

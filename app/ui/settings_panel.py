@@ -6,9 +6,8 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (QDoubleSpinBox, QFormLayout, QFrame, QLabel, QPlainTextEdit, QSpinBox,
                                QVBoxLayout)
 
+from app.engine.config import LIMITS, SAMPLING_FIELDS, Limit
 from app.settings import Settings
-
-SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
 
 
 class SettingsPanel(QFrame):
@@ -45,12 +44,11 @@ class SettingsPanel(QFrame):
     def _form(self) -> QFormLayout:
         form = QFormLayout()
         form.setSpacing(6)
-        self.temperature = _double(0.0, 2.0, 0.05, 2)
-        self.top_p = _double(0.01, 1.0, 0.05, 2)
-        self.top_k = QSpinBox(minimum=0, maximum=1000)
-        self.top_k.setSpecialValueText("off")
-        self.min_p = _double(0.0, 1.0, 0.01, 2)
-        self.max_tokens = QSpinBox(minimum=1, maximum=32768, singleStep=64)
+        self.temperature = limited_spin_box(LIMITS["temperature"])
+        self.top_p = limited_spin_box(LIMITS["top_p"])
+        self.top_k = limited_spin_box(LIMITS["top_k"])
+        self.min_p = limited_spin_box(LIMITS["min_p"])
+        self.max_tokens = limited_spin_box(LIMITS["max_tokens"])
         for label, box in (("Temperature", self.temperature), ("Top-p", self.top_p), ("Top-k", self.top_k),
                            ("Min-p", self.min_p), ("Max tokens", self.max_tokens)):
             form.addRow(label, box)
@@ -89,6 +87,14 @@ def _heading(text: str) -> QLabel:
     return label
 
 
-def _double(low: float, high: float, step: float, decimals: int) -> QDoubleSpinBox:
-    box = QDoubleSpinBox(minimum=low, maximum=high, singleStep=step, decimals=decimals)
+def limited_spin_box(limit: Limit, **kwargs) -> QSpinBox | QDoubleSpinBox:
+    """A spin box whose range and step are the setting's Limit (its off value shown as "off")."""
+    if limit.integer:
+        options = dict(minimum=int(limit.spin_min), maximum=int(limit.high), singleStep=int(limit.step))
+        box = QSpinBox(**(options | kwargs))
+    else:
+        options = dict(minimum=limit.spin_min, maximum=limit.high, singleStep=limit.step, decimals=limit.decimals)
+        box = QDoubleSpinBox(**(options | kwargs))
+    if limit.off is not None and limit.off_means == "off":
+        box.setSpecialValueText("off")
     return box

@@ -8,12 +8,13 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu
 
+from app.engine.config import LIMITS
 from app.paths import AppPaths
 
 MODE_LABELS = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP (model's own head)",
                "lookup": "Prompt lookup (no model)"}
 MODE_SHORTCUTS = {"baseline": "Ctrl+0", "draft": "Ctrl+1", "mtp": "Ctrl+2", "lookup": "Ctrl+3"}
-K_CHOICES = (1, 2, 3, 4, 6, 8, 16)
+K_CHOICES = (1, 2, 3, 4, 6, 8, LIMITS["num_draft_tokens"].high)
 AUTO = "auto"
 AUTO_SHORTCUT = "Ctrl+Shift+A"
 AUTO_TIP = ("Choose K each round from the measured acceptance and draft/verify costs; "

@@ -101,7 +101,7 @@ def test_lookup_accepts_repeated_text_and_samples_correctly(dense_target):
 def test_mtp_depth_is_limited_and_auto_is_accepted():
     from app.engine import ConfigError
 
-    with pytest.raises(ConfigError, match="MTP depth must be 1..4"):
+    with pytest.raises(ConfigError, match=r"MTP depth \(K\) must be a whole number between 1 and 4 or 'auto', got 6"):
         GenerationConfig(mode="mtp", num_draft_tokens=6)
     assert GenerationConfig(mode="mtp", num_draft_tokens="auto").max_draft_tokens == 4
     with pytest.raises(ConfigError, match="or 'auto'"):

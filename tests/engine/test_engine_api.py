@@ -117,7 +117,7 @@ def test_bad_folders_get_messages_that_name_them(tmp_path):
 def test_invalid_settings_are_refused():
     with pytest.raises(EngineError, match="mode must be one of"):
         GenerationConfig(mode="turbo")
-    with pytest.raises(EngineError, match="top_p"):
+    with pytest.raises(EngineError, match="top-p must be above 0 and up to 1, got 0"):
         GenerationConfig(top_p=0)
 
 

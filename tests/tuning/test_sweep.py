@@ -205,7 +205,7 @@ def test_mtp_sweep_runs_the_head_with_or_without_history(mtp_partial, history):
 def test_bad_settings_are_named():
     with pytest.raises(ConfigError, match="reps"):
         config(reps=0)
-    with pytest.raises(ConfigError, match="num_draft_tokens"):
+    with pytest.raises(ConfigError, match=r"draft tokens \(K\) must be a whole number between 1 and 16"):
         config(ks=(0, 2))
     with pytest.raises(ConfigError, match="mode"):
         config(mode="baseline")

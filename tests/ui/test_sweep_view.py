@@ -128,9 +128,11 @@ def test_battery_and_bad_settings_are_refused_with_a_message(qtbot, paths, engin
     assert "battery" in view.banner.message and view.result is None
     view.ks_edit.setText("0,x")
     assert not view.start()
-    assert "draft lengths" in view.banner.message
-    with pytest.raises(Exception, match=">= 1"):
+    assert "draft tokens must be whole numbers" in view.banner.message
+    with pytest.raises(Exception, match="between 1 and 16, got 0"):
         parse_ks("0")
+    with pytest.raises(Exception, match="between 1 and 16, got 17"):
+        parse_ks("4,17")
     assert parse_ks("4, 2,4") == (4, 2)
 
 

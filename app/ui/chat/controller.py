@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engine import Failed, Finished, GenerationConfig, RoundResult, TextChunk
+from app.engine import ConfigError, Failed, Finished, GenerationConfig, RoundResult, TextChunk
 from app.store import ConversationStore
 from app.store.conversations import DEFAULT_TITLE, title_from
 
@@ -34,6 +34,7 @@ class ChatController(QObject):
     replyStarted = Signal(int)        # request id
     replyFinished = Signal(object)    # the Finished event
     replyFailed = Signal(str)         # message (also shown in the banner)
+    settingsRejected = Signal(str)    # a setting out of range: nothing was saved or sent
     busyChanged = Signal(bool)
 
     def __init__(self, store: ConversationStore, client: EngineClient, transcript: TranscriptView,
@@ -95,6 +96,9 @@ class ChatController(QObject):
         """Save the user's message (replacing an edited one and what followed) and start the reply."""
         if self.busy:
             return
+        settings = self._valid_reply_settings()  # before anything is saved: a bad setting loses nothing
+        if settings is None:
+            return
         if self.conversation_id is None:
             self.conversation_id = self.store.create(title=title_from(text)).id
         elif self.store.get(self.conversation_id).title == DEFAULT_TITLE:
@@ -106,18 +110,21 @@ class ChatController(QObject):
         self.store.add_message(self.conversation_id, "user", text)
         self.transcript.add_user(text)
         self.sidebar.refresh(select=self.conversation_id)
-        self._start_reply()
+        self._start_reply(settings)
 
     def regenerate(self) -> None:
         """Drop the last reply and generate it again."""
         if self.busy or self.conversation_id is None:
+            return
+        settings = self._valid_reply_settings()
+        if settings is None:
             return
         messages = self.store.messages(self.conversation_id)
         if messages and messages[-1].role == "assistant":
             self.store.truncate(self.conversation_id, messages[-1].position)
             self.transcript.truncate(messages[-1].position)
         if self.store.messages(self.conversation_id):
-            self._start_reply()
+            self._start_reply(settings)
 
     def begin_edit(self, position: int) -> None:
         """Put a user message in the composer; sending replaces it and everything after it."""
@@ -130,8 +137,16 @@ class ChatController(QObject):
         """Stop the reply; what arrived so far is saved (marked stopped)."""
         self.client.cancel()
 
-    def _start_reply(self) -> None:
-        cfg, thinking = self.reply_settings()
+    def _valid_reply_settings(self) -> tuple[GenerationConfig, bool] | None:
+        """The next reply's config and thinking switch; None (and settingsRejected) when a setting is out of range."""
+        try:
+            return self.reply_settings()
+        except ConfigError as exc:
+            self.settingsRejected.emit(f"Not sent: {exc}. Change it in the settings panel or the Speculation menu.")
+            return None
+
+    def _start_reply(self, settings: tuple[GenerationConfig, bool]) -> None:
+        cfg, thinking = settings
         messages = [m.as_chat() for m in self.store.messages(self.conversation_id)]
         trace = ReplyTrace(self.decode)
         self.transcript.start_reply(trace)

@@ -6,9 +6,11 @@ import threading
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
-                               QSpinBox, QVBoxLayout, QWidget)
+                               QVBoxLayout, QWidget)
 
+from app.engine.config import LIMITS, MTP_MAX_DEPTH
 from .. import theme
+from ..settings_panel import limited_spin_box
 from app.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
 from .background import BackgroundJob
 
@@ -84,8 +86,9 @@ class ABPanel(QWidget):
         self.rows: list[ABRow] = []
         self.prompt = QPlainTextEdit(DEFAULT_PROMPT)
         self.prompt.setFixedHeight(54)
-        self.k = QSpinBox(minimum=1, maximum=32, value=4, prefix="K = ")
-        self.max_tokens = QSpinBox(minimum=1, maximum=4096, value=128, suffix=" tokens")
+        self.k = limited_spin_box(LIMITS["num_draft_tokens"], value=4, prefix="K = ")
+        self.k.setToolTip(f"Draft tokens per round; the MTP head drafts at most {MTP_MAX_DEPTH}")
+        self.max_tokens = limited_spin_box(LIMITS["max_tokens"], value=128, suffix=" tokens", singleStep=1)
         self.run_button = QPushButton("Run A/B", objectName="primary")
         self.run_button.clicked.connect(self.start)
         self.run_button.setEnabled(False)

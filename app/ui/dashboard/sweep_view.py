@@ -10,7 +10,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxL
                                QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget)
 
 from app.engine.errors import ConfigError
-from app.tuning.sweep import SweepConfig, SweepRunner
+from app.engine.config import LIMITS
+from app.tuning.sweep import SweepConfig, SweepRunner, parse_ks
 from app.tuning.sweep_prompts import BUILTIN_PROMPTS, builtin_prompts
 from app.tuning.sweep_report import write_json
 from app.tuning.sweep_results import CellDone, CellResult, RunDone, SweepFinished, SweepResult, SweepStarted
@@ -26,17 +27,6 @@ from .sweep_table import SpeedupChart, SweepTable
 
 DEFAULT_KS = "1,2,4,8"
 CARD = f"background: white; border: 1px solid {theme.BORDER}; border-radius: 10px;"
-
-
-def parse_ks(text: str) -> tuple[int, ...]:
-    """Draft lengths from "1,2,4": whole numbers >= 1, duplicates dropped; ConfigError otherwise."""
-    try:
-        ks = tuple(int(part) for part in text.replace(" ", "").split(",") if part)
-    except ValueError:
-        raise ConfigError(f"draft lengths must be whole numbers like 1,2,4,8, got {text!r}") from None
-    if not ks or min(ks) < 1:
-        raise ConfigError(f"draft lengths must be whole numbers >= 1, got {text!r}")
-    return tuple(dict.fromkeys(ks))
 
 
 class SweepView(QWidget):
@@ -70,7 +60,8 @@ class SweepView(QWidget):
         self.ks_edit.setMaximumWidth(110)
         self.reps = QSpinBox(minimum=1, maximum=50, value=3, prefix="reps ")
         self.warmup = QSpinBox(minimum=0, maximum=10, value=1, prefix="warmup ")
-        self.max_tokens = QSpinBox(minimum=1, maximum=4096, value=128, suffix=" tokens")
+        self.max_tokens = QSpinBox(minimum=LIMITS["max_tokens"].low, maximum=LIMITS["max_tokens"].high, value=128,
+                                   suffix=" tokens")
         self.prompt_boxes = {name: QCheckBox(name, checked=True) for name in BUILTIN_PROMPTS}
         self.allow_battery = QCheckBox("run on battery")
         self.run_button = QPushButton("Run sweep", objectName="primary", clicked=self.start)
