@@ -89,7 +89,11 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.splitter)
         self.mode_label = QLabel()
         self.legend = QLabel(f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
-                             f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)")
+                             f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)"
+                             " · untinted: the target's own token (one per round, even when every draft was accepted)")
+        self.legend.setToolTip("Each speculative round ends with one token the target chooses itself, after the "
+                               "drafts it accepted: so even a fully accepted reply has one untinted token per round. "
+                               "Plain decoding (speculation off, or auto K at K=0) is untinted throughout.")
         self.legend.setObjectName("footer")
         self.statusBar().addWidget(self.legend)
         self.statusBar().addPermanentWidget(self.mode_label)

@@ -110,7 +110,11 @@ def test_prompt_lookup_and_auto_k_chosen_in_the_menu_drive_the_next_reply(qtbot,
     stats = finished.stats
     assert stats.mode == "lookup" and stats.auto_k and stats.rounds > 0
     footer = window.transcript.views[-1].footer.text()
-    assert f"Prompt lookup K auto (mean {stats.mean_k:.1f})" in footer
+    from dataclasses import asdict
+
+    from app.engine.summary import speculation_text, stop_text
+    assert f"Prompt lookup {speculation_text(asdict(stats))} · {stop_text(asdict(stats))}" in footer
+    assert footer.startswith(f"{stats.generated_tokens} tokens") and "Prompt lookup K auto" in footer
     saved = load_settings(paths).settings
     assert (saved.mode, saved.num_draft_tokens) == ("lookup", AUTO)
     # a fixed K again: the next reply uses it
