@@ -28,7 +28,7 @@ from .model_bar import ModelBar
 from .model_folders import find_model_folders
 from .models_link import ModelsLink
 from .settings_panel import SettingsPanel
-from .speculation_menu import AUTO, SpeculationMenu, tuned_k
+from .speculation_menu import AUTO, TUNED_OFF, SpeculationMenu, tuned_k
 from .worker import LoadedPair
 
 DEFAULT_SIZE = (1280, 820)
@@ -310,6 +310,10 @@ class MainWindow(QMainWindow):
     def _best_k_saved(self, _best: dict) -> None:
         self._refresh_tuned_k()
         k = self.speculation.tuned_k
+        if k == TUNED_OFF:  # no K beat plain decoding: "Use best" switches speculation off
+            if self.speculation.checked_mode() != "baseline":
+                self.speculation.mode_actions["baseline"].trigger()
+            return
         if k is not None and self.speculation.current_k != AUTO:
             self.speculation.set_k(k)
             self._k_chosen(k)

@@ -65,6 +65,7 @@ def make_plot(y_label: str, x_label: str = "", date_axis: bool = False) -> pg.Pl
         axis.setPen(pg.mkPen(theme.BORDER))
         axis.setTextPen(pg.mkPen(theme.MUTED))
         axis.setStyle(tickFont=small)
+        axis.enableAutoSIPrefix(False)  # plain units in the label, never "(x0.001)"
     item.setLabel("left", y_label, color=theme.MUTED)
     if x_label:
         item.setLabel("bottom", x_label, color=theme.MUTED)

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxL
 from app.engine.errors import ConfigError
 from app.tuning.sweep import SweepConfig, SweepRunner
 from app.tuning.sweep_prompts import BUILTIN_PROMPTS, builtin_prompts
-from app.tuning.sweep_report import write_json
+from app.tuning.sweep_report import choice_text, write_json
 from app.tuning.sweep_results import CellDone, CellResult, RunDone, SweepFinished, SweepResult, SweepStarted
 from app.tuning.best_k import save_sweep
 from app.paths import AppPaths
@@ -229,7 +229,7 @@ class SweepView(QWidget):
         self.ks = tuple(result.settings.get("ks", self.ks))
         self._show_cells()
         best = result.best_k()
-        text = ", ".join(f"{name} K={k}" for name, k in best.items()) or "none (no usable K cell)"
+        text = ", ".join(f"{name} {choice_text(k)}" for name, k in best.items()) or "none (no usable K cell)"
         self.best_label.setText(("Cancelled: partial result. " if result.cancelled else "") + f"Best K: {text}")
         self.progress_label.setText("Cancelled." if result.cancelled else "Done.")
         self.use_best.setEnabled(bool(best))
@@ -251,7 +251,7 @@ class SweepView(QWidget):
         best = self.result.best_k()
         if path is not None:
             self.best_label.setText("Saved best K for this pair: "
-                                    + ", ".join(f"{name} K={k}" for name, k in best.items()))
+                                    + ", ".join(f"{name} {choice_text(k)}" for name, k in best.items()))
             self.bestKSaved.emit(best)
         return path
 
