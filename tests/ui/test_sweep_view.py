@@ -186,3 +186,14 @@ def test_a_slower_k_makes_off_the_best_and_chart_axes_carry_plain_units(qtbot, p
         assert not item.getAxis(name).autoSIPrefix
     view.chart.show_cells([("chat", [base, slower])], (1,))
     assert "x0.001" not in item.getAxis("left").labelString()
+
+
+def test_ab_card_says_acceptance_dash_when_nothing_was_drafted_and_explains_its_figures(qtbot):
+    from app.tuning.ab_compare import ABRow
+    from app.ui.dashboard.ab_panel import ABCard
+
+    card = ABCard("draft")
+    qtbot.addWidget(card)
+    card.show_row(ABRow("draft", None, 12.5, None, None, 10, True, None, "x"))
+    assert card.detail.text() == "10 tokens · acceptance —" and card.speed.text() == "12.5 tok/s"
+    assert "engine's clock" in card.speed.toolTip() and "drafted" in card.detail.toolTip()

@@ -91,3 +91,27 @@ def test_other_sampling_settings_make_the_session_replies_stale(qtbot, paths):
     dash.on_event(Finished((1,) * 64, "x", stats))
     dash.redraw()
     assert tile(dash)[1].startswith("stale: measured with greedy sampling; this reply used T=0.7")
+
+
+def test_an_auto_k_reply_tells_plain_bursts_from_drafting_rounds(qtbot, paths):
+    from dataclasses import replace
+
+    from app.engine.events import RoundResult
+
+    dash = make_dashboard(qtbot, paths)
+    rounds = [RoundResult(0, 0, 0, 0, 150, 0.0, 1.0)] + [RoundResult(i, 2, 2, 2, 3, 0.1, 0.1) for i in (1, 2, 3, 4)]
+    rounds.append(RoundResult(5, 2, 2, 0, 1, 0.1, 0.1))
+    for r in rounds:
+        dash.on_event(r)
+    stats = replace(GenerationStats(), generated_tokens=163, decode_tokens_per_s=9.0, mode="draft", auto_k=True,
+                    num_draft_tokens=8, rounds=6, drafted=10, accepted=8, acceptance_rate=0.8, mean_k=2.0,
+                    mean_accepted_per_round=1.6, plain_tokens=150, speculative_tokens=13, k_rounds={2: 5},
+                    stop_reason="length", max_tokens=163)
+    dash.on_event(Finished((1,) * 163, "x", stats))
+    dash.redraw()
+    assert dash.status.text() == ("Last reply: Draft model, K auto: plain decoding for 92% of tokens, K=2 for the "
+                                  "rest; 80% of drafted tokens accepted · 163 tokens · 9.0 tok/s decode · "
+                                  "max tokens (163)")
+    assert dash.tiles["per_round"].value.text() == "1.60"
+    assert dash.tiles["per_round"].sub.text() == "over 5 drafting rounds (+1 plain)"
+    assert dash.tiles["acceptance"].value.text() == "80%"

@@ -18,13 +18,13 @@ from PySide6.QtWidgets import (
 
 from app.engine.events import Failed, Finished, GenerationStats, RoundResult
 from app.paths import AppPaths
-from app.engine.summary import stop_text
+from app.engine.summary import speculation_text, stop_text
 from app.tuning.baseline import BaselineCache
-from app.tuning.reference import EARLIER, MEASURED, PlainReference, PlainSample, Reference, parse_time
+from app.tuning.reference import EARLIER, MEASURED, MIN_REPLY_TOKENS, PlainReference, PlainSample, Reference, parse_time
 from app.system.memory import MemorySample
 from app.system.power import PowerStatus
 from app.system.ringbuffer import RingBuffer, RoundSeries
-from app.ui.chat.footer import MODE_NAMES, k_text
+from app.ui.chat.footer import MODE_NAMES
 
 from .. import theme
 from ..banner import Banner
@@ -41,7 +41,7 @@ from .poller import SystemPoller
 from .tiles import StatTile, fill_tiles
 
 REDRAW_INTERVAL_MS = 250
-MIN_TOKENS_FOR_BASELINE = 16  # a plain-decode reply this long counts as a plain-decode sample
+MIN_TOKENS_FOR_BASELINE = MIN_REPLY_TOKENS  # a plain-decode reply this long counts as a plain-decode sample
 REMEASURE = "Re-measure plain decode"
 NOT_COMPARABLE = "speed figures are not comparable with runs on mains power at full speed."
 
@@ -230,7 +230,7 @@ class Dashboard(QWidget):
     def _finished(self, event: Finished) -> None:
         stats = self.last_stats = event.stats
         mode = "Plain decoding" if stats.mode == "baseline" else MODE_NAMES.get(stats.mode, stats.mode)
-        k = f", {k_text(asdict(stats))}" if stats.mode != "baseline" else ""
+        k = f", {speculation_text(asdict(stats))}" if stats.mode != "baseline" else ""
         ended = stop_text(asdict(stats), event.cancelled) or "ended"
         self.status.setText(f"Last reply: {mode}{k} · {stats.generated_tokens} tokens · "
                             f"{stats.decode_tokens_per_s:.1f} tok/s decode · {ended}")

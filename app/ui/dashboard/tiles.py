@@ -108,8 +108,14 @@ def fill_tiles(dash) -> None:
     if totals["rounds"]:
         rate = totals["accepted"] / totals["drafted"] if totals["drafted"] else None
         tiles["acceptance"].set(fmt_pct(rate), f"{totals['accepted']:.0f} of {totals['drafted']:.0f} drafted")
-        tiles["per_round"].set(f"{totals['accepted'] / totals['rounds']:.2f}",
-                               f"over {totals['rounds']:.0f} rounds")
+        stats = None if dash._generating else dash.last_stats
+        drafting = sum(stats.k_rounds.values()) if stats is not None and stats.k_rounds else 0
+        if drafting and drafting != totals["rounds"]:  # auto K's plain bursts are rounds that drafted nothing
+            tiles["per_round"].set(f"{stats.mean_accepted_per_round:.2f}",
+                                   f"over {drafting} drafting rounds (+{totals['rounds'] - drafting:.0f} plain)")
+        else:
+            tiles["per_round"].set(f"{totals['accepted'] / totals['rounds']:.2f}",
+                                   f"over {totals['rounds']:.0f} rounds")
     else:
         tiles["acceptance"].set(DASH, "no drafts yet")
         tiles["per_round"].set(DASH, "no rounds yet")
