@@ -36,6 +36,8 @@ def test_the_baseline_shown_is_the_one_measured_in_this_session_for_this_pair(qt
     assert (value, sub) == (f"{7.3 / 5.3:.2f}×", "plain decode 5.3 tok/s, 3 plain replies this session, just now")
     assert VERDICT_COLORS[FASTER] in style
     assert "same target" in dash.tiles["vs_plain"].toolTip()
+    assert all(tile.toolTip() for tile in dash.tiles.values())
+    assert "rolling mean" in dash.throughput.title.toolTip() and "GB" in dash.memory_chart.title.toolTip()
     # another target: nothing of the first one is shown for it
     dash.set_model("/models/target-b")
     dash.redraw()
