@@ -82,6 +82,8 @@ class SweepView(QWidget):
         self.chart = SpeedupChart()
         self.best_label = QLabel("")
         self.use_best = QPushButton("Use best K", clicked=self.use_best_k, enabled=False)
+        self.use_best.setToolTip("Save the best choice per prompt type for this pair as the chat's default: a K "
+                                 "only when it beats plain decoding beyond the noise, else Off (speculation off)")
         self.exports = [QPushButton(f"Export {kind}", enabled=False,
                                     clicked=lambda _=False, k=kind: self._ask_export(k))
                         for kind in ("CSV", "JSON", "PNG")]
