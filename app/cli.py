@@ -10,6 +10,7 @@ from dataclasses import asdict
 from . import __version__
 from .engine import MODES, EngineError, GenerationConfig
 from .engine.config import AUTO, LIMITS
+from .engine.summary import NO_ACCEPTANCE, auto_k_text, stop_text
 
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
 EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.tuning.sweep_cli", "app.server.cli")
@@ -119,9 +120,13 @@ def _print_finished(event, as_json: bool) -> int:
     s = event.stats
     line = (f"\n[{s.generated_tokens} tokens, {s.decode_tokens_per_s:.1f} tok/s decode, "
             f"ttft {s.ttft_s:.2f}s, prefill {s.prefill_tokens_per_s:.1f} tok/s, mode {s.mode}")
-    if s.rounds:
-        k = f"auto (mean {s.mean_k:.1f}, max {s.num_draft_tokens})" if s.auto_k else s.num_draft_tokens
-        line += f" K={k}, acceptance {s.acceptance_rate:.0%}"
+    if s.mode != "baseline":
+        k = f"auto (max {s.num_draft_tokens})" if s.auto_k else s.num_draft_tokens
+        line += f" K={k}"
+        if s.auto_k and (auto := auto_k_text(stats)):
+            line += f", {auto}"
+        line += f", acceptance {s.acceptance_rate:.0%}" if s.drafted else f", {NO_ACCEPTANCE}"
+    line += f", stopped: {stop_text(stats, event.cancelled)}"
     print(line + f", peak {s.peak_memory_bytes / 1e9:.2f} GB]", file=sys.stderr)
     return 0
 

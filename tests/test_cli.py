@@ -31,3 +31,11 @@ def test_generate_streams_text_then_a_stats_line(dense_target):
 def test_a_bad_folder_is_a_clear_error(tmp_path):
     proc = run_cli("generate", "--target", str(tmp_path / "missing"), "--prompt", "hi")
     assert proc.returncode == 2 and "model folder not found" in proc.stderr
+
+
+def test_stats_line_of_an_auto_k_reply_that_never_drafted(dense_target):
+    proc = run_cli("generate", "--target", str(dense_target), "--mode", "lookup", "--draft-tokens", "auto",
+                   "--max-tokens", "6", "--prompt", "hi")
+    assert proc.returncode == 0, proc.stderr
+    assert "plain decoding for all tokens, acceptance —" in proc.stderr and "0%" not in proc.stderr
+    assert "stopped: max tokens (6)" in proc.stderr

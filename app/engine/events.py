@@ -27,7 +27,12 @@ class GenerationStats:
     mean_k: float = 0.0  # mean K used per round
     prefill_s: float = 0.0
     decode_s: float = 0.0
-    stop_reason: str = ""
+    stop_reason: str = ""  # "eos" (end of turn), "length" (max_tokens), "cancelled" (stopped by the user)
+    max_tokens: int = 0  # the reply's token limit (names the number when stop_reason is "length")
+    plain_tokens: int = 0  # tokens from plain decoding: the whole reply when mode is baseline, else auto K's K=0 bursts
+    speculative_tokens: int = 0  # tokens emitted by rounds that drafted (K >= 1)
+    k_rounds: dict[int, int] = field(default_factory=dict)  # K -> number of rounds that drafted with it (K >= 1)
+    sampling: str = "greedy"  # the sampling settings, e.g. "greedy" or "T=0.7 top_p=0.9"
 
 
 @dataclass(frozen=True)

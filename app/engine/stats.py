@@ -22,6 +22,8 @@ class StatsRecorder:
         self.prefill_end = self.start
         self.first_token: float | None = None
         self.rounds = self.drafted = self.accepted = self.k_sum = 0
+        self.speculative_tokens = 0
+        self.k_rounds: dict[int, int] = {}
 
     def prefill_done(self) -> None:
         """Mark the end of prompt processing."""
@@ -33,11 +35,14 @@ class StatsRecorder:
             self.first_token = time.perf_counter()
 
     def round_done(self, result: RoundResult) -> None:
-        """Add one speculative round's counts."""
+        """Add one round's counts; a K=0 round (auto K's plain burst) counts its tokens as plain decoding."""
         self.rounds += 1
-        self.k_sum += result.num_draft_tokens
         self.drafted += result.drafted
         self.accepted += result.accepted
+        if result.num_draft_tokens > 0:
+            self.k_sum += result.num_draft_tokens
+            self.speculative_tokens += result.emitted
+            self.k_rounds[result.num_draft_tokens] = self.k_rounds.get(result.num_draft_tokens, 0) + 1
 
     def finish(self, generated: int, stop_reason: str) -> GenerationStats:
         """The final stats; decode speed counts every generated token from the end of prefill."""
@@ -45,6 +50,7 @@ class StatsRecorder:
         prefill_s = self.prefill_end - self.start
         decode_s = end - self.prefill_end
         speculative = self.cfg.mode != "baseline"
+        drafting_rounds = sum(self.k_rounds.values())
         return GenerationStats(
             prompt_tokens=self.prompt_tokens,
             cached_prompt_tokens=self.cached_tokens,
@@ -56,13 +62,32 @@ class StatsRecorder:
             drafted=self.drafted,
             accepted=self.accepted,
             acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
-            mean_accepted_per_round=self.accepted / self.rounds if self.rounds else 0.0,
+            mean_accepted_per_round=self.accepted / drafting_rounds if drafting_rounds else 0.0,
             peak_memory_bytes=mx.get_peak_memory(),
             mode=self.cfg.mode,
             num_draft_tokens=self.cfg.max_draft_tokens if speculative else 0,
             auto_k=speculative and self.cfg.auto_k,
-            mean_k=self.k_sum / self.rounds if self.rounds else 0.0,
+            mean_k=self.k_sum / drafting_rounds if drafting_rounds else 0.0,
             prefill_s=prefill_s,
             decode_s=decode_s,
             stop_reason=stop_reason,
+            max_tokens=self.cfg.max_tokens,
+            plain_tokens=generated - self.speculative_tokens,
+            speculative_tokens=self.speculative_tokens,
+            k_rounds=dict(sorted(self.k_rounds.items())),
+            sampling=sampling_text(self.cfg),
         )
+
+
+def sampling_text(cfg: GenerationConfig) -> str:
+    """The sampling settings in a few words: 'greedy', or e.g. 'T=0.7 top_p=0.9 top_k=20'."""
+    if cfg.greedy:
+        return "greedy"
+    parts = [f"T={cfg.temperature:g}"]
+    if cfg.top_p < 1:
+        parts.append(f"top_p={cfg.top_p:g}")
+    if cfg.top_k:
+        parts.append(f"top_k={cfg.top_k}")
+    if cfg.min_p:
+        parts.append(f"min_p={cfg.min_p:g}")
+    return " ".join(parts)

@@ -76,6 +76,7 @@ def _row(mode: str, result, tokens: list[int], reference: list[int] | None) -> A
         mismatch = None if identical else common_prefix_len(tokens, reference)
     elif reference is not None:
         identical = True
-    return ABRow(mode, None, stats.decode_tokens_per_s, stats.acceptance_rate if speculative else None,
-                 stats.mean_accepted_per_round if speculative else None, stats.generated_tokens,
+    drafted = speculative and stats.drafted > 0  # nothing drafted: no acceptance to report, not 0%
+    return ABRow(mode, None, stats.decode_tokens_per_s, stats.acceptance_rate if drafted else None,
+                 stats.mean_accepted_per_round if drafted else None, stats.generated_tokens,
                  identical, mismatch, result.text)

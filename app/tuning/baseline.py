@@ -23,6 +23,8 @@ class BaselineEntry:
     tokens_per_s: float
     measured_at: str
     source: str
+    power_source: str | None = None  # "ac" / "battery" when known
+    sampling: str | None = None  # e.g. "greedy" when known
 
 
 class BaselineCache:
@@ -51,12 +53,13 @@ class BaselineCache:
         """The cached entry of one model, or None."""
         return self.load().get(model_key)
 
-    def put(self, model_key: str, tokens_per_s: float, source: str = "measured") -> BaselineEntry:
+    def put(self, model_key: str, tokens_per_s: float, source: str = "measured", power_source: str | None = None,
+            sampling: str | None = None) -> BaselineEntry:
         """Save (replace) one model's speed; other models are kept."""
         if not tokens_per_s > 0:
             raise ValueError(f"a plain-decode speed must be a positive number, got {tokens_per_s!r}")
         entry = BaselineEntry(float(tokens_per_s), datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                              source)
+                              source, power_source, sampling)
         models = {key: vars(e) for key, e in self.load().items()}
         models[model_key] = vars(entry)
         write_json_atomic(self.path, {"schema_version": SCHEMA_VERSION, "models": models})
@@ -69,7 +72,8 @@ def _entry(raw) -> BaselineEntry | None:
     tps = raw.get("tokens_per_s")
     if not isinstance(tps, (int, float)) or isinstance(tps, bool) or tps <= 0:
         return None
-    return BaselineEntry(float(tps), str(raw.get("measured_at", "")), str(raw.get("source", "")))
+    optional = {name: raw[name] for name in ("power_source", "sampling") if isinstance(raw.get(name), str)}
+    return BaselineEntry(float(tps), str(raw.get("measured_at", "")), str(raw.get("source", "")), **optional)
 
 
 def measure_baseline_tps(engine, max_tokens: int = MEASURE_MAX_TOKENS, prompt: str = MEASURE_PROMPT,

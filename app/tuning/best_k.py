@@ -12,6 +12,12 @@ from app.paths import AppPaths
 
 SCHEMA_VERSION = 1
 MTP = "mtp"
+OFF = 0  # a saved best K of 0: no K beat plain decoding, so speculation is off for that prompt type
+
+
+def _is_off(k) -> bool:
+    """A saved K of 0: speculation off (an int, not a bool)."""
+    return isinstance(k, int) and not isinstance(k, bool) and k == OFF
 
 
 def model_key(folder: str | Path) -> str:
@@ -42,12 +48,12 @@ def tuning_entry(paths: AppPaths, target: str | Path, drafter: str | Path) -> di
 
 
 def best_k(paths: AppPaths, target: str | Path, drafter: str | Path) -> dict[str, int] | None:
-    """The saved best K per prompt type for this pair, or None when it was never swept."""
+    """The saved best K per prompt type for this pair (OFF = 0: speculation off), or None when never swept."""
     entry = tuning_entry(paths, target, drafter)
     raw = entry.get("best_k") if entry else None
     if not isinstance(raw, dict):
         return None
-    found = {name: k for name, k in raw.items() if LIMITS["num_draft_tokens"].accepts(k)}
+    found = {name: k for name, k in raw.items() if _is_off(k) or LIMITS["num_draft_tokens"].accepts(k)}
     return found or None  # a K outside today's limit (saved by an older version) is left out
 
 
@@ -57,8 +63,9 @@ def save_best_k(paths: AppPaths, target: str | Path, drafter: str | Path, best: 
     if not best:
         raise ValueError("no best K to save: the sweep had no usable cell")
     for name, k in best.items():
-        if not LIMITS["num_draft_tokens"].accepts(k):
-            raise ValueError(f"best K for {name!r} must be {LIMITS['num_draft_tokens'].allowed()}, got {k!r}")
+        if not (_is_off(k) or LIMITS["num_draft_tokens"].accepts(k)):
+            raise ValueError(f"best K for {name!r} must be {LIMITS['num_draft_tokens'].allowed()}, "
+                             f"or {OFF} for Off, got {k!r}")
     pairs = load_tuning(paths)
     pairs[pair_key(target, drafter)] = {
         "target": model_key(target),
@@ -79,5 +86,6 @@ def save_sweep(paths: AppPaths, result) -> Path | None:
     best = result.best_k()
     if not best:
         return None
-    speedups = {p.name: p.best_cell().speedup_pct for p in result.prompts if p.name in best}
+    speedups = {p.name: 0.0 if best[p.name] == OFF else p.best_cell().speedup_pct
+                for p in result.prompts if p.name in best}
     return save_best_k(paths, result.target, result.drafter, best, speedups, result.tag)

@@ -9,7 +9,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from .sweep_results import CellResult, PromptResult, SweepResult
+from .sweep_results import OFF, CellResult, PromptResult, SweepResult
+from .sweep_stats import BEST_RULE, cv_text
 
 JSON_SCHEMA_VERSION = 1
 TABLE_HEADER = ("| K | tok/s | speedup | acceptance | accepted/round | peak GB | CV | notes |\n"
@@ -48,8 +49,7 @@ def cell_row(cell: CellResult) -> str:
         peak += f" ({cell.peak_memory_delta_bytes / 1e9:+.2f})"
     per_round = DASH if cell.mean_accepted_per_round is None else f"{cell.mean_accepted_per_round:.2f}"
     acceptance = DASH if cell.acceptance_rate is None else _pct(cell.acceptance_rate * 100)
-    cv = _pct(cell.cv * 100) if math.isfinite(cell.cv) else "inf"
-    cells = (cell.label, speed, _pct(cell.speedup_pct, signed=True), acceptance, per_round, peak, cv,
+    cells = (cell.label, speed, _pct(cell.speedup_pct, signed=True), acceptance, per_round, peak, cv_text(cell.cv),
              cell_notes(cell))
     return "| " + " | ".join(cells) + " |"
 
@@ -58,15 +58,21 @@ def prompt_table(prompt: PromptResult) -> str:
     """A prompt's section: heading, table, and its best K."""
     lines = [f"### {prompt.name} ({prompt.prompt_tokens} prompt tokens)", "", TABLE_HEADER]
     lines += [cell_row(c) for c in prompt.cells]
-    best = prompt.best_cell()
-    if best is None:
-        lines += ["", "Best K: none (no K cell has a usable speed)"]
+    choice, fastest = prompt.best_choice(), prompt.best_cell()
+    if choice is None:
+        lines += ["", "Best K: none (no K cell, or no plain-decoding cell, has a usable speed)"]
+    elif choice == OFF:
+        lines += ["", f"Best: **Off** (plain decoding): the fastest K, {fastest.k} "
+                      f"({_pct(fastest.speedup_pct, signed=True)} vs baseline), does not beat it beyond the noise"]
     else:
-        slower = best.speedup_pct is not None and best.speedup_pct < 0
-        lines += ["", f"Best K: **{best.k}** ({best.median_tokens_per_s:.1f} tok/s, "
-                      f"{_pct(best.speedup_pct, signed=True)} vs baseline)"
-                  + ("; every K is slower than plain decoding on this prompt" if slower else "")]
+        lines += ["", f"Best K: **{fastest.k}** ({fastest.median_tokens_per_s:.1f} tok/s, "
+                      f"{_pct(fastest.speedup_pct, signed=True)} vs baseline)"]
     return "\n".join(lines)
+
+
+def choice_text(k: int) -> str:
+    """A best choice in words: 'K=3', or 'Off' (speculation off)."""
+    return "Off" if k == OFF else f"K={k}"
 
 
 def _header(result: SweepResult) -> list[str]:
@@ -81,8 +87,9 @@ def _header(result: SweepResult) -> list[str]:
         f"- Power at start: {p.get('source', '?')} ({p.get('detail', '')})",
         f"- Mode {result.mode}; {s['reps']} reps after {s['warmup']} warmup; max tokens {s['max_tokens']}; "
         f"temperature {s['temperature']:g}; started {result.started_at}",
-        "- tok/s is the median decode speed; CV is 1.4826 x MAD / median (noisy above 5%)"
+        "- tok/s is the median decode speed; CV is 1.4826 x MAD / median (noisy above 5%; n/a below 3 reps)"
         + ("; identity gate on (temperature 0)" if s["temperature"] == 0 else "; identity gate off"),
+        f"- Best: {BEST_RULE}",
     ] + (["- **Cancelled**: the tables are partial"] if result.cancelled else []) \
       + (["- **In progress**: the cells measured so far"] if result.partial else [])
 
@@ -95,7 +102,8 @@ def to_markdown(result: SweepResult) -> str:
     """The whole sweep as Markdown: a header, one table per prompt, the best K per prompt."""
     parts = ["\n".join(_header(result))] + [prompt_table(p) for p in result.prompts]
     best = result.best_k()
-    parts.append("Best K per prompt type: " + (", ".join(f"{n} **{k}**" for n, k in best.items()) or "none"))
+    parts.append("Best K per prompt type: "
+                 + (", ".join(f"{n} **{'Off' if k == OFF else k}**" for n, k in best.items()) or "none"))
     return "\n\n".join(parts) + "\n"
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.engine.events import GenerationStats
-from .sweep_stats import is_noisy, median, robust_cv, speedup_pct
+from .sweep_stats import beats_plain, is_noisy, median, robust_cv, speedup_pct
+
+OFF = 0  # the best choice when no K beats plain decoding beyond the noise: speculation off
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class CellResult:
     k: int | None
     median_tokens_per_s: float | None  # None when the output differed: the speed is not used
     measured_median_tokens_per_s: float
-    cv: float
+    cv: float | None  # None: fewer than 3 reps ("n/a")
     noisy: bool
     speedup_pct: float | None
     acceptance_rate: float | None
@@ -102,6 +104,13 @@ def summarize_cell(k: int | None, reps: list[RunRecord], warmups: list[RunRecord
     )
 
 
+def is_best(cell: CellResult, choice: int | None) -> bool:
+    """True for the cell of a prompt's best choice: its K, or the plain-decoding cell when the choice is OFF."""
+    if choice is None:
+        return False
+    return cell.k is None if choice == OFF else cell.k == choice
+
+
 @dataclass(frozen=True)
 class PromptResult:
     """Every cell of one prompt: the baseline first, then one per K."""
@@ -118,9 +127,19 @@ class PromptResult:
         return next((c for c in self.cells if c.k is None), None)
 
     def best_cell(self) -> CellResult | None:
-        """The fastest K whose speed is usable; None when no K cell is."""
+        """The fastest K whose speed is usable; None when no K cell is (it may still be slower than plain)."""
         usable = [c for c in self.cells if c.k is not None and c.usable]
         return max(usable, key=lambda c: c.median_tokens_per_s, default=None)
+
+    def best_choice(self) -> int | None:
+        """The K to use (sweep_stats.BEST_RULE), OFF when none beats plain decoding beyond the noise,
+        None when nothing can be said (no usable K cell or no usable plain-decoding cell)."""
+        fastest, base = self.best_cell(), self.baseline
+        if fastest is None or base is None or not base.usable:
+            return None
+        if beats_plain(fastest.median_tokens_per_s, fastest.cv, base.median_tokens_per_s, base.cv):
+            return fastest.k
+        return OFF
 
 
 @dataclass(frozen=True)
@@ -140,9 +159,10 @@ class SweepResult:
     partial: bool = False  # a snapshot taken while the sweep still runs (written after every cell)
 
     def best_k(self) -> dict[str, int]:
-        """The fastest usable K per prompt name (prompts with none are left out)."""
-        best = {p.name: p.best_cell() for p in self.prompts}
-        return {name: cell.k for name, cell in best.items() if cell is not None}
+        """The best choice per prompt name: a K, or OFF (0) when no K beats plain decoding beyond the noise
+        (prompts with no usable cells are left out)."""
+        best = {p.name: p.best_choice() for p in self.prompts}
+        return {name: k for name, k in best.items() if k is not None}
 
 
 # --- progress events, yielded by SweepRunner.events() ---

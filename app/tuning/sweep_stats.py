@@ -8,6 +8,9 @@ from collections.abc import Sequence
 
 MAD_TO_SIGMA = 1.4826  # scales the MAD to the standard deviation of a normal distribution
 NOISY_CV = 0.05
+MIN_REPS_FOR_CV = 3  # a spread of fewer runs says nothing: its CV is "n/a" (None)
+BEST_RULE = ("a K is best only when its median x (1 - n) beats plain decoding's median, n = max(5%, CV of K + "
+             "CV of plain), a CV of n/a (fewer than 3 reps) counting as 5%; otherwise the best choice is Off")
 
 
 def median(values: Sequence[float]) -> float:
@@ -23,8 +26,10 @@ def mad(values: Sequence[float]) -> float:
     return median([abs(v - mid) for v in values])
 
 
-def robust_cv(values: Sequence[float]) -> float:
-    """1.4826 x MAD / median; infinite when the median is 0 but the values spread."""
+def robust_cv(values: Sequence[float]) -> float | None:
+    """1.4826 x MAD / median; infinite when the median is 0 but the values spread; None below 3 values."""
+    if len(values) < MIN_REPS_FOR_CV:
+        return None
     mid = median(values)
     spread = MAD_TO_SIGMA * mad(values)
     if mid == 0:
@@ -32,9 +37,22 @@ def robust_cv(values: Sequence[float]) -> float:
     return spread / abs(mid)
 
 
-def is_noisy(cv: float) -> bool:
-    """True when a cell's robust CV is above NOISY_CV (5%)."""
-    return cv > NOISY_CV
+def is_noisy(cv: float | None) -> bool:
+    """True when a cell's robust CV is above NOISY_CV (5%); an unknown CV (None) is not flagged."""
+    return cv is not None and cv > NOISY_CV
+
+
+def beats_plain(k_speed: float, k_cv: float | None, plain_speed: float, plain_cv: float | None) -> bool:
+    """BEST_RULE: K's median, lowered by the noise of both cells, still above plain decoding's median."""
+    noise = max(NOISY_CV, (NOISY_CV if k_cv is None else k_cv) + (NOISY_CV if plain_cv is None else plain_cv))
+    return plain_speed > 0 and k_speed * (1 - noise) > plain_speed
+
+
+def cv_text(cv: float | None) -> str:
+    """A CV as '3.2%', 'inf', or 'n/a' with fewer than MIN_REPS_FOR_CV reps."""
+    if cv is None:
+        return "n/a"
+    return f"{cv * 100:.1f}%" if math.isfinite(cv) else "inf"
 
 
 def speedup_pct(value: float, baseline: float) -> float | None:

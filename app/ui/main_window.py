@@ -28,7 +28,7 @@ from .model_bar import ModelBar
 from .model_folders import find_model_folders
 from .models_link import ModelsLink
 from .settings_panel import SettingsPanel
-from .speculation_menu import AUTO, SpeculationMenu, tuned_k
+from .speculation_menu import AUTO, TUNED_OFF, SpeculationMenu, tuned_k
 from .worker import LoadedPair
 
 DEFAULT_SIZE = (1280, 820)
@@ -89,7 +89,11 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.splitter)
         self.mode_label = QLabel()
         self.legend = QLabel(f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
-                             f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)")
+                             f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)"
+                             " · untinted: the target's own token (one per round, even when every draft was accepted)")
+        self.legend.setToolTip("Each speculative round ends with one token the target chooses itself, after the "
+                               "drafts it accepted: so even a fully accepted reply has one untinted token per round. "
+                               "Plain decoding (speculation off, or auto K at K=0) is untinted throughout.")
         self.legend.setObjectName("footer")
         self.statusBar().addWidget(self.legend)
         self.statusBar().addPermanentWidget(self.mode_label)
@@ -307,6 +311,10 @@ class MainWindow(QMainWindow):
     def _best_k_saved(self, _best: dict) -> None:
         self._refresh_tuned_k()
         k = self.speculation.tuned_k
+        if k == TUNED_OFF:  # no K beat plain decoding: "Use best" switches speculation off
+            if self.speculation.checked_mode() != "baseline":
+                self.speculation.mode_actions["baseline"].trigger()
+            return
         if k is not None and self.speculation.current_k != AUTO:
             self.speculation.set_k(k)
             self._k_chosen(k)

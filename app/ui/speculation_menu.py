@@ -16,6 +16,7 @@ MODE_LABELS = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP (model's o
 MODE_SHORTCUTS = {"baseline": "Ctrl+0", "draft": "Ctrl+1", "mtp": "Ctrl+2", "lookup": "Ctrl+3"}
 K_CHOICES = (1, 2, 3, 4, 6, 8, LIMITS["num_draft_tokens"].high)
 AUTO = "auto"
+TUNED_OFF = 0  # a tuned K of 0: the sweep's best choice was speculation off
 AUTO_SHORTCUT = "Ctrl+Shift+A"
 AUTO_TIP = ("Choose K each round from the measured acceptance and draft/verify costs; "
             "K=0 (plain decoding) when drafts do not pay")
@@ -103,8 +104,12 @@ class SpeculationMenu(QMenu):
         action.setChecked(True)
 
     def set_tuned_k(self, k: int | None) -> None:
-        """Show the pair's tuned K in the list (None: the pair was never swept)."""
+        """Show the pair's tuned K in the list (None: never swept; TUNED_OFF: no K beat plain decoding)."""
         self.tuned_k = k
+        off = self.mode_actions["baseline"]
+        off.setText(MODE_LABELS["baseline"] + (" (tuned for this pair)" if k == TUNED_OFF else ""))
+        if k == TUNED_OFF:
+            off.setToolTip("The sweep found no K faster than plain decoding beyond the noise for this pair")
         self._build_k_actions()
 
     def _choices(self) -> list[int]:
@@ -143,7 +148,7 @@ class SpeculationMenu(QMenu):
 
 
 def tuned_k(paths: AppPaths, target: str | None, drafter: str | None) -> int | None:
-    """The pair's tuned K from app.tuning.best_k (when that module and a sweep exist)."""
+    """The pair's tuned K from app.tuning.best_k (when that module and a sweep exist); TUNED_OFF means Off."""
     if not target or not drafter:
         return None
     try:

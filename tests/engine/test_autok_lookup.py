@@ -81,7 +81,11 @@ def test_lookup_and_auto_k_are_identical_to_plain_decoding(hybrid_target, hybrid
     assert all(r.drafted <= r.num_draft_tokens for r in rounds)
     if k == "auto":
         assert events[-1].stats.auto_k and {r.num_draft_tokens for r in rounds} <= set(range(9))
-        assert events[-1].stats.mean_k == pytest.approx(sum(r.num_draft_tokens for r in rounds) / len(rounds))
+        drafting = [r.num_draft_tokens for r in rounds if r.num_draft_tokens]
+        assert events[-1].stats.mean_k == pytest.approx(sum(drafting) / len(drafting) if drafting else 0.0)
+        stats = events[-1].stats
+        assert stats.plain_tokens == sum(r.emitted for r in rounds if r.num_draft_tokens == 0)
+        assert stats.plain_tokens + stats.speculative_tokens == stats.generated_tokens == 48
 
 
 def test_lookup_accepts_repeated_text_and_samples_correctly(dense_target):

@@ -61,7 +61,8 @@ def test_median_mad_and_robust_cv_on_known_numbers():
     assert median(steady) == 100.0 and mad(steady) == 0.5
     assert robust_cv(steady) == pytest.approx(0.0074130)
     assert not is_noisy(robust_cv(steady))
-    assert robust_cv([7.0]) == 0.0 and median([4.0, 8.0]) == 6.0
+    assert robust_cv([7.0]) is None and robust_cv([7.0, 9.0]) is None and median([4.0, 8.0]) == 6.0
+    assert not is_noisy(None)
     assert speedup_pct(150.0, 100.0) == pytest.approx(50.0) and speedup_pct(80.0, 100.0) == pytest.approx(-20.0)
     assert speedup_pct(1.0, 0.0) is None
 
@@ -107,7 +108,8 @@ def test_table_and_json_have_every_cell_and_field(engine):
                 (cell["median_tokens_per_s"] / base["median_tokens_per_s"] - 1) * 100)
             assert cell["peak_memory_delta_bytes"] == cell["peak_memory_bytes"] - base["peak_memory_bytes"]
         assert base["acceptance_rate"] is None and base["speedup_pct"] is None
-    assert set(data["best_k"]) == {"structured", "open"} and set(data["best_k"].values()) <= {1, 3}
+    assert set(data["best_k"]) == {"structured", "open"} and set(data["best_k"].values()) <= {0, 1, 3}
+    assert all(c["cv"] is None for p in data["prompts"] for c in p["cells"])  # 2 reps: CV n/a, null in JSON
 
     md = to_markdown(result)
     assert md.count(TABLE_HEADER) == 2 and "Test Chip" in md
@@ -133,8 +135,9 @@ def test_identity_gate_catches_a_wrong_cell(engine):
     assert k3.median_tokens_per_s is None and k3.speedup_pct is None
     assert k3.measured_median_tokens_per_s > 0  # measured, kept in the raw data, but not reported
     assert k3.first_mismatch == base.reps[0].generated_tokens - 1  # only the last token was changed
-    assert result.best_k() == {"short": 1}
-    assert "Best K per prompt type: short **1**" in to_markdown(result)
+    assert result.best_k()["short"] in (0, 1)  # never the wrong K3; Off when K1 does not beat plain
+    best = "Off" if result.best_k()["short"] == 0 else "1"
+    assert f"Best K per prompt type: short **{best}**" in to_markdown(result)
     assert all(e.identical is False for e in events if isinstance(e, RunDone) and e.k == 3)
     assert all(e.identical is True for e in events if isinstance(e, RunDone) and e.k != 3)
     row = next(line for line in to_markdown(result).splitlines() if line.startswith("| 3 |"))
@@ -249,12 +252,15 @@ def test_best_k_saved_and_read_back(engine, tmp_path, dense_target, dense_draft_
     assert best_k(paths, dense_target, "mtp") == {"structured": 2, "open": 1}
     assert best_k(paths, dense_target, dense_draft_partial) == result.best_k()  # the other pair is kept
     entry = tuning_entry(paths, dense_target, dense_draft_partial)
-    assert entry["speedup_pct"]["short"] == pytest.approx(result.prompts[0].best_cell().speedup_pct)
+    expected = 0.0 if result.best_k()["short"] == 0 else result.prompts[0].best_cell().speedup_pct
+    assert entry["speedup_pct"]["short"] == pytest.approx(expected)
     assert pair_key(dense_target, "mtp").endswith("::mtp")
     paths.tuning_file.write_text("{not json")
     assert best_k(paths, dense_target, "mtp") is None
+    save_best_k(paths, dense_target, "mtp", {"open": 0})  # 0: Off
+    assert best_k(paths, dense_target, "mtp") == {"open": 0}
     with pytest.raises(ValueError, match="whole number"):
-        save_best_k(paths, dense_target, "mtp", {"open": 0})
+        save_best_k(paths, dense_target, "mtp", {"open": -1})
 
 
 # --- the command line ---
@@ -284,3 +290,42 @@ def test_cli_names_a_bad_draft_tokens_list(dense_target):
     proc = subprocess.run([sys.executable, "-m", "app", "sweep", "--target", str(dense_target), "--mtp",
                            "--draft-tokens", "1,x"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "draft tokens must be whole numbers" in proc.stderr
+
+
+# --- the best choice never recommends a slowdown ---
+
+
+def speeds_set(engine, plain_tps: float, draft_tps):
+    """A generate hook that reports chosen decode speeds (the tokens stay the engine's own)."""
+    def generate(ids, cfg, cancel=None):
+        result = engine.generate(ids, cfg, cancel)
+        tps = plain_tps if cfg.mode == "baseline" else draft_tps(cfg.num_draft_tokens)
+        return replace(result, stats=replace(result.stats, decode_tokens_per_s=tps))
+    return generate
+
+
+def test_a_sweep_where_speculation_is_slower_recommends_off(engine, tmp_path, dense_target, dense_draft_partial):
+    slower = speeds_set(engine, 20.0, lambda k: {1: 15.0, 3: 19.5}[k])
+    result = runner(engine, config(reps=3, warmup=0), generate=slower).run()
+    prompt = result.prompts[0]
+    assert prompt.best_cell().k == 3 and prompt.best_choice() == 0 and result.best_k() == {"short": 0}
+    assert all(c.cv == 0.0 for c in prompt.cells)  # 3 reps: a CV
+    md = to_markdown(result)
+    assert "Best: **Off** (plain decoding): the fastest K, 3 (-2.5% vs baseline)" in md
+    assert "Best K per prompt type: short **Off**" in md and to_json(result)["best_k"] == {"short": 0}
+    paths = AppPaths.under(tmp_path)
+    save_sweep(paths, result)
+    assert best_k(paths, dense_target, dense_draft_partial) == {"short": 0}
+    assert tuning_entry(paths, dense_target, dense_draft_partial)["speedup_pct"] == {"short": 0.0}
+
+
+@pytest.mark.parametrize("k_tps,reps,expected", [
+    (21.5, 3, 1),   # +7.5% with steady reps (CV 0): beyond the 5% floor
+    (20.9, 3, 0),   # +4.5%: within the 5% floor
+    (23.0, 2, 1),   # +15% with CVs n/a (2 reps): beyond the 10% band
+    (21.5, 2, 0),   # +7.5% with CVs n/a: within the 10% band
+])
+def test_a_k_is_best_only_beyond_the_noise(engine, k_tps, reps, expected):
+    result = runner(engine, config(ks=(1,), reps=reps, warmup=0),
+                    generate=speeds_set(engine, 20.0, lambda k: k_tps)).run()
+    assert result.best_k() == {"short": expected}

@@ -35,7 +35,9 @@ def test_a_reply_equals_the_engines_output_and_is_saved(qtbot, open_window, path
     assert rows[1].stats["mode"] == "draft" and rows[1].stats["num_draft_tokens"] == k
     reply = window.transcript.views[-1]
     assert reply.footer.text().startswith(f"{MAX_TOKENS} tokens") and f"K={k}" in reply.footer.text()
+    assert reply.footer.text().endswith(f" · max tokens ({MAX_TOKENS})") and reply.footer.toolTip()
     assert window.sidebar.ids() == [window.chat.conversation_id]
+    assert "untinted: the target's own token (one per round" in window.legend.text()
     screenshot(window, "main_window_tiny_reply")
 
 
@@ -70,7 +72,7 @@ def test_stop_mid_reply_saves_the_partial_reply(qtbot, open_window, dense_target
     assert finished.cancelled and 3 <= len(finished.tokens) < 4000
     saved = window.store.messages(window.chat.conversation_id)[-1]
     assert (saved.role, saved.content, saved.cancelled) == ("assistant", finished.text, True)
-    assert "stopped" in window.transcript.views[-1].footer.text()
+    assert window.transcript.views[-1].footer.text().endswith(" · stopped by you")
     assert window.composer.send_button.isVisible()
 
 

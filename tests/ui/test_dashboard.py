@@ -260,16 +260,19 @@ def test_baseline_is_requested_cached_and_remeasurable(qtbot, paths):
     assert asked.args == ["/models/target-a"]
 
 
-def test_a_long_plain_reply_stands_in_for_a_missing_baseline(qtbot, paths):
+def test_a_long_plain_reply_becomes_the_reference_of_the_next(qtbot, paths):
     dash = make_dashboard(qtbot, paths)
     dash.set_model("/models/b")
-    stats = GenerationStats(generated_tokens=40, decode_tokens_per_s=31.0, mode="baseline")
+    stats = GenerationStats(generated_tokens=40, decode_tokens_per_s=31.0, mode="baseline", prompt_tokens=20)
     dash.on_event(Finished((1,) * 40, "x", stats))
-    assert dash.baseline_tps == 31.0
+    assert dash.baseline_tps is None  # a reply is never its own reference
     assert BaselineCache.for_paths(paths).get("/models/b").source == "plain-decode reply"
-    dash.on_event(Finished((1,) * 40, "x", GenerationStats(generated_tokens=40, decode_tokens_per_s=5.0,
-                                                           mode="baseline")))
-    assert dash.baseline_tps == 31.0  # measured once: later replies do not move it
+    dash.on_event(Finished((1,) * 40, "x", GenerationStats(generated_tokens=40, decode_tokens_per_s=29.0,
+                                                           mode="baseline", prompt_tokens=20)))
+    assert dash.baseline_tps == 31.0  # the other plain reply
+    dash.on_event(Finished((1,) * 40, "x", GenerationStats(generated_tokens=40, decode_tokens_per_s=45.0,
+                                                           mode="draft", prompt_tokens=20)))
+    assert dash.baseline_tps == 30.0  # both plain replies
 
 
 def test_vs_plain_tile_and_screenshot(qtbot, paths, recorded_stream):

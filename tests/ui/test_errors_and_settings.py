@@ -3,7 +3,7 @@
 from app.engine.session import ChatSession
 from app.settings import load_settings
 
-from .conftest import send
+from .conftest import MAX_TOKENS, send
 
 
 def test_a_worker_exception_shows_a_banner_and_the_next_reply_works(qtbot, open_window, dense_target, monkeypatch):
@@ -86,3 +86,29 @@ def test_corrupt_settings_are_backed_up_and_the_user_is_told(qtbot, open_window,
     assert window.settings.mode == "baseline"
     window.close()
     assert load_settings(paths).warning is None  # a good file was written back
+
+
+def test_a_reply_that_fails_midway_keeps_its_text_and_its_footer_says_error(qtbot, open_window, dense_target,
+                                                                           monkeypatch):
+    from app.engine.stats import StatsRecorder
+
+    window = open_window(dense_target)
+    original = StatsRecorder.tokens_emitted
+    seen = []
+
+    def failing_after_three(self, n):
+        if self.cfg.max_tokens == MAX_TOKENS:  # the reply, not the plain-decode measurement after loading
+            seen.append(n)
+        if len(seen) == 4:
+            raise RuntimeError("the device went away")
+        return original(self, n)
+
+    monkeypatch.setattr(StatsRecorder, "tokens_emitted", failing_after_three)
+    with qtbot.waitSignal(window.chat.replyFailed, timeout=30_000):
+        window.composer.text.setPlainText("hello")
+        window.composer.send_button.click()
+    reply = window.transcript.views[-1]
+    assert reply.role == "assistant" and reply.footer.text() == "error: RuntimeError: the device went away"
+    saved = window.store.messages(window.chat.conversation_id)[-1]
+    assert saved.role == "assistant" and saved.stats == {"stop_reason": "error",
+                                                         "error": "RuntimeError: the device went away"}

@@ -110,7 +110,11 @@ def test_prompt_lookup_and_auto_k_chosen_in_the_menu_drive_the_next_reply(qtbot,
     stats = finished.stats
     assert stats.mode == "lookup" and stats.auto_k and stats.rounds > 0
     footer = window.transcript.views[-1].footer.text()
-    assert f"Prompt lookup K auto (mean {stats.mean_k:.1f})" in footer
+    from dataclasses import asdict
+
+    from app.engine.summary import speculation_text, stop_text
+    assert f"Prompt lookup {speculation_text(asdict(stats))} · {stop_text(asdict(stats))}" in footer
+    assert footer.startswith(f"{stats.generated_tokens} tokens") and "Prompt lookup K auto" in footer
     saved = load_settings(paths).settings
     assert (saved.mode, saved.num_draft_tokens) == ("lookup", AUTO)
     # a fixed K again: the next reply uses it
@@ -220,3 +224,14 @@ def test_models_window_opens_from_the_menu_and_its_choices_load(qtbot, open_wind
     assert window.models.open() is models  # the same window again, not a second one
     window.close()
     assert models.closed
+
+
+def test_use_best_off_switches_speculation_off(qtbot, open_window, paths, dense_target, dense_draft_partial):
+    window = open_window(dense_target, dense_draft_partial)
+    assert window.speculation.checked_mode() == "draft"
+    best = {"chat": 0, "code": 3}  # the sweep found no K faster than plain decoding for chat
+    save_best_k(paths, window.pair.target, window.pair.draft, best)
+    window.docks.sweep_view.bestKSaved.emit(best)
+    assert window.speculation.tuned_k == 0 and window.speculation.checked_mode() == "baseline"
+    assert window.speculation.mode_actions["baseline"].text() == "Off (tuned for this pair)"
+    assert load_settings(paths).settings.mode == "baseline" and 0 not in window.speculation.k_actions

@@ -57,7 +57,8 @@ def test_trace_marks_draft_characters_and_places_rejections():
 def test_footer_names_tokens_speed_ttft_acceptance_mode_and_k():
     stats = {"generated_tokens": 42, "decode_tokens_per_s": 31.46, "ttft_s": 0.123,
              "acceptance_rate": 0.675, "mode": "draft", "num_draft_tokens": 4}
-    assert footer_text(stats) == "42 tokens · 31.5 tok/s · TTFT 0.12 s · 68% accepted · Draft model K=4"
+    assert footer_text(stats) == ("42 tokens · 31.5 tok/s · TTFT 0.12 s · Draft model K=4; "
+                                  "68% of drafted tokens accepted")  # an old saved dict: no drafted count
     off = footer_text({**stats, "mode": "baseline"}, cancelled=True)
-    assert off == "42 tokens · 31.5 tok/s · TTFT 0.12 s · speculation off · stopped"
-    assert footer_text(None, cancelled=True) == "stopped"
+    assert off == "42 tokens · 31.5 tok/s · TTFT 0.12 s · speculation off · stopped by you"
+    assert footer_text(None, cancelled=True) == "stopped by you"

@@ -71,9 +71,13 @@ def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, engine, 
         view.use_best.click()
     assert saved.args == [best]
     assert best_k(paths, result.target, result.drafter) == best
-    for prompt in result.prompts:  # the best row is bold and says so
-        row = [n for n, _ in cells].index(prompt.name) + [c.k for c in prompt.cells].index(best[prompt.name])
-        assert view.table.row_texts(row)[-1].startswith("★ best K")
+    for prompt in result.prompts:  # the best row (plain decoding when the best is Off) is bold and says so
+        choice = best[prompt.name] or None
+        row = [n for n, _ in cells].index(prompt.name) + [c.k for c in prompt.cells].index(choice)
+        assert view.table.row_texts(row)[-1].startswith("★ best K" if choice else "★ best: Off")
+        assert view.table.item(row, 0).font().bold()
+    assert all(view.table.row_texts(row)[6] == "n/a" for row in range(len(cells)))  # 1 rep: no CV
+    assert "MAD" in view.table.horizontalHeaderItem(6).toolTip()
     csv_rows = list(csv.DictReader(view.export_csv(tmp_path / "sweep.csv").open()))
     assert [(r["prompt"], r["k"]) for r in csv_rows] == [(n, c.label) for n, c in cells]
     assert [r["best"] for r in csv_rows].count("True") == 2
@@ -163,3 +167,35 @@ def test_ab_panel_compares_off_draft_and_mtp_then_screenshot(qtbot, paths, engin
     assert panel.cards["mtp"].speed.text() == "n/a"
     qtbot.wait(50)
     screenshot(view, "sweep_view")
+
+
+def test_a_slower_k_makes_off_the_best_and_chart_axes_carry_plain_units(qtbot, paths, engine):
+    view = make_view(qtbot, paths, engine)
+
+    def run(tps):
+        return RunRecord(0, False, tps, 8, 0.1, 3, 6, 3, 1000, "length", "ac", "", True, None)
+
+    base = summarize_cell(None, [run(100.0), run(100.5), run(99.5)], [], None, "ac")
+    slower = summarize_cell(1, [run(99.0), run(98.0), run(98.5)], [], base, "ac")
+    view.ks = (1,)
+    view.cells = {"chat": [base, slower]}
+    view._show_cells()  # no result yet: nothing is marked best
+    assert not any(view.table.row_texts(r)[-1].startswith("★") for r in range(2))
+    from app.tuning.sweep_results import PromptResult
+    assert PromptResult("chat", "", 1, "", (base, slower)).best_choice() == 0
+    item = view.chart.plot.getPlotItem()
+    for name in ("left", "bottom"):
+        assert not item.getAxis(name).autoSIPrefix
+    view.chart.show_cells([("chat", [base, slower])], (1,))
+    assert "x0.001" not in item.getAxis("left").labelString()
+
+
+def test_ab_card_says_acceptance_dash_when_nothing_was_drafted_and_explains_its_figures(qtbot):
+    from app.tuning.ab_compare import ABRow
+    from app.ui.dashboard.ab_panel import ABCard
+
+    card = ABCard("draft")
+    qtbot.addWidget(card)
+    card.show_row(ABRow("draft", None, 12.5, None, None, 10, True, None, "x"))
+    assert card.detail.text() == "10 tokens · acceptance —" and card.speed.text() == "12.5 tok/s"
+    assert "engine's clock" in card.speed.toolTip() and "drafted" in card.detail.toolTip()

@@ -14,7 +14,7 @@ from app.store.conversations import DEFAULT_TITLE, title_from
 from ..engine_client import EngineClient
 from .composer import Composer
 from .conversation_list import ConversationList
-from .footer import footer_text
+from .footer import error_stats, footer_text
 from .trace import ReplyTrace
 from .transcript import TranscriptView
 
@@ -189,7 +189,7 @@ class ChatController(QObject):
 
     def _fail(self, message: str) -> None:
         partial = self.active.trace.text
-        self._finish(partial, None, True)
+        self._finish(partial, error_stats(message), True)
         self.replyFailed.emit(message)
 
     def _deleted(self, conversation_id: int) -> None:

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from app.engine.summary import k_text, speculation_text, stop_text
+
 MODE_NAMES = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP", "lookup": "Prompt lookup"}
+FOOTER_TOOLTIP = (
+    "tokens: tokens in this reply · tok/s: tokens after the first divided by the time from the end of prompt "
+    "processing to the last token (the engine's clock) · TTFT: time from sending to the first token · "
+    "accepted: share of drafted tokens the target agreed with (— when nothing was drafted) · "
+    "plain decoding share: tokens auto K produced without drafting · the last part says why the reply stopped.")
+
+__all__ = ["MODE_NAMES", "FOOTER_TOOLTIP", "footer_text", "error_stats", "k_text"]
 
 
 def footer_text(stats: dict | None, cancelled: bool = False) -> str:
-    """E.g. '42 tokens · 31.5 tok/s · TTFT 0.12 s · 68% accepted · Draft model K=4' (or 'K auto (mean 2.3)')."""
+    """E.g. '42 tokens · 31.5 tok/s · TTFT 0.12 s · Draft model K=4; 68% of drafted tokens accepted · end of turn'."""
     if not stats:
-        return "stopped" if cancelled else ""
+        return "stopped by you" if cancelled else ""
+    if stats.get("stop_reason") == "error" and "generated_tokens" not in stats:
+        message = stats.get("error", "")
+        return f"error: {message}" if message else "error"
     parts = [
         f"{stats.get('generated_tokens', 0)} tokens",
         f"{stats.get('decode_tokens_per_s', 0.0):.1f} tok/s",
@@ -16,17 +28,15 @@ def footer_text(stats: dict | None, cancelled: bool = False) -> str:
     ]
     mode = stats.get("mode", "baseline")
     if mode != "baseline":
-        parts.append(f"{stats.get('acceptance_rate', 0.0):.0%} accepted")
-        parts.append(f"{MODE_NAMES.get(mode, mode)} {k_text(stats)}")
+        parts.append(f"{MODE_NAMES.get(mode, mode)} {speculation_text(stats)}")
     else:
         parts.append("speculation off")
-    if cancelled:
-        parts.append("stopped")
+    stop = stop_text(stats, cancelled)
+    if stop:
+        parts.append(stop)
     return " · ".join(parts)
 
 
-def k_text(stats: dict) -> str:
-    """'K=4', or 'K auto (mean 2.3)' when the engine chose K each round."""
-    if stats.get("auto_k"):
-        return f"K auto (mean {stats.get('mean_k', 0.0):.1f})"
-    return f"K={stats.get('num_draft_tokens', 0)}"
+def error_stats(message: str) -> dict:
+    """The stats dict saved with a reply that ended on an error (its footer says 'error: …')."""
+    return {"stop_reason": "error", "error": message}

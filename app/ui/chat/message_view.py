@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout
 
+from .footer import FOOTER_TOOLTIP
 from .markdown_view import MarkdownView, body_font
 from .trace import ReplyTrace, split_thinking
 
@@ -38,6 +39,7 @@ class MessageView(QFrame):
         self.footer = QLabel(objectName="footer")
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.footer.setWordWrap(True)  # a long stats line must not widen the card past the transcript
+        self.footer.setToolTip(FOOTER_TOOLTIP)
         for widget in (self.thinking_toggle, self.thinking, self.body, self.footer):
             layout.addWidget(widget)
         self.thinking_toggle.hide()

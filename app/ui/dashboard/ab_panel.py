@@ -19,6 +19,12 @@ CARD_STYLE = (f"ABCard {{ background: white; border: 1px solid {theme.BORDER}; b
               f" QLabel#abTitle {{ font-weight: 600; color: {theme.TEXT}; }}"
               f" QLabel#abSpeed {{ font-size: 20px; font-weight: 600; color: {theme.TEXT}; }}"
               f" QLabel#abDetail {{ color: {theme.MUTED}; }}")
+SPEED_TIP = ("Decode speed of this mode's run: generated tokens over the time from the end of prompt processing "
+             "to the last token (the engine's clock), greedy, same prompt and token limit for every mode.")
+DETAIL_TIP = ("Tokens generated; acceptance: share of drafted tokens the target accepted (— when nothing was "
+              "drafted); accepted / round: accepted drafts per speculative round.")
+IDENTICAL_TIP = ("Greedy decoding: speculation must give exactly the tokens of Off. 'From token N' is the first "
+                 "token that differs.")
 
 
 class ABCard(QFrame):
@@ -33,6 +39,8 @@ class ABCard(QFrame):
         self.detail = QLabel("not run yet", objectName="abDetail")
         self.detail.setWordWrap(True)
         self.identical = QLabel("")
+        for label, tip in ((self.speed, SPEED_TIP), (self.detail, DETAIL_TIP), (self.identical, IDENTICAL_TIP)):
+            label.setToolTip(tip)
         column = QVBoxLayout(self)
         column.setContentsMargins(12, 10, 12, 10)
         for label in (self.title, self.speed, self.detail, self.identical):
@@ -56,6 +64,8 @@ class ABCard(QFrame):
         if row.acceptance_rate is not None:
             parts.append(f"acceptance {row.acceptance_rate * 100:.0f}%")
             parts.append(f"{row.mean_accepted_per_round:.2f} accepted / round")
+        elif row.mode != "baseline":
+            parts.append("acceptance —")
         self.detail.setText(" · ".join(parts))
         self.identical.setText(identical_html(row))
 

@@ -65,12 +65,23 @@ def make_plot(y_label: str, x_label: str = "", date_axis: bool = False) -> pg.Pl
         axis.setPen(pg.mkPen(theme.BORDER))
         axis.setTextPen(pg.mkPen(theme.MUTED))
         axis.setStyle(tickFont=small)
+        axis.enableAutoSIPrefix(False)  # plain units in the label, never "(x0.001)"
     item.setLabel("left", y_label, color=theme.MUTED)
     if x_label:
         item.setLabel("bottom", x_label, color=theme.MUTED)
     return plot
 
 
+CHART_HELP = {  # each chart's title -> what it plots and how (the title's tooltip)
+    "Decode speed": "Tokens per second of each speculative round (tokens it emitted over its draft + verify "
+                    "time), with a rolling mean; the dashed line is the plain-decode reference.",
+    "Acceptance": "Share of each round's drafted tokens that the target accepted, in percent.",
+    "Memory": "MLX active and peak memory, system memory available and this process's resident size, in GB, "
+              "read every second.",
+    "Power": "Battery level in percent and whether the machine runs on mains power, read from the OS.",
+    "Speedup vs plain decoding": "Median tok/s of each K over plain decoding's median, minus 1, in percent; "
+                                 "faded bars are noisy (CV above 5%), a red cross marks output that differed.",
+}
 SWATCHES = {"line": "━━", "dashed": "╍╍", "dot": "●", "bar": "■", "cross": "✕"}
 
 
@@ -100,6 +111,7 @@ class ChartCard(QFrame):
         self.plot = plot
         self._recent_window = False  # show_times: the x range is the last minute, set by hand
         self.title = QLabel(title, objectName="chartTitle")
+        self.title.setToolTip(CHART_HELP.get(title, ""))
         self.legend = QLabel(legend_html(list(legend)), objectName="chartLegend")
         self.caption = QLabel("", objectName="chartCaption")
         self.caption.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

@@ -18,11 +18,13 @@ from PySide6.QtWidgets import (
 
 from app.engine.events import Failed, Finished, GenerationStats, RoundResult
 from app.paths import AppPaths
+from app.engine.summary import speculation_text, stop_text
 from app.tuning.baseline import BaselineCache
+from app.tuning.reference import EARLIER, MEASURED, MIN_REPLY_TOKENS, PlainReference, PlainSample, Reference, parse_time
 from app.system.memory import MemorySample
 from app.system.power import PowerStatus
 from app.system.ringbuffer import RingBuffer, RoundSeries
-from app.ui.chat.footer import MODE_NAMES, k_text
+from app.ui.chat.footer import MODE_NAMES
 
 from .. import theme
 from ..banner import Banner
@@ -39,7 +41,8 @@ from .poller import SystemPoller
 from .tiles import StatTile, fill_tiles
 
 REDRAW_INTERVAL_MS = 250
-MIN_TOKENS_FOR_BASELINE = 16  # a plain-decode reply this long may stand in for a measurement
+MIN_TOKENS_FOR_BASELINE = MIN_REPLY_TOKENS  # a plain-decode reply this long counts as a plain-decode sample
+REMEASURE = "Re-measure plain decode"
 NOT_COMPARABLE = "speed figures are not comparable with runs on mains power at full speed."
 
 
@@ -57,7 +60,8 @@ class Dashboard(QWidget):
         self.memory = RingBuffer(3600, len(MEMORY_COLUMNS))
         self.power = RingBuffer(720, len(POWER_COLUMNS))
         self.model_key: str | None = None
-        self.baseline_tps: float | None = None
+        self.plain = PlainReference()  # the session's plain-decode samples: the reference of "vs plain"
+        self.last_plain_sample: PlainSample | None = None  # the last reply's own sample (never its own reference)
         self.last_stats: GenerationStats | None = None
         self.last_memory: MemorySample | None = None
         self.last_power: tuple[PowerStatus, bool | None] | None = None
@@ -98,7 +102,9 @@ class Dashboard(QWidget):
             grid.addWidget(card, i // 2, i % 2)
         self.status = QLabel("No generation yet.", objectName="dashStatus")
         self.remeasure = QPushButton("Measure plain decode")
-        self.remeasure.setToolTip("Measure the current target's plain-decode speed (the break-even line)")
+        self.remeasure.setToolTip("Measure the current target's plain-decode speed now (speculation off, greedy, "
+                                  "64 tokens after a short warm-up): the reference of 'vs plain decode' and the "
+                                  "break-even line, until this session has its own plain replies")
         self.remeasure.setEnabled(False)
         self.remeasure.clicked.connect(self.request_baseline)
         footer = QHBoxLayout()
@@ -158,21 +164,44 @@ class Dashboard(QWidget):
     def set_model(self, model_key: str | None) -> None:
         """The current target (e.g. its resolved folder); asks for a measurement when none is cached."""
         self.model_key = model_key
+        self.last_plain_sample = None
         entry = self.baselines.get(model_key) if model_key else None
-        self.baseline_tps = entry.tokens_per_s if entry else None
+        known = any(s.model_key == model_key for s in self.plain.samples)
+        if entry is not None and not known:
+            self.plain.add_measurement(model_key, entry.tokens_per_s, EARLIER, parse_time(entry.measured_at),
+                                       entry.sampling, entry.power_source)
         self.remeasure.setEnabled(model_key is not None)
-        self.remeasure.setText("Re-measure plain decode" if entry else "Measure plain decode")
+        self.remeasure.setText(REMEASURE if entry or known else "Measure plain decode")
         self._dirty = True
-        if model_key and entry is None:
+        if model_key and entry is None and not known:
             self.baselineRequested.emit(model_key)
 
-    def set_baseline_tps(self, model_key: str, tps: float, source: str = "measured") -> None:
-        """Store a model's plain-decode speed in the cache; draws it when it is the current model."""
-        self.baselines.put(model_key, tps, source)
+    def set_baseline_tps(self, model_key: str, tps: float, source: str = "measured",
+                         sampling: str | None = None) -> None:
+        """A fresh plain-decode measurement of a model: cached, and the reference while no plain reply is newer."""
+        power = self.power_source()
+        self.baselines.put(model_key, tps, source, power, sampling)
+        self.plain.add_measurement(model_key, tps, MEASURED, sampling=sampling, power_source=power)
         if model_key == self.model_key:
-            self.baseline_tps = float(tps)
-            self.remeasure.setText("Re-measure plain decode")
+            self.remeasure.setText(REMEASURE)
         self._dirty = True
+
+    @property
+    def baseline_tps(self) -> float | None:
+        """The plain-decode speed the last reply is compared with (None: nothing for this target)."""
+        ref = self.reference()
+        return ref.tokens_per_s if ref else None
+
+    def reference(self) -> Reference | None:
+        """The plain-decode reference for the last reply (or the next one): same target, sampling and power."""
+        stats = self.last_stats
+        return self.plain.reference(self.model_key, stats.sampling if stats else None, self.power_source(),
+                                    stats.prompt_tokens if stats else None, self.last_plain_sample)
+
+    def power_source(self) -> str | None:
+        """'ac' or 'battery' from the last power reading; None while unknown."""
+        source = self.last_power[0].source if self.last_power else None
+        return source if source in ("ac", "battery") else None
 
     def set_weights_bytes(self, n_bytes: int | None) -> None:
         """Mark the loaded models' weight size on the memory chart."""
@@ -201,14 +230,20 @@ class Dashboard(QWidget):
     def _finished(self, event: Finished) -> None:
         stats = self.last_stats = event.stats
         mode = "Plain decoding" if stats.mode == "baseline" else MODE_NAMES.get(stats.mode, stats.mode)
-        k = f", {k_text(asdict(stats))}" if stats.mode != "baseline" else ""
-        ended = "cancelled" if event.cancelled else f"stopped: {stats.stop_reason or 'end'}"
+        k = f", {speculation_text(asdict(stats))}" if stats.mode != "baseline" else ""
+        ended = stop_text(asdict(stats), event.cancelled) or "ended"
         self.status.setText(f"Last reply: {mode}{k} · {stats.generated_tokens} tokens · "
                             f"{stats.decode_tokens_per_s:.1f} tok/s decode · {ended}")
-        usable = stats.mode == "baseline" and not event.cancelled
-        if usable and self.model_key and self.baseline_tps is None \
-                and stats.generated_tokens >= MIN_TOKENS_FOR_BASELINE and stats.decode_tokens_per_s > 0:
-            self.set_baseline_tps(self.model_key, stats.decode_tokens_per_s, "plain-decode reply")
+        self.last_plain_sample = None
+        if stats.mode == "baseline" and not event.cancelled and self.model_key \
+                and stats.generated_tokens >= MIN_TOKENS_FOR_BASELINE:
+            self.last_plain_sample = self.plain.add_reply(
+                self.model_key, stats.decode_tokens_per_s, stats.generated_tokens, stats.prompt_tokens,
+                stats.sampling, self.power_source())
+            if self.last_plain_sample is not None:  # the next app start finds this target's plain speed
+                self.baselines.put(self.model_key, stats.decode_tokens_per_s, "plain-decode reply",
+                                   self.power_source(), stats.sampling)
+                self.remeasure.setText(REMEASURE)
 
     def _update_banner(self, status: PowerStatus, low_power: bool | None) -> None:
         if status.source == "battery":
@@ -272,3 +307,6 @@ class Dashboard(QWidget):
 
     def _redraw_tiles(self) -> None:
         fill_tiles(self)
+        ref = self.reference()
+        if ref is not None:
+            self.remeasure.setText(f"{REMEASURE} (stale)" if ref.stale else REMEASURE)

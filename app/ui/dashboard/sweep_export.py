@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from app.tuning.sweep_report import cell_notes
-from app.tuning.sweep_results import CellResult, SweepResult
+from app.tuning.sweep_results import CellResult, SweepResult, is_best
 
 CSV_COLUMNS = ("prompt", "k", "tokens_per_s", "measured_tokens_per_s", "speedup_pct", "acceptance_rate",
                "mean_accepted_per_round", "cv", "noisy", "identical", "first_mismatch", "peak_memory_bytes",
@@ -37,7 +37,7 @@ def cell_record(prompt: str, cell: CellResult, best: bool) -> dict:
 def sweep_records(result: SweepResult) -> list[dict]:
     """Every cell of every prompt as a row dict, baseline first within each prompt."""
     best = result.best_k()
-    return [cell_record(p.name, c, c.k is not None and best.get(p.name) == c.k)
+    return [cell_record(p.name, c, is_best(c, best.get(p.name)))
             for p in result.prompts for c in p.cells]
 
 

@@ -11,7 +11,8 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from app.tuning.sweep_report import cell_notes
-from app.tuning.sweep_results import CellResult
+from app.tuning.sweep_results import CellResult, is_best
+from app.tuning.sweep_stats import BEST_RULE, cv_text
 
 from .. import theme
 from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL, ChartCard, legend_html, make_plot, pen
@@ -22,6 +23,18 @@ PROMPT_COLORS = (BLUE, ORANGE, TEAL, PURPLE, GREEN, RED)
 NOISY_BG = QColor("#fff3d6")
 DIFFERS_BG = QColor("#fde4e4")
 BASELINE_FG = QColor(theme.MUTED)
+COLUMN_HELP = {
+    "Prompt": "The prompt type the cell ran (each prompt: plain decoding first, then each K).",
+    "K": "Draft length: tokens drafted per round; 'baseline' is plain decoding (speculation off).",
+    "tok/s": "Median decode speed over the measured reps (warmups left out): generated tokens over the time "
+             "from the end of prompt processing to the last token. — when the output differed from plain decoding.",
+    "Speedup": "This K's median tok/s over plain decoding's median, minus 1, in percent.",
+    "Accept": "Share of drafted tokens the target accepted, over every measured rep.",
+    "Acc/round": "Accepted drafted tokens per speculative round (each round also adds one target token).",
+    "CV": "Robust spread of the reps: 1.4826 × MAD / median; amber above 5%; n/a with fewer than 3 reps.",
+    "Peak GB": "Peak MLX memory of the cell's reps, in GB.",
+    "Notes": f"Flags: output differs, noisy, power source changed. ★ marks the best choice: {BEST_RULE}.",
+}
 
 
 def _pct(value: float | None, signed: bool = False) -> str:
@@ -35,11 +48,11 @@ def cell_texts(prompt: str, cell: CellResult, best: bool) -> list[str]:
     speed = DASH if cell.median_tokens_per_s is None else f"{cell.median_tokens_per_s:.1f}"
     acceptance = DASH if cell.acceptance_rate is None else _pct(cell.acceptance_rate * 100)
     per_round = DASH if cell.mean_accepted_per_round is None else f"{cell.mean_accepted_per_round:.2f}"
-    cv = _pct(cell.cv * 100) if math.isfinite(cell.cv) else "inf"
     notes = cell_notes(cell)
     if best:
-        notes = "★ best K" + (f"; {notes}" if notes else "")
-    return [prompt, cell.label, speed, _pct(cell.speedup_pct, signed=True), acceptance, per_round, cv,
+        star = "★ best K" if cell.k is not None else "★ best: Off (no K beats plain decoding beyond the noise)"
+        notes = star + (f"; {notes}" if notes else "")
+    return [prompt, cell.label, speed, _pct(cell.speedup_pct, signed=True), acceptance, per_round, cv_text(cell.cv),
             f"{cell.peak_memory_bytes / 1e9:.2f}", notes]
 
 
@@ -49,6 +62,8 @@ class SweepTable(QTableWidget):
     def __init__(self, parent=None):
         super().__init__(0, len(COLUMNS), parent)
         self.setHorizontalHeaderLabels(COLUMNS)
+        for column, name in enumerate(COLUMNS):
+            self.horizontalHeaderItem(column).setToolTip(COLUMN_HELP[name])
         self.verticalHeader().hide()
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -62,13 +77,13 @@ class SweepTable(QTableWidget):
                            f"border: none; padding: 4px 6px; color: {theme.MUTED}; font-weight: 600; }}")
 
     def show_cells(self, prompts: list[tuple[str, list[CellResult]]], best: dict[str, int]) -> None:
-        """Fill the table from (prompt name, cells) pairs; best marks the best K per prompt."""
+        """Fill the table from (prompt name, cells) pairs; best marks the best choice per prompt (0: Off)."""
         rows = [(name, cell) for name, cells in prompts for cell in cells]
         self.setRowCount(len(rows))
         for row, (name, cell) in enumerate(rows):
-            is_best = cell.k is not None and best.get(name) == cell.k
-            for column, text in enumerate(cell_texts(name, cell, is_best)):
-                self.setItem(row, column, self._item(text, cell, column, is_best))
+            best_here = is_best(cell, best.get(name))
+            for column, text in enumerate(cell_texts(name, cell, best_here)):
+                self.setItem(row, column, self._item(text, cell, column, best_here))
 
     def _item(self, text: str, cell: CellResult, column: int, best: bool) -> QTableWidgetItem:
         item = QTableWidgetItem(text)

@@ -13,7 +13,7 @@ from app.engine.errors import ConfigError
 from app.engine.config import LIMITS
 from app.tuning.sweep import SweepConfig, SweepRunner, parse_ks
 from app.tuning.sweep_prompts import BUILTIN_PROMPTS, builtin_prompts
-from app.tuning.sweep_report import write_json
+from app.tuning.sweep_report import choice_text, write_json
 from app.tuning.sweep_results import CellDone, CellResult, RunDone, SweepFinished, SweepResult, SweepStarted
 from app.tuning.best_k import save_sweep
 from app.paths import AppPaths
@@ -73,6 +73,8 @@ class SweepView(QWidget):
         self.chart = SpeedupChart()
         self.best_label = QLabel("")
         self.use_best = QPushButton("Use best K", clicked=self.use_best_k, enabled=False)
+        self.use_best.setToolTip("Save the best choice per prompt type for this pair as the chat's default: a K "
+                                 "only when it beats plain decoding beyond the noise, else Off (speculation off)")
         self.exports = [QPushButton(f"Export {kind}", enabled=False,
                                     clicked=lambda _=False, k=kind: self._ask_export(k))
                         for kind in ("CSV", "JSON", "PNG")]
@@ -220,7 +222,7 @@ class SweepView(QWidget):
         self.ks = tuple(result.settings.get("ks", self.ks))
         self._show_cells()
         best = result.best_k()
-        text = ", ".join(f"{name} K={k}" for name, k in best.items()) or "none (no usable K cell)"
+        text = ", ".join(f"{name} {choice_text(k)}" for name, k in best.items()) or "none (no usable K cell)"
         self.best_label.setText(("Cancelled: partial result. " if result.cancelled else "") + f"Best K: {text}")
         self.progress_label.setText("Cancelled." if result.cancelled else "Done.")
         self.use_best.setEnabled(bool(best))
@@ -242,7 +244,7 @@ class SweepView(QWidget):
         best = self.result.best_k()
         if path is not None:
             self.best_label.setText("Saved best K for this pair: "
-                                    + ", ".join(f"{name} K={k}" for name, k in best.items()))
+                                    + ", ".join(f"{name} {choice_text(k)}" for name, k in best.items()))
             self.bestKSaved.emit(best)
         return path
 

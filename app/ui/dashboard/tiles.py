@@ -4,9 +4,31 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout
 
+from app.tuning.reference import FASTER, SLOWER, compare
+
 from .. import theme
 
 DASH = "—"
+VERDICT_COLORS = {FASTER: "#1f9d55", SLOWER: theme.REJECT}  # within noise: the tile's grey
+TILE_HELP = {
+    "speed": "Decode speed: tokens per second after the first token. While a reply streams: the rolling rate over "
+             "the last rounds; after it: the reply's generated tokens over the time from the end of prompt "
+             "processing to its last token (the engine's clock).",
+    "vs_plain": "The last reply's decode speed divided by plain decoding (speculation off) on the same target with "
+                "the same sampling settings and power source, timed by the same clock: this session's plain "
+                "replies of comparable context length when there are any, else a measurement. Green: faster "
+                "beyond the noise; red: slower beyond it; grey: within noise (or a stale reference). The band is "
+                "ratio × (1 ± noise), noise = max(5%, 2 × the spread (CV) of the plain replies), 5% with fewer "
+                "than 3.",
+    "acceptance": "Share of drafted tokens the target accepted, over the rounds of the last reply ( — when nothing "
+                  "was drafted).",
+    "per_round": "Accepted drafted tokens per speculative round of the last reply (each round also adds one token "
+                 "of the target's own).",
+    "memory": "MLX active memory now (mx.get_active_memory), with the peak since the reply started, MLX's buffer "
+              "cache and the loaded weights' size.",
+    "power": "The power source and battery level read from the OS (pmset on macOS; psutil / sysfs elsewhere), "
+             "and whether low-power mode is on: speeds on battery or low power are not comparable.",
+}
 TILE_STYLE = (f"StatTile {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
               f" QLabel#tileTitle {{ color: {theme.MUTED}; font-size: 11px; font-weight: 600; }}"
               f" QLabel#tileValue {{ color: {theme.TEXT}; font-size: 21px; font-weight: 600; }}"
@@ -23,6 +45,7 @@ class StatTile(QFrame):
         accent_bar.setFixedWidth(4)
         self.title = QLabel(title.upper(), objectName="tileTitle")
         self.value = QLabel(DASH, objectName="tileValue")
+        self.help = ""  # what the figure measures and how (the tooltip's first part)
         self.sub = QLabel("", objectName="tileSub")
         self.sub.setWordWrap(True)
         self.setMinimumHeight(96)  # room for a two-line detail
@@ -37,11 +60,13 @@ class StatTile(QFrame):
         row.addWidget(accent_bar)
         row.addLayout(text, 1)
 
-    def set(self, value: str, sub: str = "") -> None:
-        """Show a value and its detail line."""
+    def set(self, value: str, sub: str = "", color: str | None = None) -> None:
+        """Show a value (in a colour, else the usual one) and its detail line."""
         self.value.setText(value)
+        self.value.setStyleSheet(f"color: {color};" if color else "")
         self.sub.setText(sub)
-        self.setToolTip(f"{self.title.text().title()}: {value}" + (f" ({sub})" if sub else ""))
+        now = f"{self.title.text().title()}: {value}" + (f" ({sub})" if sub else "")
+        self.setToolTip(f"{self.help}\n\n{now}" if self.help else now)
 
 
 def fmt_rate(tps: float | None) -> str:
@@ -74,25 +99,46 @@ def _speed(dash) -> tuple[float | None, str]:
 def fill_tiles(dash) -> None:
     """Write the dashboard's current figures into its tiles."""
     tiles = dash.tiles
+    for name, tile in tiles.items():
+        tile.help = TILE_HELP.get(name, "")
     speed, speed_note = _speed(dash)
     tiles["speed"].set(fmt_rate(speed), speed_note)
-    base = dash.baseline_tps
-    if base is None:
-        tiles["vs_plain"].set(DASH, "plain decode not measured" if dash.model_key else "no model loaded")
-    else:
-        ratio = f"{speed / base:.2f}×" if speed is not None and base > 0 else DASH
-        tiles["vs_plain"].set(ratio, f"plain decode {base:.1f} tok/s")
+    _fill_vs_plain(tiles["vs_plain"], dash, speed)
     totals = dash.rounds.totals()
     if totals["rounds"]:
         rate = totals["accepted"] / totals["drafted"] if totals["drafted"] else None
         tiles["acceptance"].set(fmt_pct(rate), f"{totals['accepted']:.0f} of {totals['drafted']:.0f} drafted")
-        tiles["per_round"].set(f"{totals['accepted'] / totals['rounds']:.2f}",
-                               f"over {totals['rounds']:.0f} rounds")
+        stats = None if dash._generating else dash.last_stats
+        drafting = sum(stats.k_rounds.values()) if stats is not None and stats.k_rounds else 0
+        if drafting and drafting != totals["rounds"]:  # auto K's plain bursts are rounds that drafted nothing
+            tiles["per_round"].set(f"{stats.mean_accepted_per_round:.2f}",
+                                   f"over {drafting} drafting rounds (+{totals['rounds'] - drafting:.0f} plain)")
+        else:
+            tiles["per_round"].set(f"{totals['accepted'] / totals['rounds']:.2f}",
+                                   f"over {totals['rounds']:.0f} rounds")
     else:
         tiles["acceptance"].set(DASH, "no drafts yet")
         tiles["per_round"].set(DASH, "no rounds yet")
     _fill_memory(tiles["memory"], dash.last_memory, dash.weights_bytes)
     _fill_power(tiles["power"], dash.last_power)
+
+
+def _fill_vs_plain(tile: StatTile, dash, speed: float | None) -> None:
+    """The ratio to plain decoding, coloured by whether its band clears 1.0, with its reference's source and age."""
+    ref = dash.reference()
+    if ref is None:
+        tile.set(DASH, "plain decode not measured" if dash.model_key else "no model loaded")
+        return
+    line = ref.describe(dash.plain.clock())
+    if ref.stale:
+        line = f"stale: {ref.stale} · {line}"
+    if speed is None:
+        tile.set(DASH, line)
+        return
+    result = compare(speed, ref)
+    live = dash._generating  # a rolling rate over rounds: not the reply's own clock, so no verdict yet
+    tile.set(f"{result.ratio:.2f}×", ("live; " if live else "") + line,
+             None if live else VERDICT_COLORS.get(result.verdict))
 
 
 def _fill_memory(tile: StatTile, sample, weights: int | None) -> None:

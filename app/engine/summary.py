@@ -1,0 +1,73 @@
+"""Words for a generation's stats dict (asdict(GenerationStats), or one saved with an older message).
+
+Shared by the chat footer and the CLI's stats line. Older saved dicts lack the newer keys
+(plain_tokens, k_rounds, max_tokens): every function copes and says less rather than something false.
+"""
+
+from __future__ import annotations
+
+NO_ACCEPTANCE = "acceptance —"
+STOP_WORDS = {"eos": "end of turn", "cancelled": "stopped by you", "error": "error"}
+
+
+def stop_text(stats: dict | None, cancelled: bool = False) -> str:
+    """Why the reply stopped: 'end of turn', 'max tokens (256)', 'stopped by you' or 'error'; '' if unknown."""
+    reason = (stats or {}).get("stop_reason") or ("cancelled" if cancelled else "")
+    if cancelled and reason != "error":
+        reason = "cancelled"
+    if reason == "length":
+        limit = (stats or {}).get("max_tokens")
+        return f"max tokens ({limit})" if limit else "max tokens"
+    return STOP_WORDS.get(reason, reason)
+
+
+def acceptance_text(stats: dict) -> str:
+    """'80% of drafted tokens accepted', or 'acceptance —' when nothing was drafted (never '0%')."""
+    drafted = stats.get("drafted")
+    if drafted is None:  # a very old dict: only the rate is known
+        rate = stats.get("acceptance_rate")
+        return NO_ACCEPTANCE if rate is None else f"{rate:.0%} of drafted tokens accepted"
+    if not drafted:
+        return NO_ACCEPTANCE
+    return f"{stats.get('accepted', 0) / drafted:.0%} of drafted tokens accepted"
+
+
+def ks_text(k_rounds: dict) -> str:
+    """The drafting Ks used: 'K=2', or 'K=1–4' when rounds used several."""
+    ks = sorted(int(k) for k, n in k_rounds.items() if n)
+    if not ks:
+        return "K=—"
+    return f"K={ks[0]}" if ks[0] == ks[-1] else f"K={ks[0]}–{ks[-1]}"
+
+
+def auto_k_text(stats: dict) -> str | None:
+    """What auto K did: 'plain decoding for 92% of tokens, K=2 for the rest'; None without the counts."""
+    generated, plain = stats.get("generated_tokens", 0), stats.get("plain_tokens")
+    if plain is None or not generated:
+        return None
+    k_rounds = stats.get("k_rounds") or {}
+    if plain >= generated:
+        return "plain decoding for all tokens"
+    if plain == 0:
+        return f"{ks_text(k_rounds)} (mean {stats.get('mean_k', 0.0):.1f})"
+    share = plain / generated
+    percent = f"{share:.0%}" if 0.005 <= share <= 0.995 else f"{share:.1%}"
+    return f"plain decoding for {percent} of tokens, {ks_text(k_rounds)} for the rest"
+
+
+def k_text(stats: dict) -> str:
+    """'K=4', or 'K auto (mean 2.3)' when the engine chose K each round."""
+    if stats.get("auto_k"):
+        return f"K auto (mean {stats.get('mean_k', 0.0):.1f})"
+    return f"K={stats.get('num_draft_tokens', 0)}"
+
+
+def speculation_text(stats: dict) -> str:
+    """How a speculative reply drafted: 'K=4; 68% of drafted tokens accepted', or for auto K
+    'K auto: plain decoding for 92% of tokens, K=2 for the rest; 80% of drafted tokens accepted'."""
+    if stats.get("auto_k"):
+        detail = auto_k_text(stats)
+        k = f"K auto: {detail}" if detail else k_text(stats)
+    else:
+        k = k_text(stats)
+    return f"{k}; {acceptance_text(stats)}"
