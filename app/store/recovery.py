@@ -15,6 +15,7 @@ from typing import Literal
 from .conversations import IN_MEMORY, ConversationStore, NewerDatabaseError, is_corruption
 
 RECOVER_TIMEOUT_S = 120
+MAX_PROBES = 1_000_000  # rowids looked up one by one across a damaged stretch
 TABLES = ("conversations", "messages")  # parents first: messages need their conversation
 SIDECARS = ("-wal", "-shm")  # SQLite's files beside the database; they belong to the old file
 
@@ -139,15 +140,24 @@ def _shared_columns(db: sqlite3.Connection, store: ConversationStore, table: str
 
 
 def _readable_rows(db: sqlite3.Connection, table: str, columns: list[str]) -> list[tuple]:
-    """Rows read in rowid order until a damaged page stops the scan, then backwards from the end to it."""
-    names = ", ".join(columns)
+    """Every row that can still be read: a scan from each end, then one lookup per rowid between the two stops."""
+    select = f"SELECT rowid, {', '.join(columns)} FROM {table}"
     rows: dict[int, tuple] = {}
     for order in ("ASC", "DESC"):
         try:
-            for row in db.execute(f"SELECT rowid, {names} FROM {table} ORDER BY rowid {order}"):
+            for row in db.execute(f"{select} ORDER BY rowid {order}"):
                 if row[0] in rows:
-                    break
+                    return [rows[key] for key in sorted(rows)]  # the two scans met: nothing was damaged between
                 rows[row[0]] = tuple(row[1:])
         except sqlite3.Error:
             continue
+    if rows:
+        for rowid in range(min(rows), min(max(rows), min(rows) + MAX_PROBES)):
+            if rowid not in rows:
+                try:
+                    row = db.execute(f"{select} WHERE rowid = ?", (rowid,)).fetchone()
+                except sqlite3.Error:
+                    continue
+                if row is not None:
+                    rows[rowid] = tuple(row[1:])
     return [rows[key] for key in sorted(rows)]
