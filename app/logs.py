@@ -22,12 +22,9 @@ def setup_logging(log_file: Path) -> Path | None:
 
     Calling it again with another file moves the log there (tests); an unwritable folder means no file log.
     """
+    stop_logging()
     logger = logging.getLogger(LOGGER_NAME)
     with _lock:
-        for handler in [h for h in logger.handlers if getattr(h, "specchat", False)]:
-            logger.removeHandler(handler)
-            handler.close()
-        _state["path"] = None
         try:
             Path(log_file).parent.mkdir(parents=True, exist_ok=True)
             handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=MAX_BYTES, backupCount=BACKUPS,
@@ -43,6 +40,16 @@ def setup_logging(log_file: Path) -> Path | None:
         _state["path"] = Path(log_file)
     _log_uncaught()
     return _state["path"]
+
+
+def stop_logging() -> None:
+    """Close the log file (tests; the app keeps it open until it exits)."""
+    logger = logging.getLogger(LOGGER_NAME)
+    with _lock:
+        for handler in [h for h in logger.handlers if getattr(h, "specchat", False)]:
+            logger.removeHandler(handler)
+            handler.close()
+        _state["path"] = None
 
 
 def log_path() -> Path | None:
