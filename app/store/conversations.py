@@ -88,6 +88,23 @@ class ConversationStore:
             self._db.close()
             raise
 
+    @classmethod
+    def snapshot(cls, db_path: str | Path) -> ConversationStore:
+        """An in-memory copy of a database file that must not be written (its folder is read-only)."""
+        store = cls(IN_MEMORY)
+        for uri in (f"file:{db_path}?mode=ro", f"file:{db_path}?immutable=1"):  # immutable: no -shm can be made
+            try:
+                source = sqlite3.connect(uri, uri=True)
+                try:
+                    source.backup(store._db)
+                finally:
+                    source.close()
+                break
+            except sqlite3.Error:
+                continue
+        store._open()  # the copy is checked and migrated like any database, in memory
+        return store
+
     def _open(self) -> None:
         self._db.row_factory = sqlite3.Row
         check = self._db.execute("PRAGMA quick_check").fetchall()

@@ -42,8 +42,9 @@ class MainWindow(QMainWindow):
     def __init__(self, paths: AppPaths | None = None, target: str | None = None, draft: str | None = None,
                  autoload: bool = True):
         super().__init__()
-        self.paths = paths or AppPaths.default()
-        storage = open_storage(self.paths)  # never raises: what went wrong comes back as notices
+        storage = open_storage(paths or AppPaths.default())  # never raises: what went wrong comes back as notices
+        self.paths = storage.paths  # unwritable folders swapped for a scratch folder deleted at exit
+        self._scratch = storage.scratch
         self.settings: Settings = storage.settings
         self.read_only = storage.read_only
         if target:

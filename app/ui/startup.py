@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from app.logs import details_note, setup_logging
 from app.paths import AppPaths
@@ -16,12 +18,18 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Storage:
-    """What the window starts from; notices are (level, text) pairs for the banner."""
+    """What the window starts from; notices are (level, text) pairs for the banner.
+
+    paths: the folders to use; an unwritable config or data folder is swapped for a scratch folder that is
+    deleted at exit, so tuning and baseline caches still work for the session and nothing is kept.
+    """
 
     settings: Settings
     store: ConversationStore
-    read_only: bool = False  # True: nothing is written (settings or conversations)
+    paths: AppPaths
+    read_only: bool = False  # True: settings and conversations are not written
     notices: list[tuple[str, str]] = field(default_factory=list)
+    scratch: tempfile.TemporaryDirectory | None = None
 
     def banner(self) -> tuple[str, str] | None:
         """One (level, text) for the banner: every notice, the most serious level."""
@@ -43,7 +51,12 @@ def open_storage(paths: AppPaths) -> Storage:
         log.warning("%s is not writable; running without saving", folder)
     settings = _settings(paths, notices)
     store = _store(paths, bool(unwritable), notices)
-    return Storage(settings, store, bool(unwritable), notices)
+    scratch = tempfile.TemporaryDirectory(prefix="specchat-unsaved-") if unwritable else None
+    if scratch:
+        swap = {"config_dir": paths.config_dir, "data_dir": paths.data_dir}
+        paths = replace(paths, **{name: Path(scratch.name) / name for name, folder in swap.items()
+                                  if folder in unwritable}).ensure()
+    return Storage(settings, store, paths, bool(unwritable), notices, scratch)
 
 
 def _start_log(paths: AppPaths) -> None:
@@ -79,7 +92,7 @@ def _settings(paths: AppPaths, notices: list) -> Settings:
 
 def _store(paths: AppPaths, read_only: bool, notices: list) -> ConversationStore:
     if read_only:
-        return ConversationStore(IN_MEMORY)
+        return _snapshot(paths)
     try:
         store, report = open_store(paths.conversations_db)
     except Exception as error:
@@ -92,3 +105,14 @@ def _store(paths: AppPaths, read_only: bool, notices: list) -> ConversationStore
         log.warning("%s (%s)", message, report.problem)
         notices.append(("warning", message))
     return store
+
+
+def _snapshot(paths: AppPaths) -> ConversationStore:
+    """The saved conversations, copied into memory (shown, never written back); empty when none can be read."""
+    if not paths.conversations_db.is_file():
+        return ConversationStore(IN_MEMORY)
+    try:
+        return ConversationStore.snapshot(paths.conversations_db)
+    except Exception:
+        log.exception("reading %s into memory failed", paths.conversations_db)
+        return ConversationStore(IN_MEMORY)

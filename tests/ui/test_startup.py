@@ -26,8 +26,12 @@ def test_an_unwritable_data_folder_runs_in_memory_and_saves_nothing(qtbot, open_
     assert window.store.in_memory and window.read_only
     window.chat.set_system_prompt("Be brief.")  # conversations still work, in memory
     assert [c.system_prompt for c in window.store.conversations()] == ["Be brief."]
+    scratch = window.paths.data_dir  # the tuning and baseline caches write here for this session
+    assert scratch != paths.data_dir and scratch.is_dir() and window.paths.config_dir == paths.config_dir
+    window.docks.dashboard.baselines.put("model", 12.5)  # a cache write: no exception
     window.close()
     assert not paths.settings_file.exists()  # settings are not written either
+    assert paths.data_dir.read_text() == "a file where the data folder should be"
 
 
 def test_an_unwritable_config_folder_starts_and_keeps_nothing(qtbot, open_window, paths):
@@ -114,3 +118,20 @@ def test_a_window_that_cannot_be_built_shows_a_dialog_not_a_traceback(qtbot, pat
     monkeypatch.setattr(app_module.QMessageBox, "critical", lambda *args: shown.append(args[2]))
     assert app_module.run_app(paths=paths) == 1
     assert shown and "a bug in the window" in shown[0]
+
+
+def test_a_read_only_data_folder_still_shows_the_saved_conversations(qtbot, open_window, paths, monkeypatch):
+    store = ConversationStore(paths.conversations_db)
+    conv = store.create("Kept safe")
+    store.add_message(conv.id, "user", "an old question")
+    store.close()
+    before = paths.conversations_db.read_bytes()
+    # root ignores chmod 0o500, so say the folder failed the probe write
+    monkeypatch.setattr(type(paths), "unwritable", lambda self: [self.data_dir])
+    window = open_window()
+    assert window.store.in_memory and window.sidebar.ids() == [conv.id]
+    assert [v.text for v in window.transcript.views] == ["an old question"]
+    window.chat.set_system_prompt("changed only in memory")
+    window.close()
+    assert paths.conversations_db.read_bytes() == before
+    assert ConversationStore(paths.conversations_db).get(conv.id).system_prompt == ""
