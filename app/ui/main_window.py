@@ -59,9 +59,9 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._connect()
         self._restore()
-        if storage.banner():
-            level, text = storage.banner()
-            self.banner.show_message(text, level)
+        notice = storage.banner()
+        if notice:
+            self.banner.show_message(notice[1], notice[0])
         if autoload and self.settings.target_path:
             self.load_models(self.settings.target_path, self.settings.draft_path)
 
