@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from dataclasses import asdict
 
@@ -11,6 +12,8 @@ from . import __version__
 from .engine import MODES, EngineError, GenerationConfig
 from .engine.config import AUTO, LIMITS
 from .engine.summary import NO_ACCEPTANCE, auto_k_text, stop_text
+from .logs import setup_logging
+from .paths import AppPaths
 
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
 EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.tuning.sweep_cli", "app.server.cli")
@@ -135,10 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point for `specchat` and `python -m app`."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    setup_logging(AppPaths.default().log_file)  # errors go to the log file; no log file when unwritable
     try:
         if getattr(args, "func", None):
             return args.func(args)
     except EngineError as exc:
+        logging.getLogger(__name__).error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return open_app(args, parser)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,10 +49,17 @@ class AppPaths:
         )
 
     def ensure(self) -> AppPaths:
-        """Create every folder that does not exist yet; returns self."""
+        """Create every folder that does not exist yet (skipping any that cannot be made); returns self."""
         for folder in (self.config_dir, self.data_dir, self.cache_dir, self.log_dir):
-            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass  # unwritable() reports it; the app runs without saving there
         return self
+
+    def unwritable(self) -> list[Path]:
+        """The config and data folders the app cannot create or write a file in."""
+        return [folder for folder in (self.config_dir, self.data_dir) if not is_writable(folder)]
 
     @property
     def settings_file(self) -> Path:
@@ -64,6 +72,26 @@ class AppPaths:
         return self.data_dir / "conversations.sqlite3"
 
     @property
+    def log_file(self) -> Path:
+        """The rotating log of errors."""
+        return self.log_dir / "specchat.log"
+
+    @property
     def tuning_file(self) -> Path:
         """The JSON file of tuned draft lengths (k) per model pair."""
         return self.data_dir / "tuned_k.json"
+
+
+def is_writable(folder: Path) -> bool:
+    """True when a file can be created in folder (made if missing).
+
+    A real probe write, not a permission-bit guess: it also catches read-only mounts, a file where the
+    folder should be, and ACLs.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".specchat-probe-"):
+            pass
+    except OSError:
+        return False
+    return True

@@ -14,6 +14,12 @@ from tests.fixtures.mtp_models import build_hybrid_mtp  # noqa: E402
 SMOLLM_DIR = Path(__file__).resolve().parents[2] / "shared/models/smollm2-135m-instruct-4bit"
 
 
+@pytest.fixture(autouse=True)
+def _temporary_home(monkeypatch, tmp_path_factory):
+    """AppPaths.default() (the CLI's log file, a window made without paths) never reaches the real user folders."""
+    monkeypatch.setenv("SPECCHAT_HOME", str(tmp_path_factory.mktemp("specchat-home")))
+
+
 @pytest.fixture(scope="session")
 def tiny_root(tmp_path_factory) -> Path:
     """Session folder that holds every tiny model."""

@@ -215,3 +215,21 @@ def test_settings_from_dict_accepts_boundaries() -> None:
     settings = settings_from_dict({"num_draft_tokens": 16, "top_p": 1, "min_p": 0})
     assert settings.num_draft_tokens == 16 and settings.top_p == 1.0
     assert settings_from_dict({"num_draft_tokens": 1}).num_draft_tokens == 1
+
+
+def test_a_folder_is_writable_only_when_a_file_can_really_be_made_in_it(tmp_path):
+    from app.paths import is_writable
+
+    assert is_writable(tmp_path / "new" / "folder") and (tmp_path / "new" / "folder").is_dir()
+    blocker = tmp_path / "data"
+    blocker.write_text("a file where the data folder should be")
+    assert not is_writable(blocker) and not is_writable(blocker / "inside")
+    assert list(tmp_path.glob("new/folder/*")) == []  # the probe cleans up after itself
+
+
+def test_ensure_skips_folders_it_cannot_make_and_unwritable_names_them(tmp_path):
+    paths = AppPaths.under(tmp_path)
+    paths.data_dir.write_text("not a folder")
+    assert paths.ensure() is paths  # no exception
+    assert paths.config_dir.is_dir() and paths.log_dir.is_dir()
+    assert paths.unwritable() == [paths.data_dir]

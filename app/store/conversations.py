@@ -5,33 +5,36 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+from .migrations import LATEST_VERSION, migrate, user_version
+
 DEFAULT_TITLE = "New chat"
 ROLES = ("user", "assistant")
+IN_MEMORY = ":memory:"
+CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS conversations (
-    id INTEGER PRIMARY KEY,
-    title TEXT NOT NULL,
-    system_prompt TEXT NOT NULL DEFAULT '',
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY,
-    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-    position INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL,
-    stats TEXT,
-    cancelled INTEGER NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL,
-    UNIQUE (conversation_id, position)
-);
-"""
+
+class NewerDatabaseError(RuntimeError):
+    """The file's schema is newer than this code knows; opening it would risk its data."""
+
+    def __init__(self, path: Path, version: int):
+        super().__init__(f"{path} was written by a newer SpecChat (schema {version}, this one knows {LATEST_VERSION})")
+        self.version = version
+
+
+class CorruptDatabaseError(sqlite3.DatabaseError):
+    """The file is not a database, or SQLite's integrity check found damage."""
+
+
+def is_corruption(error: BaseException) -> bool:
+    """True for SQLite's "malformed" and "not a database" errors (not for locked or unreadable files)."""
+    return isinstance(error, CorruptDatabaseError) or (
+        isinstance(error, sqlite3.DatabaseError)
+        and getattr(error, "sqlite_errorcode", None) in CORRUPTION_CODES)
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class Conversation:
 
 @dataclass(frozen=True)
 class StoredMessage:
-    """One complete (or stopped) message; stats is the generation's figures for replies."""
+    """One message; stats is the generation's figures for replies; complete is False while (or if) a reply streams."""
 
     id: int
     conversation_id: int
@@ -57,6 +60,7 @@ class StoredMessage:
     stats: dict | None = None
     cancelled: bool = False
     created_at: float = field(default=0.0, compare=False)
+    complete: bool = True
 
     def as_chat(self) -> dict[str, str]:
         """The {"role", "content"} dict a chat template takes."""
@@ -67,19 +71,64 @@ class ConversationStore:
     """Create, list, search, rename and delete conversations; append and truncate messages."""
 
     def __init__(self, db_path: str | Path):
+        """Open (or create) the database and bring it to the latest schema.
+
+        Raises NewerDatabaseError for a file from a newer SpecChat and CorruptDatabaseError (or SQLite's
+        own DatabaseError) for a damaged one; open_store() turns those into a backup and a report.
+        """
+        self.in_memory = str(db_path) == IN_MEMORY
         self.path = Path(db_path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path)
+        if not self.in_memory:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # autocommit: every write goes through _transaction(), so BEGIN/COMMIT are ours, never implicit
+        self._db = sqlite3.connect(str(db_path), isolation_level=None)
+        try:
+            self._open()
+        except BaseException:
+            self._db.close()
+            raise
+
+    @classmethod
+    def snapshot(cls, db_path: str | Path) -> ConversationStore:
+        """An in-memory copy of a database file that must not be written (its folder is read-only)."""
+        store = cls(IN_MEMORY)
+        for uri in (f"file:{db_path}?mode=ro", f"file:{db_path}?immutable=1"):  # immutable: no -shm can be made
+            try:
+                source = sqlite3.connect(uri, uri=True)
+                try:
+                    source.backup(store._db)
+                finally:
+                    source.close()
+                break
+            except sqlite3.Error:
+                continue
+        store._open()  # the copy is checked and migrated like any database, in memory
+        return store
+
+    def _open(self) -> None:
         self._db.row_factory = sqlite3.Row
+        check = self._db.execute("PRAGMA quick_check").fetchall()
+        if [tuple(row) for row in check] != [("ok",)]:
+            lines = [line for row in check for line in str(row[0]).splitlines() if not line.startswith("***")]
+            raise CorruptDatabaseError(f"SQLite's integrity check failed: {lines[0] if lines else 'no details'}")
+        version = user_version(self._db)
+        if version > LATEST_VERSION:
+            raise NewerDatabaseError(self.path, version)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: no corruption, no fsync per message
         self._db.execute("PRAGMA foreign_keys=ON")
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise RuntimeError(f"{self.path} was written by a newer SpecChat (schema {version})")
-        with self._db:
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        migrate(self._db)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: everything inside commits together or not at all."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def close(self) -> None:
         """Close the database file."""
@@ -90,7 +139,7 @@ class ConversationStore:
     def create(self, title: str = DEFAULT_TITLE, system_prompt: str = "") -> Conversation:
         """A new empty conversation."""
         now = time.time()
-        with self._db:
+        with self._transaction():
             cur = self._db.execute(
                 "INSERT INTO conversations (title, system_prompt, created_at, updated_at) VALUES (?, ?, ?, ?)",
                 (title, system_prompt, now, now))
@@ -127,7 +176,7 @@ class ConversationStore:
 
     def delete(self, conversation_id: int) -> None:
         """Delete a conversation and its messages."""
-        with self._db:
+        with self._transaction():
             self._db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
 
     # --- messages ---
@@ -141,33 +190,102 @@ class ConversationStore:
     def add_message(self, conversation_id: int, role: str, content: str,
                     stats: dict | None = None, cancelled: bool = False) -> StoredMessage:
         """Append a complete message (or a reply that was stopped: cancelled=True)."""
-        if role not in ROLES:
-            raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        _check_role(role)
         self.get(conversation_id)
-        now = time.time()
-        with self._db:
-            position = self._db.execute(
-                "SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE conversation_id = ?",
-                (conversation_id,)).fetchone()[0]
-            cur = self._db.execute(
-                "INSERT INTO messages (conversation_id, position, role, content, stats, cancelled, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (conversation_id, position, role, content, json.dumps(stats) if stats is not None else None,
-                 int(cancelled), now))
-            self._db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
-        row = self._db.execute("SELECT * FROM messages WHERE id = ?", (cur.lastrowid,)).fetchone()
-        return _message(row)
+        with self._transaction():
+            message_id = self._insert(conversation_id, role, content, stats, cancelled, complete=True)
+        return self._message(message_id)
+
+    def replace_from(self, conversation_id: int, position: int, role: str, content: str) -> StoredMessage:
+        """Edit-and-resend: drop the messages from `position` on and append this one, in one transaction."""
+        _check_role(role)
+        self.get(conversation_id)
+        with self._transaction() as db:
+            db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?", (conversation_id, position))
+            message_id = self._insert(conversation_id, role, content, None, False, complete=True)
+        return self._message(message_id)
+
+    def begin_reply(self, conversation_id: int) -> StoredMessage:
+        """Append an empty assistant row marked incomplete; update_reply fills it while the reply streams."""
+        self.get(conversation_id)
+        with self._transaction():
+            message_id = self._insert(conversation_id, "assistant", "", None, False, complete=False)
+        return self._message(message_id)
+
+    def update_reply(self, message_id: int, content: str) -> None:
+        """Save the text a streaming reply has so far (the row stays incomplete)."""
+        with self._transaction() as db:
+            db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
+
+    def finish_reply(self, message_id: int, content: str, stats: dict | None,
+                     cancelled: bool) -> StoredMessage | None:
+        """Save a reply's final text and stats and mark it complete (None if its conversation was deleted)."""
+        with self._transaction() as db:
+            db.execute("UPDATE messages SET content = ?, stats = ?, cancelled = ?, complete = 1 WHERE id = ?",
+                       (content, _stats_json(stats), int(cancelled), message_id))
+        return self._message(message_id)
+
+    def delete_message(self, message_id: int) -> None:
+        """Delete one message (a reply stopped before it said anything)."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
 
     def truncate(self, conversation_id: int, keep: int) -> None:
-        """Delete every message from position `keep` on (edit-and-resend, regenerate)."""
-        with self._db:
-            self._db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?",
-                             (conversation_id, keep))
-            self._db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), conversation_id))
+        """Delete every message from position `keep` on (regenerate)."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?", (conversation_id, keep))
+            db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), conversation_id))
+
+    def _insert(self, conversation_id: int, role: str, content: str, stats: dict | None, cancelled: bool,
+                complete: bool) -> int:
+        """Append a message at the next position and touch the conversation; call inside a transaction."""
+        now = time.time()
+        position = self._db.execute(
+            "SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE conversation_id = ?",
+            (conversation_id,)).fetchone()[0]
+        cur = self._db.execute(
+            "INSERT INTO messages (conversation_id, position, role, content, stats, cancelled, created_at, complete)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (conversation_id, position, role, content, _stats_json(stats), int(cancelled), now, int(complete)))
+        self._db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+        return cur.lastrowid
+
+    def _message(self, message_id: int) -> StoredMessage | None:
+        row = self._db.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return _message(row) if row is not None else None
+
+    # --- recovery ---
+
+    def columns(self, table: str) -> list[str]:
+        """The column names of one of the store's tables."""
+        return [row[1] for row in self._db.execute(f"PRAGMA table_info({table})")]
+
+    def import_rows(self, table: str, columns: list[str], rows: list[tuple]) -> int:
+        """Insert rows recovered from a damaged file, keeping their ids; returns how many went in.
+
+        Rows that break a constraint are skipped; messages whose conversation was lost get a new one.
+        """
+        if table not in ("conversations", "messages") or not rows:
+            return 0
+        marks = ", ".join("?" * len(columns))
+        with self._transaction() as db:
+            if table == "messages" and "conversation_id" in columns:
+                self._adopt_orphans({row[columns.index("conversation_id")] for row in rows})
+            before = db.total_changes
+            db.executemany(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+            return db.total_changes - before
+
+    def _adopt_orphans(self, conversation_ids: set) -> None:
+        now = time.time()
+        for cid in conversation_ids:
+            if isinstance(cid, int) and self._db.execute(
+                    "SELECT 1 FROM conversations WHERE id = ?", (cid,)).fetchone() is None:
+                self._db.execute("INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                                 (cid, f"Recovered conversation {cid}", now, now))
 
     def _update(self, conversation_id: int, column: str, value) -> None:
         self.get(conversation_id)
-        with self._db:
+        with self._transaction():
             # not a new activity: the list order (by updated_at) stays as it was
             self._db.execute(f"UPDATE conversations SET {column} = ? WHERE id = ?", (value, conversation_id))
 
@@ -176,7 +294,17 @@ def _message(row: sqlite3.Row) -> StoredMessage:
     data = dict(row)
     data["stats"] = json.loads(data["stats"]) if data["stats"] else None
     data["cancelled"] = bool(data["cancelled"])
+    data["complete"] = bool(data["complete"])
     return StoredMessage(**data)
+
+
+def _stats_json(stats: dict | None) -> str | None:
+    return json.dumps(stats) if stats is not None else None
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
 
 
 def _escape_like(text: str) -> str:

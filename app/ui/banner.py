@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
 
+from app.logs import details_note
+
 from . import theme
+
+log = logging.getLogger(__name__)
 
 LEVELS = {"error": theme.BANNER_ERROR, "warning": theme.BANNER_WARNING, "info": theme.BANNER_INFO}
 TITLES = {"error": "Error", "warning": "Note", "info": ""}
@@ -32,8 +38,12 @@ class Banner(QFrame):
         self.hide()
 
     def show_message(self, message: str, level: str = "error") -> None:
-        """Show a message; level is error, warning or info."""
+        """Show a message; level is error, warning or info. Errors are logged and name the log file."""
         bg, fg, border = LEVELS[level]
+        if level == "error":
+            log.error("%s", message)
+            if "Details in " not in message:
+                message = message.rstrip() + details_note()
         self.level, self.message = level, message
         self.setStyleSheet(f"Banner {{ background: {bg}; border: 1px solid {border}; border-radius: 8px; }}"
                            f" QLabel, QToolButton {{ color: {fg}; background: transparent; border: none; }}")

@@ -12,8 +12,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidg
 from app.engine import GenerationConfig
 from app.engine.config import LIMITS, MTP_MAX_DEPTH
 from app.paths import AppPaths
-from app.settings import Settings, load_settings, save_settings
-from app.store import ConversationStore
+from app.settings import Settings, save_settings
 
 from . import theme
 from .analysis_docks import AnalysisDocks
@@ -29,6 +28,7 @@ from .model_folders import find_model_folders
 from .models_link import ModelsLink
 from .settings_panel import SettingsPanel
 from .speculation_menu import AUTO, TUNED_OFF, SpeculationMenu, tuned_k
+from .startup import open_storage
 from .worker import LoadedPair
 
 DEFAULT_SIZE = (1280, 820)
@@ -42,14 +42,16 @@ class MainWindow(QMainWindow):
     def __init__(self, paths: AppPaths | None = None, target: str | None = None, draft: str | None = None,
                  autoload: bool = True):
         super().__init__()
-        self.paths = (paths or AppPaths.default()).ensure()
-        loaded = load_settings(self.paths)
-        self.settings: Settings = loaded.settings
+        storage = open_storage(paths or AppPaths.default())  # never raises: what went wrong comes back as notices
+        self.paths = storage.paths  # unwritable folders swapped for a scratch folder deleted at exit
+        self._scratch = storage.scratch
+        self.settings: Settings = storage.settings
+        self.read_only = storage.read_only
         if target:
             self.settings.target_path = str(Path(target).expanduser().resolve())
             self.settings.draft_path = str(Path(draft).expanduser().resolve()) if draft else None
         self.pair: LoadedPair | None = None
-        self.store = ConversationStore(self.paths.conversations_db)
+        self.store = storage.store
         self.client = EngineClient(self)
         self.setWindowTitle("SpecChat")
         self.setStyleSheet(theme.STYLE_SHEET)
@@ -57,8 +59,9 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._connect()
         self._restore()
-        if loaded.warning:
-            self.banner.show_message(loaded.warning, "warning")
+        notice = storage.banner()
+        if notice:
+            self.banner.show_message(notice[1], notice[0])
         if autoload and self.settings.target_path:
             self.load_models(self.settings.target_path, self.settings.draft_path)
 
@@ -361,8 +364,9 @@ class MainWindow(QMainWindow):
         self.model_bar.load_button.setEnabled(not lent)
 
     def save(self) -> None:
-        """Write the settings file."""
-        save_settings(self.paths, self.settings)
+        """Write the settings file (not when its folder is not writable: the banner said so)."""
+        if not self.read_only:
+            save_settings(self.paths, self.settings)
 
     # --- conversations ---
 

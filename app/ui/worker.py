@@ -6,6 +6,7 @@ event objects. Cancel is a threading.Event the UI thread sets directly.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -168,4 +169,5 @@ class EngineWorker(QObject):
 
 
 def _message(exc: Exception) -> str:
+    logging.getLogger(__name__).error("%s: %s", type(exc).__name__, exc, exc_info=exc)  # traceback to the log
     return str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"

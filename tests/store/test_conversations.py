@@ -81,3 +81,35 @@ def test_title_from_first_line():
     assert title_from("\n  Write a parser\nfor JSON") == "Write a parser"
     assert title_from("x" * 100).endswith("…") and len(title_from("x" * 100)) == 48
     assert title_from("   ") == DEFAULT_TITLE
+
+
+def test_a_streaming_reply_is_saved_incomplete_then_finished(tmp_path):
+    db = AppPaths.under(tmp_path).conversations_db
+    store = ConversationStore(db)
+    conv = store.create()
+    store.add_message(conv.id, "user", "hi")
+    row = store.begin_reply(conv.id)
+    assert (row.position, row.role, row.content, row.complete) == (1, "assistant", "", False)
+    store.update_reply(row.id, "Hel")
+    other = ConversationStore(db)  # what a restart after a crash would see
+    assert [(m.content, m.complete) for m in other.messages(conv.id)] == [("hi", True), ("Hel", False)]
+    other.close()
+    done = store.finish_reply(row.id, "Hello", {"generated_tokens": 2}, cancelled=False)
+    assert (done.content, done.stats, done.cancelled, done.complete) == ("Hello", {"generated_tokens": 2}, False, True)
+    assert store.messages(conv.id)[-1] == done
+    store.delete(conv.id)
+    assert store.finish_reply(row.id, "late", None, True) is None  # its conversation went while it streamed
+    store.close()
+
+
+def test_edit_and_resend_changes_nothing_when_saving_the_new_message_fails(store):
+    conv = store.create()
+    for role, text in (("user", "one"), ("assistant", "two"), ("user", "three"), ("assistant", "four")):
+        store.add_message(conv.id, role, text)
+    store._db.execute("CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    with pytest.raises(sqlite3.IntegrityError, match="disk full"):
+        store.replace_from(conv.id, 2, "user", "three, edited")  # the DELETE ran; the INSERT failed
+    assert [m.content for m in store.messages(conv.id)] == ["one", "two", "three", "four"]
+    store._db.execute("DROP TRIGGER refuse")
+    edited = store.replace_from(conv.id, 2, "user", "three, edited")
+    assert [m.content for m in store.messages(conv.id)] == ["one", "two", "three, edited"] and edited.position == 2

@@ -1,7 +1,8 @@
-"""Chat logic: send, stream, stop, regenerate, edit-and-resend; saves each complete message."""
+"""Chat logic: send, stream, stop, regenerate, edit-and-resend; saves messages, and replies while they stream."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -18,6 +19,8 @@ from .footer import error_stats, footer_text
 from .trace import ReplyTrace
 from .transcript import TranscriptView
 
+SAVE_INTERVAL_S = 2.0  # a streaming reply's text is saved at least this often (a crash loses at most this much)
+
 
 @dataclass
 class ActiveReply:
@@ -26,6 +29,8 @@ class ActiveReply:
     request_id: int
     conversation_id: int
     trace: ReplyTrace
+    message_id: int  # the reply's row, saved incomplete while it streams
+    saved_at: float  # time.monotonic() of the last save
 
 
 class ChatController(QObject):
@@ -44,6 +49,7 @@ class ChatController(QObject):
         self.store, self.client = store, client
         self.transcript, self.composer, self.sidebar = transcript, composer, sidebar
         self.reply_settings = reply_settings
+        self.save_interval_s = SAVE_INTERVAL_S
         self.decode: Callable[[list[int]], str] = lambda ids: ""
         self.conversation_id: int | None = None
         self.active: ActiveReply | None = None
@@ -67,7 +73,8 @@ class ChatController(QObject):
         """Show a saved conversation."""
         self.conversation_id = conversation_id
         self.composer.leave_edit()
-        self.transcript.show_messages(self.store.messages(conversation_id))
+        streaming = self.active.message_id if self.active else None  # its row is saved, not yet finished
+        self.transcript.show_messages([m for m in self.store.messages(conversation_id) if m.id != streaming])
         self.sidebar.refresh(select=conversation_id)
 
     def new_conversation(self) -> None:
@@ -104,10 +111,12 @@ class ChatController(QObject):
         elif self.store.get(self.conversation_id).title == DEFAULT_TITLE:
             self.store.rename(self.conversation_id, title_from(text))
         if self.composer.editing is not None:
-            self.store.truncate(self.conversation_id, self.composer.editing)
+            # one transaction: the edited message and what followed go only if the new one is saved
+            self.store.replace_from(self.conversation_id, self.composer.editing, "user", text)
             self.transcript.truncate(self.composer.editing)
+        else:
+            self.store.add_message(self.conversation_id, "user", text)
         self.composer.leave_edit()
-        self.store.add_message(self.conversation_id, "user", text)
         self.transcript.add_user(text)
         self.sidebar.refresh(select=self.conversation_id)
         self._start_reply(settings)
@@ -151,7 +160,8 @@ class ChatController(QObject):
         trace = ReplyTrace(self.decode)
         self.transcript.start_reply(trace)
         request_id = self.client.generate(messages, cfg, self.system_prompt(), thinking)
-        self.active = ActiveReply(request_id, self.conversation_id, trace)
+        row = self.store.begin_reply(self.conversation_id)
+        self.active = ActiveReply(request_id, self.conversation_id, trace, row.id, time.monotonic())
         self.last_trace = trace
         self._set_busy(True)
         self.replyStarted.emit(request_id)
@@ -164,6 +174,7 @@ class ChatController(QObject):
             active.trace.add(event)
             if active.conversation_id == self.conversation_id:
                 self.transcript.reply_updated()
+            self._save_partial(active)
         elif isinstance(event, Finished):
             self._finish(event.text, asdict(event.stats), event.cancelled)
             self.replyFinished.emit(event)
@@ -179,13 +190,22 @@ class ChatController(QObject):
         self.client.finished(active.request_id)
         shown = active.conversation_id == self.conversation_id
         if text or not cancelled:
-            self.store.add_message(active.conversation_id, "assistant", text, stats, cancelled)
+            self.store.finish_reply(active.message_id, text, stats, cancelled)
             if shown:
                 self.transcript.finish_reply(text, footer_text(stats, cancelled))
-        elif shown:
-            self.transcript.finish_reply("", "")
-            self.transcript.truncate(len(self.transcript.views) - 1)
+        else:
+            self.store.delete_message(active.message_id)  # stopped before it said anything
+            if shown:
+                self.transcript.finish_reply("", "")
+                self.transcript.truncate(len(self.transcript.views) - 1)
         self._set_busy(False)
+
+    def _save_partial(self, active: ActiveReply) -> None:
+        """Save the text so far when save_interval_s has passed since the last save."""
+        now = time.monotonic()
+        if now - active.saved_at >= self.save_interval_s:
+            self.store.update_reply(active.message_id, active.trace.text)
+            active.saved_at = now
 
     def _fail(self, message: str) -> None:
         partial = self.active.trace.text

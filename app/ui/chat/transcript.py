@@ -16,6 +16,7 @@ from .trace import ReplyTrace
 
 READING_WIDTH = 860
 REDRAW_MS = 50  # at most ~20 redraws a second while a reply streams
+INTERRUPTED = "(interrupted)"  # footer of a reply the app did not see finish (a crash, a kill)
 
 
 class TranscriptView(QScrollArea):
@@ -60,7 +61,8 @@ class TranscriptView(QScrollArea):
         for message in messages:
             view = self._add(message.role, message.content)
             if message.role == "assistant":
-                view.set_footer(footer_text(message.stats, message.cancelled))
+                view.set_footer(footer_text(message.stats, message.cancelled) if message.complete
+                                else INTERRUPTED)
         self._update_actions()
 
     def clear(self) -> None:

@@ -1,0 +1,70 @@
+"""The conversation schema as ordered migrations; each runs in its own transaction and bumps user_version."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+
+def _v1_conversations_and_messages(db: sqlite3.Connection) -> None:
+    """The first schema (what every database made before migrations holds at user_version 1)."""
+    db.execute("""
+        CREATE TABLE IF NOT EXISTS conversations (
+            id INTEGER PRIMARY KEY,
+            title TEXT NOT NULL,
+            system_prompt TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )""")
+    db.execute("""
+        CREATE TABLE IF NOT EXISTS messages (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            stats TEXT,
+            cancelled INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            UNIQUE (conversation_id, position)
+        )""")
+
+
+def _v2_complete_flag(db: sqlite3.Connection) -> None:
+    """Replies are saved while they stream: complete = 0 until the reply ends (a crash leaves it 0)."""
+    db.execute("ALTER TABLE messages ADD COLUMN complete INTEGER NOT NULL DEFAULT 1")
+
+
+# Append only: never edit or reorder a migration that has shipped. Index i brings a database to version i + 1.
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _v1_conversations_and_messages,
+    _v2_complete_flag,
+)
+LATEST_VERSION = len(MIGRATIONS)
+
+
+def user_version(db: sqlite3.Connection) -> int:
+    """The schema version stamped in the database file."""
+    return db.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(db: sqlite3.Connection, migrations=MIGRATIONS) -> int:
+    """Run every migration the database lacks, one transaction each; returns the version reached.
+
+    The connection must be in autocommit mode (isolation_level=None) so BEGIN/COMMIT here are the only ones.
+    A migration that fails rolls back and leaves the database at the previous version.
+    """
+    version = user_version(db)
+    for number, step in enumerate(migrations, start=1):
+        if number <= version:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            step(db)
+            db.execute(f"PRAGMA user_version = {number}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        version = number
+    return version
