@@ -204,6 +204,7 @@ class EngineHost:
         self._observers: list[Callable[[JobEvent], None]] = []
         self._ids = itertools.count(1)
         self._stopping = False
+        self._parked = threading.Event()
         self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.thread.start()
 
@@ -257,7 +258,12 @@ class EngineHost:
             return QueueState(running, tuple(h.info for h in self._queue))
 
     def shutdown(self, timeout: float | None = 30.0) -> bool:
-        """Cancel every job and stop the thread; True when it stopped within timeout."""
+        """Cancel every job, release the engine and park the thread; True when that happened within timeout.
+
+        The thread is parked, not ended: a thread that used MLX and ends just before the process exits
+        races MLX's own teardown ("terminate called without an active exception"); a parked daemon
+        thread does not.
+        """
         with self._cond:
             self._stopping = True
             queued = list(self._queue)
@@ -267,8 +273,7 @@ class EngineHost:
             self.cancel(handle)
         with self._cond:
             self._cond.notify_all()
-        self.thread.join(timeout)
-        return not self.thread.is_alive()
+        return self._parked.wait(timeout)
 
     def _publish(self, handle: JobHandle, event: JobEvent) -> None:
         handle._deliver(event)
@@ -284,7 +289,7 @@ class EngineHost:
                 while not self._queue and not self._stopping:
                     self._cond.wait()
                 if not self._queue:
-                    return
+                    break
                 handle = self._running = self._queue.popleft()
             try:
                 self._run(handle)
@@ -292,6 +297,10 @@ class EngineHost:
                 with self._cond:
                     self._running = None
                 self._publish(handle, handle._pending_end)
+        self._engine = None
+        _release_memory()
+        self._parked.set()
+        threading.Event().wait()  # parked for good (see shutdown)
 
     def _run(self, handle: JobHandle) -> None:
         """Run one job; its terminal event is left in handle._pending_end (published once it stopped running)."""
