@@ -230,6 +230,11 @@ class EngineHost:
         """Call observer with every job's lifecycle events (queued, started, ended; not progress)."""
         self._observers.append(observer)
 
+    def remove_observer(self, observer: Callable[[JobEvent], None]) -> None:
+        """Stop calling an observer."""
+        if observer in self._observers:
+            self._observers.remove(observer)
+
     def submit(self, kind: str, work: Callable, listener: Callable[[JobEvent], None] | None = None) -> JobHandle:
         """Queue work(ctx); listener (any thread) gets this job's events, else iterate handle.events()."""
         with self._cond:
