@@ -8,6 +8,7 @@ job's threading.Event, set directly from the UI thread.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import mlx.core as mx
@@ -138,7 +139,7 @@ class EngineWorker(QObject):
                  enable_thinking: bool = False) -> QtJob:
         """Stream one reply; every engine event goes out on `event` tagged with the job id."""
         job = self.submit("reply", reply_job(messages, cfg, system_prompt, enable_thinking))
-        job.event.connect(lambda event: self._reply_event(job.id, event))
+        job.event.connect(partial(self._reply_event, job.id))  # no reference back to the job: it can go
         return job
 
     def _reply_event(self, request_id: int, event) -> None:

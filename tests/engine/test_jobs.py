@@ -1,7 +1,9 @@
 """The engine host: one thread, jobs in order and one at a time, cancel, failures, transactional loads."""
 
+import gc
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -128,6 +130,10 @@ def test_a_reply_queued_before_a_load_uses_the_old_pair(host, dense_target, hybr
     reply.result(60)
     load.result(60)
     assert set(seen) == {old} and host.engine is not old and host.engine.owner is host.thread
+    released = weakref.ref(old)
+    del old, seen[:]
+    gc.collect()
+    assert released() is None  # the replaced engine was let go (its memory with it)
 
 
 def test_prefill_progress_streams_through_a_job_and_cancel_stops_it(host, dense_target):
