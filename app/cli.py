@@ -86,8 +86,8 @@ def run_generate(args) -> int:
     """Load the models, generate, print text (streamed) or JSON. Ctrl-C stops at the next round: the text
     so far and the stats line are printed and the exit code is 130."""
     from .engine import Failed, Finished, TextChunk
-    from .engine.engine_jobs import load_pair_job, prompt_job
-    from .engine.jobs import EngineHost, JobFailed, JobProgress
+    from .engine.owner import load_pair_job, prompt_job
+    from .engine.owner import EngineHost, JobFailed, JobProgress
 
     cfg = generation_config(args)
     host = EngineHost()

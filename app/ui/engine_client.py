@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject
 
 from app.engine import GenerationConfig
-from app.engine.jobs import EngineHost
+from app.engine.owner import EngineHost
 
 from .worker import EngineWorker, QtJob
 

@@ -16,8 +16,8 @@ from PySide6.QtCore import QObject, Qt, Signal
 
 from app.engine import EngineError, Finished, GenerationConfig, GenerationStats
 from app.engine.compat import check_pair
-from app.engine.engine_jobs import LoadedPair, LoadMessage, load_pair_job, reply_job
-from app.engine.jobs import (TERMINAL, EngineHost, JobCancelled, JobContext, JobFailed, JobFinished, JobHandle,
+from app.engine.owner import LoadedPair, LoadMessage, load_pair_job, reply_job
+from app.engine.owner import (TERMINAL, EngineHost, JobCancelled, JobContext, JobFailed, JobFinished, JobHandle,
                              JobProgress, JobStarted, QueueState)
 from app.tuning.baseline import measure_baseline_tps
 

@@ -8,8 +8,8 @@ import weakref
 import pytest
 
 from app.engine import Finished, GenerationConfig, PrefillProgress, TextChunk
-from app.engine.engine_jobs import load_pair_job, prompt_job
-from app.engine.jobs import (EngineHost, JobCancelled, JobCancelledError, JobError, JobFailed, JobFinished,
+from app.engine.owner import load_pair_job, prompt_job
+from app.engine.owner import (EngineHost, JobCancelled, JobCancelledError, JobError, JobFailed, JobFinished,
                              JobProgress, JobQueued, JobStarted)
 
 

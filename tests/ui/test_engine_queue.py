@@ -2,7 +2,7 @@
 
 import json
 
-from app.engine.jobs import JobFinished, JobStarted
+from app.engine.owner import JobFinished, JobStarted
 from app.settings import load_settings
 from app.system.power import PowerStatus
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from app.engine.events import RoundResult
-from app.engine.jobs import JobStarted
+from app.engine.owner import JobStarted
 from app.tuning.best_k import save_best_k
 from app.settings import Settings, load_settings, save_settings, settings_from_dict
 from app.tuning.baseline import BaselineCache

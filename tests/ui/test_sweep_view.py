@@ -6,8 +6,8 @@ import json
 import pytest
 from PySide6.QtGui import QImage
 
-from app.engine.engine_jobs import LoadedPair, load_pair_job
-from app.engine.jobs import EngineHost
+from app.engine.owner import LoadedPair, load_pair_job
+from app.engine.owner import EngineHost
 from app.tuning.sweep_results import RunRecord, summarize_cell
 from app.tuning.best_k import best_k
 from app.system.power import PowerStatus

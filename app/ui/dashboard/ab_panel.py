@@ -8,7 +8,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainT
 
 from .. import theme
 from app.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
-from app.engine.jobs import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
+from app.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
                              JobStarted)
 
 from ..worker import QtJob

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxL
                                QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget)
 
 from app.engine.errors import ConfigError
-from app.engine.jobs import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
+from app.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
                              JobStarted)
 from app.tuning.sweep import SweepConfig, SweepRunner
 from app.tuning.sweep_prompts import BUILTIN_PROMPTS, builtin_prompts

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import mlx.core as mx
 
-from .config import GenerationConfig
-from .engine import Engine
-from .errors import IncompatibleDraftError
-from .jobs import JobContext
-from .loading import load_model
-from .session import ChatSession
+from ..config import GenerationConfig
+from ..engine import Engine
+from ..errors import IncompatibleDraftError
+from ..loading import load_model
+from ..session import ChatSession
+from .handle import JobContext
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,4 @@
-"""One owner for the engine: a plain job queue that runs every piece of MLX work on one thread.
-
-A job is a function `work(ctx) -> result` (or a generator function whose yields are progress events
-and whose return value is the result). Jobs run one at a time, in submission order, on the host's
-thread; each has an id, a cancel event, its lifecycle events and a result. No Qt here: the Qt worker,
-the command line and an HTTP server all adapt the same queue.
-"""
+"""EngineHost: one thread, one queue, the current engine; every MLX job runs there, one at a time."""
 
 from __future__ import annotations
 
@@ -12,185 +6,16 @@ import gc
 import inspect
 import itertools
 import logging
-import queue
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from .errors import EngineError
+from ..errors import EngineError
+from .events import (JobCancelled, JobEvent, JobFailed, JobFinished, JobInfo, JobQueued, JobStarted,
+                     QueueState)
+from .handle import JobCancelledError, JobContext, JobHandle
 
 log = logging.getLogger(__name__)
-NO_MODEL = "no model is loaded: choose a target model folder and press Load"
-
-
-class JobError(EngineError):
-    """A job failed; the message is the job's own error message."""
-
-
-class JobCancelledError(JobError):
-    """The job was cancelled (before it started, or its work raised this to say so)."""
-
-
-@dataclass(frozen=True)
-class JobInfo:
-    """Which job: its id (unique per host, increasing) and its kind ("reply", "load", "sweep", ...)."""
-
-    id: int
-    kind: str
-
-
-@dataclass(frozen=True)
-class JobQueued:
-    """The job joined the queue with `ahead` jobs (queued or running) before it."""
-
-    job: JobInfo
-    ahead: int
-
-
-@dataclass(frozen=True)
-class JobStarted:
-    """The job began on the engine thread."""
-
-    job: JobInfo
-
-
-@dataclass(frozen=True)
-class JobProgress:
-    """One event the job's work emitted (an engine event, a sweep event, a load message...)."""
-
-    job: JobInfo
-    event: object
-
-
-@dataclass(frozen=True)
-class JobFinished:
-    """The job's work returned; result is what it returned (a cancelled run may return a partial result)."""
-
-    job: JobInfo
-    result: object
-
-
-@dataclass(frozen=True)
-class JobFailed:
-    """The job's work raised; message is meant for the user."""
-
-    job: JobInfo
-    message: str
-    error_type: str
-
-
-@dataclass(frozen=True)
-class JobCancelled:
-    """The job was cancelled before it ran (or its work raised JobCancelledError)."""
-
-    job: JobInfo
-
-
-JobEvent = JobQueued | JobStarted | JobProgress | JobFinished | JobFailed | JobCancelled
-TERMINAL = (JobFinished, JobFailed, JobCancelled)
-
-
-@dataclass(frozen=True)
-class QueueState:
-    """What the host is doing: the running job (or None) and the queued ones in order."""
-
-    running: JobInfo | None
-    queued: tuple[JobInfo, ...]
-
-    def ahead_of(self, job_id: int) -> int | None:
-        """How many jobs run before a queued job (None when it is not queued)."""
-        for index, info in enumerate(self.queued):
-            if info.id == job_id:
-                return index + (self.running is not None)
-        return None
-
-
-class JobContext:
-    """What a job's work gets: the host (and its engine), the cancel event and emit(event)."""
-
-    def __init__(self, host: "EngineHost", handle: "JobHandle"):
-        self.host, self.handle, self.cancel = host, handle, handle.cancel
-
-    @property
-    def engine(self):
-        """The loaded engine; EngineError when none is loaded."""
-        if self.host.engine is None:
-            raise EngineError(NO_MODEL)
-        return self.host.engine
-
-    def emit(self, event: object) -> None:
-        """Send a progress event to the job's consumer."""
-        self.handle._deliver(JobProgress(self.handle.info, event))
-
-
-class JobHandle:
-    """A submitted job: its id and kind, cancel, its events (listener or events()) and its result."""
-
-    def __init__(self, info: JobInfo, work: Callable, listener: Callable[[JobEvent], None] | None):
-        self.info, self.work = info, work
-        self.cancel = threading.Event()
-        self._listener = listener
-        self._events: queue.SimpleQueue | None = None if listener else queue.SimpleQueue()
-        self._done = threading.Event()
-        self.outcome: JobEvent | None = None
-        self._pending_end: JobEvent | None = None  # set by the host when the work ends
-
-    @property
-    def id(self) -> int:
-        """The job's id."""
-        return self.info.id
-
-    @property
-    def kind(self) -> str:
-        """The job's kind."""
-        return self.info.kind
-
-    @property
-    def done(self) -> bool:
-        """True once the job finished, failed or was cancelled."""
-        return self._done.is_set()
-
-    def _deliver(self, event: JobEvent) -> None:
-        if isinstance(event, TERMINAL):
-            self.outcome = event
-        if self._listener is None:
-            self._events.put(event)
-        else:
-            try:
-                self._listener(event)
-            except Exception:  # a consumer's bug must not stop the engine thread
-                log.exception("job %s: its listener raised", self.id)
-        if isinstance(event, TERMINAL):
-            self._done.set()
-
-    def events(self, poll_s: float = 0.1) -> Iterator[JobEvent]:
-        """Every event of this job up to and including the terminal one (jobs submitted without a listener)."""
-        if self._events is None:
-            raise EngineError("this job's events go to its listener")
-        while True:
-            try:
-                event = self._events.get(timeout=poll_s)  # a timeout lets signal handlers run
-            except queue.Empty:
-                continue
-            yield event
-            if isinstance(event, TERMINAL):
-                return
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the job ends; False on timeout."""
-        return self._done.wait(timeout)
-
-    def result(self, timeout: float | None = None):
-        """The job's result; JobError when it failed, JobCancelledError when cancelled, TimeoutError."""
-        if not self.wait(timeout):
-            raise TimeoutError(f"job {self.id} ({self.kind}) did not end within {timeout} s")
-        outcome = self.outcome
-        if isinstance(outcome, JobFailed):
-            raise JobError(outcome.message)
-        if isinstance(outcome, JobCancelled):
-            raise JobCancelledError(f"the {self.kind} job was cancelled")
-        return outcome.result
 
 
 class EngineHost:
