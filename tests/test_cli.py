@@ -1,8 +1,11 @@
 """`python -m app generate` prints the engine's output."""
 
 import json
+import re
+import signal
 import subprocess
 import sys
+import time
 
 from app.engine import Engine, GenerationConfig
 
@@ -39,3 +42,21 @@ def test_stats_line_of_an_auto_k_reply_that_never_drafted(dense_target):
     assert proc.returncode == 0, proc.stderr
     assert "plain decoding for all tokens, acceptance —" in proc.stderr and "0%" not in proc.stderr
     assert "stopped: max tokens (6)" in proc.stderr
+
+
+def test_ctrl_c_stops_cleanly_with_the_text_so_far_and_the_stats_line(dense_target):
+    proc = subprocess.Popen([sys.executable, "-m", "app", "generate", "--target", str(dense_target),
+                             "--max-tokens", "30000", "--raw", "--prompt", "def f(x):"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.read(1)  # text is streaming: the model is generating
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    match = re.search(r"\[(\d+) tokens, stopped by Ctrl-C, .* tok/s decode", err)
+    assert match and 0 < int(match.group(1)) < 30000, err
+    assert len(first + out) > 0

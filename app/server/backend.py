@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.engine.config import GenerationConfig
-from app.engine.jobs import EngineHost, JobHandle
+from app.engine.owner import EngineHost, JobHandle
 from app.engine.loading import context_limit
 
 from .errors import ApiError, bad_request, busy

@@ -52,8 +52,8 @@ def run_serve(args) -> int:
     import uvicorn
 
     from app.engine import EngineError, GenerationConfig
-    from app.engine.engine_jobs import load_pair_job
-    from app.engine.jobs import EngineHost
+    from app.engine.owner import load_pair_job
+    from app.engine.owner import EngineHost
 
     from .app import ServerOptions, create_app
     from .backend import EngineBackend

@@ -9,7 +9,7 @@ import json
 from starlette.requests import Request
 
 from app.engine.events import Failed, Finished, PrefillProgress, RoundResult, TextChunk
-from app.engine.jobs import JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued
+from app.engine.owner import JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued
 
 from .backend import EngineBackend
 from .errors import ApiError

@@ -1,8 +1,7 @@
 """The Dashboard and Sweep docks beside the chat, wired to the engine client.
 
-The sweep view and its A/B panel run on their own threads with the loaded engine; while they
-do, the engine thread must not touch it, and while the engine thread works, they must not
-start. This module keeps both sides apart and tells the window when the engine is lent out.
+Sweeps, A/B comparisons and the plain-decode measurement are jobs on the engine's queue like a
+reply: one started while something else runs waits its turn.
 """
 
 from __future__ import annotations
@@ -19,15 +18,13 @@ from .worker import LoadedPair
 
 DASHBOARD_SHORTCUT = "Ctrl+Shift+B"
 SWEEP_SHORTCUT = "Ctrl+Shift+K"
-ENGINE_BUSY = "The engine is busy with a reply, a load or a measurement; try again when it is done"
 MEASURING = "Measuring plain-decode speed…"
 CHAT_ROOM = 200  # width the chat column gets beyond its minimum when a dock sits beside it
 
 
 class AnalysisDocks(QObject):
-    """Owns the Dashboard and SweepView docks; the window calls set_loading, set_loaded and set_replying."""
+    """Owns the Dashboard and SweepView docks; the window calls set_loaded when a pair is ready."""
 
-    engineLent = Signal(bool)      # True while a sweep or an A/B comparison uses the engine off its thread
     bestKSaved = Signal(object)    # dict[str, int], from the sweep view
     baselineMeasured = Signal(str, float)  # model key, tok/s (after the dashboard stored it)
 
@@ -37,17 +34,14 @@ class AnalysisDocks(QObject):
         self.main_window, self.client = window, client
         self.dashboard = dashboard or Dashboard(paths)
         self.sweep_view = sweep_view or SweepView(paths)
+        self.sweep_view.set_client(client)
         self.dashboard_dock = _dock("Dashboard", "dashboardDock", self.dashboard)
         self.sweep_dock = _dock("Sweep and A/B", "sweepDock", self.sweep_view)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dashboard_dock)
         window.tabifyDockWidget(self.dashboard_dock, self.sweep_dock)
         self.dashboard_action = self._toggle(self.dashboard_dock, "&Dashboard", DASHBOARD_SHORTCUT)
         self.sweep_action = self._toggle(self.sweep_dock, "&Sweep and A/B", SWEEP_SHORTCUT)
-        self.lent = False            # a sweep / A-B runs on the engine
-        self.measuring: str | None = None  # model key being measured on the engine thread
-        self.pending_baseline: str | None = None
-        self.loading = False         # models load on the engine thread
-        self.replying = False        # a reply streams on the engine thread
+        self.measuring: str | None = None  # model key whose measurement is queued or running
         self._connect()
 
     def _connect(self) -> None:
@@ -56,7 +50,6 @@ class AnalysisDocks(QObject):
         worker.baselineMeasured.connect(self._baseline_measured)
         worker.baselineFailed.connect(self._baseline_failed)
         self.dashboard.baselineRequested.connect(self.request_baseline)
-        self.sweep_view.busyChanged.connect(self._lent_changed)
         self.sweep_view.bestKSaved.connect(self.bestKSaved)
 
     def _toggle(self, dock: QDockWidget, text: str, shortcut: str) -> QAction:
@@ -103,43 +96,17 @@ class AnalysisDocks(QObject):
 
     # --- the loaded pair ---
 
-    def set_loading(self) -> None:
-        """Models are (re)loading: the old engine is going away."""
-        self.sweep_view.set_engine(None)
-        self.dashboard.set_model(None)
-        self.pending_baseline = None
-        self.loading = True
-        self._update_run_buttons()
-
     def set_loaded(self, pair: LoadedPair | None) -> None:
-        """A pair is ready (None: the load failed)."""
-        self.loading = False
-        self._update_run_buttons()
+        """A pair is ready (None: the load failed, the previous pair, if any, stays)."""
         if pair is None:
             return
-        self.sweep_view.set_engine(self.client.worker.engine)
-        self._update_run_buttons()
+        self.sweep_view.set_pair(pair)
         self.dashboard.set_weights_bytes(pair.memory_bytes)
         self.dashboard.set_model(pair.target)  # may ask for a baseline measurement
 
-    # --- who uses the engine ---
-
-    def set_replying(self, replying: bool) -> None:
-        """A reply streams on the engine thread: no sweep or A/B may start."""
-        self.replying = replying
-        self._update_run_buttons()
-
-    def worker_busy(self) -> bool:
-        """True while the engine thread loads, replies or measures."""
-        return self.loading or self.replying or self.measuring is not None
-
     def request_baseline(self, model_key: str) -> None:
-        """Measure a target's plain-decode speed on the engine thread (after a sweep that holds it)."""
-        if self.lent:
-            self.pending_baseline = model_key
-            return
+        """Queue a measurement of a target's plain-decode speed on the engine thread."""
         self.measuring = model_key
-        self._update_run_buttons()
         self.dashboard.status.setText(MEASURING)
         self.client.measure_baseline(model_key)
 
@@ -148,46 +115,20 @@ class AnalysisDocks(QObject):
         self.dashboard.set_baseline_tps(model_key, tps)
         if self.dashboard.status.text() == MEASURING:
             self.dashboard.status.setText(f"Plain decode measured: {tps:.1f} tok/s.")
-        self._update_run_buttons()
         self.baselineMeasured.emit(model_key, tps)
 
     def _baseline_failed(self, model_key: str, message: str) -> None:
         self.measuring = None
         if self.dashboard.status.text() == MEASURING:
             self.dashboard.status.setText(f"Plain-decode measurement failed: {message}")
-        self._update_run_buttons()
-
-    def _lent_changed(self, lent: bool) -> None:
-        self.lent = lent
-        if not lent:
-            self.client.reclaim_engine()  # queued ahead of any command the window sends next
-        self.engineLent.emit(lent)
-        if not lent and self.pending_baseline:
-            key, self.pending_baseline = self.pending_baseline, None
-            if key == self.dashboard.model_key:
-                self.request_baseline(key)
-
-    def _update_run_buttons(self) -> None:
-        """Sweep and A/B may start only when the engine thread is idle."""
-        if self.lent:
-            return  # the running job owns its buttons
-        free = not self.worker_busy() and self.sweep_view.engine is not None
-        view = self.sweep_view
-        view.run_button.setEnabled(free and view.mode.count() > 0)
-        view.ab.run_button.setEnabled(free)
-        tip = "" if free or view.engine is None else ENGINE_BUSY
-        view.run_button.setToolTip(tip)
-        view.ab.run_button.setToolTip(tip)
 
     # --- shutting down ---
 
     def stop(self) -> None:
-        """Stop the dashboard's timers and wait for a sweep or A/B still running (cancelled first)."""
+        """Stop the dashboard's timers and cancel a sweep or A/B comparison still queued or running."""
         self.dashboard.stop()
         self.sweep_view.cancel()
         self.sweep_view.ab.cancel()
-        self.sweep_view.wait()
-        self.sweep_view.ab.wait()
 
 
 def _screen(window: QWidget):

@@ -1,81 +1,61 @@
-"""The UI thread's handle on the engine thread: starts it, sends commands, cancels, stops it."""
+"""The UI thread's handle on the engine: its host (one thread, one job queue), the Qt adapter, the reply."""
 
 from __future__ import annotations
 
-import itertools
-import threading
-
-from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtCore import QObject
 
 from app.engine import GenerationConfig
+from app.engine.owner import EngineHost
 
-from .worker import EngineWorker, GenerateRequest
+from .worker import EngineWorker, QtJob
 
 
 class EngineClient(QObject):
-    """Owns the QThread and its EngineWorker; commands go down as queued signals."""
+    """Owns (or shares) an EngineHost and its EngineWorker; every MLX job goes through it, in order."""
 
-    _load = Signal(str, object)
-    _generate = Signal(object)
-    _check_drafts = Signal(str, object)
-    _measure_baseline = Signal(str)
-    _reclaim = Signal()
-
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, host: EngineHost | None = None):
         super().__init__(parent)
-        self.thread = QThread()
-        self.thread.setObjectName("engine")
-        self.worker = EngineWorker()
-        self.worker.moveToThread(self.thread)
-        self._load.connect(self.worker.load_pair)
-        self._generate.connect(self.worker.generate)
-        self._check_drafts.connect(self.worker.check_drafts)
-        self._measure_baseline.connect(self.worker.measure_baseline)
-        self._reclaim.connect(self.worker.reclaim_engine)
-        self.thread.start()
-        self._ids = itertools.count(1)
-        self.current: GenerateRequest | None = None
+        self._owns_host = host is None
+        self.host = host or EngineHost()
+        self.worker = EngineWorker(self.host)
+        self.current: QtJob | None = None  # the reply queued or running
 
-    def load_pair(self, target: str, draft: str | None = None) -> None:
-        """Load models on the engine thread (loadStarted / loaded / loadFailed follow)."""
-        self.cancel()
-        self._load.emit(target, draft)
+    def submit(self, kind: str, work) -> QtJob:
+        """Queue any job (a sweep, an A/B run): work(ctx) runs on the engine thread after the jobs before it."""
+        return self.worker.submit(kind, work)
+
+    def load_pair(self, target: str, draft: str | None = None) -> QtJob:
+        """Load models after the queued jobs (loadStarted / loaded / loadFailed follow); the old pair stays
+        loaded until the new one is ready."""
+        return self.worker.load_pair(target, draft)
 
     def check_drafts(self, target: str, candidates: list[str]) -> None:
         """Ask which candidate folders can draft for target (draftsChecked follows)."""
-        self._check_drafts.emit(target, list(candidates))
+        self.worker.check_drafts(target, list(candidates))
 
-    def measure_baseline(self, model_key: str) -> None:
-        """Measure the loaded target's plain-decode speed on the engine thread (baselineMeasured / Failed follow)."""
-        self._measure_baseline.emit(model_key)
-
-    def reclaim_engine(self) -> None:
-        """The engine is back from another thread (sweep, A/B): the engine thread resets its caches first."""
-        self._reclaim.emit()
+    def measure_baseline(self, model_key: str) -> QtJob:
+        """Measure the loaded target's plain-decode speed (baselineMeasured / baselineFailed follow)."""
+        return self.worker.measure_baseline(model_key)
 
     def generate(self, messages: list[dict], cfg: GenerationConfig, system_prompt: str = "",
                  enable_thinking: bool = False) -> int:
-        """Start a reply; returns its request id (events carry it)."""
+        """Queue a reply (cancelling one still going); returns its request id (its events carry it)."""
         self.cancel()
-        request = GenerateRequest(next(self._ids), tuple(dict(m) for m in messages), cfg,
-                                  system_prompt, enable_thinking, threading.Event())
-        self.current = request
-        self._generate.emit(request)
-        return request.request_id
+        self.current = self.worker.generate([dict(m) for m in messages], cfg, system_prompt, enable_thinking)
+        return self.current.id
 
     def cancel(self) -> None:
-        """Stop the reply in progress; the engine checks the event between rounds."""
+        """Stop the reply: a queued one never runs, a running one stops at its next round."""
         if self.current is not None:
-            self.current.cancel.set()
+            self.current.cancel()
 
     def finished(self, request_id: int) -> None:
         """Forget a request that ended."""
-        if self.current is not None and self.current.request_id == request_id:
+        if self.current is not None and self.current.id == request_id:
             self.current = None
 
     def shutdown(self, timeout_ms: int = 30000) -> None:
-        """Cancel, stop the thread and wait for it."""
+        """Cancel every job and release the engine (when this client owns the host)."""
         self.cancel()
-        if self.thread.isRunning():
-            self.thread.quit()
-            self.thread.wait(timeout_ms)
+        if self._owns_host:
+            self.host.shutdown(timeout_ms / 1000)

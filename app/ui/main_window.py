@@ -29,11 +29,10 @@ from .models_link import ModelsLink
 from .settings_panel import SettingsPanel
 from .speculation_menu import AUTO, TUNED_OFF, SpeculationMenu, tuned_k
 from .startup import open_storage
-from .worker import LoadedPair
+from .worker import LoadedPair, queue_text
 
 DEFAULT_SIZE = (1280, 820)
 MODELS_SHORTCUT = "Ctrl+Shift+M"
-ENGINE_LENT = "A sweep or an A/B comparison is using the engine; wait for it or cancel it"
 
 
 class MainWindow(QMainWindow):
@@ -47,10 +46,13 @@ class MainWindow(QMainWindow):
         self._scratch = storage.scratch
         self.settings: Settings = storage.settings
         self.read_only = storage.read_only
+        # what to load first: the given pair, else the saved one; settings change only once a pair loaded
+        self.requested = (self.settings.target_path, self.settings.draft_path)
         if target:
-            self.settings.target_path = str(Path(target).expanduser().resolve())
-            self.settings.draft_path = str(Path(draft).expanduser().resolve()) if draft else None
+            self.requested = (str(Path(target).expanduser().resolve()),
+                              str(Path(draft).expanduser().resolve()) if draft else None)
         self.pair: LoadedPair | None = None
+        self._load_banner = False  # the banner shows why a load failed (cleared once a load succeeds)
         self.store = storage.store
         self.client = EngineClient(self)
         self.setWindowTitle("SpecChat")
@@ -62,8 +64,8 @@ class MainWindow(QMainWindow):
         notice = storage.banner()
         if notice:
             self.banner.show_message(notice[1], notice[0])
-        if autoload and self.settings.target_path:
-            self.load_models(self.settings.target_path, self.settings.draft_path)
+        if autoload and self.requested[0]:
+            self.load_models(*self.requested)
 
     # --- construction ---
 
@@ -91,6 +93,8 @@ class MainWindow(QMainWindow):
         self.splitter.setChildrenCollapsible(False)
         self.setCentralWidget(self.splitter)
         self.mode_label = QLabel()
+        self.queue_label = QLabel()  # what the engine runs and what waits for it
+        self.queue_label.setObjectName("footer")
         self.legend = QLabel(f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
                              f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)"
                              " · untinted: the target's own token (one per round, even when every draft was accepted)")
@@ -99,6 +103,7 @@ class MainWindow(QMainWindow):
                                "Plain decoding (speculation off, or auto K at K=0) is untinted throughout.")
         self.legend.setObjectName("footer")
         self.statusBar().addWidget(self.legend)
+        self.statusBar().addPermanentWidget(self.queue_label)
         self.statusBar().addPermanentWidget(self.mode_label)
         self.chat = ChatController(self.store, self.client, self.transcript, self.composer, self.sidebar,
                                    self.reply_settings, self)
@@ -152,6 +157,7 @@ class MainWindow(QMainWindow):
         worker.loadFailed.connect(self._on_load_failed)
         worker.memoryChanged.connect(self.model_bar.set_memory)
         worker.draftsChecked.connect(self._on_drafts_checked)
+        worker.queueChanged.connect(lambda state: self.queue_label.setText(queue_text(state)))
         self.chat.replyFailed.connect(lambda message: self.banner.show_message(message, "error"))
         self.chat.settingsRejected.connect(lambda message: self.banner.show_message(message, "error"))
         self.chat.busyChanged.connect(self._on_busy)
@@ -162,7 +168,6 @@ class MainWindow(QMainWindow):
         self.models.chosen.connect(self.use_models)
         self.models.needsTarget.connect(lambda: self.banner.show_message(
             "Choose a target model first; a draft needs a target to draft for.", "warning"))
-        self.docks.engineLent.connect(self._on_engine_lent)
         self.docks.bestKSaved.connect(self._best_k_saved)
         self.speculation.modeChosen.connect(self._mode_chosen)
         self.speculation.draftTokensChosen.connect(self._k_chosen)
@@ -184,9 +189,10 @@ class MainWindow(QMainWindow):
         state = self.settings.window_state
         if not (state and self.restoreState(QByteArray(base64.b64decode(state)))):
             self.docks.first_start_layout()
-        self.model_bar.set_targets(self._model_folders(), self.settings.target_path)
-        if self.settings.target_path:
-            self._offer_drafts(self.settings.target_path)
+        target, draft = self.requested
+        self.model_bar.set_targets(self._model_folders(target, draft), target)
+        if target:
+            self._offer_drafts(target, draft)
         self.sidebar.refresh()
         recent = self.sidebar.ids()
         if recent:
@@ -197,60 +203,67 @@ class MainWindow(QMainWindow):
     # --- models ---
 
     def load_models(self, target: str, draft: str | None = None) -> None:
-        """Load a target and optional draft on the engine thread."""
-        if self.docks.lent:
-            self.banner.show_message(f"Models cannot be loaded now. {ENGINE_LENT}.", "warning")
-            return
-        self.chat.stop()
-        self.pair = None
+        """Load a target and optional draft on the engine thread, beside the pair in use.
+
+        The current pair stays loaded (a reply queued before still uses it) until the new one has
+        loaded; only then does it replace it and go into the settings. A failed load keeps it."""
         self.composer.set_ready(False, "Models are loading")
-        self.speculation.set_available(None)
         self.model_bar.set_loading(f"Loading {Path(target).name}…")
-        self.transcript.empty.set_model_state(False)
-        self.settings.target_path, self.settings.draft_path = target, draft
-        self.save()
-        self.docks.set_loading()
         self.client.load_pair(target, draft)
 
     def _on_loaded(self, pair: LoadedPair) -> None:
         previous_draft = self.pair.draft if self.pair else None
         self.pair = pair
         self.chat.decode = pair.decode
-        names = Path(pair.target).name + (f" + {Path(pair.draft).name}" if pair.draft else "")
+        names = _pair_names(pair)
         self.model_bar.set_loaded(f"Ready · {names}")
         self.model_bar.set_memory(pair.memory_bytes)
         self.composer.set_ready(True)
         self.transcript.empty.set_model_state(True, names)
         self.speculation.set_available(pair.available_modes)
+        if self._load_banner:
+            self.banner.dismiss()
+            self._load_banner = False
         if pair.draft and pair.draft != previous_draft and self.settings.mode == "baseline":
             self.settings.mode = "draft"
         mode = self.settings.mode if pair.available_modes.get(self.settings.mode) is None else "baseline"
         self.speculation.set_mode(mode)
         self._refresh_tuned_k()
+        self.settings.target_path, self.settings.draft_path = pair.target, pair.draft
         if pair.draft_error:
-            self.settings.draft_path = None
             self.model_bar.select_draft(None)
             self.banner.show_message(f"The draft was not loaded: {pair.draft_error}", "error")
+            self._load_banner = True
         self.save()
         self._update_mode_label()
         self.docks.set_loaded(pair)
 
     def _on_load_failed(self, message: str) -> None:
+        """The new pair did not load: the previous one (if any) stays loaded and in the settings."""
         self.docks.set_loaded(None)
-        self.model_bar.set_loaded("Load failed")
-        self.composer.set_ready(False, "No model is loaded")
+        if self.pair is not None:
+            names = _pair_names(self.pair)
+            self.model_bar.set_targets(self._model_folders(), self.pair.target)
+            self._offer_drafts(self.pair.target, self.pair.draft)
+            self.model_bar.set_loaded(f"Ready · {names}")
+            self.composer.set_ready(True)
+            message += f". Still using {names}."
+        else:
+            self.model_bar.set_loaded("Load failed")
+            self.composer.set_ready(False, "No model is loaded")
         self.banner.show_message(message, "error")
+        self._load_banner = True
 
-    def _model_folders(self) -> list[str]:
+    def _model_folders(self, *also: str | None) -> list[str]:
         roots = list(self.settings.extra_model_dirs)
-        for path in (self.settings.target_path, self.settings.draft_path):
+        for path in (self.settings.target_path, self.settings.draft_path, *also):
             if path:
                 roots.append(str(Path(path).parent))
         return find_model_folders(roots)
 
-    def _offer_drafts(self, target: str) -> None:
-        candidates = [f for f in self._model_folders() if Path(f) != Path(target)]
-        self.model_bar.set_drafts(candidates, {}, self.settings.draft_path)
+    def _offer_drafts(self, target: str, draft: str | None = None) -> None:
+        candidates = [f for f in self._model_folders(target, draft) if Path(f) != Path(target)]
+        self.model_bar.set_drafts(candidates, {}, draft or self.settings.draft_path)
         self.client.check_drafts(target, candidates)
 
     def _on_drafts_checked(self, target: str, results) -> None:
@@ -262,12 +275,8 @@ class MainWindow(QMainWindow):
 
     def use_models(self, target: str, draft: str | None) -> None:
         """Pick a target (and draft) in the toolbar and load them (from the Models window)."""
-        if self.docks.lent:
-            self.banner.show_message(f"Models cannot be loaded now. {ENGINE_LENT}.", "warning")
-            return
-        self.settings.target_path, self.settings.draft_path = target, draft
-        self.model_bar.set_targets(self._model_folders(), target)
-        self._offer_drafts(target)
+        self.model_bar.set_targets(self._model_folders(target, draft), target)
+        self._offer_drafts(target, draft)
         self.load_models(target, draft)
 
     def _remember_folder(self, folder: str) -> None:
@@ -351,17 +360,6 @@ class MainWindow(QMainWindow):
         self.stop_action.setEnabled(busy)
         self.regenerate_action.setEnabled(not busy)
         self.model_bar.load_button.setEnabled(not busy)
-        self.docks.set_replying(busy)
-
-    def _on_engine_lent(self, lent: bool) -> None:
-        """While a sweep or A/B uses the engine, nothing may send it work."""
-        if lent:
-            self.composer.set_ready(False, ENGINE_LENT)
-        else:
-            self.composer.set_ready(self.pair is not None, "No model is loaded")
-        self.transcript.set_busy(lent or self.chat.busy)
-        self.regenerate_action.setEnabled(not (lent or self.chat.busy))
-        self.model_bar.load_button.setEnabled(not lent)
 
     def save(self) -> None:
         """Write the settings file (not when its folder is not writable: the banner said so)."""
@@ -389,3 +387,8 @@ class MainWindow(QMainWindow):
         self.client.shutdown()
         self.store.close()
         super().closeEvent(event)
+
+
+def _pair_names(pair: LoadedPair) -> str:
+    """'target' or 'target + draft', folder names only."""
+    return Path(pair.target).name + (f" + {Path(pair.draft).name}" if pair.draft else "")

@@ -1,49 +1,30 @@
-"""The engine's thread: one long-lived QThread owns the Engine and does all MLX work.
+"""The Qt adapter of the engine host: it submits jobs and re-emits their events as signals on the UI thread.
 
-Commands arrive as queued signals; engine events leave as signals carrying the frozen
-event objects. Cancel is a threading.Event the UI thread sets directly.
+Every piece of MLX work (a reply, a load, a baseline measurement, a sweep, an A/B run) is a job on the
+host's one thread (app/engine/owner); this object only turns job events into signals. Cancel is the
+job's threading.Event, set directly from the UI thread.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import mlx.core as mx
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal
 
-from app.engine import Engine, EngineError, GenerationConfig, IncompatibleDraftError
+from app.engine import EngineError, Finished, GenerationConfig, GenerationStats
 from app.engine.compat import check_pair
-from app.engine.loading import load_model
-from app.engine.session import ChatSession
+from app.engine.owner import LoadedPair, LoadMessage, load_pair_job, reply_job
+from app.engine.owner import (TERMINAL, EngineHost, JobCancelled, JobContext, JobFailed, JobFinished, JobHandle,
+                             JobProgress, JobStarted, QueueState)
 from app.tuning.baseline import measure_baseline_tps
 
-
-@dataclass(frozen=True)
-class GenerateRequest:
-    """One reply to generate: the conversation so far (ending with the user's turn) and the settings."""
-
-    request_id: int
-    messages: tuple[dict, ...]
-    cfg: GenerationConfig
-    system_prompt: str = ""
-    enable_thinking: bool = False
-    cancel: threading.Event = field(default_factory=threading.Event, compare=False)
-
-
-@dataclass(frozen=True)
-class LoadedPair:
-    """What the loaded engine offers, for the views."""
-
-    target: str
-    draft: str | None
-    available_modes: dict[str, str | None]
-    decode: Callable[[list[int]], str]
-    draft_error: str | None = None
-    memory_bytes: int = 0
+__all__ = ["DraftCandidate", "EngineWorker", "LoadedPair", "QtJob", "queue_text"]
+KIND_NAMES = {"reply": "reply", "load": "load", "baseline": "plain-decode measurement", "sweep": "sweep",
+              "ab": "A/B"}
 
 
 @dataclass(frozen=True)
@@ -55,8 +36,28 @@ class DraftCandidate:
     reason: str = ""
 
 
+class QtJob(QObject):
+    """One submitted job seen from the UI thread: its events arrive on `event`, in order."""
+
+    event = Signal(object)  # JobQueued, JobStarted, JobProgress, then JobFinished / JobFailed / JobCancelled
+
+    def __init__(self, worker: "EngineWorker"):
+        super().__init__()
+        self.worker = worker
+        self.handle: JobHandle | None = None
+
+    @property
+    def id(self) -> int:
+        """The job's id (a reply's request id)."""
+        return self.handle.id
+
+    def cancel(self) -> None:
+        """Cancel it: a queued job never runs, a running one stops at its next check."""
+        self.worker.host.cancel(self.handle)
+
+
 class EngineWorker(QObject):
-    """Lives on the engine thread; never touched directly from the UI thread."""
+    """Submits jobs to the engine host and re-emits their events as signals; lives on the UI thread."""
 
     loadStarted = Signal(str)
     loadProgress = Signal(str)
@@ -68,79 +69,121 @@ class EngineWorker(QObject):
     draftsChecked = Signal(str, object)  # target path, list[DraftCandidate]
     baselineMeasured = Signal(str, float)  # model key, plain-decode tokens per second
     baselineFailed = Signal(str, str)      # model key, message
+    queueChanged = Signal(object)      # QueueState: what runs and what waits
+    _relay = Signal(object)            # a job event, from any thread, to the UI thread
+    _state_relay = Signal()
+    _drafts_relay = Signal(str, object)
 
-    def __init__(self):
+    def __init__(self, host: EngineHost):
         super().__init__()
-        self.engine: Engine | None = None
-        self.target_path: str | None = None
+        self.host = host
+        self._jobs: dict[int, QtJob] = {}
         self._tokenizers: dict[Path, object] = {}
+        self._relay.connect(self._dispatch, Qt.ConnectionType.QueuedConnection)
+        self._state_relay.connect(self._state_changed, Qt.ConnectionType.QueuedConnection)
+        self._drafts_relay.connect(self.draftsChecked, Qt.ConnectionType.QueuedConnection)
+        host.add_observer(self._observe)
 
-    @Slot(str, object)
-    def load_pair(self, target: str, draft: str | None) -> None:
-        """Load a target and an optional draft; a draft that cannot serve is refused, the target kept."""
-        self.loadStarted.emit(target)
+    @property
+    def engine(self):
+        """The host's current engine (for identity checks; only jobs may call it)."""
+        return self.host.engine
+
+    def submit(self, kind: str, work) -> QtJob:
+        """Queue work(ctx: JobContext) on the engine thread; its events arrive on the returned job's `event`."""
+        job = QtJob(self)
+        job.handle = self.host.submit(kind, work, listener=self._relay.emit)
+        self._jobs[job.handle.id] = job
+        return job
+
+    def _dispatch(self, event) -> None:
+        job = self._jobs.get(event.job.id)
+        if job is None:
+            return
+        if isinstance(event, TERMINAL):
+            del self._jobs[event.job.id]
+        job.event.emit(event)
+
+    def _observe(self, _event) -> None:
+        """Any job's lifecycle event (on any thread): the queue display needs refreshing."""
         try:
-            self.engine = self.target_path = None
-            self.loadProgress.emit(f"Loading {Path(target).name}…")
-            target_model = load_model(target)
-            draft_model = draft_error = None
-            if draft:
-                self.loadProgress.emit(f"Loading draft {Path(draft).name}…")
-                draft_model = load_model(draft)
-            try:
-                self.engine = Engine(target_model, draft_model)
-            except IncompatibleDraftError as exc:
-                draft_error, draft = str(exc), None
-                self.engine = Engine(target_model)
-            mx.clear_cache()
-            self.target_path = str(target_model.path)
-            self.loaded.emit(LoadedPair(self.target_path, draft, self.engine.available_modes(),
-                                        self.engine.tokenizer.decode, draft_error, mx.get_active_memory()))
-        except Exception as exc:  # the window must stay usable whatever goes wrong
-            self.loadFailed.emit(_message(exc))
-        self.memoryChanged.emit(mx.get_active_memory())
+            self._state_relay.emit()
+        except RuntimeError:  # this adapter was deleted with its window; the host lives on
+            self.host.remove_observer(self._observe)
 
-    @Slot(object)
-    def generate(self, request: GenerateRequest) -> None:
-        """Stream one reply; every event goes out tagged with the request id."""
-        try:
-            if self.engine is None:
-                raise EngineError("no model is loaded: choose a target model folder and press Load")
-            session = ChatSession(self.engine, request.system_prompt or None, request.enable_thinking)
-            ids = session.prompt_ids(list(request.messages))
-            for event in self.engine.stream(ids, request.cfg, request.cancel):
-                self.event.emit(request.request_id, event)
-        except Exception as exc:  # a bug here must become a banner, not a dead thread
-            self.generationError.emit(request.request_id, _message(exc))
-        self.memoryChanged.emit(mx.get_active_memory())
+    def _state_changed(self) -> None:
+        self.queueChanged.emit(self.host.state())
 
-    @Slot(str)
-    def measure_baseline(self, model_key: str) -> None:
+    # --- the jobs the window sends ---
+
+    def load_pair(self, target: str, draft: str | None) -> QtJob:
+        """Load a pair beside the current one; it replaces it only when it loaded (loaded / loadFailed follow)."""
+        job = self.submit("load", load_pair_job(target, draft))
+        job.event.connect(lambda event: self._load_event(target, event))
+        return job
+
+    def _load_event(self, target: str, event) -> None:
+        if isinstance(event, JobStarted):
+            self.loadStarted.emit(target)
+        elif isinstance(event, JobProgress) and isinstance(event.event, LoadMessage):
+            self.loadProgress.emit(event.event.text)
+        elif isinstance(event, JobFinished):
+            self.loaded.emit(event.result)
+        elif isinstance(event, JobFailed):
+            self.loadFailed.emit(event.message)
+        elif isinstance(event, JobCancelled):
+            self.loadFailed.emit(f"loading {Path(target).name} was cancelled")
+        if isinstance(event, TERMINAL):
+            self.memoryChanged.emit(mx.get_active_memory())
+
+    def generate(self, messages: list[dict], cfg: GenerationConfig, system_prompt: str = "",
+                 enable_thinking: bool = False) -> QtJob:
+        """Stream one reply; every engine event goes out on `event` tagged with the job id."""
+        job = self.submit("reply", reply_job(messages, cfg, system_prompt, enable_thinking))
+        job.event.connect(partial(self._reply_event, job.id))  # no reference back to the job: it can go
+        return job
+
+    def _reply_event(self, request_id: int, event) -> None:
+        if isinstance(event, JobProgress):
+            self.event.emit(request_id, event.event)
+        elif isinstance(event, JobFailed):
+            self.generationError.emit(request_id, event.message)
+        elif isinstance(event, JobCancelled):  # cancelled while queued: it never ran
+            self.event.emit(request_id, Finished((), "", GenerationStats(stop_reason="cancelled"), True))
+        if isinstance(event, TERMINAL):
+            self.memoryChanged.emit(mx.get_active_memory())
+
+    def measure_baseline(self, model_key: str) -> QtJob:
         """Measure the loaded target's plain-decode speed (the dashboard's break-even line)."""
-        try:
-            if self.engine is None or model_key != self.target_path:
+
+        def work(ctx: JobContext) -> float:
+            if str(ctx.engine.target.path) != model_key:
                 raise EngineError(f"cannot measure {Path(model_key).name}: it is not the loaded target")
-            tps = measure_baseline_tps(self.engine)
+            tps = measure_baseline_tps(ctx.engine, cancel=ctx.cancel)
             if not tps > 0:
                 raise EngineError(f"the plain-decode measurement of {Path(model_key).name} gave no speed")
-            self.baselineMeasured.emit(model_key, float(tps))
-        except Exception as exc:  # a failed measurement leaves the line off, nothing else
-            self.baselineFailed.emit(model_key, _message(exc))
-        self.memoryChanged.emit(mx.get_active_memory())
+            return float(tps)
 
-    @Slot()
-    def reclaim_engine(self) -> None:
-        """Take the engine back after another thread (a sweep, an A/B run) used it.
+        job = self.submit("baseline", work)
+        job.event.connect(lambda event: self._baseline_event(model_key, event))
+        return job
 
-        MLX streams belong to threads: arrays another thread left lazy in the caches cannot be
-        evaluated here, so the caches start afresh.
-        """
-        if self.engine is not None:
-            self.engine.reset()
+    def _baseline_event(self, model_key: str, event) -> None:
+        if isinstance(event, JobFinished):
+            self.baselineMeasured.emit(model_key, event.result)
+        elif isinstance(event, JobFailed):
+            self.baselineFailed.emit(model_key, event.message)
+        elif isinstance(event, JobCancelled):
+            self.baselineFailed.emit(model_key, "the measurement was cancelled")
 
-    @Slot(str, object)
+    # --- no MLX work: off the queue, so a long sweep does not hold the draft list back ---
+
     def check_drafts(self, target: str, candidates: list[str]) -> None:
-        """Check each candidate against the target (vocabulary, special tokens, template, architecture)."""
+        """Check each candidate against the target on the side thread (draftsChecked follows)."""
+        _side_host().submit("check_drafts", lambda _ctx: self._check_drafts(target, list(candidates)),
+                            listener=lambda _event: None)
+
+    def _check_drafts(self, target: str, candidates: list[str]) -> None:
         results = []
         for path in candidates:
             try:
@@ -148,7 +191,7 @@ class EngineWorker(QObject):
             except Exception as exc:  # an unreadable folder is greyed, not fatal
                 ok, reason = False, f"cannot read it: {_message(exc)}"
             results.append(DraftCandidate(path, ok, reason))
-        self.draftsChecked.emit(target, results)
+        self._drafts_relay.emit(target, results)
 
     def _pair(self, target: str, draft: str) -> tuple[bool, str]:
         try:
@@ -166,6 +209,26 @@ class EngineWorker(QObject):
         if key not in self._tokenizers:
             self._tokenizers[key] = load_tokenizer(key)
         return self._tokenizers[key]
+
+
+def queue_text(state: QueueState) -> str:
+    """'Running: reply · queued: sweep, A/B' (empty when the engine is idle)."""
+    parts = []
+    if state.running is not None:
+        parts.append(f"Running: {KIND_NAMES.get(state.running.kind, state.running.kind)}")
+    if state.queued:
+        parts.append("queued: " + ", ".join(KIND_NAMES.get(i.kind, i.kind) for i in state.queued))
+    return " · ".join(parts)
+
+
+_SIDE: list[EngineHost] = []
+
+
+def _side_host() -> EngineHost:
+    """One long-lived thread for work that reads folders but runs no model (it never holds an engine)."""
+    if not _SIDE:
+        _SIDE.append(EngineHost("side"))
+    return _SIDE[0]
 
 
 def _message(exc: Exception) -> str:

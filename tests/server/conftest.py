@@ -5,8 +5,8 @@ from dataclasses import dataclass
 import pytest
 
 from app.engine import Finished, GenerationConfig, TextChunk
-from app.engine.engine_jobs import load_pair_job
-from app.engine.jobs import EngineHost
+from app.engine.owner import load_pair_job
+from app.engine.owner import EngineHost
 from app.server.app import ServerOptions
 from app.server.backend import EngineBackend
 from app.server.running import BackgroundServer, free_port

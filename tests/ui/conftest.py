@@ -29,7 +29,7 @@ def open_window(qtbot, paths):
         qtbot.addWidget(window)
         window.show()
         window.panel.max_tokens.setValue(max_tokens)
-        if window.settings.target_path:
+        if window.requested[0]:  # the given pair, else the saved one
             qtbot.waitUntil(lambda: window.pair is not None or window.banner.level == "error",
                             timeout=LOAD_TIMEOUT_MS)
         return window

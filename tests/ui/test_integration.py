@@ -5,6 +5,7 @@ import json
 import pytest
 
 from app.engine.events import RoundResult
+from app.engine.owner import JobStarted
 from app.tuning.best_k import save_best_k
 from app.settings import Settings, load_settings, save_settings, settings_from_dict
 from app.tuning.baseline import BaselineCache
@@ -37,7 +38,7 @@ def test_dashboard_gets_the_pair_a_baseline_and_every_round_of_a_reply(qtbot, op
     docks.dashboard_action.trigger()
     assert docks.dashboard_dock.isVisible()
     assert dash.model_key == window.pair.target and dash.weights_bytes == window.pair.memory_bytes
-    assert docks.sweep_view.engine is window.client.worker.engine
+    assert docks.sweep_view.pair is window.pair
     assert [docks.sweep_view.mode.itemData(i) for i in range(docks.sweep_view.mode.count())] == ["draft"]
     # the break-even line was measured on the engine thread and cached for this target
     tps = wait_for_baseline(qtbot, window)
@@ -158,33 +159,23 @@ def test_settings_round_trip_lookup_and_auto_and_still_refuse_bad_k(paths):
             settings_from_dict({"num_draft_tokens": bad})
 
 
-def test_a_running_ab_comparison_disables_send_and_loading(qtbot, open_window, dense_target,
-                                                          dense_draft_partial):
+def test_a_load_sent_during_an_ab_comparison_waits_its_turn(qtbot, open_window, dense_target,
+                                                            dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial)
     wait_for_baseline(qtbot, window)
     ab = window.docks.sweep_view.ab
-    assert ab.run_button.isEnabled() and window.composer.send_button.isEnabled()
     ab.max_tokens.setValue(6)
-    with qtbot.waitSignal(window.docks.sweep_view.busyChanged, timeout=REPLY_TIMEOUT_MS) as started:
+    started = []
+    window.client.host.add_observer(lambda e: started.append(e.job.kind) if isinstance(e, JobStarted) else None)
+    with qtbot.waitSignal(ab.compared, timeout=REPLY_TIMEOUT_MS):
         ab.run_button.click()
-    assert started.args == [True]
-    assert not window.composer.send_button.isEnabled()
-    assert not window.model_bar.load_button.isEnabled() and not window.regenerate_action.isEnabled()
-    loads = []
-    window.client.worker.loadStarted.connect(loads.append)
-    window.load_models(str(dense_target))
-    assert window.banner.level == "warning" and "A/B comparison is using the engine" in window.banner.message
-    qtbot.waitUntil(lambda: ab.job is None, timeout=REPLY_TIMEOUT_MS)
-    assert window.composer.send_button.isEnabled() and window.model_bar.load_button.isEnabled()
-    assert loads == [] and [row.mode for row in ab.rows][:2] == ["baseline", "draft"]
-    # and the other way round: while a reply streams, no sweep or A/B may start
-    window.composer.text.setPlainText("hello")
-    with qtbot.waitSignal(window.chat.busyChanged, timeout=REPLY_TIMEOUT_MS,
-                          check_params_cb=lambda busy: not busy):
-        window.composer.send_button.click()
-        assert not ab.run_button.isEnabled() and not window.docks.sweep_view.run_button.isEnabled()
-    assert window.banner.level != "error", window.banner.message
-    assert ab.run_button.isEnabled() and window.docks.sweep_view.run_button.isEnabled()
+        assert window.composer.send_button.isEnabled() and window.model_bar.load_button.isEnabled()
+        window.load_models(str(dense_target))  # no draft this time; queued behind the comparison
+        assert window.banner.level == "" and window.pair.draft == str(dense_draft_partial)
+    qtbot.waitUntil(lambda: window.pair.draft is None, timeout=LOAD_TIMEOUT_MS)
+    assert started[:2] == ["ab", "load"] and [row.mode for row in ab.rows][:2] == ["baseline", "draft"]
+    assert ab.rows[1].identical is True  # the comparison ran on the pair loaded when it was sent
+    assert window.composer.send_button.isEnabled() and ab.run_button.isEnabled()
 
 
 def test_saving_the_best_k_updates_the_speculation_menu(qtbot, open_window, paths, dense_target,

@@ -6,13 +6,15 @@ import json
 import pytest
 from PySide6.QtGui import QImage
 
-from app.engine import Engine
+from app.engine.owner import LoadedPair, load_pair_job
+from app.engine.owner import EngineHost
 from app.tuning.sweep_results import RunRecord, summarize_cell
 from app.tuning.best_k import best_k
 from app.system.power import PowerStatus
 from app.ui.dashboard import SweepView
 from app.ui.dashboard.sweep_table import DIFFERS_BG, NOISY_BG
 from app.ui.dashboard.sweep_view import parse_ks
+from app.ui.engine_client import EngineClient
 
 from .conftest import screenshot
 
@@ -23,15 +25,21 @@ SWEEP_TIMEOUT_MS = 180_000
 
 
 @pytest.fixture(scope="module")
-def engine(hybrid_target, hybrid_draft_partial):
-    return Engine.load(hybrid_target, hybrid_draft_partial)
+def loaded(hybrid_target, hybrid_draft_partial):
+    """An engine host with the hybrid pair loaded, shared by the module's views, and the pair."""
+    host = EngineHost()
+    pair = host.submit("load", load_pair_job(hybrid_target, hybrid_draft_partial)).result(120)
+    yield host, pair
+    host.shutdown()
 
 
-def make_view(qtbot, paths, engine, power=AC, ks="1,2", warmup=0, max_tokens=6):
-    view = SweepView(paths, read_power=lambda: power, machine_info=lambda: dict(MACHINE))
+def make_view(qtbot, paths, loaded, power=AC, ks="1,2", warmup=0, max_tokens=6):
+    host, pair = loaded
+    view = SweepView(paths, read_power=lambda: power, machine_info=lambda: dict(MACHINE),
+                     client=EngineClient(host=host))
     qtbot.addWidget(view)
     view.resize(1280, 880)
-    view.set_engine(engine)
+    view.set_pair(pair)
     view.reps.setValue(1)
     view.warmup.setValue(warmup)
     view.max_tokens.setValue(max_tokens)
@@ -46,8 +54,8 @@ def run_sweep(qtbot, view):
     return finished.args[0]
 
 
-def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, engine, tmp_path):
-    view = make_view(qtbot, paths, engine, warmup=1)
+def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, loaded, tmp_path):
+    view = make_view(qtbot, paths, loaded, warmup=1)
     busy = []
     view.busyChanged.connect(busy.append)
     result = run_sweep(qtbot, view)
@@ -87,8 +95,8 @@ def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, engine, 
     assert image.width() > 100 and image.height() > 100
 
 
-def test_noisy_and_differing_cells_are_marked(qtbot, paths, engine):
-    view = make_view(qtbot, paths, engine)
+def test_noisy_and_differing_cells_are_marked(qtbot, paths, loaded):
+    view = make_view(qtbot, paths, loaded)
 
     def run(tps, identical=True, mismatch=None):
         return RunRecord(0, False, tps, 8, 0.1, 3, 6, 3, 1000, "length", "ac", "", identical, mismatch)
@@ -107,16 +115,16 @@ def test_noisy_and_differing_cells_are_marked(qtbot, paths, engine):
     assert len(marked) == 1 and marked["y"][0] == 0.0
 
 
-def test_cancel_keeps_a_partial_result(qtbot, paths, engine):
+def test_cancel_keeps_a_partial_result(qtbot, paths, loaded):
     calls = []
 
     def power_then_cancel():
         calls.append(1)
-        if len(calls) == 3:  # the check, run 1, then run 2 starts: cancel it
-            view.cancel()
+        if len(calls) == 3:  # the check, run 1, then run 2 starts: cancel it (on the engine thread)
+            view.job.handle.cancel.set()
         return AC
 
-    view = make_view(qtbot, paths, engine, power=AC, ks="1,2,4", max_tokens=8)
+    view = make_view(qtbot, paths, loaded, power=AC, ks="1,2,4", max_tokens=8)
     view.read_power = power_then_cancel
     result = run_sweep(qtbot, view)
     assert result.cancelled and view.progress.value() == 1 < view.progress.maximum()
@@ -125,8 +133,8 @@ def test_cancel_keeps_a_partial_result(qtbot, paths, engine):
     assert view.best_label.text().startswith("Cancelled") and view.run_button.isEnabled()
 
 
-def test_battery_and_bad_settings_are_refused_with_a_message(qtbot, paths, engine):
-    view = make_view(qtbot, paths, engine, power=BATTERY)
+def test_battery_and_bad_settings_are_refused_with_a_message(qtbot, paths, loaded):
+    view = make_view(qtbot, paths, loaded, power=BATTERY)
     assert view.start()
     qtbot.waitUntil(lambda: view.job is None and view.banner.level == "error", timeout=SWEEP_TIMEOUT_MS)
     assert "battery" in view.banner.message and view.result is None
@@ -140,16 +148,17 @@ def test_battery_and_bad_settings_are_refused_with_a_message(qtbot, paths, engin
     assert parse_ks("4, 2,4") == (4, 2)
 
 
-def test_nothing_to_sweep_without_a_drafter(qtbot, paths, hybrid_target):
-    view = SweepView(paths)
+def test_nothing_to_sweep_without_a_drafter(qtbot, paths, loaded):
+    view = SweepView(paths, client=EngineClient(host=loaded[0]))
     qtbot.addWidget(view)
-    view.set_engine(Engine.load(hybrid_target))
+    modes = {"baseline": None, "draft": "no draft model loaded", "mtp": "no MTP head: none", "lookup": None}
+    view.set_pair(LoadedPair("target", None, modes, str))
     assert view.mode.count() == 0 and not view.run_button.isEnabled()
     assert "draft model or an MTP head" in view.progress_label.text()
 
 
-def test_ab_panel_compares_off_draft_and_mtp_then_screenshot(qtbot, paths, engine):
-    view = make_view(qtbot, paths, engine, ks="1,2,4")
+def test_ab_panel_compares_off_draft_and_mtp_then_screenshot(qtbot, paths, loaded):
+    view = make_view(qtbot, paths, loaded, ks="1,2,4")
     view.show()
     run_sweep(qtbot, view)
     panel = view.ab

@@ -1,8 +1,6 @@
-"""The A/B panel: one prompt under Off / Draft / MTP side by side, run off the UI thread."""
+"""The A/B panel: one prompt under Off / Draft / MTP side by side, run as a job on the engine thread."""
 
 from __future__ import annotations
-
-import threading
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
@@ -12,7 +10,10 @@ from app.engine.config import LIMITS, MTP_MAX_DEPTH
 from .. import theme
 from ..settings_panel import limited_spin_box
 from app.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
-from .background import BackgroundJob
+from app.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
+                             JobStarted)
+
+from ..worker import QtJob
 
 DEFAULT_PROMPT = "Write a Python function that merges two sorted lists, with a docstring."
 CARD_STYLE = (f"ABCard {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
@@ -83,16 +84,16 @@ def identical_html(row: ABRow) -> str:
 
 
 class ABPanel(QWidget):
-    """Pick a prompt, press Run: Off, Draft and MTP run in turn on a background thread."""
+    """Pick a prompt, press Run: Off, Draft and MTP run in turn as one job on the engine thread."""
 
-    busyChanged = Signal(bool)
+    busyChanged = Signal(bool)  # True while this panel's comparison is queued or running
     compared = Signal(object)  # list[ABRow]
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, client=None):
         super().__init__(parent)
-        self.engine = None
-        self.job: BackgroundJob | None = None
-        self.cancel_event = threading.Event()
+        self.client = client
+        self.pair = None
+        self.job: QtJob | None = None
         self.rows: list[ABRow] = []
         self.prompt = QPlainTextEdit(DEFAULT_PROMPT)
         self.prompt.setFixedHeight(54)
@@ -102,6 +103,7 @@ class ABPanel(QWidget):
         self.run_button = QPushButton("Run A/B", objectName="primary")
         self.run_button.clicked.connect(self.start)
         self.run_button.setEnabled(False)
+        self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)
         self.status = QLabel("Load a model to compare modes.")
         self.status.setStyleSheet(f"color: {theme.MUTED}")
         self.cards = {mode: ABCard(mode) for mode in AB_MODES}
@@ -109,6 +111,7 @@ class ABPanel(QWidget):
         controls.addWidget(self.k)
         controls.addWidget(self.max_tokens)
         controls.addWidget(self.status, 1)
+        controls.addWidget(self.cancel_button)
         controls.addWidget(self.run_button)
         cards = QGridLayout()
         for i, card in enumerate(self.cards.values()):
@@ -121,45 +124,79 @@ class ABPanel(QWidget):
         column.addLayout(controls)
         column.addLayout(cards)
 
-    def set_engine(self, engine) -> None:
-        """The engine to compare on (None disables the panel)."""
-        self.engine = engine
-        self.run_button.setEnabled(engine is not None and self.job is None)
-        self.status.setText("Ready." if engine is not None else "Load a model to compare modes.")
+    def set_client(self, client) -> None:
+        """The engine client whose queue runs the comparison."""
+        if client is self.client:
+            return
+        self.client = client
+        client.worker.queueChanged.connect(self._queue_changed)
+        self._refresh_button()
+
+    def set_pair(self, pair) -> None:
+        """The loaded pair (a LoadedPair, or None when nothing is loaded)."""
+        self.pair = pair
+        self._refresh_button()
+        if self.job is None:
+            self.status.setText("Ready." if pair is not None else "Load a model to compare modes.")
+
+    def _refresh_button(self) -> None:
+        self.run_button.setEnabled(self.pair is not None and self.client is not None and self.job is None)
 
     def start(self) -> None:
-        """Run the comparison on a background thread."""
+        """Queue the comparison on the engine thread; it runs after the jobs before it."""
         text = self.prompt.toPlainText().strip()
-        if self.engine is None or self.job is not None:
+        if self.pair is None or self.client is None or self.job is not None:
             return
         if not text:
             self.status.setText("Type a prompt to compare.")
             return
-        engine, k, max_tokens = self.engine, self.k.value(), self.max_tokens.value()
-        self.cancel_event = cancel = threading.Event()
-        ids = list(engine.tokenizer.apply_chat_template([{"role": "user", "content": text}],
-                                                        add_generation_prompt=True, enable_thinking=False))
+        k, max_tokens = self.k.value(), self.max_tokens.value()
+
+        def work(ctx):
+            engine = ctx.engine
+            ids = list(engine.tokenizer.apply_chat_template([{"role": "user", "content": text}],
+                                                            add_generation_prompt=True, enable_thinking=False))
+            return run_ab(engine, ids, k, max_tokens, cancel=ctx.cancel, on_row=ctx.emit)
+
         self.rows = []
         for card in self.cards.values():
             card.show_row(None)
-        self.job = BackgroundJob(lambda emit: run_ab(engine, ids, k, max_tokens, cancel=cancel, on_row=emit),
-                                 self)
-        self.job.progress.connect(self._row_done)
-        self.job.succeeded.connect(self._done)
-        self.job.failed.connect(self._failed)
-        self.job.finished.connect(self._job_ended)
+        self.job = self.client.submit("ab", work)
+        self.job.event.connect(self._job_event)
         self.run_button.setEnabled(False)
-        self.status.setText("Running Off, then Draft, then MTP…")
+        self.cancel_button.setEnabled(True)
         self.busyChanged.emit(True)
-        self.job.start()
+        self._queue_changed(self.client.host.state())
 
     def cancel(self) -> None:
-        """Stop after the current generation."""
-        self.cancel_event.set()
+        """Stop after the current generation (a queued comparison never runs)."""
+        if self.job is not None:
+            self.job.cancel()
 
     def wait(self, ms: int = 60_000) -> bool:
-        """Wait for a running comparison (tests, shutdown)."""
-        return self.job.wait(ms) if self.job is not None else True
+        """Wait until the comparison's job ended on the engine thread (tests, shutdown)."""
+        return self.job.handle.wait(ms / 1000) if self.job is not None else True
+
+    def _queue_changed(self, state) -> None:
+        ahead = state.ahead_of(self.job.id) if self.job is not None else None
+        if ahead is not None:
+            self.status.setText(f"Queued ({ahead} ahead)…")
+
+    def _job_event(self, event) -> None:
+        if isinstance(event, JobQueued):
+            self.status.setText(f"Queued ({event.ahead} ahead)…" if event.ahead else "Starting…")
+        elif isinstance(event, JobStarted):
+            self.status.setText("Running Off, then Draft, then MTP…")
+        elif isinstance(event, JobProgress):
+            self._row_done(event.event)
+        elif isinstance(event, JobFinished):
+            self._done(event.result)
+        elif isinstance(event, JobFailed):
+            self.status.setText(f"A/B failed: {event.message}")
+        elif isinstance(event, JobCancelled):
+            self.status.setText("Cancelled before it started.")
+        if isinstance(event, TERMINAL):
+            self._job_ended()
 
     def _row_done(self, row: ABRow) -> None:
         self.rows.append(row)
@@ -172,15 +209,12 @@ class ABPanel(QWidget):
         self.status.setText("Done" + (": " + ", ".join(ratios) + " vs Off" if ratios else "."))
         self.compared.emit(rows)
 
-    def _failed(self, message: str) -> None:
-        self.status.setText(f"A/B failed: {message}")
-
     def _job_ended(self) -> None:
         done = {r.mode for r in self.rows}
         for mode, card in self.cards.items():
             if mode not in done:
                 card.detail.setText("not run")
-        self.job.deleteLater()
         self.job = None
-        self.run_button.setEnabled(self.engine is not None)
+        self.cancel_button.setEnabled(False)
+        self._refresh_button()
         self.busyChanged.emit(False)

@@ -1,8 +1,7 @@
-"""The sweep view: run a K sweep for the loaded pair off the UI thread, see the table and chart, keep the best K."""
+"""The sweep view: queue a K sweep for the loaded pair on the engine thread, see the table and chart, keep the best K."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -11,6 +10,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxL
 
 from app.engine.errors import ConfigError
 from app.engine.config import LIMITS
+from app.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
+                              JobStarted)
 from app.tuning.sweep import SweepConfig, SweepRunner, parse_ks
 from app.tuning.sweep_prompts import BUILTIN_PROMPTS, builtin_prompts
 from app.tuning.sweep_report import choice_text, write_json
@@ -21,7 +22,7 @@ from app.paths import AppPaths
 from .. import theme
 from ..banner import Banner
 from .ab_panel import ABPanel
-from .background import BackgroundJob
+from ..worker import QtJob
 from .sweep_export import write_csv
 from .sweep_table import SpeedupChart, SweepTable
 
@@ -30,24 +31,27 @@ CARD = f"background: white; border: 1px solid {theme.BORDER}; border-radius: 10p
 
 
 class SweepView(QWidget):
-    """Give it the loaded engine with set_engine(); Run sweeps it, "Use best K" saves the result for the pair."""
+    """Give it the engine client and the loaded pair; Run queues a sweep, "Use best K" saves the result."""
 
-    busyChanged = Signal(bool)      # True while a sweep or an A/B comparison runs on the engine
+    busyChanged = Signal(bool)      # True while this view's sweep is queued or running
     bestKSaved = Signal(object)     # dict[str, int]: the best K per prompt type just saved
     sweepFinished = Signal(object)  # SweepResult
 
-    def __init__(self, paths: AppPaths | None = None, parent=None, *, read_power=None, machine_info=None):
+    def __init__(self, paths: AppPaths | None = None, parent=None, *, read_power=None, machine_info=None,
+                 client=None):
         super().__init__(parent)
         self.paths = paths or AppPaths.default()
         self.read_power, self.machine_info = read_power, machine_info
-        self.engine = None
-        self.job: BackgroundJob | None = None
-        self.cancel_event = threading.Event()
+        self.client = None
+        self.pair = None
+        self.job: QtJob | None = None
         self.result: SweepResult | None = None
         self.cells: dict[str, list[CellResult]] = {}
         self.ks: tuple[int, ...] = ()
         self._build()
-        self.set_engine(None)
+        self.set_pair(None)
+        if client is not None:
+            self.set_client(client)
 
     # --- construction ---
 
@@ -79,7 +83,6 @@ class SweepView(QWidget):
                                     clicked=lambda _=False, k=kind: self._ask_export(k))
                         for kind in ("CSV", "JSON", "PNG")]
         self.ab = ABPanel()
-        self.ab.busyChanged.connect(self.busyChanged)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 12, 14, 12)
         layout.setSpacing(10)
@@ -125,19 +128,31 @@ class SweepView(QWidget):
 
     # --- the pair ---
 
-    def set_engine(self, engine) -> None:
-        """The loaded engine (None: nothing loaded); offers the modes it can sweep."""
-        self.engine = engine
+    def set_client(self, client) -> None:
+        """The engine client whose queue runs sweeps and A/B comparisons."""
+        if client is self.client:
+            return
+        self.client = client
+        client.worker.queueChanged.connect(self._queue_changed)
+        self.ab.set_client(client)
+        self._refresh_button()
+
+    def set_pair(self, pair) -> None:
+        """The loaded pair (a LoadedPair; None: nothing loaded); offers the modes it can sweep."""
+        self.pair = pair
         self.mode.clear()
-        reasons = engine.available_modes() if engine is not None else {}
+        reasons = pair.available_modes if pair is not None else {}
         for mode, label in (("draft", "Draft model"), ("mtp", "MTP head")):
-            if engine is not None and not reasons.get(mode):
+            if pair is not None and not reasons.get(mode):
                 self.mode.addItem(label, mode)
-        can_run = self.mode.count() > 0 and self.job is None
-        self.run_button.setEnabled(can_run)
-        self.progress_label.setText("" if can_run else "Load a target with a draft model or an MTP head "
-                                                       "to sweep K.")
-        self.ab.set_engine(engine)
+        self._refresh_button()
+        if self.job is None:
+            self.progress_label.setText("" if self.mode.count() else "Load a target with a draft model or an "
+                                                                     "MTP head to sweep K.")
+        self.ab.set_pair(pair)
+
+    def _refresh_button(self) -> None:
+        self.run_button.setEnabled(self.mode.count() > 0 and self.client is not None and self.job is None)
 
     def config(self) -> SweepConfig:
         """The sweep settings from the controls; ConfigError names what is wrong."""
@@ -152,8 +167,8 @@ class SweepView(QWidget):
     # --- running ---
 
     def start(self) -> bool:
-        """Start a sweep on a background thread; False (and a banner) when the settings are wrong."""
-        if self.engine is None or self.job is not None:
+        """Queue a sweep on the engine thread; False (and a banner) when the settings are wrong."""
+        if self.pair is None or self.client is None or self.job is not None:
             return False
         try:
             config = self.config()
@@ -161,40 +176,62 @@ class SweepView(QWidget):
             self.banner.show_message(str(exc), "error")
             return False
         self.banner.dismiss()
-        self.cancel_event = threading.Event()
-        runner = SweepRunner(self.engine, config, read_power=self.read_power, machine_info=self.machine_info,
-                             cancel=self.cancel_event)
+        read_power, machine_info = self.read_power, self.machine_info
+
+        def work(ctx):
+            runner = SweepRunner(ctx.engine, config, read_power=read_power, machine_info=machine_info,
+                                 cancel=ctx.cancel)
+            return runner.run(ctx.emit)
+
         self.result, self.cells, self.ks = None, {}, config.ks
         self._show_cells()
         self.progress.setRange(0, config.total_runs)
         self.progress.setValue(0)
-        self.progress_label.setText("Checking the pair and the power source…")
-        self.job = BackgroundJob(runner.run, self)
-        self.job.progress.connect(self._sweep_event)
-        self.job.succeeded.connect(self.show_result)
-        self.job.failed.connect(lambda message: self.banner.show_message(message, "error"))
-        self.job.finished.connect(self._job_ended)
+        self.job = self.client.submit("sweep", work)
+        self.job.event.connect(self._job_event)
         self._set_running(True)
-        self.job.start()
+        self._queue_changed(self.client.host.state())  # its place now; JobQueued arrives a moment later
         return True
 
     def cancel(self) -> None:
-        """Stop after the run in progress; the partial result is shown."""
-        self.cancel_event.set()
+        """Stop after the run in progress (the partial result is shown); a queued sweep never runs."""
+        if self.job is None:
+            return
+        self.job.cancel()
         self.progress_label.setText("Cancelling after the current run…")
 
     def wait(self, ms: int = 120_000) -> bool:
-        """Wait for a running sweep's thread (tests, shutdown)."""
-        return self.job.wait(ms) if self.job is not None else True
+        """Wait until the sweep's job ended on the engine thread (tests, shutdown)."""
+        return self.job.handle.wait(ms / 1000) if self.job is not None else True
 
     def _set_running(self, running: bool) -> None:
-        self.run_button.setEnabled(not running and self.mode.count() > 0)
+        self._refresh_button()
         self.cancel_button.setEnabled(running)
-        self.ab.run_button.setEnabled(not running and self.engine is not None)
         self.busyChanged.emit(running)
 
+    def _queue_changed(self, state) -> None:
+        ahead = state.ahead_of(self.job.id) if self.job is not None else None
+        if ahead is not None:
+            self.progress_label.setText(f"Queued ({ahead} ahead)…")
+
+    def _job_event(self, event) -> None:
+        if isinstance(event, JobQueued):
+            self.progress_label.setText(f"Queued ({event.ahead} ahead)…" if event.ahead else "Starting…")
+        elif isinstance(event, JobStarted):
+            self.progress_label.setText("Checking the pair and the power source…")
+        elif isinstance(event, JobProgress):
+            self._sweep_event(event.event)
+        elif isinstance(event, JobFinished):
+            self.show_result(event.result)
+        elif isinstance(event, JobFailed):
+            self.banner.show_message(event.message, "error")
+            self.progress_label.setText("")
+        elif isinstance(event, JobCancelled):
+            self.progress_label.setText("Cancelled before it started.")
+        if isinstance(event, TERMINAL):
+            self._job_ended()
+
     def _job_ended(self) -> None:
-        self.job.deleteLater()
         self.job = None
         self._set_running(False)
 

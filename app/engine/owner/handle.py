@@ -1,0 +1,111 @@
+"""A submitted job as its submitter sees it (JobHandle) and as its work sees it (JobContext)."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from ..errors import EngineError
+from .events import TERMINAL, JobCancelled, JobEvent, JobFailed, JobInfo, JobProgress
+
+if TYPE_CHECKING:
+    from .host import EngineHost
+
+log = logging.getLogger(__name__)
+NO_MODEL = "no model is loaded: choose a target model folder and press Load"
+
+
+class JobError(EngineError):
+    """A job failed; the message is the job's own error message."""
+
+
+class JobCancelledError(JobError):
+    """The job was cancelled (before it started, or its work raised this to say so)."""
+class JobContext:
+    """What a job's work gets: the host (and its engine), the cancel event and emit(event)."""
+
+    def __init__(self, host: "EngineHost", handle: "JobHandle"):
+        self.host, self.handle, self.cancel = host, handle, handle.cancel
+
+    @property
+    def engine(self):
+        """The loaded engine; EngineError when none is loaded."""
+        if self.host.engine is None:
+            raise EngineError(NO_MODEL)
+        return self.host.engine
+
+    def emit(self, event: object) -> None:
+        """Send a progress event to the job's consumer."""
+        self.handle._deliver(JobProgress(self.handle.info, event))
+
+
+class JobHandle:
+    """A submitted job: its id and kind, cancel, its events (listener or events()) and its result."""
+
+    def __init__(self, info: JobInfo, work: Callable, listener: Callable[[JobEvent], None] | None):
+        self.info, self.work = info, work
+        self.cancel = threading.Event()
+        self._listener = listener
+        self._events: queue.SimpleQueue | None = None if listener else queue.SimpleQueue()
+        self._done = threading.Event()
+        self.outcome: JobEvent | None = None
+        self._pending_end: JobEvent | None = None  # set by the host when the work ends
+
+    @property
+    def id(self) -> int:
+        """The job's id."""
+        return self.info.id
+
+    @property
+    def kind(self) -> str:
+        """The job's kind."""
+        return self.info.kind
+
+    @property
+    def done(self) -> bool:
+        """True once the job finished, failed or was cancelled."""
+        return self._done.is_set()
+
+    def _deliver(self, event: JobEvent) -> None:
+        if isinstance(event, TERMINAL):
+            self.outcome = event
+        if self._listener is None:
+            self._events.put(event)
+        else:
+            try:
+                self._listener(event)
+            except Exception:  # a consumer's bug must not stop the engine thread
+                log.exception("job %s: its listener raised", self.id)
+        if isinstance(event, TERMINAL):
+            self._done.set()
+
+    def events(self, poll_s: float = 0.1) -> Iterator[JobEvent]:
+        """Every event of this job up to and including the terminal one (jobs submitted without a listener)."""
+        if self._events is None:
+            raise EngineError("this job's events go to its listener")
+        while True:
+            try:
+                event = self._events.get(timeout=poll_s)  # a timeout lets signal handlers run
+            except queue.Empty:
+                continue
+            yield event
+            if isinstance(event, TERMINAL):
+                return
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the job ends; False on timeout."""
+        return self._done.wait(timeout)
+
+    def result(self, timeout: float | None = None):
+        """The job's result; JobError when it failed, JobCancelledError when cancelled, TimeoutError."""
+        if not self.wait(timeout):
+            raise TimeoutError(f"job {self.id} ({self.kind}) did not end within {timeout} s")
+        outcome = self.outcome
+        if isinstance(outcome, JobFailed):
+            raise JobError(outcome.message)
+        if isinstance(outcome, JobCancelled):
+            raise JobCancelledError(f"the {self.kind} job was cancelled")
+        return outcome.result

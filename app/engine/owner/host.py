@@ -1,0 +1,174 @@
+"""EngineHost: one thread, one queue, the current engine; every MLX job runs there, one at a time."""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import itertools
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+
+from ..errors import EngineError
+from .events import (JobCancelled, JobEvent, JobFailed, JobFinished, JobInfo, JobQueued, JobStarted,
+                     QueueState)
+from .handle import JobCancelledError, JobContext, JobHandle
+
+log = logging.getLogger(__name__)
+
+
+class EngineHost:
+    """Owns one thread and the current engine; runs submitted jobs there one at a time, in order."""
+
+    def __init__(self, name: str = "engine"):
+        self._engine = None
+        self._cond = threading.Condition(threading.RLock())
+        self._queue: deque[JobHandle] = deque()
+        self._running: JobHandle | None = None
+        self._observers: list[Callable[[JobEvent], None]] = []
+        self._ids = itertools.count(1)
+        self._stopping = False
+        self._parked = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self.thread.start()
+
+    @property
+    def engine(self):
+        """The engine jobs use (None before the first load). Only jobs may call it."""
+        return self._engine
+
+    def on_thread(self) -> bool:
+        """True on the host's own thread."""
+        return threading.current_thread() is self.thread
+
+    def install(self, engine) -> None:
+        """Make `engine` the current one (from a job); the previous one is released."""
+        if not self.on_thread():
+            raise EngineError("install() runs inside a job on the engine thread")
+        old, self._engine = self._engine, engine
+        if old is not None and old is not engine:
+            del old
+            _release_memory()
+
+    def add_observer(self, observer: Callable[[JobEvent], None]) -> None:
+        """Call observer with every job's lifecycle events (queued, started, ended; not progress)."""
+        self._observers.append(observer)
+
+    def remove_observer(self, observer: Callable[[JobEvent], None]) -> None:
+        """Stop calling an observer."""
+        if observer in self._observers:
+            self._observers.remove(observer)
+
+    def submit(self, kind: str, work: Callable, listener: Callable[[JobEvent], None] | None = None) -> JobHandle:
+        """Queue work(ctx); listener (any thread) gets this job's events, else iterate handle.events()."""
+        with self._cond:
+            if self._stopping:
+                raise EngineError("the engine is shutting down")
+            handle = JobHandle(JobInfo(next(self._ids), kind), work, listener)
+            ahead = len(self._queue) + (self._running is not None)
+            self._publish(handle, JobQueued(handle.info, ahead))
+            self._queue.append(handle)
+            self._cond.notify()
+        return handle
+
+    def cancel(self, handle: JobHandle) -> None:
+        """Cancel a job: a queued one leaves the queue now (JobCancelled); a running one sees its cancel event."""
+        handle.cancel.set()
+        with self._cond:
+            if handle not in self._queue:
+                return
+            self._queue.remove(handle)
+            self._publish(handle, JobCancelled(handle.info))
+
+    def state(self) -> QueueState:
+        """The running job and the queued ones."""
+        with self._cond:
+            running = self._running.info if self._running is not None else None
+            return QueueState(running, tuple(h.info for h in self._queue))
+
+    def shutdown(self, timeout: float | None = 30.0) -> bool:
+        """Cancel every job, release the engine and park the thread; True when that happened within timeout.
+
+        The thread is parked, not ended: a thread that used MLX and ends just before the process exits
+        races MLX's own teardown ("terminate called without an active exception"); a parked daemon
+        thread does not.
+        """
+        with self._cond:
+            self._stopping = True
+            queued = list(self._queue)
+            if self._running is not None:
+                self._running.cancel.set()
+        for handle in queued:
+            self.cancel(handle)
+        with self._cond:
+            self._cond.notify_all()
+        return self._parked.wait(timeout)
+
+    def _publish(self, handle: JobHandle, event: JobEvent) -> None:
+        handle._deliver(event)
+        for observer in list(self._observers):
+            try:
+                observer(event)
+            except Exception:
+                log.exception("an engine-host observer raised")
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if not self._queue:
+                    break
+                handle = self._running = self._queue.popleft()
+            try:
+                self._run(handle)
+            finally:
+                with self._cond:
+                    self._running = None
+                self._publish(handle, handle._pending_end)
+        self._engine = None
+        _release_memory()
+        self._parked.set()
+        threading.Event().wait()  # parked for good (see shutdown)
+
+    def _run(self, handle: JobHandle) -> None:
+        """Run one job; its terminal event is left in handle._pending_end (published once it stopped running)."""
+        info = handle.info
+        if handle.cancel.is_set():
+            handle._pending_end = JobCancelled(info)
+            return
+        self._publish(handle, JobStarted(info))
+        ctx = JobContext(self, handle)
+        try:
+            result = handle.work(ctx)
+            if inspect.isgenerator(result):
+                result = _drive(result, ctx)
+            handle._pending_end = JobFinished(info, result)
+        except JobCancelledError:
+            handle._pending_end = JobCancelled(info)
+        except Exception as exc:  # the job fails; the thread lives on for the next one
+            if not isinstance(exc, EngineError):
+                log.exception("job %s (%s) failed", info.id, info.kind)
+            message = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
+            handle._pending_end = JobFailed(info, message, type(exc).__name__)
+
+
+def _drive(generator, ctx: JobContext):
+    """Emit every value a generator yields; return its return value."""
+    while True:
+        try:
+            event = next(generator)
+        except StopIteration as stop:
+            return stop.value
+        ctx.emit(event)
+
+
+def _release_memory() -> None:
+    """Free what a dropped engine held (weights, caches) back to the system."""
+    gc.collect()
+    try:
+        import mlx.core as mx
+    except ImportError:  # pragma: no cover - MLX is a dependency
+        return
+    mx.clear_cache()
