@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from app.engine.config import MODES, GenerationConfig
+from app.engine.config import LIMITS, MODES, GenerationConfig, check_draft_tokens
 from app.engine.errors import ConfigError
 
 from .errors import bad_request, not_found
@@ -73,11 +73,18 @@ def _config(body: dict, defaults: GenerationConfig) -> GenerationConfig:
         values["top_k"] = _integer(body["top_k"], "top_k")
     if body.get("seed") is not None:
         values["seed"] = _integer(body["seed"], "seed")
-    values.update(_speculation(body.get("speculation")))
+    for name, value in values.items():
+        try:
+            LIMITS[name].check(value) if name in LIMITS else None
+        except ConfigError as exc:
+            raise bad_request(str(exc), name) from None
+    spec = _speculation(body.get("speculation"))
     try:
-        return replace(defaults, **values)
+        check_draft_tokens(spec.get("mode", defaults.mode), spec.get("num_draft_tokens", defaults.num_draft_tokens))
+        return replace(defaults, **values, **spec)
     except ConfigError as exc:
-        raise bad_request(str(exc), _field_named(str(exc), values)) from None
+        raise bad_request(str(exc), "speculation.num_draft_tokens" if "draft tokens" in str(exc) or
+                          "depth" in str(exc) else None) from None
 
 
 def _speculation(spec: object) -> dict:
@@ -159,8 +166,3 @@ def _number(value: object, name: str) -> float:
         raise bad_request(f"{name} must be a finite number, got {value!r}", name)
     return float(value)
 
-
-def _field_named(message: str, values: dict) -> str | None:
-    """The field a GenerationConfig message is about (its messages start with the field's name)."""
-    first = message.split(" ", 1)[0]
-    return first if first in values or first in GenerationConfig.__dataclass_fields__ else None

@@ -107,7 +107,7 @@ def test_the_api_key_is_required(server):
     ({"model": "nope", "messages": MESSAGES}, 404, ["nope", "dense_target"]),
     ({"model": "../../etc", "messages": MESSAGES}, 404, ["not loaded"]),
     ({"messages": MESSAGES, "temperature": -1}, 400, ["temperature"]),
-    ({"messages": MESSAGES, "top_p": 2}, 400, ["top_p"]),
+    ({"messages": MESSAGES, "top_p": 2}, 400, ["top-p", "up to 1"]),
     ({"messages": MESSAGES, "n": 3}, 400, ["n must be 1"]),
     ({"messages": [{"role": "user", "content": "word " * 33000}]}, 400, ["32768", "tokens"]),
 ])

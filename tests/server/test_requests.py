@@ -52,7 +52,10 @@ def test_without_fields_the_servers_defaults_apply():
     (dict(CHAT, messages=[{"role": "tool", "content": "x"}]), 400, "messages[0].role"),
     (dict(CHAT, messages=[{"role": "user", "content": [{"type": "image_url"}]}]), 400, "messages[0].content"),
     (dict(CHAT, speculation={"mode": "magic"}), 400, "speculation.mode"),
-    (dict(CHAT, speculation={"num_draft_tokens": 0}), 400, "num_draft_tokens"),
+    (dict(CHAT, speculation={"num_draft_tokens": 0}), 400, "speculation.num_draft_tokens"),
+    (dict(CHAT, speculation={"mode": "mtp", "num_draft_tokens": 6}), 400, "speculation.num_draft_tokens"),
+    (dict(CHAT, min_p=float("nan")), 400, "min_p"),
+    (dict(CHAT, top_k=5000), 400, "top_k"),
     (dict(CHAT, stream="yes"), 400, "stream"),
 ])
 def test_bad_values_are_refused_by_name(body, status, param):
