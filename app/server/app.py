@@ -82,6 +82,19 @@ def create_app(backend: EngineBackend, options: ServerOptions) -> FastAPI:
         await stream.start(ids, req.cfg)
         return EventSourceResponse(_event_stream(stream), ping=10)
 
+    @api.post("/specchat/v1/tokenize")
+    async def tokenize(request: Request):
+        body = await _json_body(request, options.max_body_bytes)
+        return {"ids": _tokenize(backend, body)}
+
+    @api.post("/specchat/v1/decode")
+    async def decode(request: Request):
+        body = await _json_body(request, options.max_body_bytes)
+        ids = body.get("ids") if isinstance(body, dict) else None
+        if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+            raise bad_request("ids must be a list of token ids", "ids")
+        return {"text": backend.engine.tokenizer.decode(ids)}
+
     @api.get("/specchat/v1/status")
     async def status():
         engine = backend.host.engine
@@ -131,6 +144,20 @@ async def _json_body(request: Request, limit: int) -> object:
         return json.loads(bytes(data) or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad_request(f"The request body is not valid JSON: {exc}") from None
+
+
+def _tokenize(backend: EngineBackend, body: object) -> list[int]:
+    """Token ids of {"text"} (encoded as is) or {"messages", "template_kwargs"} (the chat template)."""
+    if not isinstance(body, dict):
+        raise bad_request("The request body must be a JSON object")
+    tokenizer = backend.engine.tokenizer
+    if isinstance(body.get("text"), str):
+        return list(tokenizer.encode(body["text"]))
+    req = parse_request("chat", {"messages": body.get("messages")}, backend.models(), GenerationConfig())
+    kwargs = body.get("template_kwargs") or {}
+    if not isinstance(kwargs, dict):
+        raise bad_request("template_kwargs must be an object", "template_kwargs")
+    return list(tokenizer.apply_chat_template(list(req.messages), add_generation_prompt=True, **kwargs))
 
 
 def _specchat_request(body: object, backend: EngineBackend, defaults: GenerationConfig):

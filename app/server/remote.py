@@ -1,18 +1,20 @@
-"""A SpecChat server used as the engine: its status and its event stream, as the local engine's
-own events (the views cannot tell local from remote). No Qt."""
+"""A SpecChat server used as the engine. RemoteEngine offers what the app's jobs call on a local
+Engine (stream, generate, a tokenizer, the loaded pair, available modes), over HTTP, so chat, the
+dashboard, A/B and sweeps run unchanged against a Mac in the next room or a cluster. No Qt."""
 
 from __future__ import annotations
 
 import json
 import threading
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import httpx
 
 from app.engine.config import GenerationConfig
+from app.engine.engine import GenerationResult
 from app.engine.errors import EngineError
-from app.engine.events import Event, Failed
+from app.engine.events import Event, Failed, Finished
 
 from .wire import event_from_json
 
@@ -22,6 +24,15 @@ READ_TIMEOUT_S = 600.0  # a long prompt's prefill may send nothing for minutes
 
 class RemoteError(EngineError):
     """The server could not be reached, refused the key, or answered with an error."""
+
+
+@dataclass(frozen=True)
+class RemoteModel:
+    """A model loaded on the server: its name, and a path that says where it is (for display and keys)."""
+
+    name: str
+    path: str
+    config: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -36,25 +47,88 @@ class RemoteStatus:
     requests_served: int
 
 
+class RemoteTokenizer:
+    """The server's tokenizer: chat template, encode and decode are asked of the server."""
+
+    def __init__(self, engine: "RemoteEngine"):
+        self.engine = engine
+
+    def apply_chat_template(self, messages, add_generation_prompt: bool = True, **kwargs) -> list[int]:
+        """Token ids of the conversation, as the server's chat template makes them."""
+        return self.engine.post("/specchat/v1/tokenize", {"messages": list(messages), "template_kwargs": kwargs})["ids"]
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of text, encoded as is."""
+        return self.engine.post("/specchat/v1/tokenize", {"text": text})["ids"]
+
+    def decode(self, ids) -> str:
+        """Text of token ids."""
+        return self.engine.post("/specchat/v1/decode", {"ids": [int(t) for t in ids]})["text"]
+
+
 class RemoteEngine:
-    """Streams replies from `url` (`python -m app serve` on this or another Mac)."""
+    """Streams from `url` (`python -m app serve` on this or another Mac); the pair is the server's."""
 
     def __init__(self, url: str, api_key: str | None = None):
         self.url = url.rstrip("/")
         self.api_key = api_key
+        self.tokenizer = RemoteTokenizer(self)
+        self._status = self.status()
+        if not self._status.target:
+            raise RemoteError(f"The server at {self.url} has no model loaded")
+        self.target = RemoteModel(self._status.target, f"{self.url}/{self._status.target}")
+        self.draft = RemoteModel(self._status.draft, f"{self.url}/{self._status.draft}") if self._status.draft else None
 
     def status(self) -> RemoteStatus:
         """The server's loaded pair and queue; RemoteError when it cannot be asked."""
-        body = self._get("/specchat/v1/status")
+        body = self.get("/specchat/v1/status")
         return RemoteStatus(self.url, body.get("target"), body.get("draft"), body.get("available_modes") or {},
                             len(body.get("queued") or []), int(body.get("requests_served") or 0))
 
-    def stream(self, messages: list[dict], cfg: GenerationConfig, system_prompt: str = "",
-               enable_thinking: bool | None = None, cancel: threading.Event | None = None) -> Iterator[Event]:
-        """The reply's engine events; closing the connection (cancel set) stops it on the server."""
-        body = {"messages": messages, "config": asdict(cfg), "system_prompt": system_prompt}
-        if enable_thinking is not None:
-            body["enable_thinking"] = enable_thinking
+    def available_modes(self) -> dict[str, str | None]:
+        """Each mode and why the server cannot use it (None when it can)."""
+        return dict(self._status.available_modes)
+
+    def stream(self, prompt_ids: list[int], cfg: GenerationConfig,
+               cancel: threading.Event | None = None) -> Iterator[Event]:
+        """The generation's engine events; when cancel is set the connection closes and the server stops."""
+        yield from self._stream({"prompt_ids": list(prompt_ids), "config": asdict(cfg)}, cancel)
+
+    def generate(self, prompt_ids: list[int], cfg: GenerationConfig,
+                 cancel: threading.Event | None = None) -> GenerationResult:
+        """Run stream() to its end, as Engine.generate does; raises on failure."""
+        for event in self.stream(prompt_ids, cfg, cancel):
+            if isinstance(event, Failed):
+                raise RemoteError(event.message)
+            if isinstance(event, Finished):
+                return GenerationResult(list(event.tokens), event.text, event.stats, event.cancelled)
+        raise RemoteError("the server ended the generation without a result")
+
+    def reset(self) -> None:
+        """Nothing to drop here: the server keeps its own caches."""
+
+    def adopt(self) -> None:
+        """Any thread may use a remote engine."""
+
+    def get(self, path: str) -> dict:
+        """GET a JSON endpoint; RemoteError naming the server when it fails."""
+        return self._json(lambda client: client.get(self.url + path, headers=self._headers()))
+
+    def post(self, path: str, body: dict) -> dict:
+        """POST a JSON endpoint; RemoteError naming the server when it fails."""
+        return self._json(lambda client: client.post(self.url + path, json=body, headers=self._headers()))
+
+    def _json(self, call) -> dict:
+        try:
+            with httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)) as client:
+                response = call(client)
+        except httpx.HTTPError as exc:
+            raise RemoteError(f"The server at {self.url} could not be reached: {exc}") from None
+        if response.status_code != 200:
+            raise RemoteError(_error_text(response))
+        return response.json()
+
+    def _stream(self, body: dict, cancel: threading.Event | None) -> Iterator[Event]:
         try:
             with httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)) as client:
                 with client.stream("POST", self.url + "/specchat/v1/generate", json=body,
@@ -67,15 +141,6 @@ class RemoteEngine:
             yield Failed(f"The server at {self.url} could not be reached: {exc}", "RemoteError")
         except RemoteError as exc:
             yield Failed(str(exc), "RemoteError")
-
-    def _get(self, path: str) -> dict:
-        try:
-            response = httpx.get(self.url + path, headers=self._headers(), timeout=CONNECT_TIMEOUT_S)
-        except httpx.HTTPError as exc:
-            raise RemoteError(f"The server at {self.url} could not be reached: {exc}") from None
-        if response.status_code != 200:
-            raise RemoteError(_error_text(response))
-        return response.json()
 
     def _headers(self) -> dict:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}

@@ -159,12 +159,13 @@ def test_specchat_event_stream_drives_a_remote_engine(server, host):
     remote = RemoteEngine(server.url, API_KEY)
     status = remote.status()
     assert status.target.endswith("dense_target") and status.available_modes["draft"] is None
-    events = list(remote.stream(MESSAGES, DEFAULTS))
+    events = list(remote.stream(chat_ids(host, MESSAGES), DEFAULTS))
     expected = reference(host, chat_ids(host, MESSAGES), DEFAULTS)
     finished = events[-1]
     assert isinstance(finished, Finished) and finished.text == expected.text
     assert finished.tokens == tuple(expected.tokens) and finished.stats.drafted > 0
     assert "".join(e.text for e in events if isinstance(e, TextChunk)) == expected.text
     assert any(isinstance(e, RoundResult) for e in events)
-    refused = list(RemoteEngine(server.url, "wrong").stream(MESSAGES, DEFAULTS))
+    remote.api_key = "wrong"  # a key changed on the server after connecting: a Failed event, not an exception
+    refused = list(remote.stream(chat_ids(host, MESSAGES), DEFAULTS))
     assert len(refused) == 1 and "401" in refused[0].message

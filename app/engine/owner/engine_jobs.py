@@ -26,6 +26,7 @@ class LoadedPair:
     decode: Callable[[list[int]], str]
     draft_error: str | None = None
     memory_bytes: int = 0
+    remote: str | None = None  # the server's URL when the engine is a SpecChat server elsewhere
 
 
 @dataclass(frozen=True)
