@@ -45,6 +45,9 @@ class Settings:
     extra_model_dirs: list[str] = field(default_factory=list)
     window_geometry: str | None = None  # Qt saveGeometry() bytes, base64
     window_state: str | None = None  # Qt saveState() bytes (docks and toolbars), base64
+    server_port: int = 8080  # Server menu: the port "Serve on localhost" listens on
+    server_api_key: str | None = None  # the key clients must send (None: none; required off localhost)
+    server_url: str | None = None  # the last server used with "Connect to server…"
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,12 @@ def _boolean(name: str, value: Any) -> bool:
 def _optional_text(name: str, value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
         raise SettingsError(f"{name} must be text or null, got {value!r}")
+    return value
+
+
+def _port(name: str, value: Any) -> int:
+    if not _is_int(value) or not 1 <= value <= 65535:
+        raise SettingsError(f"{name} must be a whole number between 1 and 65535, got {value!r}")
     return value
 
 
@@ -158,6 +167,9 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "extra_model_dirs": _text_list,
     "window_geometry": _base64_or_none,
     "window_state": _base64_or_none,
+    "server_port": _port,
+    "server_api_key": _optional_text,
+    "server_url": _optional_text,
 }
 assert set(_CHECKS) == {f.name for f in fields(Settings)}, "every setting needs a check"
 

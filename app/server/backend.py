@@ -22,6 +22,7 @@ class EngineBackend:
     def __init__(self, host: EngineHost, max_queue: int = 8):
         self.host, self.max_queue = host, max_queue
         self.requests_served = 0
+        self.observers: list[Callable[[int, object], None]] = []  # (job id, engine event), on the engine thread
         self._count_lock = threading.Lock()
 
     @property
@@ -70,9 +71,13 @@ class EngineBackend:
         with self._count_lock:
             self.requests_served += 1
 
+        observers = list(self.observers)
+
         def work(ctx):
             for event in ctx.engine.stream(prompt_ids, cfg, ctx.cancel):
                 ctx.emit(event)
+                for observe in observers:
+                    observe(ctx.handle.id, event)
 
         return self.host.submit("api", work, listener)
 

@@ -47,12 +47,18 @@ class BackgroundServer:
         config = uvicorn.Config(create_app(backend, options), host=host, port=port, log_level="warning",
                                 lifespan="off", timeout_graceful_shutdown=2)
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="api-server", daemon=True)
+        self.thread = threading.Thread(target=self._run, name="api-server", daemon=True)
 
     @property
     def url(self) -> str:
         """The base URL clients use (…/v1 for OpenAI clients)."""
         return f"http://{self.host}:{self.port}"
+
+    def _run(self) -> None:
+        try:
+            self.server.run()
+        except SystemExit:  # uvicorn exits when it cannot bind; start() reports it
+            pass
 
     def start(self, timeout_s: float = 10.0) -> None:
         """Start listening; RuntimeError when the port could not be bound in time."""

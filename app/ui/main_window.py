@@ -26,6 +26,7 @@ from .engine_client import EngineClient
 from .model_bar import ModelBar
 from .model_folders import find_model_folders
 from .models_link import ModelsLink
+from .server_link import ServerLink
 from .settings_panel import SettingsPanel
 from .speculation_menu import AUTO, TUNED_OFF, SpeculationMenu, tuned_k
 from .startup import open_storage
@@ -126,6 +127,8 @@ class MainWindow(QMainWindow):
         chat.addAction("Quit", QKeySequence.StandardKey.Quit, self.close)
         self.speculation = SpeculationMenu(self)
         bar.addMenu(self.speculation)
+        self.server = ServerLink(self)
+        bar.addMenu(self.server.menu)
         self.speculation.set_k(self.settings.num_draft_tokens)
         self.speculation.set_mode("baseline")
         self.speculation.history_action.setChecked(self.settings.mtp_history)
@@ -229,7 +232,9 @@ class MainWindow(QMainWindow):
         mode = self.settings.mode if pair.available_modes.get(self.settings.mode) is None else "baseline"
         self.speculation.set_mode(mode)
         self._refresh_tuned_k()
-        self.settings.target_path, self.settings.draft_path = pair.target, pair.draft
+        if pair.remote is None:  # a server's pair is not a local folder to reload next time
+            self.settings.target_path, self.settings.draft_path = pair.target, pair.draft
+        self.server.menu.set_remote(pair.remote)
         if pair.draft_error:
             self.model_bar.select_draft(None)
             self.banner.show_message(f"The draft was not loaded: {pair.draft_error}", "error")
@@ -384,11 +389,13 @@ class MainWindow(QMainWindow):
         self.settings.window_state = base64.b64encode(bytes(self.saveState())).decode("ascii")
         self.save()
         self.docks.stop()
+        self.server.stop()
         self.client.shutdown()
         self.store.close()
         super().closeEvent(event)
 
 
 def _pair_names(pair: LoadedPair) -> str:
-    """'target' or 'target + draft', folder names only."""
-    return Path(pair.target).name + (f" + {Path(pair.draft).name}" if pair.draft else "")
+    """'target' or 'target + draft', folder names only (and 'on URL' for a server's pair)."""
+    names = Path(pair.target).name + (f" + {Path(pair.draft).name}" if pair.draft else "")
+    return names + (f" on {pair.remote}" if pair.remote else "")

@@ -1,0 +1,82 @@
+"""The main window's link to the API server: the Server menu, the status-bar address and request
+count, API requests on the dashboard, and "Connect to server…" (a server elsewhere as the engine)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QDialog, QLabel, QMainWindow
+
+from app.server.connect import connect_job
+
+from .server_menu import ServeChoice, ServeDialog, ServerController, ServerMenu
+
+
+class ServerLink(QObject):
+    """Owns the Server menu and controller for `window` (a MainWindow)."""
+
+    def __init__(self, window: QMainWindow):
+        super().__init__(window)
+        self.window = window
+        self.menu = ServerMenu(window)
+        self.menu.set_port(window.settings.server_port)
+        self.controller = ServerController(window.client, self)
+        self.label = QLabel(objectName="footer")
+        self.label.setToolTip("The local API: what it listens on and how many requests it has served")
+        window.statusBar().addPermanentWidget(self.label)
+        self.label.hide()
+        self.menu.serveToggled.connect(self._serve_toggled)
+        self.menu.connectRequested.connect(self.connect_to)
+        self.menu.localRequested.connect(self._use_local)
+        self.controller.stateChanged.connect(self._state)
+        self.controller.failed.connect(self._failed)
+        self.controller.requestEvent.connect(window.docks.dashboard.on_worker_event)
+
+    def serve(self, choice: ServeChoice) -> bool:
+        """Start serving with the chat's current speculation and sampling as the requests' defaults."""
+        cfg, _thinking = self.window.reply_settings()
+        started = self.controller.start(choice, cfg)
+        self.menu.serve_action.blockSignals(True)
+        self.menu.serve_action.setChecked(started)
+        self.menu.serve_action.blockSignals(False)
+        return started
+
+    def connect_to(self, url: str, api_key: str | None) -> None:
+        """Use the server at url as the engine (loaded / loadFailed follow, as for a local pair)."""
+        window = self.window
+        window.settings.server_url = url
+        window.model_bar.set_loading(f"Connecting to {url}…")
+        window.composer.set_ready(False, "Connecting to the server")
+        job = window.client.worker.submit("load", connect_job(url, api_key))
+        job.event.connect(lambda event: window.client.worker._load_event(url, event))
+
+    def stop(self) -> None:
+        """Stop serving (window closing)."""
+        self.controller.stop()
+
+    def _serve_toggled(self, on: bool) -> None:
+        if not on:
+            self.controller.stop()
+            return
+        s = self.window.settings
+        dialog = ServeDialog(s.server_port, s.server_api_key, self.window)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            self.menu.serve_action.setChecked(False)
+            return
+        choice = dialog.values()
+        s.server_port, s.server_api_key = choice.port, choice.api_key
+        self.menu.set_port(choice.port)
+        self.window.save()
+        self.serve(choice)
+
+    def _use_local(self) -> None:
+        s = self.window.settings
+        if s.target_path:
+            self.window.load_models(s.target_path, s.draft_path)
+
+    def _state(self, text: str) -> None:
+        self.label.setText(text)
+        self.label.setVisible(bool(text))
+
+    def _failed(self, message: str) -> None:
+        self.menu.serve_action.setChecked(False)
+        self.window.banner.show_message(message, "error")

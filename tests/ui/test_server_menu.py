@@ -1,0 +1,74 @@
+"""The Server menu: serve the loaded pair on localhost from the app, and use a server as the engine."""
+
+import httpx
+from openai import OpenAI
+
+from app.engine import Finished, GenerationConfig
+from app.server.app import ServerOptions
+from app.server.backend import EngineBackend
+from app.server.running import BackgroundServer, free_port
+from app.ui.server_menu import ServeChoice
+
+from .conftest import send
+
+
+def test_serving_from_the_app_answers_clients_and_shows_requests(qtbot, open_window, dense_target,
+                                                                 dense_draft_partial):
+    window = open_window(dense_target, dense_draft_partial)
+    port = free_port()
+    assert window.server.serve(ServeChoice(port, "k3y"))
+    assert window.server.menu.serve_action.isChecked()
+    assert window.server.label.text() == f"API http://127.0.0.1:{port}/v1 · 0 requests"
+    client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k3y", max_retries=0, timeout=60)
+    rounds_before = len(window.docks.dashboard.rounds)
+    reply = client.chat.completions.create(model="dense_target", messages=[{"role": "user", "content": "hi"}],
+                                           max_tokens=12)
+    assert reply.usage.model_extra["speculation"]["mode"] == window.speculation.checked_mode()
+    qtbot.waitUntil(lambda: window.server.label.text().endswith("· 1 request"), timeout=10_000)
+    qtbot.waitUntil(lambda: len(window.docks.dashboard.rounds) > rounds_before, timeout=10_000)
+    assert httpx.get(f"http://127.0.0.1:{port}/v1/models").status_code == 401  # the key is enforced
+    send(qtbot, window, "And the chat still works")  # chat replies and API requests share the queue
+    window.server.menu.serve_action.setChecked(False)
+    assert not window.server.controller.running and not window.server.label.isVisible()
+
+
+def test_a_port_in_use_says_so_and_unticks_the_menu(qtbot, open_window, dense_target):
+    window = open_window(dense_target)
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert not window.server.serve(ServeChoice(busy.getsockname()[1], None))
+    assert not window.server.menu.serve_action.isChecked()
+    assert "could not start" in window.banner.label.text()
+
+
+def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target, dense_draft_partial, paths):
+    from app.engine.owner import EngineHost, load_pair_job
+
+    host = EngineHost()
+    host.submit("load", load_pair_job(dense_target, dense_draft_partial)).result(timeout=60)
+    server = BackgroundServer(EngineBackend(host), ServerOptions(GenerationConfig(max_tokens=16), "remote-key"),
+                              port=free_port())
+    server.start()
+    try:
+        window = open_window(dense_target)
+        saved_target = window.settings.target_path
+        with qtbot.waitSignal(window.client.worker.loaded, timeout=30_000):
+            window.server.connect_to(server.url, "remote-key")
+        assert window.pair.remote == server.url and window.pair.draft  # the server's pair, draft included
+        assert f"on {server.url}" in window.model_bar.state.text()
+        assert window.speculation.mode_actions["draft"].isEnabled()
+        assert window.settings.target_path == saved_target  # the local pair stays the one to reload
+        served = server.backend.requests_served
+        finished = send(qtbot, window, "Hello there")
+        assert isinstance(finished, Finished) and finished.tokens
+        assert server.backend.requests_served > served  # the reply (and the dashboard's measurement) ran there
+        assert window.server.menu.local_action.isEnabled()
+        with qtbot.waitSignal(window.client.worker.loaded, timeout=60_000):
+            window.server.menu.local_action.trigger()
+        assert window.pair.remote is None
+    finally:
+        server.stop()
+        host.shutdown()
