@@ -29,7 +29,10 @@ def setup_logging(log_file: Path) -> Path | None:
             Path(log_file).parent.mkdir(parents=True, exist_ok=True)
             handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=MAX_BYTES, backupCount=BACKUPS,
                                                            encoding="utf-8")
-        except OSError:
+        except OSError:  # no file log: the records go nowhere (not to Python's last-resort stderr printer)
+            handler = logging.NullHandler()
+            handler.specchat = True
+            logger.addHandler(handler)
             return None
         handler.specchat = True
         handler.setLevel(logging.WARNING)

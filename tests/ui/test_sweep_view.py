@@ -178,8 +178,8 @@ def test_ab_panel_compares_off_draft_and_mtp_then_screenshot(qtbot, paths, loade
     screenshot(view, "sweep_view")
 
 
-def test_a_slower_k_makes_off_the_best_and_chart_axes_carry_plain_units(qtbot, paths, engine):
-    view = make_view(qtbot, paths, engine)
+def test_a_slower_k_makes_off_the_best_and_chart_axes_carry_plain_units(qtbot, paths, loaded):
+    view = make_view(qtbot, paths, loaded)
 
     def run(tps):
         return RunRecord(0, False, tps, 8, 0.1, 3, 6, 3, 1000, "length", "ac", "", True, None)
