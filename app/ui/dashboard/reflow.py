@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QSize
+from PySide6.QtCore import QEvent, QSize
 from PySide6.QtWidgets import QGridLayout, QLayout, QSizePolicy, QStackedLayout, QTabWidget, QWidget
 
 SPACING = 8
@@ -65,6 +65,12 @@ class ReflowGrid(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         self._arrange(columns_that_fit(event.size().width(), self.item_width, self.choices))
+
+    def event(self, event) -> bool:
+        handled = super().event(event)
+        if event.type() == QEvent.Type.LayoutRequest:  # an item's text changed: its row may need more height
+            self.refit()
+        return handled
 
     def _arrange(self, columns: int) -> None:
         height = self.height_for(self.width()) if self.width() > 1 else self.minimumSizeHint().height()
