@@ -118,6 +118,8 @@ def test_the_dashboard_beside_the_chat_shows_everything(qtbot, open_window):
     labels.update({f"{type(card).__name__} empty note": card.empty for card in dash.charts.cards})
     labels.update({"power line": power.note, "status": dash.status})
     assert_shown_whole(qtbot, labels)
+    tiles = list(dash.tiles.values())
+    assert not [(a, b) for a in tiles for b in tiles if a is not b and a.geometry().intersects(b.geometry())]
     for card in dash.charts.cards:
         if card.isVisible():
             assert card.plot.width() >= 180 and card.plot.height() >= 120, type(card).__name__

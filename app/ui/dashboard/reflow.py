@@ -42,7 +42,8 @@ class ReflowGrid(QWidget):
 
     def item_height(self, width: int) -> int:
         """The tallest item at this width (wrapped text included)."""
-        return max(max(item.minimumSizeHint().height(), item.heightForWidth(width)) for item in self.items)
+        return max(max(item.minimumSizeHint().height(), item.minimumHeight(), item.heightForWidth(width))
+                   for item in self.items)
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
         fewest = min(self.choices)
@@ -85,6 +86,7 @@ class ReflowGrid(QWidget):
             self.grid.addWidget(item, i // columns, i % columns)
         for c in range(max(self.choices)):
             self.grid.setColumnStretch(c, 1 if c < columns else 0)
+            self.grid.setColumnMinimumWidth(c, self.item_width if c < columns else 0)
         self.updateGeometry()
 
 
