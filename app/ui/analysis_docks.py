@@ -78,7 +78,8 @@ class AnalysisDocks(QObject):
         Decided before showing it: a docked dock that does not fit would widen the window past the screen."""
         window, need = self.main_window, self.width_beside(dock)
         screen = _screen(window)
-        if not dock.isFloating() and screen is not None and need > largest_size(window, screen).width():
+        too_narrow = window.width() < need and screen is not None and need > largest_size(window, screen).width()
+        if too_narrow and not dock.isFloating():
             _float_beside(dock, window, screen)
         dock.show()
         dock.raise_()
