@@ -124,6 +124,7 @@ def test_the_dashboard_beside_the_chat_shows_everything(qtbot, open_window):
         if card.isVisible():
             assert card.plot.width() >= 180 and card.plot.height() >= 120, type(card).__name__
     assert dock.width() >= dash.minimumSizeHint().width()
+    assert not dash.scroll.verticalScrollBar().isVisible()  # all of it in view: nothing to scroll to
     screenshot(dock, f"laptop_{SCREEN}_dashboard")
 
 

@@ -345,3 +345,15 @@ def test_the_dashboard_reflows_from_wide_to_a_narrow_dock(qtbot, paths):
     assert all(tile.width() >= 150 and tile.height() >= tile.minimumHeight() for tile in tiles)
     assert not [(a, b) for a in tiles for b in tiles if a is not b and a.geometry().intersects(b.geometry())]
     screenshot(dash, "dashboard_narrow")
+
+
+def test_a_short_dock_scrolls_the_dashboard_rather_than_squeezing_it(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    dash.show()
+    dash.resize(dash.minimumSizeHint().width(), 300)  # shorter than the tiles and one chart
+    qtbot.waitUntil(lambda: dash.scroll.verticalScrollBar().isVisible())
+    assert dash.minimumSizeHint().height() < 300  # the dock never asks the window for more height
+    tiles = list(dash.tiles.values())
+    qtbot.waitUntil(lambda: all(tile.height() >= tile.minimumHeight() for tile in tiles))
+    assert not [(a, b) for a in tiles for b in tiles if a is not b and a.geometry().intersects(b.geometry())]
+    assert dash.charts.height() >= dash.charts.minimumSizeHint().height()

@@ -6,11 +6,13 @@ import math
 import time
 from dataclasses import asdict
 
-from PySide6.QtCore import QSize, QTimer, Signal, Slot
+from PySide6.QtCore import QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
+    QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -41,7 +43,7 @@ from .tiles import StatTile, fill_tiles
 REDRAW_INTERVAL_MS = 250
 TILE_WIDTH = 150  # tiles wrap into 3 or 2 columns below six of these
 TILE_COLUMNS = (6, 3, 2)
-CHART_MIN_SIZE = QSize(290, 200)  # below two of these side by side, the charts go into tabs
+CHART_MIN_SIZE = QSize(290, 180)  # below two of these side by side, the charts go into tabs
 MIN_TOKENS_FOR_BASELINE = 16  # a plain-decode reply this long may stand in for a measurement
 NOT_COMPARABLE = "speed figures are not comparable with runs on mains power at full speed."
 
@@ -80,7 +82,7 @@ class Dashboard(QWidget):
     # --- construction ---
 
     def _build(self) -> None:
-        self.setStyleSheet(f"#dashboard {{ background: {theme.WINDOW_BG}; }}"
+        self.setStyleSheet(f"#dashboard, #dashboardBody {{ background: {theme.WINDOW_BG}; }}"
                            f" QLabel#dashStatus {{ color: {theme.MUTED}; }}")
         self.banner = Banner()
         self.tiles = {name: StatTile(title, accent) for name, title, accent in (
@@ -104,7 +106,8 @@ class Dashboard(QWidget):
         footer = QHBoxLayout()
         footer.addWidget(self.status, 1)
         footer.addWidget(self.remeasure)
-        column = QVBoxLayout(self)
+        body = _Body(objectName="dashboardBody")
+        column = QVBoxLayout(body)
         column.setContentsMargins(8, 8, 8, 8)
         column.setSpacing(8)
         column.addWidget(self.banner)
@@ -113,6 +116,10 @@ class Dashboard(QWidget):
         column.addLayout(self.power_slot)
         column.addLayout(footer)
         self._place_power()
+        self.scroll = _vertical_scroll(body)  # a screen too short for everything scrolls, never grows the window
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.scroll)
 
     def _plotted_cards(self) -> list:
         cards = [self.throughput, self.acceptance, self.memory_chart]
@@ -287,3 +294,23 @@ class Dashboard(QWidget):
     def _redraw_tiles(self) -> None:
         fill_tiles(self)
         self.tile_grid.refit()  # a longer detail line may need a taller row
+
+
+class _Body(QWidget):
+    """The dashboard's content. In its scroll area it fills the height it is given: its wrapped labels
+    must not make it as tall as their preferred height (the charts take what is left)."""
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt's name)
+        return self.minimumSizeHint().height()
+
+
+def _vertical_scroll(body: QWidget) -> QScrollArea:
+    """body in a scroll area that scrolls up and down only; as wide as body's minimum at least."""
+    scroll = QScrollArea()
+    scroll.setWidget(body)
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    bar = scroll.verticalScrollBar().sizeHint().width()
+    scroll.setMinimumWidth(body.minimumSizeHint().width() + bar)
+    return scroll
