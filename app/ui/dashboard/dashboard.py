@@ -106,7 +106,7 @@ class Dashboard(QWidget):
         footer = QHBoxLayout()
         footer.addWidget(self.status, 1)
         footer.addWidget(self.remeasure)
-        body = _Body(objectName="dashboardBody")
+        body = QWidget(objectName="dashboardBody")
         column = QVBoxLayout(body)
         column.setContentsMargins(8, 8, 8, 8)
         column.setSpacing(8)
@@ -294,14 +294,6 @@ class Dashboard(QWidget):
     def _redraw_tiles(self) -> None:
         fill_tiles(self)
         self.tile_grid.refit()  # a longer detail line may need a taller row
-
-
-class _Body(QWidget):
-    """The dashboard's content. In its scroll area it fills the height it is given: its wrapped labels
-    must not make it as tall as their preferred height (the charts take what is left)."""
-
-    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt's name)
-        return self.minimumSizeHint().height()
 
 
 def _vertical_scroll(body: QWidget) -> QScrollArea:

@@ -40,6 +40,9 @@ class ReflowGrid(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self._arrange(max(self.choices))
 
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt's name)
+        return False  # its height is fixed by _arrange for the width it has
+
     def item_height(self, width: int) -> int:
         """The tallest item at this width (wrapped text included)."""
         return max(max(item.minimumSizeHint().height(), item.minimumHeight(), item.heightForWidth(width))
@@ -122,12 +125,17 @@ class ChartDeck(QWidget):
         self.mode = ""
         self._arrange(self.size())
 
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt's name)
+        return False  # the charts' wrapped legends must not ask for their preferred height: they stretch
+
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
         tab_bar = self.tabs.tabBar().sizeHint().height()
         return QSize(self.min_size.width(), self.min_size.height() + tab_bar)
 
     def sizeHint(self) -> QSize:  # noqa: N802
-        return QSize(2 * self.min_size.width() + SPACING, 2 * self.min_size.height() + SPACING)
+        # no taller than the minimum: in a scroll area the dashboard is as tall as its parts' hints, and the
+        # charts, which stretch, take the rest of the height anyway
+        return QSize(2 * self.min_size.width() + SPACING, self.minimumSizeHint().height())
 
     def grid_fits(self, size: QSize) -> bool:
         """Whether two columns and the rows they need fit in size."""
