@@ -127,6 +127,14 @@ class AnalysisDocks(QObject):
         else:
             self.dashboard_dock.hide()
 
+    def fit_restored_layout(self) -> None:
+        """A saved layout (from a wider screen, or a dock dragged wide) that leaves the chat column under
+        CHAT_MIN: share the width again, or float the dock when the screen has no room for both."""
+        for dock in (self.dashboard_dock, self.sweep_dock):
+            squeezed = self.main_window.centralWidget().width() < self._central_need()
+            if dock.isVisible() and not dock.isFloating() and squeezed:
+                self.show_dock(dock)
+
     # --- the loaded pair ---
 
     def set_loading(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSize, Qt
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
@@ -178,6 +178,8 @@ class MainWindow(QMainWindow):
         state = self.settings.window_state
         if not (state and self.restoreState(QByteArray(base64.b64decode(state)))):
             self.docks.first_start_layout()
+        else:
+            QTimer.singleShot(0, self.docks.fit_restored_layout)  # once shown and laid out
         self.model_bar.set_targets(self._model_folders(), self.settings.target_path)
         if self.settings.target_path:
             self._offer_drafts(self.settings.target_path)

@@ -91,6 +91,19 @@ def test_main_window_with_the_dashboard_docked_fits(qtbot, open_window):
         assert_fits(window, f"dashboard shown again ({turn})")
 
 
+def test_a_saved_layout_that_squeezes_the_chat_is_shared_again(qtbot, open_window, paths):
+    window = open_window()
+    dock = window.docks.dashboard_dock
+    qtbot.waitUntil(lambda: chat_width(window) >= CHAT_MIN)
+    window.resizeDocks([dock], [window.width()], Qt.Orientation.Horizontal)  # dragged as wide as it goes
+    qtbot.waitUntil(lambda: chat_width(window) < CHAT_MIN)
+    window.close()  # saves the layout
+    again = open_window(at=paths)
+    assert again.docks.dashboard_dock.isVisible()
+    qtbot.waitUntil(lambda: chat_width(again) >= CHAT_MIN)
+    assert_fits(again, "restored layout")
+
+
 def test_the_dashboard_beside_the_chat_shows_everything(qtbot, open_window):
     window = open_window()
     dash, dock = window.docks.dashboard, window.docks.dashboard_dock
