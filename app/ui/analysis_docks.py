@@ -6,7 +6,7 @@ reply: one started while something else runs waits its turn.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QWidget
 
@@ -14,12 +14,17 @@ from app.paths import AppPaths
 
 from .dashboard import Dashboard, SweepView
 from .engine_client import EngineClient
+from .screen_fit import available, fit_to_screen, keep_on_screen, largest_size
 from .worker import LoadedPair
 
 DASHBOARD_SHORTCUT = "Ctrl+Shift+B"
 SWEEP_SHORTCUT = "Ctrl+Shift+K"
 MEASURING = "Measuring plain-decode speed…"
-CHAT_ROOM = 200  # width the chat column gets beyond its minimum when a dock sits beside it
+CHAT_ROOM = 200  # width the chat column gets beyond its minimum when a dock sits beside it (other windows)
+CHAT_MIN = 480   # the chat column keeps this much beside a dock
+DOCK_WIDTH = 560  # a dock beside the chat grows to this when the window has room
+CHAT_COMFORT = 640  # beside a dock, the side columns narrow (to their minimum at most) to give the chat this
+DOCK_SEPARATOR = 6  # the splitter between the central widget and a dock
 
 
 class AnalysisDocks(QObject):
@@ -62,37 +67,66 @@ class AnalysisDocks(QObject):
         return action
 
     def show_dock(self, dock: QDockWidget) -> None:
-        """Show a dock on top of its tab group beside the chat; float it when the screen has no room."""
+        """Show a dock on top of its tab group beside the chat; float it when the screen has no room.
+        Decided before showing it: a docked dock that does not fit would widen the window past the screen."""
+        window, need = self.main_window, self.width_beside(dock)
+        screen = _screen(window)
+        too_narrow = window.width() < need and screen is not None and need > largest_size(window, screen).width()
+        if too_narrow and not dock.isFloating():
+            _float_beside(dock, window, screen)
         dock.show()
         dock.raise_()
         if dock.isFloating():
             return
-        window, need = self.main_window, self.width_beside(dock)
         if window.width() < need:
-            screen = _screen(window)
-            if screen is None or screen.width() < need:
-                _float_beside(dock, window, screen)
-                return
             window.resize(need, window.height())
-            if window.frameGeometry().right() > screen.right():
-                window.move(max(screen.left(), screen.right() - window.frameGeometry().width()), window.y())
-        width = dock.minimumSizeHint().width()
+            if screen is not None:
+                keep_on_screen(window, screen)
         # after the dock joined the layout; resizing it before has no effect
-        QTimer.singleShot(0, lambda: window.resizeDocks([dock], [width], Qt.Orientation.Horizontal))
+        QTimer.singleShot(0, lambda: self._share_width(dock))
+
+    def _share_width(self, dock: QDockWidget) -> None:
+        """The dock gets its minimum and half the width beyond the chat column's CHAT_MIN (up to DOCK_WIDTH);
+        then the side columns narrow (not below their minimum) so the chat column has at least CHAT_MIN."""
+        window = self.main_window
+        if dock.isFloating() or not dock.isVisible():
+            return
+        least = dock.minimumSizeHint().width()
+        room = window.width() - self._central_need() - DOCK_SEPARATOR
+        width = min(DOCK_WIDTH, max(least, least + (room - least) // 2))
+        window.resizeDocks([dock], [width], Qt.Orientation.Horizontal)
+        make_room = getattr(window, "make_chat_room", None)
+        if make_room is not None:  # once the central widget has its new width
+            QTimer.singleShot(0, lambda: make_room(CHAT_COMFORT))
+
+    def _central_need(self) -> int:
+        """The central widget's width with the chat column at CHAT_MIN."""
+        need = getattr(self.main_window, "chat_column_need", None)
+        if need is not None:
+            return need(CHAT_MIN)
+        return self.main_window.centralWidget().minimumSizeHint().width() + CHAT_ROOM
 
     def width_beside(self, dock: QDockWidget) -> int:
-        """The window width that fits the chat and the dock side by side."""
-        central = self.main_window.centralWidget().minimumSizeHint().width()
-        return central + CHAT_ROOM + dock.minimumSizeHint().width()
+        """The window width that fits the chat (at least CHAT_MIN wide) and the dock side by side."""
+        return self._central_need() + DOCK_SEPARATOR + dock.minimumSizeHint().width()
 
     def first_start_layout(self) -> None:
         """No saved layout: the dashboard beside the chat when the screen is wide enough, else hidden."""
         self.sweep_dock.hide()
-        screen = _screen(self.main_window)
-        if screen is not None and screen.width() >= self.width_beside(self.dashboard_dock):
+        window, screen = self.main_window, _screen(self.main_window)
+        if screen is not None and largest_size(window, screen).width() >= self.width_beside(self.dashboard_dock):
+            fit_to_screen(window, QSize(window.width() + DOCK_WIDTH, window.height()), screen)  # room to spare
             self.show_dock(self.dashboard_dock)
         else:
             self.dashboard_dock.hide()
+
+    def fit_restored_layout(self) -> None:
+        """A saved layout (from a wider screen, or a dock dragged wide) that leaves the chat column under
+        CHAT_MIN: share the width again, or float the dock when the screen has no room for both."""
+        for dock in (self.dashboard_dock, self.sweep_dock):
+            squeezed = self.main_window.centralWidget().width() < self._central_need()
+            if dock.isVisible() and not dock.isFloating() and squeezed:
+                self.show_dock(dock)
 
     # --- the loaded pair ---
 
@@ -133,20 +167,22 @@ class AnalysisDocks(QObject):
 
 def _screen(window: QWidget):
     """The available geometry of the window's screen, or None."""
-    screen = window.screen()
-    return screen.availableGeometry() if screen is not None else None
+    return available(window)
 
 
 def _float_beside(dock: QDockWidget, window: QWidget, screen) -> None:
     """Float a dock as its own window over the right part of the main window (on a narrow screen)."""
     dock.setFloating(True)
-    hint = dock.sizeHint()
-    width = hint.width() if screen is None else min(hint.width(), screen.width())
-    height = window.height() if screen is None else min(max(hint.height(), 640), screen.height())
+    hint, least = dock.sizeHint(), dock.minimumSizeHint()
+    width = max(least.width(), min(hint.width(), DOCK_WIDTH))
+    height = max(least.height(), min(hint.height(), window.height()))
+    if screen is not None:
+        width, height = min(width, screen.width()), min(height, screen.height())
     dock.resize(width, height)
     right = window.frameGeometry().right() if screen is None else min(window.frameGeometry().right(),
                                                                       screen.right())
-    dock.move(max(right - width, 0 if screen is None else screen.left()), window.y())
+    top = window.y() if screen is None else min(max(window.y(), screen.top()), screen.bottom() - height)
+    dock.move(max(right - width, 0 if screen is None else screen.left()), top)
 
 
 def _dock(title: str, name: str, widget) -> QDockWidget:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
@@ -26,6 +26,7 @@ from .engine_client import EngineClient
 from .model_bar import ModelBar
 from .model_folders import find_model_folders
 from .models_link import ModelsLink
+from .screen_fit import fit_to_screen
 from .server_link import ServerLink
 from .settings_panel import SettingsPanel
 from .speculation_menu import AUTO, TUNED_OFF, SpeculationMenu, tuned_k
@@ -92,6 +93,7 @@ class MainWindow(QMainWindow):
             self.splitter.setStretchFactor(self.splitter.count() - 1, stretch)
         self.splitter.setSizes([250, 760, 270])
         self.splitter.setChildrenCollapsible(False)
+        self._fitted = False
         self.setCentralWidget(self.splitter)
         self.mode_label = QLabel()
         self.queue_label = QLabel()  # what the engine runs and what waits for it
@@ -188,10 +190,12 @@ class MainWindow(QMainWindow):
     def _restore(self) -> None:
         geometry = self.settings.window_geometry
         if not (geometry and self.restoreGeometry(QByteArray(base64.b64decode(geometry)))):
-            self.resize(*DEFAULT_SIZE)
+            fit_to_screen(self, QSize(*DEFAULT_SIZE))
         state = self.settings.window_state
         if not (state and self.restoreState(QByteArray(base64.b64decode(state)))):
             self.docks.first_start_layout()
+        else:
+            QTimer.singleShot(0, self.docks.fit_restored_layout)  # once shown and laid out
         target, draft = self.requested
         self.model_bar.set_targets(self._model_folders(target, draft), target)
         if target:
@@ -202,6 +206,34 @@ class MainWindow(QMainWindow):
             self.chat.open(recent[0])
             self.panel.set_system_prompt(self.chat.system_prompt())
         self._update_mode_label()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._fitted:  # the frame is known once shown: a saved or default size must still fit
+            self._fitted = True
+            fit_to_screen(self)
+
+    def chat_column_need(self, chat_width: int) -> int:
+        """The central widget's width when the chat column is chat_width wide and the side columns are at
+        their minimum."""
+        sides = [w.minimumWidth() for w in (self.sidebar, self.panel) if not w.isHidden()]
+        handles = self.splitter.handleWidth() * (len(sides))
+        return chat_width + sum(sides) + handles
+
+    def make_chat_room(self, chat_width: int) -> None:
+        """Narrow the conversation list and the settings panel (not below their minimum) until the chat
+        column is chat_width wide."""
+        sizes = self.splitter.sizes()
+        short = chat_width - sizes[1]
+        for i in (2, 0):  # the settings panel gives first
+            if short <= 0:
+                break
+            widget = self.splitter.widget(i)
+            give = min(short, max(0, sizes[i] - widget.minimumWidth())) if not widget.isHidden() else 0
+            sizes[i] -= give
+            sizes[1] += give
+            short -= give
+        self.splitter.setSizes(sizes)
 
     # --- models ---
 

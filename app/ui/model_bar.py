@@ -9,6 +9,8 @@ from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton,
                                QSizePolicy, QToolBar, QToolButton, QWidget)
 
+from .elided_label import ElidedLabel
+
 NO_DRAFT = "No draft"
 
 
@@ -40,7 +42,7 @@ class ModelBar(QToolBar):
         self.progress = QProgressBar(maximum=0, textVisible=False)
         self.progress.setFixedWidth(80)
         self.progress.hide()
-        self.state = QLabel("No model loaded")
+        self.state = ElidedLabel("No model loaded")  # a long pair name shortens, never widens the window
         self.memory = QLabel("")
         self.memory.setMinimumWidth(110)
         self.memory.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

@@ -19,7 +19,7 @@ class SettingsPanel(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("settingsPanel")
-        self.setMinimumWidth(240)
+        self.setMinimumWidth(220)
         self.setMaximumWidth(320)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 14, 14, 14)

@@ -292,3 +292,71 @@ def test_vs_plain_tile_and_screenshot(qtbot, paths, recorded_stream):
     assert dash.banner.isVisible()
     qtbot.wait(50)
     screenshot(dash, "dashboard")
+
+
+def test_mlx_memory_keeps_its_own_scale_beside_system_memory(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    dash.show()
+    for _ in range(3):  # MLX peaks at 1.8 GB while the machine has about 9 GB available
+        dash.poller.sample_memory()
+    dash.set_weights_bytes(int(1.2 * GB))
+    dash.redraw()
+    chart = dash.memory_chart
+    low, high = chart.plot.getPlotItem().getViewBox().viewRange()[1]
+    assert low == 0 and 1.8 < high <= 1.8 * 1.25  # the MLX lines fill the left axis
+    assert chart.curves["available"] in chart.system_view.addedItems  # system memory: the right axis
+    assert chart.plot.getPlotItem().getAxis("right").linkedView() is chart.system_view
+    assert 8.95 < chart.system_view.viewRange()[1][1] <= 8.95 * 1.25
+
+
+def test_plain_decode_line_and_its_label_stay_inside_the_chart(qtbot, paths, recorded_stream):
+    dash = make_dashboard(qtbot, paths)
+    feed(dash, recorded_stream)
+    fastest = float(np.nanmax(dash.rounds.tokens_per_s()))
+    dash.baseline_tps = fastest * 2  # plain decoding far above every round
+    dash.redraw()
+    top = dash.throughput.plot.getPlotItem().getViewBox().viewRange()[1][1]
+    assert top >= fastest * 2 * 1.15  # room above the line for its label
+
+
+def test_without_a_battery_power_is_one_line_below_the_charts(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    dash.show()
+    dash.on_power(PowerStatus("ac", None, None, "No battery found; assuming mains power"), None)
+    dash.redraw()
+    qtbot.wait(20)
+    power = dash.power_chart
+    assert power.compact and power not in dash.charts.cards and not power.plot.isVisibleTo(dash)
+    assert power.height() < 40 and power.note.isVisibleTo(dash)
+    dash.on_power(BATTERY, False)  # a battery: its percent is worth a chart
+    dash.redraw()
+    assert not power.compact and power in dash.charts.cards and power.plot.isVisibleTo(dash)
+
+
+def test_the_dashboard_reflows_from_wide_to_a_narrow_dock(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)  # 1280 x 800
+    dash.show()
+    qtbot.waitUntil(lambda: dash.charts.mode == "grid")
+    assert dash.tile_grid.columns == 6
+    least = dash.minimumSizeHint()
+    assert least.width() <= 340 and least.height() <= 640  # fits beside the chat on a 1280 x 800 screen
+    dash.resize(least.width(), 700)
+    qtbot.waitUntil(lambda: dash.charts.mode == "tabs")
+    assert dash.tile_grid.columns == 2 and dash.charts.tabs.count() == len(dash.charts.cards)
+    qtbot.waitUntil(lambda: len({tile.y() for tile in dash.tiles.values()}) == 3)  # six tiles, three rows
+    tiles = list(dash.tiles.values())
+    assert all(tile.width() >= 150 and tile.height() >= tile.minimumHeight() for tile in tiles)
+    assert not [(a, b) for a in tiles for b in tiles if a is not b and a.geometry().intersects(b.geometry())]
+    screenshot(dash, "dashboard_narrow")
+
+
+def test_a_short_dock_scrolls_the_dashboard_rather_than_squeezing_it(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    dash.show()
+    dash.resize(dash.minimumSizeHint().width(), 300)  # shorter than the tiles and one chart
+    qtbot.waitUntil(lambda: dash.scroll.verticalScrollBar().isVisible())
+    assert dash.minimumSizeHint().height() < 300  # the dock never asks the window for more height
+    tiles = list(dash.tiles.values())
+    qtbot.waitUntil(lambda: all(tile.height() >= tile.minimumHeight() for tile in tiles))
+    assert not [(a, b) for a in tiles for b in tiles if a is not b and a.geometry().intersects(b.geometry())]
+    assert dash.charts.height() >= dash.charts.minimumSizeHint().height()

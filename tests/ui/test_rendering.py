@@ -2,8 +2,8 @@
 
 import time
 
-from PySide6.QtCore import QEvent, QPoint, QTimer, QUrl
-from PySide6.QtGui import QColor, QGuiApplication, QHelpEvent, QTextCursor
+from PySide6.QtCore import QEvent, QTimer, QUrl
+from PySide6.QtGui import QColor, QGuiApplication, QHelpEvent, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from app.ui import theme
@@ -60,7 +60,13 @@ def test_drafted_characters_are_tinted_and_rejections_explain_themselves(qtbot, 
     assert not [i for i in range(doc.characterCount() - 1) if _background(doc, i) == QColor(theme.DRAFT_BG)]
 
 
-def test_hovering_a_rejected_position_shows_the_tooltip(qtbot):
+def _underlined(doc, position: int) -> bool:
+    cursor = QTextCursor(doc)
+    cursor.setPosition(position + 1)  # the format of the character before the cursor
+    return cursor.charFormat().underlineStyle() == QTextCharFormat.UnderlineStyle.WaveUnderline
+
+
+def test_hovering_a_rejected_word_shows_the_tooltip(qtbot):
     from app.engine.events import Rejection, RoundResult, TextChunk
     from app.ui.chat.trace import ReplyTrace
 
@@ -74,11 +80,14 @@ def test_hovering_a_rejected_position_shows_the_tooltip(qtbot):
     view.start_trace(trace)
     view.set_color_drafts(True)
     cursor = QTextCursor(view.body.document())
-    cursor.setPosition(5)
-    pos = view.body.cursorRect(cursor).center() + QPoint(3, 0)
+    cursor.setPosition(8)  # "wo|rld": the middle of the token's word, not its leading space
+    pos = view.body.cursorRect(cursor).center()
     event = QHelpEvent(QEvent.Type.ToolTip, pos, view.body.viewport().mapToGlobal(pos))
     QApplication.sendEvent(view.body.viewport(), event)
     assert QToolTip.text() == "Drafter proposed ' there'; target chose ' world'"
+    doc = view.body.document()
+    marked = [i for i in range(doc.characterCount() - 1) if _underlined(doc, i)]
+    assert marked == [6, 7, 8, 9, 10]  # "world", the whole word under the wavy line
 
 
 def test_the_event_loop_keeps_ticking_while_a_reply_streams(qtbot, open_window, dense_target, dense_draft_partial):

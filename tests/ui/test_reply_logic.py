@@ -49,9 +49,20 @@ def test_trace_marks_draft_characters_and_places_rejections():
     assert trace.text == "abcde" and trace.tokens == [1, 2, 3]
     assert trace.char_from_draft == [True, True, False, False, False]
     assert trace.token_starts == [0, 2, 3]
+    assert list(trace.rejection_chars()) == [2]  # the one-character token "c"
     spot = trace.rejection_chars()[2]
     assert (spot.proposed, spot.chosen) == ("X", "c")
     assert spot.tooltip == "Drafter proposed 'X'; target chose 'c'"
+
+
+def test_a_rejection_marks_the_whole_word_of_its_token_not_its_leading_space():
+    pieces = {1: "Hello", 2: " world", 3: "!", 9: " there"}
+    trace = ReplyTrace(lambda ids: "".join(pieces[i] for i in ids))
+    trace.add(TextChunk("Hello world!", (1, 2, 3), (True, False, False)))
+    trace.add(RoundResult(0, 2, 2, 1, 2, 0.0, 0.0, Rejection(1, 9, 2)))
+    spots = trace.rejection_chars()
+    assert sorted(spots) == [6, 7, 8, 9, 10] and trace.text[6:11] == "world"
+    assert {spot.chosen for spot in spots.values()} == {" world"}
 
 
 def test_footer_names_tokens_speed_ttft_acceptance_mode_and_k():

@@ -26,7 +26,7 @@ class ConversationList(QFrame):
         super().__init__(parent)
         self.store = store
         self.setObjectName("sidebar")
-        self.setMinimumWidth(220)
+        self.setMinimumWidth(200)
         self.setMaximumWidth(360)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 12, 10, 10)

@@ -71,12 +71,24 @@ class ReplyTrace:
             self.rejections.append(RejectedSpot(r.position, self.decode([r.proposed]), self.decode([r.chosen])))
 
     def rejection_chars(self) -> dict[int, RejectedSpot]:
-        """Char offset of each rejected position's (chosen) token -> the rejection."""
+        """Each char offset of a rejected position's (chosen) token -> the rejection. The whole token is
+        marked (not only its first character, often a space) so its hover area is the word; leading
+        whitespace is left out unless the token is nothing else."""
         spots = {}
         for spot in self.rejections:
             if spot.position < len(self.token_starts):
-                spots[self.token_starts[spot.position]] = spot
+                start, end = self.token_span(spot.position)
+                word = self.text[start:end]
+                start += len(word) - len(word.lstrip()) if word.strip() else 0
+                for offset in range(start, max(end, start + 1)):
+                    spots[offset] = spot
         return spots
+
+    def token_span(self, index: int) -> tuple[int, int]:
+        """The [start, end) char offsets of token index's text."""
+        start = self.token_starts[index]
+        end = self.token_starts[index + 1] if index + 1 < len(self.token_starts) else len(self.text)
+        return start, end
 
     @property
     def accepted_chars(self) -> int:

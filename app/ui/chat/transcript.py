@@ -154,6 +154,10 @@ class TranscriptView(QScrollArea):
             self.verticalScrollBar().setValue(high)
 
 
+HINT_WIDTH = 560
+HINT_MARGIN = 16
+
+
 class EmptyState(QWidget):
     """What an empty conversation shows: what to do next."""
 
@@ -167,7 +171,7 @@ class EmptyState(QWidget):
         self.hint = QLabel(objectName="emptyHint")
         self.hint.setFont(body_font(0))
         self.hint.setWordWrap(True)
-        self.hint.setFixedWidth(560)  # a fixed width lets the label compute its wrapped height
+        self.hint.setFixedWidth(HINT_WIDTH)  # a fixed width lets the label compute its wrapped height
         for label in (title, self.hint):
             label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
             layout.addWidget(label, 0, Qt.AlignmentFlag.AlignHCenter)
@@ -183,5 +187,15 @@ class EmptyState(QWidget):
             self.hint.setText("Choose a target model folder in the toolbar and press Load.\n\n"
                               "Pair it with a small draft model of the same family to see "
                               "speculative decoding at work.")
-        self.hint.setMinimumHeight(self.hint.heightForWidth(self.hint.width()))
+        self._fit_hint()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        self._fit_hint()
+
+    def _fit_hint(self) -> None:
+        """The hint wraps at HINT_WIDTH, or narrower in a narrow chat column (beside a dock on a laptop)."""
+        width = max(200, min(HINT_WIDTH, self.width() - 2 * HINT_MARGIN)) if self.width() > 0 else HINT_WIDTH
+        self.hint.setFixedWidth(width)
+        self.hint.setMinimumHeight(self.hint.heightForWidth(width))
         self.updateGeometry()

@@ -20,6 +20,9 @@ TEAL = "#0e9f9a"
 ORANGE = "#e07b00"
 RED = "#d64545"
 GREY = "#9aa1ab"
+PLOT_MIN_HEIGHT = 130
+PLOT_MIN_WIDTH = 200
+HEADROOM = 1.2  # a y range this much above the highest value or marker leaves room for the marker's label
 MIN_TIME_SPAN_S = 60  # the narrowest time window a chart over time shows
 CARD_STYLE = (f"ChartCard {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
               f" QLabel#chartTitle {{ color: {theme.TEXT}; font-weight: 600; }}"
@@ -53,19 +56,14 @@ def make_plot(y_label: str, x_label: str = "", date_axis: bool = False) -> pg.Pl
         axes = {"bottom": CountAxis(orientation="bottom")} if x_label else {}
     plot = pg.PlotWidget(axisItems=axes)
     plot.setBackground("w")
-    plot.setMinimumHeight(170)
+    plot.setMinimumHeight(PLOT_MIN_HEIGHT)
+    plot.setMinimumWidth(PLOT_MIN_WIDTH)
     item = plot.getPlotItem()
     item.showGrid(x=True, y=True, alpha=0.12)
     item.setMenuEnabled(False)
     item.hideButtons()
-    small = QFont()
-    small.setPointSizeF(8.5)
     for name in ("left", "bottom"):
-        axis = item.getAxis(name)
-        axis.setPen(pg.mkPen(theme.BORDER))
-        axis.setTextPen(pg.mkPen(theme.MUTED))
-        axis.setStyle(tickFont=small)
-        axis.enableAutoSIPrefix(False)  # plain units in the label, never "(x0.001)"
+        style_axis(item.getAxis(name))
     item.setLabel("left", y_label, color=theme.MUTED)
     if x_label:
         item.setLabel("bottom", x_label, color=theme.MUTED)
@@ -82,14 +80,26 @@ CHART_HELP = {  # each chart's title -> what it plots and how (the title's toolt
     "Speedup vs plain decoding": "Median tok/s of each K over plain decoding's median, minus 1, in percent; "
                                  "faded bars are noisy (CV above 5%), a red cross marks output that differed.",
 }
+
+
+def style_axis(axis: pg.AxisItem) -> None:
+    """Muted axis lines and small tick labels."""
+    small = QFont()
+    small.setPointSizeF(8.5)
+    axis.setPen(pg.mkPen(theme.BORDER))
+    axis.setTextPen(pg.mkPen(theme.MUTED))
+    axis.setStyle(tickFont=small)
+    axis.enableAutoSIPrefix(False)  # plain units in the label, never "(x0.001)"
+
+
 SWATCHES = {"line": "━━", "dashed": "╍╍", "dot": "●", "bar": "■", "cross": "✕"}
 
 
 def legend_html(entries: list[tuple[str, str, str]]) -> str:
-    """Rich text for a legend: (colour, kind of swatch, label) entries in one row."""
+    """Rich text for a legend: (colour, kind of swatch, label) entries; it wraps between entries."""
     parts = [f'<span style="color:{color}; font-weight:700">{SWATCHES[kind]}</span>&nbsp;{label}'
              for color, kind, label in entries]
-    return '<span style="color:%s">%s</span>' % (theme.MUTED, "&nbsp;&nbsp;&nbsp;".join(parts))
+    return '<span style="color:%s">%s</span>' % (theme.MUTED, "&nbsp;&nbsp; ".join(parts))
 
 
 def horizontal_line(color: str, label: str = "") -> pg.InfiniteLine:
@@ -113,6 +123,7 @@ class ChartCard(QFrame):
         self.title = QLabel(title, objectName="chartTitle")
         self.title.setToolTip(CHART_HELP.get(title, ""))
         self.legend = QLabel(legend_html(list(legend)), objectName="chartLegend")
+        self.legend.setWordWrap(True)
         self.caption = QLabel("", objectName="chartCaption")
         self.caption.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.empty = QLabel(empty_text, objectName="chartEmpty")
@@ -122,7 +133,6 @@ class ChartCard(QFrame):
         header = QHBoxLayout()
         header.setSpacing(14)
         header.addWidget(self.title)
-        header.addWidget(self.legend)
         header.addStretch(1)
         header.addWidget(self.caption)
         body = QGridLayout()
@@ -132,6 +142,7 @@ class ChartCard(QFrame):
         column.setContentsMargins(12, 10, 12, 10)
         column.setSpacing(4)
         column.addLayout(header)
+        column.addWidget(self.legend)
         column.addLayout(body, 1)
 
     def show_times(self, t) -> None:
@@ -151,5 +162,5 @@ class ChartCard(QFrame):
         if text:
             self.empty.setText(text)
         item = self.plot.getPlotItem()
-        for name in ("left", "bottom"):
+        for name in ("left", "bottom", "right"):
             item.getAxis(name).setStyle(showValues=not text)

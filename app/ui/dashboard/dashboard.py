@@ -6,12 +6,13 @@ import math
 import time
 from dataclasses import asdict
 
-from PySide6.QtCore import QTimer, Signal, Slot
+from PySide6.QtCore import QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
-    QGridLayout,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -38,9 +39,13 @@ from .panels import (
     ThroughputChart,
 )
 from .poller import SystemPoller
+from .reflow import ChartDeck, ReflowGrid
 from .tiles import StatTile, fill_tiles
 
 REDRAW_INTERVAL_MS = 250
+TILE_WIDTH = 150  # tiles wrap into 3 or 2 columns below six of these
+TILE_COLUMNS = (6, 3, 2)
+CHART_MIN_SIZE = QSize(290, 180)  # below two of these side by side, the charts go into tabs
 MIN_TOKENS_FOR_BASELINE = MIN_REPLY_TOKENS  # a plain-decode reply this long counts as a plain-decode sample
 REMEASURE = "Re-measure plain decode"
 NOT_COMPARABLE = "speed figures are not comparable with runs on mains power at full speed."
@@ -81,26 +86,23 @@ class Dashboard(QWidget):
     # --- construction ---
 
     def _build(self) -> None:
-        self.setStyleSheet(f"#dashboard {{ background: {theme.WINDOW_BG}; }}"
+        self.setStyleSheet(f"#dashboard, #dashboardBody {{ background: {theme.WINDOW_BG}; }}"
                            f" QLabel#dashStatus {{ color: {theme.MUTED}; }}")
         self.banner = Banner()
         self.tiles = {name: StatTile(title, accent) for name, title, accent in (
             ("speed", "Decode speed", BLUE), ("vs_plain", "vs plain decode", RED),
             ("acceptance", "Acceptance", GREEN), ("per_round", "Accepted / round", TEAL),
             ("memory", "MLX memory", PURPLE), ("power", "Power", ORANGE))}
-        tiles = QHBoxLayout()
-        tiles.setSpacing(10)
-        for tile in self.tiles.values():
-            tiles.addWidget(tile, 1)
+        self.tile_grid = ReflowGrid(list(self.tiles.values()), TILE_WIDTH, TILE_COLUMNS)
         self.throughput = ThroughputChart()
         self.acceptance = AcceptanceChart()
         self.memory_chart = MemoryChart()
         self.power_chart = PowerChart()
-        grid = QGridLayout()
-        grid.setSpacing(10)
-        for i, card in enumerate((self.throughput, self.acceptance, self.memory_chart, self.power_chart)):
-            grid.addWidget(card, i // 2, i % 2)
+        self.charts = ChartDeck(self._plotted_cards(), CHART_MIN_SIZE)
+        self.power_slot = QVBoxLayout()  # the power card as one line, when it has nothing to plot
+        self.power_slot.setContentsMargins(0, 0, 0, 0)
         self.status = QLabel("No generation yet.", objectName="dashStatus")
+        self.status.setWordWrap(True)  # a long summary wraps rather than widening the dock
         self.remeasure = QPushButton("Measure plain decode")
         self.remeasure.setToolTip("Measure the current target's plain-decode speed now (speculation off, greedy, "
                                   "64 tokens after a short warm-up): the reference of 'vs plain decode' and the "
@@ -110,13 +112,31 @@ class Dashboard(QWidget):
         footer = QHBoxLayout()
         footer.addWidget(self.status, 1)
         footer.addWidget(self.remeasure)
-        column = QVBoxLayout(self)
-        column.setContentsMargins(14, 12, 14, 12)
-        column.setSpacing(10)
+        body = QWidget(objectName="dashboardBody")
+        column = QVBoxLayout(body)
+        column.setContentsMargins(8, 8, 8, 8)
+        column.setSpacing(8)
         column.addWidget(self.banner)
-        column.addLayout(tiles)
-        column.addLayout(grid, 1)
+        column.addWidget(self.tile_grid)
+        column.addWidget(self.charts, 1)
+        column.addLayout(self.power_slot)
         column.addLayout(footer)
+        self._place_power()
+        self.scroll = _vertical_scroll(body)  # a screen too short for everything scrolls, never grows the window
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.scroll)
+
+    def _plotted_cards(self) -> list:
+        cards = [self.throughput, self.acceptance, self.memory_chart]
+        return cards if self.power_chart.compact else cards + [self.power_chart]
+
+    def _place_power(self) -> None:
+        """The power card among the charts when it plots a battery, else one line below them."""
+        self.charts.set_cards(self._plotted_cards())
+        if self.power_chart.compact and self.power_slot.indexOf(self.power_chart) < 0:
+            self.power_slot.addWidget(self.power_chart)
+            self.power_chart.show()
 
     # --- inputs ---
 
@@ -281,6 +301,7 @@ class Dashboard(QWidget):
                                                                   "checks drafts.")
         self.memory_chart.set_empty(None if len(self.memory) else "Reading memory…")
         self.power_chart.set_empty(self._power_empty_text())
+        self._place_power()
         self.acceptance.caption.setText(self._per_round_caption())
         self.throughput.caption.setText(f"rolling: last {self.rounds.window} rounds")
 
@@ -310,3 +331,16 @@ class Dashboard(QWidget):
         ref = self.reference()
         if ref is not None:
             self.remeasure.setText(f"{REMEASURE} (stale)" if ref.stale else REMEASURE)
+        self.tile_grid.refit()  # a longer detail line may need a taller row
+
+
+def _vertical_scroll(body: QWidget) -> QScrollArea:
+    """body in a scroll area that scrolls up and down only; as wide as body's minimum at least."""
+    scroll = QScrollArea()
+    scroll.setWidget(body)
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    bar = scroll.verticalScrollBar().sizeHint().width()
+    scroll.setMinimumWidth(body.minimumSizeHint().width() + bar)
+    return scroll

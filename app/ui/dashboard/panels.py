@@ -7,12 +7,30 @@ import pyqtgraph as pg
 
 from app.system.ringbuffer import RingBuffer, RoundSeries
 
-from .charts import (BLUE, BLUE_LIGHT, GREEN, GREEN_LIGHT, GREY, ORANGE, PURPLE, RED, TEAL, ChartCard,
-                     horizontal_line, make_plot, pen)
+from PySide6.QtWidgets import QLabel, QSizePolicy
+
+from .charts import (BLUE, BLUE_LIGHT, GREEN, GREEN_LIGHT, GREY, HEADROOM, ORANGE, PURPLE, RED, TEAL, ChartCard,
+                     horizontal_line, make_plot, pen, style_axis)
 
 GB = 1e9
 MEMORY_COLUMNS = ("time", "active", "peak", "available", "rss")
 POWER_COLUMNS = ("time", "percent", "on_battery")
+
+
+def highest(*values) -> float | None:
+    """The largest finite value among arrays and numbers (None when there is none)."""
+    finite = [np.asarray(v, dtype=float).ravel() for v in values if v is not None]
+    finite = [v[np.isfinite(v)] for v in finite]
+    tops = [float(v.max()) for v in finite if v.size]
+    return max(tops) if tops else None
+
+
+def fit_y(view: pg.ViewBox, top: float | None) -> None:
+    """From zero to a little above top, so marker labels above their lines stay inside; auto when unknown."""
+    if top is None or top <= 0:
+        view.enableAutoRange(y=True)
+    else:
+        view.setYRange(0, top * HEADROOM, padding=0)
 
 
 def set_curve(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
@@ -38,19 +56,28 @@ class ThroughputChart(ChartCard):
         self.baseline_line = horizontal_line(RED)
         self.baseline_line.hide()
         item.addItem(self.baseline_line)
+        self._per_round, self._baseline = np.zeros(0), None
 
     def redraw(self, rounds: RoundSeries) -> None:
         """Replot from the round series."""
         x = rounds.indices()
-        set_curve(self.round_curve, x, rounds.tokens_per_s())
+        self._per_round = rounds.tokens_per_s()
+        set_curve(self.round_curve, x, self._per_round)
         set_curve(self.rolling_curve, x, rounds.rolling_tokens_per_s())
+        self._fit()
 
     def set_baseline(self, tps: float | None) -> None:
         """Move (or hide) the plain-decode line."""
         self.baseline_line.setVisible(tps is not None)
+        self._baseline = tps
         if tps is not None:
             self.baseline_line.setValue(tps)
             self.baseline_line.label.setFormat(f"plain decode {tps:.1f} tok/s")
+        self._fit()
+
+    def _fit(self) -> None:
+        """The plain-decode line and its label stay in view even above every round."""
+        fit_y(self.plot.getPlotItem().getViewBox(), highest(self._per_round, self._baseline))
 
 
 class AcceptanceChart(ChartCard):
@@ -80,48 +107,71 @@ class AcceptanceChart(ChartCard):
 
 
 class MemoryChart(ChartCard):
-    """MLX active and peak memory and the system's available memory over time, with the weights marked."""
+    """MLX active and peak memory (left axis, with the weights marked) and the system's available memory
+    (right axis, its own scale: many GB of free RAM would flatten the MLX lines into the floor)."""
 
     def __init__(self, parent=None):
-        super().__init__("Memory", make_plot("GB", date_axis=True), "Reading memory…",
+        super().__init__("Memory", make_plot("MLX GB", date_axis=True), "Reading memory…",
                          [(BLUE, "line", "MLX active"), (PURPLE, "line", "MLX peak"),
-                          (TEAL, "line", "system available"), (ORANGE, "dashed", "weights")], parent)
+                          (ORANGE, "dashed", "weights"), (TEAL, "line", "system available (right)")], parent)
         item = self.plot.getPlotItem()
+        self.system_view = pg.ViewBox(enableMenu=False)
+        item.showAxis("right")
+        style_axis(item.getAxis("right"))
+        item.getAxis("right").setLabel("system GB", color=TEAL)
+        item.scene().addItem(self.system_view)
+        item.getAxis("right").linkToView(self.system_view)
+        self.system_view.setXLink(item.getViewBox())
+        item.getViewBox().sigResized.connect(self._align_views)
         self.curves = {
             "active": item.plot(pen=pen(BLUE, 2.2), antialias=True),
             "peak": item.plot(pen=pen(PURPLE, 1.6), antialias=True),
-            "available": item.plot(pen=pen(TEAL, 1.6), antialias=True),
+            "available": pg.PlotDataItem(pen=pen(TEAL, 1.6), antialias=True),
         }
+        self.system_view.addItem(self.curves["available"])
         self.weights_line = horizontal_line(ORANGE)
         self.weights_line.hide()
         item.addItem(self.weights_line)
         self.working_set_line = horizontal_line(GREY, "GPU working-set limit")
         self.working_set_line.hide()
-        item.addItem(self.working_set_line)
+        self.system_view.addItem(self.working_set_line)
+        self._weights_gb: float | None = None
+        self._working_set_gb: float | None = None
+
+    def _align_views(self) -> None:
+        view = self.plot.getPlotItem().getViewBox()
+        self.system_view.setGeometry(view.sceneBoundingRect())
+        self.system_view.linkedViewChanged(view, self.system_view.XAxis)
 
     def redraw(self, samples: RingBuffer) -> None:
-        """Replot from the memory buffer (bytes shown as GB)."""
+        """Replot from the memory buffer (bytes shown as GB); each axis fits its own lines."""
         data = samples.array()
+        gb = {name: data[:, MEMORY_COLUMNS.index(name)] / GB for name in self.curves}
         for name, curve in self.curves.items():
-            set_curve(curve, data[:, 0], data[:, MEMORY_COLUMNS.index(name)] / GB)
+            set_curve(curve, data[:, 0], gb[name])
         self.show_times(data[:, 0])
+        fit_y(self.plot.getPlotItem().getViewBox(), highest(gb["active"], gb["peak"], self._weights_gb))
+        fit_y(self.system_view, highest(gb["available"], self._working_set_gb))
 
     def set_weights(self, n_bytes: int | None) -> None:
         """Mark the loaded weights' size (None hides the line)."""
         self.weights_line.setVisible(bool(n_bytes))
+        self._weights_gb = n_bytes / GB if n_bytes else None
         if n_bytes:
             self.weights_line.setValue(n_bytes / GB)
             self.weights_line.label.setFormat(f"weights {n_bytes / GB:.2f} GB")
 
     def set_working_set(self, n_bytes: int | None) -> None:
-        """Mark Metal's recommended working set (macOS; None hides it)."""
+        """Mark Metal's recommended working set on the system axis (macOS; None hides it)."""
         self.working_set_line.setVisible(bool(n_bytes))
+        self._working_set_gb = n_bytes / GB if n_bytes else None
         if n_bytes:
             self.working_set_line.setValue(n_bytes / GB)
 
 
 class PowerChart(ChartCard):
-    """Battery percent over time, green on mains and orange on battery."""
+    """Battery percent over time, green on mains and orange on battery. With nothing to plot (no battery)
+    it folds into one line: its title and what it knows."""
 
     def __init__(self, parent=None):
         super().__init__("Power", make_plot("battery %", date_axis=True), "Reading power…",
@@ -131,6 +181,11 @@ class PowerChart(ChartCard):
         dots = {"symbol": "o", "symbolSize": 4, "symbolPen": None}
         self.ac_curve = item.plot(pen=pen(GREEN, 2.4), symbolBrush=GREEN, antialias=True, **dots)
         self.battery_curve = item.plot(pen=pen(ORANGE, 2.4), symbolBrush=ORANGE, antialias=True, **dots)
+        self.note = QLabel(objectName="chartCaption")
+        self.note.setWordWrap(True)  # one line where it fits; two rather than cut off in a narrow dock
+        self.layout().itemAt(0).layout().insertWidget(1, self.note, 100)  # ahead of the header's stretch
+        self.compact = False
+        self.set_empty("Reading power…")
 
     def redraw(self, samples: RingBuffer) -> None:
         """Replot: one curve per source, NaN where the other source held (gaps keep them apart)."""
@@ -139,3 +194,20 @@ class PowerChart(ChartCard):
         set_curve(self.ac_curve, t, np.where(on_battery == 0, percent, np.nan))
         set_curve(self.battery_curve, t, np.where(on_battery == 1, percent, np.nan))
         self.show_times(t)
+
+    def set_empty(self, text: str | None) -> None:
+        """Nothing to plot: one line (title and note) instead of an empty chart; else the chart."""
+        super().set_empty(text)
+        self.compact = bool(text)
+        self.note.setText(" ".join(text.split()) if text else "")
+        self.note.setVisible(self.compact)
+        for part in (self.plot, self.legend, self.caption):
+            part.setVisible(not self.compact)
+        self.empty.hide()
+        if self.compact:  # tighter: the line fits a laptop's narrow dock
+            self.layout().setContentsMargins(6, 5, 6, 5)
+        else:
+            self.layout().setContentsMargins(12, 10, 12, 10)
+        self.layout().itemAt(0).layout().setSpacing(8 if self.compact else 14)
+        vertical = QSizePolicy.Policy.Fixed if self.compact else QSizePolicy.Policy.Preferred
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, vertical)

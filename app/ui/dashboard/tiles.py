@@ -48,15 +48,15 @@ class StatTile(QFrame):
         self.help = ""  # what the figure measures and how (the tooltip's first part)
         self.sub = QLabel("", objectName="tileSub")
         self.sub.setWordWrap(True)
-        self.setMinimumHeight(96)  # room for a two-line detail
+        self.setMinimumHeight(84)  # room for a two-line detail
         text = QVBoxLayout()
         text.setSpacing(1)
         for label in (self.title, self.value, self.sub):
             text.addWidget(label)
         text.addStretch(1)
         row = QHBoxLayout(self)
-        row.setContentsMargins(10, 9, 12, 9)
-        row.setSpacing(10)
+        row.setContentsMargins(8, 8, 8, 8)
+        row.setSpacing(8)
         row.addWidget(accent_bar)
         row.addLayout(text, 1)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -32,6 +32,7 @@ from app.settings import Settings, save_settings
 from app.system.memory import MachineMemory, read_machine_memory
 
 from ..banner import Banner
+from ..screen_fit import fit_to_screen
 from .downloads import DownloadRows
 from .pair_panel import PairPanel
 from .planned_fit import DownloadGate
@@ -71,8 +72,10 @@ class ModelsWindow(QWidget):
         self.setWindowTitle("Models — SpecChat")
         self.setObjectName("modelsWindow")
         self.setStyleSheet(STYLE_SHEET)
-        self.resize(*DEFAULT_SIZE)
         self._build(read_memory)
+        self._add_close_keys()
+        fit_to_screen(self, QSize(*DEFAULT_SIZE))
+        self._fitted = False  # again once shown, when the frame's size is known
         self._connect()
         app = QApplication.instance()
         if app is not None:  # a window left open when the app quits must still stop its threads
@@ -135,6 +138,23 @@ class ModelsWindow(QWidget):
         root.addLayout(header)
         root.addWidget(self.banner)
         root.addWidget(self.splitter, 1)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().showEvent(event)
+        if not self._fitted:
+            self._fitted = True
+            fit_to_screen(self)
+
+    def _add_close_keys(self) -> None:
+        """Esc and the platform's close-window key (Cmd+W on a Mac, Ctrl+W elsewhere) close this window."""
+        close = QAction("Close window", self)
+        keys = [QKeySequence(Qt.Key.Key_Escape), QKeySequence("Ctrl+W")]
+        keys += [k for k in QKeySequence.keyBindings(QKeySequence.StandardKey.Close) if k not in keys]
+        close.setShortcuts(keys)
+        close.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        close.triggered.connect(self.close)
+        self.addAction(close)
+        self.close_action = close
 
     def _make_actions(self) -> None:
         specs = (("download", "Download", "Download the selected models into the Hugging Face cache "
