@@ -313,7 +313,9 @@ def test_plain_decode_line_and_its_label_stay_inside_the_chart(qtbot, paths, rec
     dash = make_dashboard(qtbot, paths)
     feed(dash, recorded_stream)
     fastest = float(np.nanmax(dash.rounds.tokens_per_s()))
-    dash.baseline_tps = fastest * 2  # plain decoding far above every round
+    dash.set_model("/models/target")
+    dash.set_baseline_tps("/models/target", fastest * 2)  # plain decoding far above every round
+    assert dash.baseline_tps == fastest * 2
     dash.redraw()
     top = dash.throughput.plot.getPlotItem().getViewBox().viewRange()[1][1]
     assert top >= fastest * 2 * 1.15  # room above the line for its label
