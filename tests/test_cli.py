@@ -36,6 +36,18 @@ def test_a_bad_folder_is_a_clear_error(tmp_path):
     assert proc.returncode == 2 and "model folder not found" in proc.stderr
 
 
+def test_a_folder_without_tokenizer_files_is_a_clear_error(tmp_path, dense_target):
+    import shutil
+
+    folder = tmp_path / "no-tokenizer"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer_config.json"):
+        shutil.copy(dense_target / name, folder / name)
+    proc = run_cli("generate", "--target", str(folder), "--prompt", "hi")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().endswith("has no tokenizer files (tokenizer.json, vocab.json or tokenizer.model)")
+
+
 def test_stats_line_of_an_auto_k_reply_that_never_drafted(dense_target):
     proc = run_cli("generate", "--target", str(dense_target), "--mode", "lookup", "--draft-tokens", "auto",
                    "--max-tokens", "6", "--prompt", "hi")

@@ -11,6 +11,10 @@ from app.upstream.mlx_lm import load as mlx_load
 from .errors import ModelLoadError
 
 
+# tokenizer_config.json alone is not enough: transformers would quietly build a wrong tokenizer
+VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")
+
+
 @dataclass
 class LoadedModel:
     """A model, its tokenizer, its config and the folder it came from."""
@@ -37,6 +41,13 @@ def read_config(path: Path) -> dict:
         raise ModelLoadError(f"cannot read {config_file}: {exc}") from exc
 
 
+def missing_tokenizer(folder: Path) -> str | None:
+    """None when the folder has a vocabulary file, else a line saying which files it lacks."""
+    if any((Path(folder) / name).is_file() for name in VOCABULARY_FILES):
+        return None
+    return f"tokenizer files ({', '.join(VOCABULARY_FILES[:-1])} or {VOCABULARY_FILES[-1]})"
+
+
 def load_model(path: str | Path) -> LoadedModel:
     """Load weights and tokenizer from a local folder (no downloads, no remote code)."""
     path = Path(path).expanduser().resolve()
@@ -45,6 +56,8 @@ def load_model(path: str | Path) -> LoadedModel:
     read_config(path)
     if not any(path.glob("model*.safetensors")):
         raise ModelLoadError(f"{path} has no model*.safetensors weights")
+    if missing := missing_tokenizer(path):
+        raise ModelLoadError(f"{path} has no {missing}")
     try:
         model, tokenizer, config = mlx_load(str(path), return_config=True, trust_remote_code=False)
     except Exception as exc:  # mlx-lm raises ValueError/KeyError/OSError for bad folders

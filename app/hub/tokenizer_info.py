@@ -6,18 +6,11 @@ import json
 import threading
 from pathlib import Path
 
+from app.engine.loading import VOCABULARY_FILES, missing_tokenizer  # noqa: F401 (re-exported)
+
 from .errors import HubError
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
-# A tokenizer needs its vocabulary: tokenizer_config.json alone makes transformers build a wrong one.
-VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")
-
-
-def missing_tokenizer(folder: Path) -> str | None:
-    """None when the folder has a vocabulary file, else a line saying which files it lacks."""
-    if any((Path(folder) / name).is_file() for name in VOCABULARY_FILES):
-        return None
-    return f"tokenizer files ({', '.join(VOCABULARY_FILES[:-1])} or {VOCABULARY_FILES[-1]})"
 
 
 def load_local_tokenizer(folder: Path):
