@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
+
+from app.jsonfile import write_text_atomic
 
 from .sweep_results import OFF, CellResult, PromptResult, SweepResult
 from .sweep_stats import BEST_RULE, cv_text
@@ -134,18 +134,3 @@ def write_json(result: SweepResult, path: str | Path) -> Path:
 def write_markdown(result: SweepResult, path: str | Path) -> Path:
     """Write to_markdown(result) to path (atomically)."""
     return write_text_atomic(Path(path), to_markdown(result))
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write through a temp file and os.replace: a reader (or an interrupted sweep) leaves a whole file."""
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    return path
