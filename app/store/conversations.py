@@ -271,10 +271,15 @@ class ConversationStore(VersionsMixin):
 
         Rows that break a constraint are skipped; messages whose conversation was lost get a new one.
         """
-        if table not in ("conversations", "messages") or not rows:
+        if table not in ("conversations", "messages", "reply_versions") or not rows:
             return 0
         marks = ", ".join("?" * len(columns))
         with self._transaction() as db:
+            if table == "reply_versions":  # a version whose reply was lost cannot be shown: leave it
+                if "message_id" not in columns:
+                    return 0
+                known = {r[0] for r in db.execute("SELECT id FROM messages")}
+                rows = [row for row in rows if row[columns.index("message_id")] in known]
             if table == "messages" and "conversation_id" in columns:
                 self._adopt_orphans({row[columns.index("conversation_id")] for row in rows})
             before = db.total_changes

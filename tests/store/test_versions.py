@@ -80,3 +80,30 @@ def test_a_failed_delete_changes_nothing(db, monkeypatch):
         store.delete_with_reply(ids[0])
     assert [(m.position, m.content) for m in store.messages(conv.id)] == [(0, "a"), (1, "A"), (2, "b")]
     store.close()
+
+
+def test_row_copy_recovery_keeps_versions_whose_reply_survived(tmp_path):
+    import sqlite3
+
+    from app.store.recovery import _copy_rows
+
+    source = tmp_path / "old.sqlite3"
+    store = ConversationStore(source)
+    conv = store.create()
+    replies = []
+    for text in ("a", "b"):
+        store.add_message(conv.id, "user", text)
+        reply = _reply(store, conv.id, text.upper(), {"generated_tokens": 1})
+        store.begin_regenerate(reply.id)
+        store.finish_reply(reply.id, text.upper() * 2, {"generated_tokens": 2}, False, TRACE)
+        replies.append(reply.id)
+    store.close()
+    raw = sqlite3.connect(source)  # foreign keys off: the second reply's row is lost, its versions are not
+    raw.execute("DELETE FROM messages WHERE id = ?", (replies[1],))
+    raw.commit()
+    raw.close()
+    fresh = ConversationStore(tmp_path / "new.sqlite3")
+    assert _copy_rows(source, fresh) == 1 + 3 + 2  # the conversation, three messages, the first reply's versions
+    assert [v.content for v in fresh.versions(replies[0])] == ["A", "AA"] and fresh.versions(replies[1]) == []
+    assert fresh.versions(replies[0])[1].trace == TRACE
+    fresh.close()
