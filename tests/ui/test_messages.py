@@ -183,3 +183,22 @@ def test_a_reopened_long_conversation_shows_its_last_message(qtbot, open_window,
     qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=5000)
     last = window.transcript.views[-1]
     assert last.visibleRegion().isEmpty() is False
+
+
+def test_a_regeneration_stopped_before_any_text_leaves_the_reply_as_it_was(qtbot, open_window, dense_target):
+    window = open_window(dense_target, max_tokens=6)
+    reply = send(qtbot, window, "hello")
+    card = window.transcript.views[-1]
+    footer = card.footer.text()
+    gate = threading.Event()
+    window.client.submit("hold", lambda _ctx: gate.wait(10))  # the regeneration waits in the queue behind it
+    with qtbot.waitSignal(window.chat.replyFinished, timeout=REPLY_TIMEOUT_MS) as blocker:
+        card.regenerate_button.click()
+        window.composer.stop_button.click()  # cancelled while queued: it never runs
+    gate.set()
+    assert blocker.args[0].cancelled and blocker.args[0].tokens == ()
+    card = window.transcript.views[-1]
+    assert card.full_text() == reply.text and card.footer.text() == footer
+    assert not card.version_label.isVisible() and window.transcript.notice is None
+    row = window.store.messages(window.chat.conversation_id)[-1]
+    assert (row.content, row.complete, row.stats["generated_tokens"]) == (reply.text, True, len(reply.tokens))
