@@ -10,7 +10,7 @@ from app.engine import GenerationConfig, PrefillProgress
 from app.store import ConversationStore
 from app.ui import theme
 
-from .conftest import REPLY_TIMEOUT_MS, send
+from .conftest import REPLY_TIMEOUT_MS, screenshot, send
 from .test_chat_window import fresh_reply
 
 LONG_PROMPT = "Tell me about the river and the old mill by the bridge. " * 8
@@ -44,8 +44,9 @@ def test_prefill_progress_shows_on_the_card_and_stop_ends_it_before_any_text(qtb
             card = window.transcript.views[-1]
             card.render()
             seen.append((event.done, event.total, card.prefill_label.isVisibleTo(card), card.prefill_label.text(),
-                         card.prefill_bar.value(), card.prefill_bar.maximum()))
+                         card.prefill_bar.value(), card.prefill_bar.maximum(), card.body.isVisibleTo(card)))
             if event.done >= 16 and not gate.is_set():
+                screenshot(window, "main_window_reading_the_prompt")
                 window.composer.stop_button.click()
                 gate.set()
 
@@ -54,7 +55,7 @@ def test_prefill_progress_shows_on_the_card_and_stop_ends_it_before_any_text(qtb
     assert finished.cancelled and finished.tokens == () and len(seen) >= 2
     total = seen[0][1]
     assert total > 24 and [s[0] for s in seen[:2]] == [8, 16]
-    assert seen[1][2:] == (True, f"Reading the prompt… 16 / {total:,} tokens", 16, total)
+    assert seen[1][2:] == (True, f"Reading the prompt… 16 / {total:,} tokens", 16, total, False)
     notice = window.transcript.notice
     assert notice is not None and notice.footer.text().startswith("Stopped by you while reading the prompt (")
     assert not notice.prefill_label.isVisibleTo(notice) and [v.role for v in window.transcript.views] == ["user"]
@@ -75,6 +76,7 @@ def test_regenerate_keeps_versions_that_flip_steer_the_next_reply_and_survive_re
     card = window.transcript.views[-1]
     assert card.version_label.isVisible() and card.version_label.text() == "2/2"
     assert card.full_text() == second.text and card.footer.text().startswith("5 tokens")
+    screenshot(window, "main_window_reply_versions")
     card.previous_button.click()
     assert card.version_label.text() == "1/2" and card.full_text() == first.text
     assert card.footer.text().startswith("12 tokens") and not card.previous_button.isEnabled()

@@ -153,17 +153,18 @@ class MessageView(QFrame):
             self.body.set_plain(self.text)
             return
         text = self.full_text()
-        self._render_prefill(text)
+        reading = self._render_prefill(text)
         parts = split_thinking(text)
         colored = self.trace is not None and self.color_drafts
         flags = self.trace.char_from_draft if colored else None
         rejections = self.trace.rejection_chars() if colored else {}
         self.body.set_markdown_text(parts.answer, _slice(flags, parts.answer_start, len(parts.answer)),
                                     _shift(rejections, parts.answer_start, len(parts.answer)))
-        self.body.setVisible(bool(parts.answer) or parts.thinking is None)
+        self.body.setVisible((bool(parts.answer) or parts.thinking is None) and not reading)
         self._render_thinking(parts, flags, rejections)
 
-    def _render_prefill(self, text: str) -> None:
+    def _render_prefill(self, text: str) -> bool:
+        """Show 'Reading the prompt…' and its bar while a streaming reply has no text yet; True when shown."""
         progress = self.trace.prefill if self.trace is not None and self.streaming and not text else None
         self.prefill_label.setVisible(progress is not None)
         self.prefill_bar.setVisible(progress is not None)
@@ -171,6 +172,7 @@ class MessageView(QFrame):
             self.prefill_label.setText(prefill_text(progress.done, progress.total))
             self.prefill_bar.setRange(0, max(progress.total, 1))
             self.prefill_bar.setValue(progress.done)
+        return progress is not None
 
     def _render_thinking(self, parts, flags, rejections) -> None:
         if parts.thinking is None:
