@@ -88,7 +88,7 @@ class MessageActions(QObject):
         if chat.conversation_id is None:
             self.exportFailed.emit("Nothing to export: open or start a conversation first")
             return None
-        name, suffix, render = EXPORT_FORMATS[kind]
+        _name, suffix, render = EXPORT_FORMATS[kind]
         conversation = chat.store.get(chat.conversation_id)
         chosen = self.ask_path(chat.transcript, kind, _file_name(conversation.title) + suffix)
         if not chosen:

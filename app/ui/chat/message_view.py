@@ -79,7 +79,8 @@ class MessageView(QFrame):
         self.copy_button.setToolTip("Copy the whole message to the clipboard")
         self.copy_button.clicked.connect(self.copy)
         self.delete_button = QToolButton(objectName="link", text="Delete")
-        self.delete_button.setToolTip("Delete this message" + (" and the reply after it" if self.role == "user" else ""))
+        self.delete_button.setToolTip("Delete this message and the reply after it" if self.role == "user"
+                                      else "Delete this reply")
         self.delete_button.clicked.connect(lambda: self.deleteRequested.emit(self.position))
         for widget in (self.previous_button, self.version_label, self.next_button, self.copy_button,
                        self.delete_button, self.edit_button, self.regenerate_button):
