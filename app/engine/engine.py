@@ -181,11 +181,11 @@ class Engine:
             yield from self._chunks(step, detok, tokens, stats)
             stop = step.stop
         detok.finalize()
-        tail = detok.last_segment  # reading it advances the detokenizer: read once
+        tail = whole_characters(detok.last_segment)  # reading it advances the detokenizer: read once
         if tail:
             yield TextChunk(tail, (), ())
         final = stats.finish(len(tokens), stop or "length")
-        yield Finished(tuple(tokens), self.tokenizer.decode(tokens), final, stop == "cancelled")
+        yield Finished(tuple(tokens), whole_characters(self.tokenizer.decode(tokens)), final, stop == "cancelled")
 
     def _budget(self, prompt_tokens: int, max_tokens: int) -> int:
         """Tokens this reply may generate: max_tokens, cut to what the context has room for.
@@ -210,3 +210,9 @@ class Engine:
         if step.round is not None:
             stats.round_done(step.round)
             yield step.round
+
+
+def whole_characters(text: str) -> str:
+    """The text without the U+FFFD that decoding leaves for a UTF-8 sequence cut short (a reply ended
+    mid-character at max tokens or stop); the streaming detokenizer never emits one before the end."""
+    return text.rstrip("\ufffd")

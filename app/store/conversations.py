@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .migrations import LATEST_VERSION, migrate, user_version
+from .versions import VersionsMixin
 
 DEFAULT_TITLE = "New chat"
 ROLES = ("user", "assistant")
@@ -50,7 +51,8 @@ class Conversation:
 
 @dataclass(frozen=True)
 class StoredMessage:
-    """One message; stats is the generation's figures for replies; complete is False while (or if) a reply streams."""
+    """One message; stats is the generation's figures for replies; complete is False while (or if) a reply streams;
+    trace is a reply's draft tints and rejection marks (JSON-ready dict); version is the shown version's number."""
 
     id: int
     conversation_id: int
@@ -61,14 +63,16 @@ class StoredMessage:
     cancelled: bool = False
     created_at: float = field(default=0.0, compare=False)
     complete: bool = True
+    trace: dict | None = field(default=None, compare=False)
+    version: int = 0
 
     def as_chat(self) -> dict[str, str]:
         """The {"role", "content"} dict a chat template takes."""
         return {"role": self.role, "content": self.content}
 
 
-class ConversationStore:
-    """Create, list, search, rename and delete conversations; append and truncate messages."""
+class ConversationStore(VersionsMixin):
+    """Create, list, search, rename and delete conversations; append and truncate messages; reply versions."""
 
     def __init__(self, db_path: str | Path):
         """Open (or create) the database and bring it to the latest schema.
@@ -217,12 +221,14 @@ class ConversationStore:
         with self._transaction() as db:
             db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
 
-    def finish_reply(self, message_id: int, content: str, stats: dict | None,
-                     cancelled: bool) -> StoredMessage | None:
-        """Save a reply's final text and stats and mark it complete (None if its conversation was deleted)."""
+    def finish_reply(self, message_id: int, content: str, stats: dict | None, cancelled: bool,
+                     trace: dict | None = None) -> StoredMessage | None:
+        """Save a reply's final text, stats and trace and mark it complete (None if its conversation was deleted);
+        a regenerated reply's result is also kept as its newest version."""
         with self._transaction() as db:
-            db.execute("UPDATE messages SET content = ?, stats = ?, cancelled = ?, complete = 1 WHERE id = ?",
-                       (content, _stats_json(stats), int(cancelled), message_id))
+            db.execute("UPDATE messages SET content = ?, stats = ?, cancelled = ?, trace = ?, complete = 1"
+                       " WHERE id = ?", (content, _to_json(stats), int(cancelled), _to_json(trace), message_id))
+            self._record_version(message_id)
         return self._message(message_id)
 
     def delete_message(self, message_id: int) -> None:
@@ -246,7 +252,7 @@ class ConversationStore:
         cur = self._db.execute(
             "INSERT INTO messages (conversation_id, position, role, content, stats, cancelled, created_at, complete)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (conversation_id, position, role, content, _stats_json(stats), int(cancelled), now, int(complete)))
+            (conversation_id, position, role, content, _to_json(stats), int(cancelled), now, int(complete)))
         self._db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
         return cur.lastrowid
 
@@ -265,10 +271,15 @@ class ConversationStore:
 
         Rows that break a constraint are skipped; messages whose conversation was lost get a new one.
         """
-        if table not in ("conversations", "messages") or not rows:
+        if table not in ("conversations", "messages", "reply_versions") or not rows:
             return 0
         marks = ", ".join("?" * len(columns))
         with self._transaction() as db:
+            if table == "reply_versions":  # a version whose reply was lost cannot be shown: leave it
+                if "message_id" not in columns:
+                    return 0
+                known = {r[0] for r in db.execute("SELECT id FROM messages")}
+                rows = [row for row in rows if row[columns.index("message_id")] in known]
             if table == "messages" and "conversation_id" in columns:
                 self._adopt_orphans({row[columns.index("conversation_id")] for row in rows})
             before = db.total_changes
@@ -293,12 +304,13 @@ class ConversationStore:
 def _message(row: sqlite3.Row) -> StoredMessage:
     data = dict(row)
     data["stats"] = json.loads(data["stats"]) if data["stats"] else None
+    data["trace"] = json.loads(data["trace"]) if data.get("trace") else None
     data["cancelled"] = bool(data["cancelled"])
     data["complete"] = bool(data["complete"])
     return StoredMessage(**data)
 
 
-def _stats_json(stats: dict | None) -> str | None:
+def _to_json(stats: dict | None) -> str | None:
     return json.dumps(stats) if stats is not None else None
 
 

@@ -35,10 +35,29 @@ def _v2_complete_flag(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN complete INTEGER NOT NULL DEFAULT 1")
 
 
+def _v3_reply_traces_and_versions(db: sqlite3.Connection) -> None:
+    """A reply keeps its draft tints and rejection marks (trace, JSON) and every regenerated version of itself:
+    the messages row holds the version shown (`version` is its number in reply_versions)."""
+    db.execute("ALTER TABLE messages ADD COLUMN trace TEXT")
+    db.execute("ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
+    db.execute("""
+        CREATE TABLE reply_versions (
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            number INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            stats TEXT,
+            cancelled INTEGER NOT NULL DEFAULT 0,
+            trace TEXT,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (message_id, number)
+        )""")
+
+
 # Append only: never edit or reorder a migration that has shipped. Index i brings a database to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _v1_conversations_and_messages,
     _v2_complete_flag,
+    _v3_reply_traces_and_versions,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

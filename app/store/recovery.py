@@ -16,7 +16,7 @@ from .conversations import IN_MEMORY, ConversationStore, NewerDatabaseError, is_
 
 RECOVER_TIMEOUT_S = 120
 MAX_PROBES = 1_000_000  # rowids looked up one by one across a damaged stretch
-TABLES = ("conversations", "messages")  # parents first: messages need their conversation
+TABLES = ("conversations", "messages", "reply_versions")  # parents first: messages need their conversation
 SIDECARS = ("-wal", "-shm")  # SQLite's files beside the database; they belong to the old file
 
 Outcome = Literal["opened", "recovered", "fresh", "newer"]

@@ -38,7 +38,7 @@ def test_a_database_made_before_migrations_opens_with_every_row_unchanged(tmp_pa
     assert [m.content for m in store.messages(second.id)] == ["héllo ✓ 100%_done", "Hi!"]
     store.close()
     after = sqlite3.connect(path)
-    assert user_version(after) == LATEST_VERSION == 2
+    assert user_version(after) == LATEST_VERSION == 3
     assert after.execute("SELECT id, conversation_id, position, role, content, stats, cancelled, created_at"
                          " FROM messages ORDER BY id").fetchall() == old_rows
     assert after.execute("SELECT * FROM conversations ORDER BY id").fetchall() == old_convs
@@ -48,8 +48,9 @@ def test_each_migration_bumps_user_version_in_order(tmp_path):
     db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
     assert migrate(db, MIGRATIONS[:1]) == 1 and user_version(db) == 1
     assert "complete" not in columns(db, "messages")
-    assert migrate(db) == 2 and user_version(db) == 2 and "complete" in columns(db, "messages")
-    assert migrate(db) == 2  # nothing left to run
+    assert migrate(db, MIGRATIONS[:2]) == 2 and user_version(db) == 2 and "complete" in columns(db, "messages")
+    assert migrate(db) == 3 and "trace" in columns(db, "messages") and columns(db, "reply_versions")
+    assert migrate(db) == 3  # nothing left to run
 
 
 def test_a_failing_migration_leaves_the_previous_version_intact(tmp_path):

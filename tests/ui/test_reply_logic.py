@@ -1,9 +1,11 @@
 """Qt-free pieces of the chat pane: thinking split, Markdown alignment, copy links, traces, footers."""
 
-from app.engine.events import Rejection, RoundResult, TextChunk
+import json
+
+from app.engine.events import PrefillProgress, Rejection, RoundResult, TextChunk
 from app.ui.chat.footer import footer_text
 from app.ui.chat.markdown_source import copy_index, prepare_markdown
-from app.ui.chat.trace import ReplyTrace, align, split_thinking
+from app.ui.chat.trace import ReplyTrace, align, saved_trace, split_thinking, trace_data
 
 
 def test_split_thinking_open_closed_and_absent():
@@ -63,6 +65,22 @@ def test_a_rejection_marks_the_whole_word_of_its_token_not_its_leading_space():
     spots = trace.rejection_chars()
     assert sorted(spots) == [6, 7, 8, 9, 10] and trace.text[6:11] == "world"
     assert {spot.chosen for spot in spots.values()} == {" world"}
+
+
+def test_a_trace_saved_as_json_gives_back_the_same_tints_and_rejections():
+    pieces = {1: "ab", 2: "c", 3: "de", 4: "X", 5: "Y"}
+    trace = ReplyTrace(lambda ids: "".join(pieces[i] for i in ids))
+    trace.add(PrefillProgress(8, 16))
+    trace.add(TextChunk("abc", (1, 2), (True, False)))
+    trace.add(RoundResult(0, 2, 2, 1, 2, 0.0, 0.0, Rejection(1, 4, 2)))
+    trace.add(TextChunk("de", (3, 1), (True, True)))
+    assert trace.prefill == PrefillProgress(8, 16)
+    data = trace_data(trace)
+    assert data == {"flags": [0, 2, 1, 2], "rejections": [[2, 1, "X", "c"]]}
+    saved = saved_trace(trace.text, json.loads(json.dumps(data)))
+    assert saved.char_from_draft == trace.char_from_draft and saved.accepted_chars == 4
+    assert saved.rejection_chars() == trace.rejection_chars() and saved.prefill is None
+    assert saved_trace("plain", None) is None
 
 
 def test_footer_names_tokens_speed_ttft_acceptance_mode_and_k():

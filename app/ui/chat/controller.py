@@ -8,15 +8,16 @@ from dataclasses import asdict, dataclass
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engine import ConfigError, Failed, Finished, GenerationConfig, RoundResult, TextChunk
-from app.store import ConversationStore
+from app.engine import ConfigError, Failed, Finished, GenerationConfig, PrefillProgress, RoundResult, TextChunk
+from app.store import ConversationStore, StoredMessage
 from app.store.conversations import DEFAULT_TITLE, title_from
 
 from ..engine_client import EngineClient
 from .composer import Composer
 from .conversation_list import ConversationList
 from .footer import error_stats, footer_text
-from .trace import ReplyTrace
+from .message_actions import MessageActions, stopped_notice
+from .trace import ReplyTrace, trace_data
 from .transcript import TranscriptView
 
 SAVE_INTERVAL_S = 2.0  # a streaming reply's text is saved at least this often (a crash loses at most this much)
@@ -31,6 +32,7 @@ class ActiveReply:
     trace: ReplyTrace
     message_id: int  # the reply's row, saved incomplete while it streams
     saved_at: float  # time.monotonic() of the last save
+    regenerating: bool = False  # the row's earlier versions are kept; stopping before any text restores them
 
 
 class ChatController(QObject):
@@ -60,6 +62,7 @@ class ChatController(QObject):
         composer.stopRequested.connect(self.stop)
         transcript.regenerateRequested.connect(self.regenerate)
         transcript.editRequested.connect(self.begin_edit)
+        self.actions = MessageActions(self)
         sidebar.selected.connect(self.open)
         sidebar.newRequested.connect(self.new_conversation)
         sidebar.deleted.connect(self._deleted)
@@ -74,7 +77,9 @@ class ChatController(QObject):
         self.conversation_id = conversation_id
         self.composer.leave_edit()
         streaming = self.active.message_id if self.active else None  # its row is saved, not yet finished
-        self.transcript.show_messages([m for m in self.store.messages(conversation_id) if m.id != streaming])
+        messages = [m for m in self.store.messages(conversation_id) if m.id != streaming]
+        counts = {m.id: len(self.store.versions(m.id)) for m in messages if m.role == "assistant"}
+        self.transcript.show_messages(messages, counts)
         self.sidebar.refresh(select=conversation_id)
 
     def new_conversation(self) -> None:
@@ -112,17 +117,17 @@ class ChatController(QObject):
             self.store.rename(self.conversation_id, title_from(text))
         if self.composer.editing is not None:
             # one transaction: the edited message and what followed go only if the new one is saved
-            self.store.replace_from(self.conversation_id, self.composer.editing, "user", text)
+            row = self.store.replace_from(self.conversation_id, self.composer.editing, "user", text)
             self.transcript.truncate(self.composer.editing)
         else:
-            self.store.add_message(self.conversation_id, "user", text)
+            row = self.store.add_message(self.conversation_id, "user", text)
         self.composer.leave_edit()
-        self.transcript.add_user(text)
+        self.transcript.add_user(text).message_id = row.id
         self.sidebar.refresh(select=self.conversation_id)
         self._start_reply(settings)
 
     def regenerate(self) -> None:
-        """Drop the last reply and generate it again."""
+        """Generate the last reply again; the earlier ones stay as versions (‹ 1/2 ›)."""
         if self.busy or self.conversation_id is None:
             return
         settings = self._valid_reply_settings()
@@ -130,9 +135,8 @@ class ChatController(QObject):
             return
         messages = self.store.messages(self.conversation_id)
         if messages and messages[-1].role == "assistant":
-            self.store.truncate(self.conversation_id, messages[-1].position)
-            self.transcript.truncate(messages[-1].position)
-        if self.store.messages(self.conversation_id):
+            self._start_reply(settings, again=messages[-1])
+        elif messages:
             self._start_reply(settings)
 
     def begin_edit(self, position: int) -> None:
@@ -154,14 +158,22 @@ class ChatController(QObject):
             self.settingsRejected.emit(f"Not sent: {exc}. Change it in the settings panel or the Speculation menu.")
             return None
 
-    def _start_reply(self, settings: tuple[GenerationConfig, bool]) -> None:
+    def _start_reply(self, settings: tuple[GenerationConfig, bool], again: StoredMessage | None = None) -> None:
+        """Start a reply after the saved messages, or regenerate `again` (the last reply) from those before it."""
         cfg, thinking = settings
-        messages = [m.as_chat() for m in self.store.messages(self.conversation_id)]
+        history = self.store.messages(self.conversation_id)
+        messages = [m.as_chat() for m in history if again is None or m.position < again.position]
         trace = ReplyTrace(self.decode)
-        self.transcript.start_reply(trace)
+        if again is None:
+            view = self.transcript.start_reply(trace)
+            message_id = view.message_id = self.store.begin_reply(self.conversation_id).id
+        else:
+            self.store.begin_regenerate(again.id)
+            self.transcript.restart_reply(again.position, trace)
+            message_id = again.id
         request_id = self.client.generate(messages, cfg, self.system_prompt(), thinking)
-        row = self.store.begin_reply(self.conversation_id)
-        self.active = ActiveReply(request_id, self.conversation_id, trace, row.id, time.monotonic())
+        self.active = ActiveReply(request_id, self.conversation_id, trace, message_id, time.monotonic(),
+                                  again is not None)
         self.last_trace = trace
         self._set_busy(True)
         self.replyStarted.emit(request_id)
@@ -170,7 +182,7 @@ class ChatController(QObject):
         active = self.active
         if active is None or request_id != active.request_id:
             return
-        if isinstance(event, (TextChunk, RoundResult)):
+        if isinstance(event, (TextChunk, RoundResult, PrefillProgress)):
             active.trace.add(event)
             if active.conversation_id == self.conversation_id:
                 self.transcript.reply_updated()
@@ -190,14 +202,19 @@ class ChatController(QObject):
         self.client.finished(active.request_id)
         shown = active.conversation_id == self.conversation_id
         if text or not cancelled:
-            self.store.finish_reply(active.message_id, text, stats, cancelled)
+            row = self.store.finish_reply(active.message_id, text, stats, cancelled, trace_data(active.trace))
+            if shown and row is not None:
+                count = len(self.store.versions(row.id)) or 1
+                self.transcript.finish_reply(text, footer_text(stats, cancelled), row.version, count)
+        elif active.regenerating:  # stopped before any text: the reply shown before stays
+            self.store.restore_shown_version(active.message_id)
             if shown:
-                self.transcript.finish_reply(text, footer_text(stats, cancelled))
+                self.transcript.finish_reply("", "")
+                self.open(self.conversation_id)
         else:
             self.store.delete_message(active.message_id)  # stopped before it said anything
             if shown:
-                self.transcript.finish_reply("", "")
-                self.transcript.truncate(len(self.transcript.views) - 1)
+                self.transcript.keep_as_notice(stopped_notice(active.trace, stats))
         self._set_busy(False)
 
     def _save_partial(self, active: ActiveReply) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QToolButton, QVBoxLayout
 
 from .footer import FOOTER_TOOLTIP
 from .markdown_view import MarkdownView, body_font
-from .trace import ReplyTrace, split_thinking
+from .trace import ReplyTrace, SavedTrace, split_thinking
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant"}
 
@@ -17,11 +18,16 @@ class MessageView(QFrame):
 
     editRequested = Signal(int)        # message position
     regenerateRequested = Signal()
+    deleteRequested = Signal(int)      # message position
+    versionRequested = Signal(int, int)  # message position, version number
 
     def __init__(self, role: str, position: int, text: str = "", parent=None):
         super().__init__(parent)
         self.role, self.position, self.text = role, position, text
-        self.trace: ReplyTrace | None = None
+        self.message_id: int | None = None  # its row in the store, once saved
+        self.trace: ReplyTrace | SavedTrace | None = None
+        self.streaming = False
+        self.version, self.version_count = 0, 1
         self.color_drafts = False
         self.setObjectName("messageCard")
         self.setProperty("role", role)
@@ -34,14 +40,19 @@ class MessageView(QFrame):
         self.thinking_toggle.toggled.connect(self._show_thinking)
         self.thinking = MarkdownView(muted=True)
         self.thinking.setFont(body_font(-1))
+        self.prefill_label = QLabel(objectName="footer")
+        self.prefill_bar = QProgressBar(textVisible=False, maximumHeight=4)
         self.body = MarkdownView()
         self.body.setFont(body_font())
         self.footer = QLabel(objectName="footer")
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.footer.setWordWrap(True)  # a long stats line must not widen the card past the transcript
         self.footer.setToolTip(FOOTER_TOOLTIP)
-        for widget in (self.thinking_toggle, self.thinking, self.body, self.footer):
+        for widget in (self.prefill_label, self.prefill_bar, self.thinking_toggle, self.thinking, self.body,
+                       self.footer):
             layout.addWidget(widget)
+        self.prefill_label.hide()
+        self.prefill_bar.hide()
         self.thinking_toggle.hide()
         self.thinking.hide()
         self.footer.hide()
@@ -57,15 +68,61 @@ class MessageView(QFrame):
         self.regenerate_button = QToolButton(objectName="link", text="Regenerate")
         self.regenerate_button.setToolTip("Generate this reply again (Ctrl+R)")
         self.regenerate_button.clicked.connect(self.regenerateRequested.emit)
-        row.addWidget(self.edit_button)
-        row.addWidget(self.regenerate_button)
+        self.previous_button = QToolButton(objectName="link", text="‹")
+        self.previous_button.setToolTip("Show the previous version of this reply")
+        self.previous_button.clicked.connect(lambda: self.versionRequested.emit(self.position, self.version - 1))
+        self.version_label = QLabel(objectName="footer")
+        self.next_button = QToolButton(objectName="link", text="›")
+        self.next_button.setToolTip("Show the next version of this reply")
+        self.next_button.clicked.connect(lambda: self.versionRequested.emit(self.position, self.version + 1))
+        self.copy_button = QToolButton(objectName="link", text="Copy")
+        self.copy_button.setToolTip("Copy the whole message to the clipboard")
+        self.copy_button.clicked.connect(self.copy)
+        self.delete_button = QToolButton(objectName="link", text="Delete")
+        self.delete_button.setToolTip("Delete this message and the reply after it" if self.role == "user"
+                                      else "Delete this reply")
+        self.delete_button.clicked.connect(lambda: self.deleteRequested.emit(self.position))
+        for widget in (self.previous_button, self.version_label, self.next_button, self.copy_button,
+                       self.delete_button, self.edit_button, self.regenerate_button):
+            row.addWidget(widget)
         self.edit_button.setVisible(self.role == "user")
         self.regenerate_button.hide()
+        self.set_versions(0, 1)
         return row
 
     def start_trace(self, trace: ReplyTrace) -> None:
         """Follow a streaming reply; call render() to show what has arrived."""
         self.trace = trace
+        self.streaming = True
+        self.set_footer("")
+
+    def end_stream(self) -> None:
+        """The reply stopped streaming (the prefill indicator goes)."""
+        self.streaming = False
+
+    def show_saved(self, text: str, footer: str, trace: SavedTrace | ReplyTrace | None) -> None:
+        """Show a finished reply (a loaded one, or another version): text, stats line and tints."""
+        self.text, self.trace, self.streaming = text, trace, False
+        self.render()
+        self.set_footer(footer)
+
+    def set_versions(self, shown: int, count: int) -> None:
+        """‹ shown+1/count › for a regenerated reply; hidden while it has one version."""
+        self.version, self.version_count = shown, count
+        many = count > 1
+        for widget in (self.previous_button, self.version_label, self.next_button):
+            widget.setVisible(many)
+        self.version_label.setText(f"{shown + 1}/{count}")
+        self.previous_button.setEnabled(shown > 0)
+        self.next_button.setEnabled(shown < count - 1)
+
+    def full_text(self) -> str:
+        """The whole message as written (a reply's thinking included)."""
+        return self.trace.text if self.trace is not None else self.text
+
+    def copy(self) -> None:
+        """Put the whole message on the clipboard."""
+        QGuiApplication.clipboard().setText(self.full_text())
 
     def set_text(self, text: str) -> None:
         """Replace the message text (a finished or loaded message)."""
@@ -84,8 +141,11 @@ class MessageView(QFrame):
             self.render()
 
     def set_actions_enabled(self, edit: bool, regenerate: bool) -> None:
-        """Offer Edit on user messages and Regenerate on the last reply."""
+        """Offer Edit on user messages and Regenerate on the last reply; Delete and versions only when idle."""
         self.edit_button.setEnabled(edit)
+        self.delete_button.setEnabled(edit)
+        self.previous_button.setEnabled(edit and self.version > 0)
+        self.next_button.setEnabled(edit and self.version < self.version_count - 1)
         self.regenerate_button.setVisible(self.role == "assistant" and regenerate)
 
     def render(self) -> None:
@@ -93,15 +153,27 @@ class MessageView(QFrame):
         if self.role == "user":
             self.body.set_plain(self.text)
             return
-        text = self.trace.text if self.trace is not None else self.text
+        text = self.full_text()
+        reading = self._render_prefill(text)
         parts = split_thinking(text)
         colored = self.trace is not None and self.color_drafts
         flags = self.trace.char_from_draft if colored else None
         rejections = self.trace.rejection_chars() if colored else {}
         self.body.set_markdown_text(parts.answer, _slice(flags, parts.answer_start, len(parts.answer)),
                                     _shift(rejections, parts.answer_start, len(parts.answer)))
-        self.body.setVisible(bool(parts.answer) or parts.thinking is None)
+        self.body.setVisible((bool(parts.answer) or parts.thinking is None) and not reading)
         self._render_thinking(parts, flags, rejections)
+
+    def _render_prefill(self, text: str) -> bool:
+        """Show 'Reading the prompt…' and its bar while a streaming reply has no text yet; True when shown."""
+        progress = self.trace.prefill if self.trace is not None and self.streaming and not text else None
+        self.prefill_label.setVisible(progress is not None)
+        self.prefill_bar.setVisible(progress is not None)
+        if progress is not None:
+            self.prefill_label.setText(prefill_text(progress.done, progress.total))
+            self.prefill_bar.setRange(0, max(progress.total, 1))
+            self.prefill_bar.setValue(progress.done)
+        return progress is not None
 
     def _render_thinking(self, parts, flags, rejections) -> None:
         if parts.thinking is None:
@@ -121,6 +193,11 @@ class MessageView(QFrame):
     def _show_thinking(self, shown: bool) -> None:
         self.thinking.setVisible(shown)
         self.render()
+
+
+def prefill_text(done: int, total: int) -> str:
+    """E.g. 'Reading the prompt… 1,024 / 4,096 tokens'."""
+    return f"Reading the prompt… {done:,} / {total:,} tokens"
 
 
 def _slice(flags, start: int, length: int):

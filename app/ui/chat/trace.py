@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.engine.events import RoundResult, TextChunk
+from app.engine.events import PrefillProgress, RoundResult, TextChunk
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
@@ -61,10 +61,13 @@ class ReplyTrace:
         self.char_from_draft: list[bool] = []
         self.token_starts: list[int] = []  # char offset of each token's text
         self.rejections: list[RejectedSpot] = []
+        self.prefill: PrefillProgress | None = None  # the latest prompt-reading progress
 
     def add(self, event) -> None:
-        """Take one TextChunk or RoundResult (other events are ignored)."""
-        if isinstance(event, TextChunk):
+        """Take one TextChunk, RoundResult or PrefillProgress (other events are ignored)."""
+        if isinstance(event, PrefillProgress):
+            self.prefill = event
+        elif isinstance(event, TextChunk):
             self._add_chunk(event)
         elif isinstance(event, RoundResult) and event.rejection is not None:
             r = event.rejection
@@ -119,6 +122,48 @@ class ReplyTrace:
             left -= length
         lengths[-1] += left
         return lengths
+
+
+def trace_data(trace: ReplyTrace) -> dict:
+    """What the store keeps of a trace: draft flags as alternating run lengths (not-drafted first) and each
+    rejection as [char offset, token position, proposed, chosen]."""
+    runs, current, length = [], False, 0
+    for flag in trace.char_from_draft:
+        if flag != current:
+            runs.append(length)
+            current, length = flag, 0
+        length += 1
+    runs.append(length)
+    spots = [[offset, spot.position, spot.proposed, spot.chosen] for offset, spot in trace.rejection_chars().items()]
+    return {"flags": runs, "rejections": spots}
+
+
+class SavedTrace:
+    """A finished reply's trace read back from the store: enough for its card to tint it again."""
+
+    prefill = None
+
+    def __init__(self, text: str, data: dict):
+        self.text = text
+        self.char_from_draft: list[bool] = []
+        for i, length in enumerate(data.get("flags", [])):
+            self.char_from_draft.extend([i % 2 == 1] * int(length))
+        self._spots = {int(offset): RejectedSpot(int(position), str(proposed), str(chosen))
+                       for offset, position, proposed, chosen in data.get("rejections", [])}
+
+    def rejection_chars(self) -> dict[int, RejectedSpot]:
+        """Char offset of each rejected position -> the rejection."""
+        return dict(self._spots)
+
+    @property
+    def accepted_chars(self) -> int:
+        """How many characters came from accepted drafts."""
+        return sum(self.char_from_draft)
+
+
+def saved_trace(text: str, data: dict | None) -> SavedTrace | None:
+    """The card's trace for a stored reply, or None when it was saved without one."""
+    return SavedTrace(text, data) if data else None
 
 
 def align(source: str, rendered: str) -> list[int | None]:

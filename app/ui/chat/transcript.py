@@ -12,7 +12,7 @@ from app.store import StoredMessage
 from .footer import footer_text
 from .markdown_view import body_font
 from .message_view import MessageView
-from .trace import ReplyTrace
+from .trace import ReplyTrace, SavedTrace, saved_trace
 
 READING_WIDTH = 860
 REDRAW_MS = 50  # at most ~20 redraws a second while a reply streams
@@ -24,6 +24,8 @@ class TranscriptView(QScrollArea):
 
     editRequested = Signal(int)
     regenerateRequested = Signal()
+    deleteRequested = Signal(int)         # message position
+    versionRequested = Signal(int, int)   # message position, version number
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -34,6 +36,8 @@ class TranscriptView(QScrollArea):
         self.color_drafts = False
         self.busy = False
         self._streaming: MessageView | None = None
+        self.notice: MessageView | None = None  # a reply stopped before any text: shown, not a message
+        self._opening = False  # a conversation just opened: keep its last message in view while it lays out
         self._redraw = QTimer(self, singleShot=True, interval=REDRAW_MS)
         self._redraw.timeout.connect(self._redraw_streaming)
         self.empty = EmptyState()
@@ -55,18 +59,31 @@ class TranscriptView(QScrollArea):
         self._at_bottom = True
         MessageView("assistant", 0, "warm-up").deleteLater()  # PySide builds its enum types on first use (~0.1 s)
 
-    def show_messages(self, messages: list[StoredMessage]) -> None:
-        """Replace the cards with a saved conversation."""
+    def show_messages(self, messages: list[StoredMessage], version_counts: dict[int, int] | None = None) -> None:
+        """Replace the cards with a saved conversation (tints, rejection marks and versions included) and
+        scroll to its last message."""
         self.clear()
         for message in messages:
             view = self._add(message.role, message.content)
+            view.message_id = message.id
             if message.role == "assistant":
-                view.set_footer(footer_text(message.stats, message.cancelled) if message.complete
-                                else INTERRUPTED)
+                view.show_saved(message.content, message_footer(message), saved_trace(message.content, message.trace))
+                view.set_versions(message.version, (version_counts or {}).get(message.id, 1))
+        self._update_actions()
+        self._opening = True
+        self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+
+    def show_version(self, position: int, text: str, footer: str, trace: SavedTrace | None,
+                     shown: int, count: int) -> None:
+        """Show another version of the reply at `position`."""
+        view = self.views[position]
+        view.show_saved(text, footer, trace)
+        view.set_versions(shown, count)
         self._update_actions()
 
     def clear(self) -> None:
         """Remove every card."""
+        self._drop_notice()
         self._streaming = None
         for view in self.views:
             view.deleteLater()
@@ -75,6 +92,7 @@ class TranscriptView(QScrollArea):
 
     def add_user(self, text: str) -> MessageView:
         """Append the user's message."""
+        self._opening = False
         view = self._add("user", text)
         self._update_actions()
         return view
@@ -89,24 +107,62 @@ class TranscriptView(QScrollArea):
         self._update_actions()
         return view
 
+    def restart_reply(self, position: int, trace: ReplyTrace) -> MessageView:
+        """Regenerate: the reply card at `position` follows a new streaming trace."""
+        self._drop_notice()
+        view = self.views[position]
+        view.start_trace(trace)
+        view.render()
+        self._streaming = view
+        self._redraw.setInterval(REDRAW_MS)
+        self._at_bottom = True
+        self._update_actions()
+        return view
+
     def reply_updated(self) -> None:
         """New text arrived: redraw soon (coalesced)."""
         if not self._redraw.isActive():
             self._redraw.start()
 
-    def finish_reply(self, text: str, footer: str) -> None:
-        """The streaming reply ended: final text and stats line."""
+    def finish_reply(self, text: str, footer: str, shown: int = 0, count: int = 1) -> None:
+        """The streaming reply ended: final text, stats line and its version among count."""
         view = self._streaming
         self._streaming = None
         self._redraw.stop()
         if view is not None:
+            view.end_stream()
             view.text = text
             view.render()
             view.set_footer(footer)
+            view.set_versions(shown, count)
+        self._update_actions()
+
+    def keep_as_notice(self, text: str) -> None:
+        """The last card (a reply stopped before any text) stays in view saying so, but is no message."""
+        view = self.views.pop()
+        self._streaming = None
+        self._redraw.stop()
+        view.end_stream()
+        view.render()
+        view.set_footer(text)
+        for button in (view.copy_button, view.delete_button, view.regenerate_button):
+            button.hide()
+        self.notice = view
+        self._update_actions()
+
+    def remove(self, positions: list[int]) -> None:
+        """Drop the cards at these positions; the later ones move up."""
+        self._drop_notice()
+        for position in sorted(positions, reverse=True):
+            self.views.pop(position).deleteLater()
+        for i, view in enumerate(self.views):
+            view.position = i
+        self.empty.setVisible(not self.views)
         self._update_actions()
 
     def truncate(self, keep: int) -> None:
         """Drop the cards from position `keep` on."""
+        self._drop_notice()
         for view in self.views[keep:]:
             view.deleteLater()
         self.views = self.views[:keep]
@@ -125,10 +181,13 @@ class TranscriptView(QScrollArea):
             view.set_color_drafts(on)
 
     def _add(self, role: str, text: str) -> MessageView:
+        self._drop_notice()
         view = MessageView(role, len(self.views), text)
         view.set_color_drafts(self.color_drafts)
         view.editRequested.connect(self.editRequested)
         view.regenerateRequested.connect(self.regenerateRequested)
+        view.deleteRequested.connect(self.deleteRequested)
+        view.versionRequested.connect(self.versionRequested)
         self.column.insertWidget(self.column.count() - 1, view)
         self.views.append(view)
         self.empty.setVisible(False)
@@ -149,9 +208,23 @@ class TranscriptView(QScrollArea):
             spent_ms = (time.perf_counter() - start) * 1000
             self._redraw.setInterval(max(REDRAW_MS, int(spent_ms * 4)))
 
+    def _drop_notice(self) -> None:
+        if self.notice is not None:
+            self.notice.deleteLater()
+            self.notice = None
+
     def _follow(self, _low: int, high: int) -> None:
-        if self._streaming is not None and self._at_bottom:
+        if (self._streaming is not None and self._at_bottom) or self._opening:
             self.verticalScrollBar().setValue(high)
+
+    def wheelEvent(self, event) -> None:
+        self._opening = False  # the user scrolls: stop pinning the end of a just-opened conversation
+        super().wheelEvent(event)
+
+
+def message_footer(message: StoredMessage) -> str:
+    """A saved reply's stats line ('(interrupted)' when the app never saw it finish)."""
+    return footer_text(message.stats, message.cancelled) if message.complete else INTERRUPTED
 
 
 HINT_WIDTH = 560
