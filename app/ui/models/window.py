@@ -36,7 +36,8 @@ from .downloads import DownloadRows
 from .pair_panel import PairPanel
 from .planned_fit import DownloadGate
 from .rows import ModelRow, build_rows
-from .style import STYLE_SHEET, state_pill
+from ..theme_switch import follow
+from .style import state_pill, style_sheet
 from .table_model import ModelTableModel
 from .table_view import ModelsTable
 from .workers import Downloader, TaskRunner
@@ -70,7 +71,7 @@ class ModelsWindow(QWidget):
         self.closed = False  # after shutdown(): downloads stopped, open a new window
         self.setWindowTitle("Models — SpecChat")
         self.setObjectName("modelsWindow")
-        self.setStyleSheet(STYLE_SHEET)
+        follow(self, lambda: self.setStyleSheet(style_sheet()))
         self.resize(*DEFAULT_SIZE)
         self._build(read_memory)
         self._connect()
