@@ -59,7 +59,8 @@ class MessageView(QFrame):
         self.regenerate_button.clicked.connect(self.regenerateRequested.emit)
         row.addWidget(self.edit_button)
         row.addWidget(self.regenerate_button)
-        self.edit_button.setVisible(self.role == "user")
+        if self.role != "user":  # never setVisible(True) here: a widget without a parent yet would
+            self.edit_button.hide()  # open as a window of its own for a moment and take the focus
         self.regenerate_button.hide()
         return row
 
