@@ -427,7 +427,8 @@ class MainWindow(QMainWindow):
             f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
             f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)"
             " · untinted: the target's own token (one per round, even when every draft was accepted)")
-        if self.chat.conversation_id is not None and not self.chat.busy and self.composer.editing is None:
+        if (self.isVisible() and self.chat.conversation_id is not None and not self.chat.busy
+                and self.composer.editing is None):
             self.chat.open(self.chat.conversation_id)  # cards and code blocks in the new colours
 
 

@@ -28,6 +28,7 @@ class ThemeSwitch(QObject):
         super().__init__()
         self.choice = "system"
         self.applied: theme.Palette | None = None
+        self.system_scheme = lambda: QGuiApplication.styleHints().colorScheme()  # tests put in their own
         hints = QGuiApplication.styleHints()
         hints.colorSchemeChanged.connect(self._system_changed)
 
@@ -41,7 +42,7 @@ class ThemeSwitch(QObject):
     def wanted(self) -> theme.Palette:
         """The palette the choice and the system's scheme call for."""
         if self.choice == "system":
-            dark = QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark
+            dark = self.system_scheme() == Qt.ColorScheme.Dark
         else:
             dark = self.choice == "dark"
         return theme.DARK if dark else theme.LIGHT

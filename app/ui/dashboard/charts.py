@@ -83,6 +83,10 @@ def colour_plot(plot: pg.PlotWidget, y_label: str, x_label: str = "") -> None:
     item.setLabel("left", y_label, color=theme.MUTED)
     if x_label:
         item.setLabel("bottom", x_label, color=theme.MUTED)
+    for line in item.items:  # marker labels drawn over the plot take its background
+        if isinstance(line, pg.InfiniteLine) and getattr(line, "label", None) is not None:
+            line.label.fill = pg.mkBrush(*theme.CHART_LABEL_FILL)
+            line.label.update()
 
 
 CHART_HELP = {  # each chart's title -> what it plots and how (the title's tooltip)
