@@ -1,5 +1,6 @@
 """What speculation does on battery (Preferences ▸ On battery): nothing special, a one-time note, or
-plain decoding. Reads the power source at most every MAX_AGE_S seconds (pmset / sysfs are cheap)."""
+plain decoding. Reads the power source at most every MAX_AGE_S seconds through the reader it is given
+(the window passes the dashboard's last off-thread reading)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QKeySequence
 
+from app.system.power import PowerStatus, unknown_power
+
 from .power_policy import PowerPolicy
 from .preferences import PreferencesDialog
 from .theme_switch import switch
@@ -30,11 +32,16 @@ class PreferencesLink(QObject):
         super().__init__(window)
         self.window = window
         self.dialog: PreferencesDialog | None = None
-        self.power = PowerPolicy(window.settings.power_policy)
+        # the dashboard's poller reads the power source off the UI thread (pmset is a subprocess)
+        self.power = PowerPolicy(window.settings.power_policy, self._last_power)
         self.action = QAction("Preferences…", window)
         self.action.setMenuRole(QAction.MenuRole.PreferencesRole)
         self.action.setShortcuts(preferences_keys())
         self.action.triggered.connect(self.open)
+
+    def _last_power(self) -> PowerStatus:
+        last = self.window.docks.dashboard.last_power
+        return last[0] if last else unknown_power("not read yet")
 
     def open(self) -> PreferencesDialog:
         """Show the dialog (window-modal); OK applies its values."""
