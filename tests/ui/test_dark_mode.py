@@ -8,6 +8,8 @@ from app.ui import theme
 from app.ui.chat.highlight import colour_spans
 from app.ui.theme_switch import switch
 
+from tests.hub.conftest import hub_env  # noqa: F401  (HF cache in tmp_path, no network)
+
 from .conftest import screenshot, send
 
 
@@ -124,3 +126,18 @@ def test_code_blocks_use_the_dark_highlighting_in_dark_mode(qtbot):
         assert fg & (wanted - other), choice
         assert not fg & (other - wanted), choice
         assert code_bg in bg
+
+
+def test_preferences_and_models_window_in_dark_mode(qtbot, open_window, hub_env):  # noqa: F811
+    window = open_window()
+    window.preferences.apply({"theme": "dark"})
+    dialog = window.preferences.open()
+    qtbot.waitExposed(dialog)
+    screenshot(dialog, "dark_mode_preferences")
+    assert _lightness(dialog, QPoint(3, dialog.height() // 2)) < 0.2
+    dialog.reject()
+    models = window.models.open()
+    qtbot.waitUntil(lambda: not models.runner.busy, timeout=30_000)
+    screenshot(models, "dark_mode_models_window")
+    assert _lightness(models, QPoint(3, models.height() // 2)) < 0.2
+    models.close()

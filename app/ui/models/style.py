@@ -42,8 +42,16 @@ QSplitter::handle {{ background: transparent; width: 12px; }}
 """
 
 
+DARK_STATES = {
+    "online": ("Online", "#1f3d2a", "#9fe0b5"),
+    "offline": ("Offline", "#3d321c", "#f1d48a"),
+    "searching": ("Searching…", "#1d2a40", "#b9cff7"),
+}
+
+
 def state_pill(state: str) -> str:
     """Rich text: the hub state (online, offline, searching) as a coloured pill."""
-    label, background, colour = STATES.get(state, STATES["offline"])
+    states = DARK_STATES if theme.is_dark() else STATES
+    label, background, colour = states.get(state, states["offline"])
     return (f"<span style='background:{background}; color:{colour}; font-weight:600;'>"
             f"&nbsp;● Hugging Face: {label}&nbsp;</span>")

@@ -210,7 +210,7 @@ class ModelsWindow(QWidget):
         if state == "offline":
             detail = message.removeprefix("offline: ").removesuffix("; showing the catalog only")
             self.banner.show_message("Hugging Face is not reachable, so the list shows the curated catalog "
-                                     f"and the models on this machine. ({detail})", "warning")
+                                     "and the models on this machine.", "warning", detail)
         elif self.banner.level == "warning":
             self.banner.dismiss()
 
