@@ -431,7 +431,6 @@ class MainWindow(QMainWindow):
                 and self.composer.editing is None):
             self.chat.open(self.chat.conversation_id)  # cards and code blocks in the new colours
 
-
     def _rename_current(self) -> None:
         if self.chat.conversation_id is not None:
             self.sidebar.rename_interactive(self.chat.conversation_id)
