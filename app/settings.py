@@ -23,6 +23,10 @@ MIN_DRAFT_TOKENS = LIMITS["num_draft_tokens"].low
 MAX_DRAFT_TOKENS = LIMITS["num_draft_tokens"].high
 
 Mode = Literal["baseline", "draft", "mtp", "lookup"]
+THEMES = ("system", "light", "dark")  # follow the system's colour scheme, or force one
+# on battery: speculate as on mains, say once that speeds vary, or decode plainly (no draft work)
+POWER_POLICIES = ("ignore", "warn", "plain_on_battery")
+DASHBOARD_CHARTS = ("throughput", "acceptance", "memory", "power")  # the dashboard's charts, in order
 
 
 @dataclass
@@ -43,6 +47,11 @@ class Settings:
     enable_thinking: bool = False
     color_draft_tokens: bool = True
     extra_model_dirs: list[str] = field(default_factory=list)
+    enter_sends: bool = True  # False: Enter is a new line and Shift+Enter sends
+    theme: Literal["system", "light", "dark"] = "system"
+    power_policy: Literal["ignore", "warn", "plain_on_battery"] = "warn"
+    dashboard_charts: list[str] = field(default_factory=lambda: list(DASHBOARD_CHARTS))
+    data_dir: str | None = None  # conversations and tuning data elsewhere (takes effect at the next start)
     window_geometry: str | None = None  # Qt saveGeometry() bytes, base64
     window_state: str | None = None  # Qt saveState() bytes (docks and toolbars), base64
     server_port: int = 8080  # Server menu: the port "Serve on localhost" listens on
@@ -124,6 +133,24 @@ def _draft_tokens(name: str, value: Any) -> int | str:
     return value
 
 
+def _one_of(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
+    """A check that the value is one of choices."""
+    def check(name: str, value: Any) -> str:
+        if value not in choices:
+            raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    return check
+
+
+def _chart_list(name: str, value: Any) -> list[str]:
+    charts = _text_list(name, value)
+    unknown = [c for c in charts if c not in DASHBOARD_CHARTS]
+    if unknown:
+        raise SettingsError(f"{name} may hold only {', '.join(DASHBOARD_CHARTS)}, got {unknown[0]!r}")
+    return charts
+
+
 def _text_list(name: str, value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise SettingsError(f"{name} must be a list of text, got {value!r}")
@@ -165,6 +192,11 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "enable_thinking": _boolean,
     "color_draft_tokens": _boolean,
     "extra_model_dirs": _text_list,
+    "enter_sends": _boolean,
+    "theme": _one_of(THEMES),
+    "power_policy": _one_of(POWER_POLICIES),
+    "dashboard_charts": _chart_list,
+    "data_dir": _optional_text,
     "window_geometry": _base64_or_none,
     "window_state": _base64_or_none,
     "server_port": _port,

@@ -1,4 +1,4 @@
-"""`python -m app models list|search|download|delete|pair`: the model manager on the command line."""
+"""`python -m app models list|add|search|download|delete|pair`: the model manager on the command line."""
 
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ def register(subparsers) -> None:
     lst = actions.add_parser("list", help="models on this machine (HF cache and your folders)")
     lst.add_argument("--no-vocab", action="store_true", help="skip tokenizer loading (no vocab hash)")
     lst.set_defaults(func=run_list)
+    add = actions.add_parser("add", help="remember a model folder (or a folder of model folders) for the app")
+    add.add_argument("folder", help="an MLX model folder, or a folder with MLX model folders in it")
+    add.set_defaults(func=run_add)
     search = actions.add_parser("search", help="the catalog plus MLX models on Hugging Face")
     search.add_argument("query", nargs="?", default="")
     search.add_argument("--limit", type=int, default=30)
@@ -81,6 +84,40 @@ def run_list(args) -> int:
         state = "complete" if m.complete else "PARTIAL (" + ", ".join(m.missing[:3]) + ")"
         print(f"{m.name:48} {format_bytes(m.size_bytes):>9}  {arch:18} {bits:6} ctx {ctx:>7}  "
               f"{mtp:3}  vocab {m.vocab_hash or '-':16}  {state}")
+    return 0
+
+
+def run_add(args) -> int:
+    """Add a folder to the settings' model folders after checking it holds MLX models."""
+    from app.paths import AppPaths
+    from app.settings import load_settings, save_settings
+
+    from .discovery import folder_models
+
+    folder = Path(args.folder).expanduser().resolve()
+    if not folder.exists():
+        return _fail(f"{args.folder} does not exist")
+    if not folder.is_dir():
+        return _fail(f"{args.folder} is a file, not a folder")
+    models = folder_models([folder], "folder")
+    if not models:
+        return _fail(f"{folder} is not an MLX model folder: no config.json with *.safetensors weights in it "
+                     "or in the folders below it")
+    paths = AppPaths.default().ensure()
+    loaded = load_settings(paths)
+    if loaded.warning:
+        print(loaded.warning, file=sys.stderr)
+    settings = loaded.settings
+    names = ", ".join(m.name for m in models)
+    if str(folder) in [str(Path(d).expanduser().resolve()) for d in settings.extra_model_dirs]:
+        print(f"{folder} is already listed ({names})")
+        return 0
+    settings.extra_model_dirs.append(str(folder))
+    try:
+        save_settings(paths, settings)
+    except OSError as exc:
+        return _fail(f"could not save {paths.settings_file}: {exc}")
+    print(f"added {folder} ({len(models)} model{'s' if len(models) != 1 else ''}: {names})")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Models on this machine: the HF cache (scan_cache_dir) plus folders the user added."""
+"""Models on this machine: the HF cache (scan_cache_dir), LM Studio's model folders and folders the user added."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from app.upstream.hf_hub import CacheNotFound, cached_repo_tree, scan_cache_dir
 
 from .config import HubConfig
+from .discovery import folder_models, lmstudio_dirs
 from .download import read_manifest
 from .errors import ConfirmationRequired, HubError
 from .model_facts import ModelFacts, facts_from_config, read_config, size_on_disk
@@ -23,7 +24,7 @@ class LocalModel:
 
     name: str
     path: Path
-    source: str  # "hf-cache" or "folder"
+    source: str  # "hf-cache", "lm-studio" or "folder"
     repo_id: str | None
     size_bytes: int
     complete: bool
@@ -136,12 +137,22 @@ def scan_hf_cache(config: HubConfig, vocab: VocabHashCache | None = None) -> lis
 
 
 def scan_local_models(config: HubConfig, extra_folders: list[str | Path] = (),
-                      vocab: VocabHashCache | None = None) -> list[LocalModel]:
-    """HF cache models, then each user folder (a model folder, or a folder of model folders)."""
+                      vocab: VocabHashCache | None = None, home: Path | None = None) -> list[LocalModel]:
+    """HF cache models, LM Studio's MLX models (under home), then each user folder (a model folder,
+    or a folder of model folders); each folder once."""
     models = scan_hf_cache(config, vocab)
+    studio = folder_models(lmstudio_dirs(home if home is not None else Path.home()), "lm-studio")
+    models += [describe_folder(m.path, m.name, "lm-studio", vocab=vocab) for m in studio]
     for folder in extra_folders:
         models += [describe_folder(p, vocab=vocab) for p in model_folders(Path(folder).expanduser())]
-    return models
+    seen: set[Path] = set()
+    unique = []
+    for model in models:
+        key = model.path.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(model)
+    return unique
 
 
 def model_folders(folder: Path) -> list[Path]:

@@ -6,11 +6,12 @@ import base64
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from app.engine import GenerationConfig
 from app.engine.config import LIMITS, MTP_MAX_DEPTH
+from app.hub.chat_template import has_thinking_switch
 from app.paths import AppPaths
 from app.settings import Settings, save_settings
 
@@ -24,17 +25,21 @@ from .chat.footer import MODE_NAMES
 from .chat.transcript import TranscriptView
 from .engine_client import EngineClient
 from .model_bar import ModelBar
-from .model_folders import find_model_folders
+from .model_folders import local_models
 from .models_link import ModelsLink
+from .plain_words import draft_refusal
+from .preferences_link import PreferencesLink
 from .screen_fit import fit_to_screen
 from .server_link import ServerLink
 from .settings_panel import SettingsPanel
 from .speculation_menu import AUTO, TUNED_OFF, SpeculationMenu, tuned_k
 from .startup import open_storage
+from .theme_switch import follow
 from .worker import LoadedPair, queue_text
 
 DEFAULT_SIZE = (1280, 820)
 MODELS_SHORTCUT = "Ctrl+Shift+M"
+NO_THINKING = "This model's chat template has no thinking switch (enable_thinking), so it cannot be told to think"
 
 
 class MainWindow(QMainWindow):
@@ -50,18 +55,21 @@ class MainWindow(QMainWindow):
         self.read_only = storage.read_only
         # what to load first: the given pair, else the saved one; settings change only once a pair loaded
         self.requested = (self.settings.target_path, self.settings.draft_path)
+        self._cli_target: str | None = None  # a --target folder: remembered in the model folders once it loads
         if target:
             self.requested = (str(Path(target).expanduser().resolve()),
                               str(Path(draft).expanduser().resolve()) if draft else None)
+            self._cli_target = self.requested[0]
         self.pair: LoadedPair | None = None
         self._load_banner = False  # the banner shows why a load failed (cleared once a load succeeds)
         self.store = storage.store
         self.client = EngineClient(self)
         self.setWindowTitle("SpecChat")
-        self.setStyleSheet(theme.STYLE_SHEET)
         self._build()
         self._build_menus()
         self._connect()
+        self.preferences.apply_settings()  # send key, theme, power policy, dashboard charts
+        follow(self, self._restyle)
         self._restore()
         notice = storage.banner()
         if notice:
@@ -98,9 +106,7 @@ class MainWindow(QMainWindow):
         self.mode_label = QLabel()
         self.queue_label = QLabel()  # what the engine runs and what waits for it
         self.queue_label.setObjectName("footer")
-        self.legend = QLabel(f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
-                             f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)"
-                             " · untinted: the target's own token (one per round, even when every draft was accepted)")
+        self.legend = QLabel()
         self.legend.setToolTip("Each speculative round ends with one token the target chooses itself, after the "
                                "drafts it accepted: so even a fully accepted reply has one untinted token per round. "
                                "Plain decoding (speculation off, or auto K at K=0) is untinted throughout.")
@@ -119,7 +125,7 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         bar = self.menuBar()
         chat = bar.addMenu("&Chat")
-        self.new_action = chat.addAction("New chat", QKeySequence("Ctrl+N"), self.chat.new_conversation)
+        self.new_action = chat.addAction("New chat", QKeySequence(QKeySequence.StandardKey.New), self.new_chat)
         self.stop_action = chat.addAction("Stop reply", QKeySequence("Ctrl+."), self.chat.stop)
         self.regenerate_action = chat.addAction("Regenerate reply", QKeySequence("Ctrl+R"), self.chat.regenerate)
         chat.addSeparator()
@@ -129,7 +135,12 @@ class MainWindow(QMainWindow):
         self.export_markdown_action = export.addAction("Markdown…", lambda: self.chat.actions.export("markdown"))
         self.export_json_action = export.addAction("JSON…", lambda: self.chat.actions.export("json"))
         chat.addSeparator()
+        self.preferences = PreferencesLink(self)
+        chat.addAction(self.preferences.action)  # macOS moves it to the application menu
         chat.addAction("Quit", QKeySequence.StandardKey.Quit, self.close)
+        # Esc stops the reply and leaves edit mode wherever the focus is in the window
+        self.escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.escape_pressed,
+                                context=Qt.ShortcutContext.WindowShortcut)
         self.speculation = SpeculationMenu(self)
         bar.addMenu(self.speculation)
         self.server = ServerLink(self)
@@ -175,6 +186,8 @@ class MainWindow(QMainWindow):
         self.model_bar.targetChanged.connect(self._offer_drafts)
         self.model_bar.folderBrowsed.connect(self._remember_folder)
         self.model_bar.managerRequested.connect(self.models.open)
+        self.model_bar.targetMissing.connect(lambda message: self.banner.show_message(message, "warning"))
+        self.transcript.empty.modelsRequested.connect(self.models.open)
         self.models.chosen.connect(self.use_models)
         self.models.needsTarget.connect(lambda: self.banner.show_message(
             "Choose a target model first; a draft needs a target to draft for.", "warning"))
@@ -189,7 +202,7 @@ class MainWindow(QMainWindow):
         self.panel.samplingChanged.connect(self._sampling_changed)
         self.panel.systemPromptChanged.connect(self.chat.set_system_prompt)
         self.sidebar.selected.connect(lambda _id: self.panel.set_system_prompt(self.chat.system_prompt()))
-        self.sidebar.newRequested.connect(lambda: self.panel.set_system_prompt(""))
+        self.sidebar.newRequested.connect(self._new_chat_shown)
         self.chat.replyStarted.connect(lambda _id: self.banner.dismiss() if self.banner.level == "error" else None)
 
     def _restore(self) -> None:
@@ -259,6 +272,7 @@ class MainWindow(QMainWindow):
         self.model_bar.set_loaded(f"Ready · {names}")
         self.model_bar.set_memory(pair.memory_bytes)
         self.composer.set_ready(True)
+        self._offer_thinking(pair.target)
         self.transcript.empty.set_model_state(True, names)
         self.speculation.set_available(pair.available_modes)
         if self._load_banner:
@@ -274,8 +288,11 @@ class MainWindow(QMainWindow):
         self.server.menu.set_remote(pair.remote)
         if pair.draft_error:
             self.model_bar.select_draft(None)
-            self.banner.show_message(f"The draft was not loaded: {pair.draft_error}", "error")
+            plain, detail = draft_refusal(pair.draft_error)
+            self.banner.show_message(f"The draft was not loaded: {plain}.", "error", detail)
             self._load_banner = True
+        if self._cli_target and pair.target == self._cli_target:
+            self._remember_model(pair.target)
         self.save()
         self._update_mode_label()
         self.docks.set_loaded(pair)
@@ -297,11 +314,14 @@ class MainWindow(QMainWindow):
         self._load_banner = True
 
     def _model_folders(self, *also: str | None) -> list[str]:
-        roots = list(self.settings.extra_model_dirs)
+        """Folders beside the models in use, and every model found on disk (HF cache, LM Studio, yours)."""
+        roots = []
         for path in (self.settings.target_path, self.settings.draft_path, *also):
             if path:
                 roots.append(str(Path(path).parent))
-        return find_model_folders(roots)
+        found = local_models(roots, self.settings.extra_model_dirs)
+        self.model_bar.names.update(found)
+        return list(found)
 
     def _offer_drafts(self, target: str, draft: str | None = None) -> None:
         candidates = [f for f in self._model_folders(target, draft) if Path(f) != Path(target)]
@@ -321,6 +341,18 @@ class MainWindow(QMainWindow):
         self._offer_drafts(target, draft)
         self.load_models(target, draft)
 
+    def _remember_model(self, folder: str) -> None:
+        """Keep a model folder given on the command line among the folders the pickers list."""
+        known = [str(Path(d).expanduser().resolve()) for d in self.settings.extra_model_dirs]
+        if str(Path(folder).resolve()) not in known and str(Path(folder).parent.resolve()) not in known:
+            self.settings.extra_model_dirs.append(folder)
+
+    def _offer_thinking(self, target: str) -> None:
+        available = has_thinking_switch(Path(target))
+        self.composer.set_thinking_available(available, NO_THINKING)
+        self.thinking_action.setEnabled(available)
+        self.thinking_action.setToolTip("" if available else NO_THINKING)
+
     def _remember_folder(self, folder: str) -> None:
         parent = str(Path(folder).parent)
         if parent not in self.settings.extra_model_dirs:
@@ -334,12 +366,15 @@ class MainWindow(QMainWindow):
         self.panel.flush()
         s = self.settings
         mode, k = self.speculation.checked_mode(), self.speculation.current_k
+        mode, note = self.preferences.power.reply_mode(mode)  # Preferences ▸ On battery
+        if note:
+            self.banner.show_message(note, "info")
         if mode == "mtp" and k != AUTO:
             k = min(k, MTP_MAX_DEPTH)  # the head drafts at most this deep
         cfg = GenerationConfig(mode=mode, num_draft_tokens=k,
                                max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p,
                                top_k=s.top_k, min_p=s.min_p, mtp_history=s.mtp_history)
-        return cfg, self.composer.thinking.isChecked()
+        return cfg, self.composer.thinking.isChecked() and self.composer.thinking.isEnabled()
 
     def _mode_chosen(self, mode: str) -> None:
         self.settings.mode = mode
@@ -408,7 +443,35 @@ class MainWindow(QMainWindow):
         if not self.read_only:
             save_settings(self.paths, self.settings)
 
-    # --- conversations ---
+    # --- conversations and keys ---
+
+    def new_chat(self) -> None:
+        """A new, empty chat (Cmd+N): no system prompt, the cursor in the composer."""
+        self.panel.flush()  # a pending system-prompt edit belongs to the chat being left
+        self.chat.new_conversation()
+        self._new_chat_shown()
+
+    def _new_chat_shown(self) -> None:
+        self.panel.set_system_prompt("")
+        self.composer.text.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def escape_pressed(self) -> None:
+        """Esc: stop the streaming reply and leave edit mode, wherever the focus is."""
+        if self.chat.busy:
+            self.chat.stop()
+        if self.composer.editing is not None:
+            self.composer.leave_edit()
+
+    def _restyle(self) -> None:
+        """Apply the current light or dark palette to what the window paints itself."""
+        self.setStyleSheet(theme.style_sheet())
+        self.legend.setText(
+            f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
+            f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)"
+            " · untinted: the target's own token (one per round, even when every draft was accepted)")
+        if (self.isVisible() and self.chat.conversation_id is not None and not self.chat.busy
+                and self.composer.editing is None):
+            self.chat.open(self.chat.conversation_id)  # cards and code blocks in the new colours
 
     def _rename_current(self) -> None:
         if self.chat.conversation_id is not None:

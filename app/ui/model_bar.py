@@ -12,6 +12,8 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QPro
 from .elided_label import ElidedLabel
 
 NO_DRAFT = "No draft"
+CHOOSE_TARGET = ("Choose a target model first: pick one in the Target list, or open Models… to find one "
+                 "on this machine or download one.")
 
 
 class ModelBar(QToolBar):
@@ -21,6 +23,7 @@ class ModelBar(QToolBar):
     targetChanged = Signal(str)
     folderBrowsed = Signal(str)
     managerRequested = Signal()  # open the Models window
+    targetMissing = Signal(str)  # Load pressed with no target chosen: what to do
 
     def __init__(self, parent=None):
         super().__init__("Models", parent)
@@ -63,6 +66,7 @@ class ModelBar(QToolBar):
         row.addWidget(self.memory)
         box.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.addWidget(box)
+        self.names: dict[str, str] = {}  # folder -> the name to show (a repo id for an HF cache snapshot)
         self.set_drafts([], {})
 
     # --- choices ---
@@ -72,7 +76,7 @@ class ModelBar(QToolBar):
         self.target.blockSignals(True)
         self.target.clear()
         for folder in _with(folders, current):
-            self.target.addItem(Path(folder).name, folder)
+            self.target.addItem(self.label(folder), folder)
             self.target.setItemData(self.target.count() - 1, folder, Qt.ItemDataRole.ToolTipRole)
         if current:
             self.target.setCurrentIndex(self.target.findData(current))
@@ -84,7 +88,7 @@ class ModelBar(QToolBar):
         self.draft.addItem(NO_DRAFT, None)
         model: QStandardItemModel = self.draft.model()
         for folder in _with(folders, current):
-            self.draft.addItem(Path(folder).name, folder)
+            self.draft.addItem(self.label(folder), folder)
             reason = reasons.get(folder)
             item = model.item(self.draft.count() - 1)
             item.setToolTip(f"Cannot draft for this target: {reason}" if reason else folder)
@@ -92,6 +96,10 @@ class ModelBar(QToolBar):
         index = self.draft.findData(current) if current else 0
         usable = index > 0 and model.item(index).isEnabled()
         self.draft.setCurrentIndex(index if usable else 0)
+
+    def label(self, folder: str) -> str:
+        """The name a folder is shown by: its repo id or publisher/model when known, else its name."""
+        return self.names.get(folder) or Path(folder).name
 
     def target_path(self) -> str | None:
         """The chosen target folder."""
@@ -132,6 +140,10 @@ class ModelBar(QToolBar):
     def _load(self) -> None:
         if self.target_path():
             self.loadRequested.emit(self.target_path(), self.draft_path())
+        else:
+            self.state.setText("Choose a target model first…")
+            self.state.setToolTip(CHOOSE_TARGET)
+            self.targetMissing.emit(CHOOSE_TARGET)
 
     def _target_changed(self, _index: int) -> None:
         if self.target_path():

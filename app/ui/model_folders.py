@@ -1,9 +1,16 @@
-"""Find local model folders (config.json + safetensors) to offer in the pickers. Plain Python."""
+"""Find local model folders (config.json + safetensors) to offer in the pickers. Plain Python.
+
+Besides folders next to the models already used, the pickers offer every model found on disk
+(app.hub.discovery): the Hugging Face cache, LM Studio's folders and the folders the user added.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+
+from app.hub.config import HubConfig
+from app.hub.discovery import discover_models
 
 
 def is_model_folder(path: Path) -> bool:
@@ -17,6 +24,16 @@ def find_model_folders(roots: Iterable[str | Path], depth: int = 2) -> list[str]
     for root in roots:
         _walk(Path(root).expanduser(), depth, found)
     return list(found)
+
+
+def local_models(roots: Iterable[str | Path], extra_dirs: Iterable[str | Path] = (),
+                 cache_dir: Path | None = None, home: Path | None = None) -> dict[str, str]:
+    """{folder: name to show}: folders at or under roots, then every model discovered on disk."""
+    models = {folder: Path(folder).name for folder in find_model_folders(roots)}
+    cache = cache_dir if cache_dir is not None else HubConfig.from_env().cache_dir
+    for model in discover_models(cache, extra_dirs, home):
+        models.setdefault(str(model.path.resolve()), model.name)
+    return models
 
 
 def _walk(path: Path, depth: int, found: dict[str, None]) -> None:

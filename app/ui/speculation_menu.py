@@ -11,6 +11,8 @@ from PySide6.QtWidgets import QMenu
 from app.engine.config import LIMITS
 from app.paths import AppPaths
 
+from .plain_words import mode_reason
+
 MODE_LABELS = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP (model's own head)",
                "lookup": "Prompt lookup (no model)"}
 MODE_SHORTCUTS = {"baseline": "Ctrl+0", "draft": "Ctrl+1", "mtp": "Ctrl+2", "lookup": "Ctrl+3"}
@@ -81,7 +83,8 @@ class SpeculationMenu(QMenu):
             reason = None if mode == "baseline" else (NOT_LOADED if modes is None else modes.get(mode, "unknown mode"))
             action.setEnabled(reason is None)
             tip = f"{MODE_LABELS[mode]} ({MODE_SHORTCUTS[mode]})"
-            action.setToolTip(tip if reason is None else f"Unavailable: {reason}")
+            plain, detail = mode_reason(mode, reason)
+            action.setToolTip(tip if reason is None else f"Unavailable: {plain}" + (f" ({detail})" if detail else ""))
             action.setStatusTip(action.toolTip())
 
     def set_mode(self, mode: str) -> None:

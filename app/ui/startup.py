@@ -44,12 +44,14 @@ def open_storage(paths: AppPaths) -> Storage:
     paths.ensure()
     _start_log(paths)
     notices: list[tuple[str, str]] = []
+    settings = _settings(paths, notices)
+    if settings.data_dir:  # the data folder chosen in Preferences (settings stay in the config folder)
+        paths = replace(paths, data_dir=Path(settings.data_dir).expanduser()).ensure()
     unwritable = _unwritable(paths, notices)
     for folder in unwritable:
         notices.append(("warning", f"Can't save: {folder} is not writable; conversations and settings "
                                    f"will not be kept."))
         log.warning("%s is not writable; running without saving", folder)
-    settings = _settings(paths, notices)
     store = _store(paths, bool(unwritable), notices)
     scratch = tempfile.TemporaryDirectory(prefix="specchat-unsaved-") if unwritable else None
     if scratch:

@@ -52,9 +52,16 @@ def test_an_incompatible_draft_is_refused_and_the_target_still_loads(qtbot, open
                                                                     dense_other_vocab):
     window = open_window(dense_target, dense_other_vocab)
     assert window.pair is not None and window.pair.draft is None
-    assert "cannot draft for" in window.banner.message and "token id" in window.banner.message
+    # plain words in the banner, the technical reason behind its Details toggle
+    assert "does not share the target's vocabulary" in window.banner.message
+    assert "cannot draft for" in window.banner.details and "token id" in window.banner.details
+    assert window.banner.details_button.isVisibleTo(window.banner)
+    assert not window.banner.details_label.isVisibleTo(window.banner)
+    window.banner.details_button.click()
+    assert window.banner.details_label.isVisibleTo(window.banner)
     action = window.speculation.mode_actions["draft"]
-    assert not action.isEnabled() and action.toolTip() == "Unavailable: no draft model loaded"
+    assert not action.isEnabled()
+    assert action.toolTip() == "Unavailable: no draft model loaded: choose one in the toolbar"
     assert window.speculation.checked_mode() == "baseline"
     assert send(qtbot, window, "still works").stats.mode == "baseline"
 

@@ -27,9 +27,12 @@ def test_menu_offers_the_k_choices_shortcuts_and_greys_unavailable_modes(qtbot):
     assert [menu.mode_actions[m].shortcut().toString() for m in ("baseline", "draft", "mtp")] == [
         "Ctrl+0", "Ctrl+1", "Ctrl+2"]
     assert not menu.mode_actions["draft"].isEnabled()
-    assert menu.mode_actions["draft"].toolTip() == "Unavailable: no model is loaded yet"
-    menu.set_available({"baseline": None, "draft": None, "mtp": "no MTP head"})
-    assert menu.mode_actions["draft"].isEnabled() and menu.mode_actions["mtp"].toolTip() == "Unavailable: no MTP head"
+    assert menu.mode_actions["draft"].toolTip() == (
+        "Unavailable: no model is loaded yet: choose one in the toolbar or open Models…")
+    menu.set_available({"baseline": None, "draft": None,
+                        "mtp": "no MTP head: config.json declares no MTP layers"})
+    assert menu.mode_actions["draft"].isEnabled() and menu.mode_actions["mtp"].toolTip() == (
+        "Unavailable: this model has no multi-token-prediction head (config.json declares no MTP layers)")
     chosen = []
     menu.draftTokensChosen.connect(chosen.append)
     menu.set_k(4)

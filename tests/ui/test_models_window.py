@@ -315,6 +315,7 @@ def test_offline_search_shows_the_catalog_and_an_offline_state(qtbot, hub_env, m
     window = make_window()  # hub_env points huggingface_hub at a port nobody listens on
     assert window.hub_state == "offline" and "Offline" in window.state_label.text()
     assert window.banner.isVisible() and "not reachable" in window.banner.message
+    assert "cannot reach" in window.banner.details and "cannot reach" not in window.banner.message  # Details
     catalog = {m.repo_id for m in load_catalog().models}
     assert {r.name for r in window.table_model.rows()} == catalog
     window.search_box.setText("0.6B")

@@ -24,7 +24,7 @@ def test_the_menu_greys_speculation_with_the_hook_and_version(qtbot, open_window
         action = window.speculation.mode_actions[mode]
         assert not action.isEnabled()
         assert action.toolTip().startswith(
-            f"Unavailable: speculation for this model is off: mlx-lm {metadata.version('mlx-lm')} "
-            "changed gated_delta_update: it no longer takes `mask`")
+            "Unavailable: the installed mlx-lm version does not support this mode (speculation for this model "
+            f"is off: mlx-lm {metadata.version('mlx-lm')} changed gated_delta_update: it no longer takes `mask`")
     assert window.speculation.checked_mode() == "baseline"
     assert send(qtbot, window, "still works").stats.mode == "baseline"

@@ -11,6 +11,7 @@ from .markdown_view import body_font
 
 
 SEND_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+THINKING_TIP = "Qwen3 enable_thinking: the model reasons first; the reasoning is shown collapsed"
 
 
 class Composer(QFrame):
@@ -73,7 +74,7 @@ class Composer(QFrame):
     def _buttons(self) -> QHBoxLayout:
         row = QHBoxLayout()
         self.thinking = QCheckBox("Think before answering")
-        self.thinking.setToolTip("Qwen3 enable_thinking: the model reasons first; the reasoning is shown collapsed")
+        self.thinking.setToolTip(THINKING_TIP)
         self.thinking.toggled.connect(self.thinkingToggled)
         self.send_button = QPushButton("Send", objectName="primary")
         self.send_button.clicked.connect(self._send)
@@ -85,6 +86,11 @@ class Composer(QFrame):
         row.addWidget(self.stop_button)
         row.addWidget(self.send_button)
         return row
+
+    def set_thinking_available(self, available: bool, reason: str = "") -> None:
+        """Offer the thinking switch only when the model's chat template has one; reason says why not."""
+        self.thinking.setEnabled(available)
+        self.thinking.setToolTip(THINKING_TIP if available else reason)
 
     def set_busy(self, busy: bool) -> None:
         """While a reply streams only Stop is offered."""

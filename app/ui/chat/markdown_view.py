@@ -149,7 +149,7 @@ class MarkdownView(QTextBrowser):
             starts.append((offset, block.position()))
             lines.append(block.text())
             offset += len(block.text()) + 1
-        for span in colour_spans("\n".join(lines), str(language)):
+        for span in colour_spans("\n".join(lines), str(language), dark=theme.is_dark()):
             fmt = QTextCharFormat()
             fmt.setForeground(QColor(span.colour))
             if span.bold:

@@ -85,7 +85,8 @@ class MessageView(QFrame):
         for widget in (self.previous_button, self.version_label, self.next_button, self.copy_button,
                        self.delete_button, self.edit_button, self.regenerate_button):
             row.addWidget(widget)
-        self.edit_button.setVisible(self.role == "user")
+        if self.role != "user":  # never setVisible(True) here: a widget without a parent yet would
+            self.edit_button.hide()  # open as a window of its own for a moment and take the focus
         self.regenerate_button.hide()
         self.set_versions(0, 1)
         return row

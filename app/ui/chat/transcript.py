@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from app.store import StoredMessage
 
@@ -234,6 +234,8 @@ HINT_MARGIN = 16
 class EmptyState(QWidget):
     """What an empty conversation shows: what to do next."""
 
+    modelsRequested = Signal()  # open the Models window
+
     def __init__(self, parent=None):
         super().__init__(parent)
         layout = QVBoxLayout(self)
@@ -248,6 +250,11 @@ class EmptyState(QWidget):
         for label in (title, self.hint):
             label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
             layout.addWidget(label, 0, Qt.AlignmentFlag.AlignHCenter)
+        self.models_button = QPushButton("Open Models…", objectName="primary")
+        self.models_button.setToolTip("Models already on this machine (Hugging Face cache, LM Studio, your "
+                                      "folders) and models to download (Ctrl+Shift+M)")
+        self.models_button.clicked.connect(self.modelsRequested)
+        layout.addWidget(self.models_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self.set_model_state(False)
 
     def set_model_state(self, loaded: bool, name: str = "") -> None:
@@ -257,9 +264,12 @@ class EmptyState(QWidget):
                               "Choose Off, Draft model or MTP and the draft length in the Speculation menu; "
                               "View ▸ Colour drafted tokens shows which words the drafter got right.")
         else:
-            self.hint.setText("Choose a target model folder in the toolbar and press Load.\n\n"
+            self.hint.setText("No model is loaded. Open Models… to pick one already on this machine (the "
+                              "Hugging Face cache, LM Studio, your folders) or to download one; or choose a "
+                              "target in the toolbar and press Load.\n\n"
                               "Pair it with a small draft model of the same family to see "
                               "speculative decoding at work.")
+        self.models_button.setVisible(not loaded)
         self._fit_hint()
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainT
 
 from app.engine.config import LIMITS, MTP_MAX_DEPTH
 from .. import theme
+from ..theme_switch import follow
 from ..settings_panel import limited_spin_box
 from app.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
 from app.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
@@ -16,10 +17,16 @@ from app.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, Jo
 from ..worker import QtJob
 
 DEFAULT_PROMPT = "Write a Python function that merges two sorted lists, with a docstring."
-CARD_STYLE = (f"ABCard {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
-              f" QLabel#abTitle {{ font-weight: 600; color: {theme.TEXT}; }}"
-              f" QLabel#abSpeed {{ font-size: 20px; font-weight: 600; color: {theme.TEXT}; }}"
-              f" QLabel#abDetail {{ color: {theme.MUTED}; }}")
+
+
+def card_style() -> str:
+    """The A/B card's style sheet in the current palette."""
+    return (f"ABCard {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
+            f" QLabel#abTitle {{ font-weight: 600; color: {theme.TEXT}; }}"
+            f" QLabel#abSpeed {{ font-size: 20px; font-weight: 600; color: {theme.TEXT}; }}"
+            f" QLabel#abDetail {{ color: {theme.MUTED}; }}")
+
+
 SPEED_TIP = ("Decode speed of this mode's run: generated tokens over the time from the end of prompt processing "
              "to the last token (the engine's clock), greedy, same prompt and token limit for every mode.")
 DETAIL_TIP = ("Tokens generated; acceptance: share of drafted tokens the target accepted (— when nothing was "
@@ -33,7 +40,7 @@ class ABCard(QFrame):
 
     def __init__(self, mode: str, parent=None):
         super().__init__(parent)
-        self.setStyleSheet(CARD_STYLE)
+        follow(self, lambda: self.setStyleSheet(card_style()))
         self.mode = mode
         self.title = QLabel(MODE_TITLES[mode], objectName="abTitle")
         self.speed = QLabel("—", objectName="abSpeed")

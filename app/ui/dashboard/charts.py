@@ -10,6 +10,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout
 
 from .. import theme
+from ..theme_switch import follow
 
 BLUE = "#2f6fde"
 BLUE_LIGHT = "#a8c1f0"
@@ -24,10 +25,14 @@ PLOT_MIN_HEIGHT = 130
 PLOT_MIN_WIDTH = 200
 HEADROOM = 1.2  # a y range this much above the highest value or marker leaves room for the marker's label
 MIN_TIME_SPAN_S = 60  # the narrowest time window a chart over time shows
-CARD_STYLE = (f"ChartCard {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
-              f" QLabel#chartTitle {{ color: {theme.TEXT}; font-weight: 600; }}"
-              f" QLabel#chartCaption, QLabel#chartLegend {{ color: {theme.MUTED}; font-size: 11px; }}"
-              f" QLabel#chartEmpty {{ color: {theme.MUTED}; background: transparent; }}")
+
+
+def card_style() -> str:
+    """The chart card's style sheet in the current palette."""
+    return (f"ChartCard {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
+            f" QLabel#chartTitle {{ color: {theme.TEXT}; font-weight: 600; }}"
+            f" QLabel#chartCaption, QLabel#chartLegend {{ color: {theme.MUTED}; font-size: 11px; }}"
+            f" QLabel#chartEmpty {{ color: {theme.MUTED}; background: transparent; }}")
 
 
 def pen(color: str, width: float = 2.0, dashed: bool = False):
@@ -55,7 +60,6 @@ def make_plot(y_label: str, x_label: str = "", date_axis: bool = False) -> pg.Pl
     else:
         axes = {"bottom": CountAxis(orientation="bottom")} if x_label else {}
     plot = pg.PlotWidget(axisItems=axes)
-    plot.setBackground("w")
     plot.setMinimumHeight(PLOT_MIN_HEIGHT)
     plot.setMinimumWidth(PLOT_MIN_WIDTH)
     item = plot.getPlotItem()
@@ -64,10 +68,25 @@ def make_plot(y_label: str, x_label: str = "", date_axis: bool = False) -> pg.Pl
     item.hideButtons()
     for name in ("left", "bottom"):
         style_axis(item.getAxis(name))
+    follow(plot, lambda: colour_plot(plot, y_label, x_label))
+    return plot
+
+
+def colour_plot(plot: pg.PlotWidget, y_label: str, x_label: str = "") -> None:
+    """Background, axes and labels of a plot in the current palette (light or dark)."""
+    plot.setBackground(theme.CHART_BG)
+    item = plot.getPlotItem()
+    for name in ("left", "bottom", "right"):
+        axis = item.getAxis(name)
+        axis.setPen(pg.mkPen(theme.BORDER))
+        axis.setTextPen(pg.mkPen(theme.MUTED))
     item.setLabel("left", y_label, color=theme.MUTED)
     if x_label:
         item.setLabel("bottom", x_label, color=theme.MUTED)
-    return plot
+    for line in item.items:  # marker labels drawn over the plot take its background
+        if isinstance(line, pg.InfiniteLine) and getattr(line, "label", None) is not None:
+            line.label.fill = pg.mkBrush(*theme.CHART_LABEL_FILL)
+            line.label.update()
 
 
 CHART_HELP = {  # each chart's title -> what it plots and how (the title's tooltip)
@@ -106,7 +125,7 @@ def horizontal_line(color: str, label: str = "") -> pg.InfiniteLine:
     """A dashed horizontal marker line with its label at the right end."""
     line = pg.InfiniteLine(angle=0, movable=False, pen=pen(color, 1.6, dashed=True), label=label,
                            labelOpts={"position": 0.97, "color": color, "anchors": [(1, 1), (1, 1)],
-                                      "fill": pg.mkBrush(255, 255, 255, 200)})
+                                      "fill": pg.mkBrush(*theme.CHART_LABEL_FILL)})
     line.setZValue(-5)
     return line
 
@@ -117,7 +136,7 @@ class ChartCard(QFrame):
     def __init__(self, title: str, plot: pg.PlotWidget, empty_text: str,
                  legend: list[tuple[str, str, str]] = (), parent=None):
         super().__init__(parent)
-        self.setStyleSheet(CARD_STYLE)
+        follow(self, lambda: self.setStyleSheet(card_style()))
         self.plot = plot
         self._recent_window = False  # show_times: the x range is the last minute, set by hand
         self.title = QLabel(title, objectName="chartTitle")

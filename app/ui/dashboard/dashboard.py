@@ -28,6 +28,7 @@ from app.system.ringbuffer import RingBuffer, RoundSeries
 from app.ui.chat.footer import MODE_NAMES
 
 from .. import theme
+from ..theme_switch import follow
 from ..banner import Banner
 from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL
 from .panels import (
@@ -86,8 +87,8 @@ class Dashboard(QWidget):
     # --- construction ---
 
     def _build(self) -> None:
-        self.setStyleSheet(f"#dashboard, #dashboardBody {{ background: {theme.WINDOW_BG}; }}"
-                           f" QLabel#dashStatus {{ color: {theme.MUTED}; }}")
+        follow(self, lambda: self.setStyleSheet(f"#dashboard, #dashboardBody {{ background: {theme.WINDOW_BG}; }}"
+                                                f" QLabel#dashStatus {{ color: {theme.MUTED}; }}"))
         self.banner = Banner()
         self.tiles = {name: StatTile(title, accent) for name, title, accent in (
             ("speed", "Decode speed", BLUE), ("vs_plain", "vs plain decode", RED),

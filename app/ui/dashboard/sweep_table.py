@@ -15,6 +15,7 @@ from app.tuning.sweep_results import CellResult, is_best
 from app.tuning.sweep_stats import BEST_RULE, cv_text
 
 from .. import theme
+from ..theme_switch import follow
 from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL, ChartCard, legend_html, make_plot, pen
 
 DASH = "—"
@@ -72,9 +73,10 @@ class SweepTable(QTableWidget):
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        self.setStyleSheet(f"QTableWidget {{ background: white; border: 1px solid {theme.BORDER}; "
-                           f"border-radius: 8px; }} QHeaderView::section {{ background: #f3f4f6; "
-                           f"border: none; padding: 4px 6px; color: {theme.MUTED}; font-weight: 600; }}")
+        follow(self, lambda: self.setStyleSheet(
+            f"QTableWidget {{ background: {theme.SURFACE}; color: {theme.TEXT}; border: 1px solid {theme.BORDER}; "
+            f"border-radius: 8px; }} QHeaderView::section {{ background: {theme.CODE_BG}; "
+            f"border: none; padding: 4px 6px; color: {theme.MUTED}; font-weight: 600; }}"))
 
     def show_cells(self, prompts: list[tuple[str, list[CellResult]]], best: dict[str, int]) -> None:
         """Fill the table from (prompt name, cells) pairs; best marks the best choice per prompt (0: Off)."""

@@ -20,6 +20,7 @@ from app.tuning.best_k import save_sweep
 from app.paths import AppPaths
 
 from .. import theme
+from ..theme_switch import follow
 from ..banner import Banner
 from .ab_panel import ABPanel
 from ..worker import QtJob
@@ -27,7 +28,11 @@ from .sweep_export import write_csv
 from .sweep_table import SpeedupChart, SweepTable
 
 DEFAULT_KS = "1,2,4,8"
-CARD = f"background: white; border: 1px solid {theme.BORDER}; border-radius: 10px;"
+
+
+def card_css() -> str:
+    """A card's style in the current palette."""
+    return f"background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px;"
 
 
 class SweepView(QWidget):
@@ -57,7 +62,7 @@ class SweepView(QWidget):
 
     def _build(self) -> None:
         self.setObjectName("sweepView")
-        self.setStyleSheet(f"#sweepView {{ background: {theme.WINDOW_BG}; }}")
+        follow(self, lambda: self.setStyleSheet(f"#sweepView {{ background: {theme.WINDOW_BG}; }}"))
         self.banner = Banner()
         self.mode = QComboBox()
         self.ks_edit = QLineEdit(DEFAULT_KS)
@@ -99,14 +104,14 @@ class SweepView(QWidget):
             actions.addWidget(button)
         layout.addLayout(actions)
         ab_card = QFrame(objectName="abFrame")
-        ab_card.setStyleSheet(f"QFrame#abFrame {{ {CARD} }}")
+        follow(ab_card, lambda: ab_card.setStyleSheet(f"QFrame#abFrame {{ {card_css()} }}"))
         inner = QVBoxLayout(ab_card)
         inner.addWidget(self.ab)
         layout.addWidget(ab_card, 0)
 
     def _controls(self) -> QFrame:
         card = QFrame(objectName="sweepControls")
-        card.setStyleSheet(f"QFrame#sweepControls {{ {CARD} }}")
+        follow(card, lambda: card.setStyleSheet(f"QFrame#sweepControls {{ {card_css()} }}"))
         row = QHBoxLayout()
         row.addWidget(QLabel("Sweep"))
         row.addWidget(self.mode)

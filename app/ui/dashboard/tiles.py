@@ -7,6 +7,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout
 from app.tuning.reference import FASTER, SLOWER, compare
 
 from .. import theme
+from ..theme_switch import follow
 
 DASH = "—"
 VERDICT_COLORS = {FASTER: "#1f9d55", SLOWER: theme.REJECT}  # within noise: the tile's grey
@@ -29,10 +30,12 @@ TILE_HELP = {
     "power": "The power source and battery level read from the OS (pmset on macOS; psutil / sysfs elsewhere), "
              "and whether low-power mode is on: speeds on battery or low power are not comparable.",
 }
-TILE_STYLE = (f"StatTile {{ background: white; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
-              f" QLabel#tileTitle {{ color: {theme.MUTED}; font-size: 11px; font-weight: 600; }}"
-              f" QLabel#tileValue {{ color: {theme.TEXT}; font-size: 21px; font-weight: 600; }}"
-              f" QLabel#tileSub {{ color: {theme.MUTED}; font-size: 11px; }}")
+def tile_style() -> str:
+    """The tile's style sheet in the current palette."""
+    return (f"StatTile {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
+            f" QLabel#tileTitle {{ color: {theme.MUTED}; font-size: 11px; font-weight: 600; }}"
+            f" QLabel#tileValue {{ color: {theme.TEXT}; font-size: 21px; font-weight: 600; }}"
+            f" QLabel#tileSub {{ color: {theme.MUTED}; font-size: 11px; }}")
 
 
 class StatTile(QFrame):
@@ -40,7 +43,8 @@ class StatTile(QFrame):
 
     def __init__(self, title: str, accent: str, parent=None):
         super().__init__(parent)
-        self.setStyleSheet(TILE_STYLE + f" QFrame#tileAccent {{ background: {accent}; border-radius: 2px; }}")
+        follow(self, lambda: self.setStyleSheet(
+            tile_style() + f" QFrame#tileAccent {{ background: {accent}; border-radius: 2px; }}"))
         accent_bar = QFrame(objectName="tileAccent")
         accent_bar.setFixedWidth(4)
         self.title = QLabel(title.upper(), objectName="tileTitle")

@@ -32,6 +32,10 @@ PILLS = {COMPLETE: ("#dff3e6", "#1d6b3c"), PARTIAL: ("#fff1d6", "#8a5a00"),
          NOT_DOWNLOADED: ("#eef0f3", "#5b6472"), DOWNLOADING: ("#e4edfc", "#1d4aa0"),
          QUEUED: ("#eef0f3", "#5b6472"), CANCELLED: ("#fff1d6", "#8a5a00"),
          FAILED: ("#fdecec", "#8a1f1f"), DONE: ("#dff3e6", "#1d6b3c")}
+DARK_PILLS = {COMPLETE: ("#1f3d2a", "#9fe0b5"), PARTIAL: ("#3d321c", "#f1d48a"),
+              NOT_DOWNLOADED: ("#2c3038", "#aab2bf"), DOWNLOADING: ("#1d2a40", "#b9cff7"),
+              QUEUED: ("#2c3038", "#aab2bf"), CANCELLED: ("#3d321c", "#f1d48a"),
+              FAILED: ("#3d1f22", "#f6b9b9"), DONE: ("#1f3d2a", "#9fe0b5")}
 
 
 def _paint_selection(painter: QPainter, option: QStyleOptionViewItem, index) -> None:
@@ -61,7 +65,7 @@ class ProgressDelegate(QStyledItemDelegate):
         top = rect.top() + max((rect.height() - text_height - BAR_HEIGHT - 3) / 2, 0)
         track = QRectF(rect.left(), top, rect.width(), BAR_HEIGHT)
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(TRACK)
+        painter.setBrush(QColor(theme.BORDER) if theme.is_dark() else TRACK)
         painter.drawRoundedRect(track, BAR_HEIGHT / 2, BAR_HEIGHT / 2)
         done = max(0.0, min(1.0, fraction or 0.0))
         if done > 0:
@@ -87,7 +91,8 @@ class StatusDelegate(QStyledItemDelegate):
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
         _paint_selection(painter, option, index)
         text = index.data() or ""
-        background, foreground = PILLS.get(index.data(STATE_ROLE), PILLS[NOT_DOWNLOADED])
+        pills = DARK_PILLS if theme.is_dark() else PILLS
+        background, foreground = pills.get(index.data(STATE_ROLE), pills[NOT_DOWNLOADED])
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         metrics = option.fontMetrics

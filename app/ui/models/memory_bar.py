@@ -9,6 +9,8 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from app.hub.memory_fit import GREEN, RED, YELLOW, MemoryFit
 from app.hub.units import format_bytes
 
+from .. import theme
+
 PART_COLOURS = {"target weights": "#2f6fde", "target cache": "#7fa6ec", "draft weights": "#8a63d2",
                 "draft cache": "#bda6e8", "runtime": "#b8c0cc"}
 LEVEL_COLOURS = {GREEN: ("#dff3e6", "#1d6b3c"), YELLOW: ("#fff1d6", "#8a5a00"), RED: ("#fdecec", "#8a1f1f")}
@@ -39,7 +41,7 @@ class MemoryBar(QWidget):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(Qt.PenStyle.NoPen)
         track = QRectF(0, 1, self.width(), HEIGHT)
-        painter.setBrush(QColor("#e6e9ef"))
+        painter.setBrush(QColor(theme.BORDER if theme.is_dark() else "#e6e9ef"))
         painter.drawRoundedRect(track, HEIGHT / 2, HEIGHT / 2)
         fit = self.fit
         if fit is None or fit.limit_bytes <= 0:

@@ -15,12 +15,14 @@ from app.hub.memory_fit import MemoryFit, memory_fit, model_memory
 from app.hub.pairing import INCOMPATIBLE, OK, PairReport, pair_report
 from app.system.memory import MachineMemory
 
+from ..plain_words import SELF_DRAFT
 from .memory_bar import LEVEL_COLOURS, LEVEL_WORDS, MemoryBar, fit_legend, fit_numbers
 from .planned_fit import PLANNED_NOTE, PlannedFit, plan_fit
 from .rows import ModelRow
 from .workers import TaskRunner
 
 NO_DRAFT = "No draft (target alone)"
+SELF_SUFFIX = " (itself: exactness check only)"
 DEFAULT_CONTEXT = 8192
 MARKS = {OK: ("✓", "#1d6b3c"), INCOMPATIBLE: ("✗", "#b42318")}
 WARNING_MARK = ("!", "#8a5a00")
@@ -167,6 +169,7 @@ class PairPanel(QFrame):
             self.draft.setItemData(self.draft.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
         _select(self.target, old_target)
         _select(self.draft, old_draft)
+        self._mark_self_draft()
         for combo in (self.target, self.draft):
             combo.blockSignals(False)
         if self.planned is None:  # a planned fit on show stays until a local pair is picked
@@ -213,7 +216,19 @@ class PairPanel(QFrame):
 
     def _pair_changed(self, *_) -> None:
         self.planned = None
+        self._mark_self_draft()
         self._changed()
+
+    def _mark_self_draft(self) -> None:
+        """The target is offered as its own draft only with a label that says it cannot be faster."""
+        target = self.target_path()
+        for i in range(1, self.draft.count()):
+            path = self.draft.itemData(i)
+            row = self._rows.get(path)
+            name = row.name if row is not None else Path(path).name
+            mine = path == target
+            self.draft.setItemText(i, name + (SELF_SUFFIX if mine else ""))
+            self.draft.setItemData(i, SELF_DRAFT if mine else path, Qt.ItemDataRole.ToolTipRole)
 
     def _changed(self, *_) -> None:
         self.use_button.setEnabled(False)
@@ -235,7 +250,8 @@ class PairPanel(QFrame):
         if target is None:
             return
         if draft == target:
-            self._show_idle("The draft must be a different model from the target.")
+            self._show_idle(SELF_DRAFT[0].upper() + SELF_DRAFT[1:] + ". Choose a smaller model of the same "
+                            "family to speed replies up.")
             return
         self._pending = (target, draft, context)
         self.verdict.setText("<span style='color:#6b7280'>Checking…</span>")

@@ -11,6 +11,8 @@ from app.hub.search import SearchHit
 from app.hub.store import LocalModel
 from app.hub.units import format_bytes, format_duration
 
+from ..plain_words import mtp_reason
+
 COMPLETE, PARTIAL, NOT_DOWNLOADED = "complete", "partial", "not downloaded"
 QUEUED, DOWNLOADING, DONE, CANCELLED, FAILED = "queued", "downloading", "done", "cancelled", "failed"
 STATUS_TEXT = {COMPLETE: "Downloaded", PARTIAL: "Partial", NOT_DOWNLOADED: "Not downloaded"}
@@ -120,6 +122,8 @@ def title_text(row: ModelRow) -> str:
 def subtitle_text(row: ModelRow) -> str:
     """Where the model comes from: the repo owner (curated, downloads), or the folder it is in."""
     if row.repo_id is None and row.local is not None:
+        if row.local.source == "lm-studio":
+            return f"LM Studio · {row.local.name.rsplit('/', 1)[0]}" if "/" in row.local.name else "LM Studio"
         return f"folder · {row.local.path.parent}"
     owner = row.name.split("/", 1)[0] if "/" in row.name else ""
     parts = [owner] if owner else []
@@ -223,7 +227,8 @@ def tooltip_text(row: ModelRow) -> str:
         if row.local.vocab_hash:
             lines.append(f"vocabulary hash: {row.local.vocab_hash}")
         if row.local.mtp_reason:
-            lines.append(f"MTP: {row.local.mtp_reason}")
+            plain, detail = mtp_reason(row.local.mtp_available, row.local.mtp_reason)
+            lines.append(f"MTP: {plain}" + (f"\n  details: {detail}" if detail else ""))
     if row.catalog is not None and row.catalog.notes:
         lines.append(row.catalog.notes)
     if row.hit is not None and row.hit.downloads is not None:

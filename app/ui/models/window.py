@@ -37,7 +37,8 @@ from .downloads import DownloadRows
 from .pair_panel import PairPanel
 from .planned_fit import DownloadGate
 from .rows import ModelRow, build_rows
-from .style import STYLE_SHEET, state_pill
+from ..theme_switch import follow
+from .style import state_pill, style_sheet
 from .table_model import ModelTableModel
 from .table_view import ModelsTable
 from .workers import Downloader, TaskRunner
@@ -71,7 +72,7 @@ class ModelsWindow(QWidget):
         self.closed = False  # after shutdown(): downloads stopped, open a new window
         self.setWindowTitle("Models — SpecChat")
         self.setObjectName("modelsWindow")
-        self.setStyleSheet(STYLE_SHEET)
+        follow(self, lambda: self.setStyleSheet(style_sheet()))
         self._build(read_memory)
         self._add_close_keys()
         fit_to_screen(self, QSize(*DEFAULT_SIZE))
@@ -229,7 +230,7 @@ class ModelsWindow(QWidget):
         if state == "offline":
             detail = message.removeprefix("offline: ").removesuffix("; showing the catalog only")
             self.banner.show_message("Hugging Face is not reachable, so the list shows the curated catalog "
-                                     f"and the models on this machine. ({detail})", "warning")
+                                     "and the models on this machine.", "warning", detail)
         elif self.banner.level == "warning":
             self.banner.dismiss()
 
