@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from dataclasses import asdict
 
 from . import __version__
@@ -13,6 +15,7 @@ from .engine.config import AUTO
 
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
 EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.tuning.sweep_cli", "app.server.cli")
+INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,35 +83,65 @@ def generation_config(args) -> GenerationConfig:
 
 
 def run_generate(args) -> int:
-    """Load the models, generate, print text (streamed) or JSON."""
-    from .engine import Engine, Failed, Finished, TextChunk
+    """Load the models, generate, print text (streamed) or JSON. Ctrl-C stops at the next round: the text
+    so far and the stats line are printed and the exit code is 130."""
+    from .engine import Failed, Finished, TextChunk
+    from .engine.engine_jobs import load_pair_job, prompt_job
+    from .engine.jobs import EngineHost, JobFailed, JobProgress
 
     cfg = generation_config(args)
-    engine = Engine.load(args.target, args.draft)
-    tok = engine.tokenizer
-    if args.raw:
-        ids = tok.encode(args.prompt)
-    else:
-        ids = tok.apply_chat_template([{"role": "user", "content": args.prompt}],
-                                      add_generation_prompt=True, enable_thinking=args.thinking)
-    for event in engine.stream(list(ids), cfg):
-        if isinstance(event, TextChunk) and not args.json:
-            print(event.text, end="", flush=True)
-        elif isinstance(event, Failed):
-            print(f"\nerror: {event.message}", file=sys.stderr)
-            return 1
-        elif isinstance(event, Finished):
-            return _print_finished(event, args.json)
-    return 1
+    host = EngineHost()
+    interrupted = threading.Event()
+    current: list = []
+
+    def on_sigint(_signum, _frame):
+        interrupted.set()
+        for handle in current:
+            host.cancel(handle)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C stops at once
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        current.append(host.submit("load", load_pair_job(args.target, args.draft, keep_target_on_bad_draft=False)))
+        while not current[-1].wait(0.1):  # short waits: the Ctrl-C handler runs between them
+            pass
+        current[-1].result()
+        if interrupted.is_set():
+            return INTERRUPTED
+        tok = host.engine.tokenizer  # tokenizing is no MLX work
+        if args.raw:
+            ids = tok.encode(args.prompt)
+        else:
+            ids = tok.apply_chat_template([{"role": "user", "content": args.prompt}],
+                                          add_generation_prompt=True, enable_thinking=args.thinking)
+        current[:] = [host.submit("generate", prompt_job(list(ids), cfg))]
+        if interrupted.is_set():
+            host.cancel(current[0])
+        for job_event in current[0].events():
+            event = job_event.event if isinstance(job_event, JobProgress) else job_event
+            if isinstance(event, TextChunk) and not args.json:
+                print(event.text, end="", flush=True)
+            elif isinstance(event, (Failed, JobFailed)):
+                print(f"\nerror: {event.message}", file=sys.stderr)
+                return 1
+            elif isinstance(event, Finished):
+                code = _print_finished(event, args.json)
+                return INTERRUPTED if event.cancelled and interrupted.is_set() else code
+        return INTERRUPTED if interrupted.is_set() else 1
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        host.shutdown()
 
 
 def _print_finished(event, as_json: bool) -> int:
     stats = asdict(event.stats)
     if as_json:
-        print(json.dumps({"tokens": list(event.tokens), "text": event.text, "stats": stats}))
+        print(json.dumps({"tokens": list(event.tokens), "text": event.text, "stats": stats,
+                          "cancelled": event.cancelled}))
         return 0
     s = event.stats
-    line = (f"\n[{s.generated_tokens} tokens, {s.decode_tokens_per_s:.1f} tok/s decode, "
+    stopped = ", stopped by Ctrl-C" if event.cancelled else ""
+    line = (f"\n[{s.generated_tokens} tokens{stopped}, {s.decode_tokens_per_s:.1f} tok/s decode, "
             f"ttft {s.ttft_s:.2f}s, prefill {s.prefill_tokens_per_s:.1f} tok/s, mode {s.mode}")
     if s.rounds:
         k = f"auto (mean {s.mean_k:.1f}, max {s.num_draft_tokens})" if s.auto_k else s.num_draft_tokens

@@ -1,8 +1,11 @@
 """`python -m app generate` prints the engine's output."""
 
 import json
+import re
+import signal
 import subprocess
 import sys
+import time
 
 from app.engine import Engine, GenerationConfig
 
@@ -31,3 +34,21 @@ def test_generate_streams_text_then_a_stats_line(dense_target):
 def test_a_bad_folder_is_a_clear_error(tmp_path):
     proc = run_cli("generate", "--target", str(tmp_path / "missing"), "--prompt", "hi")
     assert proc.returncode == 2 and "model folder not found" in proc.stderr
+
+
+def test_ctrl_c_stops_cleanly_with_the_text_so_far_and_the_stats_line(dense_target):
+    proc = subprocess.Popen([sys.executable, "-m", "app", "generate", "--target", str(dense_target),
+                             "--max-tokens", "30000", "--raw", "--prompt", "def f(x):"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.read(1)  # text is streaming: the model is generating
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    match = re.search(r"\[(\d+) tokens, stopped by Ctrl-C, .* tok/s decode", err)
+    assert match and 0 < int(match.group(1)) < 30000, err
+    assert len(first + out) > 0

@@ -5,6 +5,7 @@ from .engine import Engine, GenerationResult
 from .errors import (
     ConfigError,
     EngineError,
+    EngineThreadError,
     IncompatibleDraftError,
     ModelLoadError,
     RollbackError,
@@ -20,7 +21,7 @@ from .events import (
 )
 
 __all__ = [
-    "MODES", "GenerationConfig", "Engine", "GenerationResult", "ConfigError", "EngineError",
+    "MODES", "GenerationConfig", "Engine", "GenerationResult", "ConfigError", "EngineError", "EngineThreadError",
     "IncompatibleDraftError", "ModelLoadError", "RollbackError", "Failed", "Finished",
     "GenerationStats", "PrefillProgress", "Rejection", "RoundResult", "TextChunk",
 ]

@@ -11,9 +11,9 @@ from pathlib import Path
 from .compat import ensure_compatible
 from .config import GenerationConfig
 from .drafters import DraftModelDrafter, Drafter
-from .errors import ConfigError, EngineError
+from .errors import ConfigError, EngineError, EngineThreadError
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
-from .loading import LoadedModel, load_model, vocab_size
+from .loading import LoadedModel, context_limit, load_model, vocab_size
 from .autok import AutoK
 from .lookup import PromptLookupDrafter
 from .mtp import MtpDrafter, attach_head
@@ -38,6 +38,7 @@ class Engine:
     """A target model, an optional draft model, and their caches kept between calls."""
 
     def __init__(self, target: LoadedModel, draft: LoadedModel | None = None):
+        self._owner = threading.current_thread()  # MLX arrays belong to the thread that made them
         self.target = target
         self.draft = draft
         self.runner = ModelRunner(target.model, target.name)
@@ -84,7 +85,7 @@ class Engine:
         """Run stream() to the end and return the result; raises on failure."""
         for event in self.stream(prompt_ids, cfg, cancel):
             if isinstance(event, Failed):
-                raise EngineError(event.message)
+                raise (ConfigError if event.error_type == "ConfigError" else EngineError)(event.message)
             if isinstance(event, Finished):
                 return GenerationResult(list(event.tokens), event.text, event.stats, event.cancelled)
         raise EngineError("generation ended without a result")
@@ -93,25 +94,40 @@ class Engine:
                cancel: threading.Event | None = None) -> Iterator[Event]:
         """Yield TextChunk / RoundResult / PrefillProgress events, then Finished or Failed."""
         tokens: list[int] = []
-        self._claim_thread()
+        self.check_thread()
         try:
             yield from self._stream(list(prompt_ids), cfg, cancel or threading.Event(), tokens)
         except Exception as exc:  # the caller gets an event, never a dead thread
-            self.reset()
+            if not isinstance(exc, ConfigError):  # refused before any model work: the caches are intact
+                self.reset()
             message = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
             yield Failed(message, type(exc).__name__, tuple(tokens))
 
-    def _claim_thread(self) -> None:
-        """MLX keeps unevaluated arrays on the stream of the thread that made them: another thread
-        cannot evaluate them ("There is no Stream(cpu, N) in current thread"). Caches built on one
-        thread are therefore dropped when a generation starts on another."""
-        current = threading.get_ident()
-        if getattr(self, "_owner_thread", current) != current:
-            self.reset()
-        self._owner_thread = current
+    @property
+    def owner(self) -> threading.Thread:
+        """The thread that created or adopted the engine: the only one that may run it."""
+        return self._owner
+
+    def check_thread(self) -> None:
+        """Raise EngineThreadError unless called on the owner thread.
+
+        MLX keeps unevaluated arrays on the stream of the thread that made them: another thread
+        cannot evaluate them ("There is no Stream(cpu, N) in current thread"). One thread owns the
+        engine (the engine host's); a call from elsewhere is a bug in the caller, refused loudly.
+        """
+        current = threading.current_thread()
+        if current is not self._owner:
+            raise EngineThreadError(f"the engine belongs to thread {self._owner.name!r} and was called from "
+                                    f"{current.name!r}: submit the work as a job to its owner instead")
+
+    def adopt(self) -> None:
+        """Make the calling thread the owner; the caches start afresh (their arrays belong to the old one)."""
+        self._owner = threading.current_thread()
+        self.reset()
 
     def reset(self) -> None:
         """Drop every cache; the next call prefills from scratch."""
+        self.check_thread()
         self.runner.reset()
         for drafter in self.drafters.values():
             drafter.reset()
@@ -134,19 +150,25 @@ class Engine:
     def _stream(self, prompt, cfg, cancel, tokens) -> Iterator[Event]:
         if not prompt:
             raise ConfigError("the prompt is empty: at least one token is needed")
+        budget = self._budget(len(prompt), cfg.max_tokens)
         drafter = self._drafter_for(cfg)
         cached = min(common_prefix_len(self.runner.tokens, prompt), len(prompt) - 1)
         stats = StatsRecorder(cfg, len(prompt), cached)
-        progress = []
         self.runner.hidden_sink = getattr(drafter, "receive_hidden", None)  # MTP needs them
         if isinstance(drafter, MtpDrafter):
             drafter.history = cfg.mtp_history
-        self.runner.prepare(prompt, lambda done, total: progress.append(PrefillProgress(done, total)))
+        if not cancel.is_set():
+            for done, total in self.runner.prepare_steps(prompt):  # cancel acts between chunks
+                yield PrefillProgress(done, total)
+                if cancel.is_set():
+                    break
+        stats.prefill_done()
+        if cancel.is_set():  # stopped before any token: the chunks done stay cached, exactly
+            yield Finished((), "", stats.finish(0, "cancelled"), True)
+            return
         if drafter is not None:
             drafter.prefill(prompt)
-        yield from progress
-        stats.prefill_done()
-        ctx = LoopContext(prompt, Sampler(cfg), cfg.max_tokens, frozenset(self.tokenizer.eos_token_ids), cancel)
+        ctx = LoopContext(prompt, Sampler(cfg), budget, frozenset(self.tokenizer.eos_token_ids), cancel)
         steps = (baseline_steps(self.runner, ctx) if drafter is None
                  else speculative_steps(self.runner, drafter, cfg.max_draft_tokens, ctx, self._controller(cfg)))
         detok = self.tokenizer.detokenizer
@@ -161,6 +183,18 @@ class Engine:
             yield TextChunk(tail, (), ())
         final = stats.finish(len(tokens), stop or "length")
         yield Finished(tuple(tokens), self.tokenizer.decode(tokens), final, stop == "cancelled")
+
+    def _budget(self, prompt_tokens: int, max_tokens: int) -> int:
+        """Tokens this reply may generate: max_tokens, cut to what the context has room for.
+        ConfigError (before any model work) when the prompt leaves no room at all."""
+        limit = context_limit(self.target.config)
+        if limit is None:
+            return max_tokens
+        size, source = limit
+        if prompt_tokens >= size:
+            raise ConfigError(f"the prompt is {prompt_tokens} tokens but {self.target.name} takes at most "
+                              f"{size} ({source} in config.json): shorten the conversation or start a new one")
+        return min(max_tokens, size - prompt_tokens)
 
     @staticmethod
     def _chunks(step: Step, detok, tokens: list[int], stats: StatsRecorder) -> Iterator[Event]:

@@ -19,3 +19,7 @@ class RollbackError(EngineError):
 
 class ConfigError(EngineError):
     """A generation setting is out of range or does not fit the loaded models."""
+
+
+class EngineThreadError(EngineError):
+    """The engine was called from a thread that does not own it (MLX arrays belong to their thread)."""

@@ -56,3 +56,14 @@ def vocab_size(loaded: LoadedModel) -> int:
     """The size of the model's output layer (may exceed the tokenizer's vocabulary)."""
     config = loaded.config.get("text_config", loaded.config)
     return int(config.get("vocab_size") or loaded.config.get("vocab_size") or len(loaded.tokenizer.get_vocab()))
+
+
+def context_limit(config: dict) -> tuple[int, str] | None:
+    """The model's context length and where it came from (max_position_embeddings, at the top of
+    config.json or under text_config); None when the config gives none."""
+    for where, section in (("max_position_embeddings", config),
+                           ("text_config.max_position_embeddings", config.get("text_config"))):
+        value = section.get("max_position_embeddings") if isinstance(section, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, where
+    return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import mlx.core as mx
 from mlx_lm.models.cache import ArraysCache, make_prompt_cache
@@ -54,6 +54,7 @@ class ModelRunner:
         self._txn: Transaction | None = None
         self._checkpoints: list[tuple[int, list]] = []
         self._prefix_of: list[int] | None = None  # a sequence the held tokens are known to begin
+        self.prefill_chunk = PREFILL_CHUNK  # tokens per prefill step; cancel and progress act between steps
         # When set, every forward pass also hands (first position, hidden states (T, H)) to it;
         # the model must accept return_hidden=True (an mlx-optiq MTP-attached model does).
         self.hidden_sink: Callable[[int, mx.array], None] | None = None
@@ -102,14 +103,21 @@ class ModelRunner:
 
     def prefill(self, tokens: list[int], progress: Callable[[int, int], None] | None = None) -> None:
         """Process tokens in chunks, outside any round, and checkpoint the end."""
+        for done, total in self.prefill_chunks(tokens):
+            if progress:
+                progress(done, total)
+
+    def prefill_chunks(self, tokens: list[int]) -> Iterator[tuple[int, int]]:
+        """Process tokens `prefill_chunk` at a time, yielding (done, total) after each chunk; checkpoint the
+        end. A caller that stops early leaves the caches holding exactly the chunks done."""
         self._prefix_of = None
-        for start in range(0, len(tokens), PREFILL_CHUNK):
-            chunk = tokens[start : start + PREFILL_CHUNK]
+        step = max(int(self.prefill_chunk), 1)
+        for start in range(0, len(tokens), step):
+            chunk = tokens[start : start + step]
             _, hidden = self._call(mx.array(chunk, dtype=mx.uint32))
             mx.eval([c.state for c in self.caches], hidden)
             self.tokens.extend(chunk)
-            if progress:
-                progress(start + len(chunk), len(tokens))
+            yield start + len(chunk), len(tokens)
         if tokens:
             self._checkpoint()
 
@@ -117,12 +125,18 @@ class ModelRunner:
         """Bring the caches to a prefix of seq; prefill all but the last `leave` missing tokens and return
         those (at least one): a caller that feeds them with its next pass saves a call and a wait.
         While rounds run on seq, the caller may only append to it (see _agreement)."""
+        for done, total in self.prepare_steps(seq, leave):
+            if progress:
+                progress(done, total)
+        return seq[len(self.tokens) :]
+
+    def prepare_steps(self, seq: list[int], leave: int = 1) -> Iterator[tuple[int, int]]:
+        """prepare() one chunk at a time: yields (done, total) of the tokens to prefill after each chunk."""
         keep = min(self._agreement(seq), len(seq) - 1)
         if keep < len(self.tokens):
             self.rewind(keep)
-        self.prefill(seq[len(self.tokens) : max(len(seq) - leave, len(self.tokens))], progress)
+        yield from self.prefill_chunks(seq[len(self.tokens) : max(len(seq) - leave, len(self.tokens))])
         self._prefix_of = seq
-        return seq[len(self.tokens) :]
 
     def begin(self) -> None:
         """Open a round: everything fed until commit can be rolled back."""

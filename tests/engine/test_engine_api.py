@@ -7,6 +7,7 @@ import pytest
 from app.engine import (
     Engine,
     EngineError,
+    EngineThreadError,
     Failed,
     Finished,
     GenerationConfig,
@@ -121,18 +122,44 @@ def test_invalid_settings_are_refused():
         GenerationConfig(top_p=0)
 
 
-def test_the_engine_can_change_threads_between_generations(hybrid_target, hybrid_draft_partial):
-    """A UI hands the engine to a sweep thread and back: each call must still work and agree."""
+def test_a_call_from_another_thread_is_refused_and_the_caches_are_kept(hybrid_target, hybrid_draft_partial):
+    """Only the owner thread may run the engine; a stray call raises and costs the owner nothing."""
     engine = Engine.load(hybrid_target, hybrid_draft_partial)
     ids = prompt_ids(engine)
     cfg = greedy("draft", 3, n=16)
-    results = [engine.generate(ids, cfg).tokens]
+    first = engine.generate(ids, cfg)
+    errors = []
 
     def elsewhere():
-        results.append(engine.generate(ids, cfg).tokens)
+        for call in (lambda: engine.generate(ids, cfg), engine.reset, lambda: next(engine.stream(ids, cfg))):
+            try:
+                call()
+            except EngineThreadError as exc:
+                errors.append(str(exc))
 
-    worker = threading.Thread(target=elsewhere)
+    worker = threading.Thread(target=elsewhere, name="stray")
     worker.start()
     worker.join()
-    results.append(engine.generate(ids, cfg).tokens)
-    assert len(results) == 3 and results[0] == results[1] == results[2]
+    assert len(errors) == 3 and "'stray'" in errors[0] and "MainThread" in errors[0]
+    again = engine.generate(ids, cfg)
+    assert again.tokens == first.tokens
+    assert again.stats.cached_prompt_tokens == len(ids) - 1  # the prefix cached before the stray calls
+
+
+def test_adopt_moves_the_engine_to_another_thread(hybrid_target):
+    engine = Engine.load(hybrid_target)
+    ids = prompt_ids(engine)
+    cfg = greedy("baseline", n=8)
+    expected = engine.generate(ids, cfg).tokens
+    results = []
+
+    def owner():
+        engine.adopt()
+        results.append(engine.generate(ids, cfg).tokens)
+
+    worker = threading.Thread(target=owner)
+    worker.start()
+    worker.join()
+    assert results == [expected]
+    with pytest.raises(EngineThreadError):
+        engine.generate(ids, cfg)

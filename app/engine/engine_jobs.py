@@ -1,0 +1,98 @@
+"""The engine's own jobs for an EngineHost: load a pair (transactionally) and stream a reply. No Qt."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlx.core as mx
+
+from .config import GenerationConfig
+from .engine import Engine
+from .errors import IncompatibleDraftError
+from .jobs import JobContext
+from .loading import load_model
+from .session import ChatSession
+
+
+@dataclass(frozen=True)
+class LoadedPair:
+    """What the loaded engine offers, for the views."""
+
+    target: str
+    draft: str | None
+    available_modes: dict[str, str | None]
+    decode: Callable[[list[int]], str]
+    draft_error: str | None = None
+    memory_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class LoadMessage:
+    """A load job's progress: what it is loading now."""
+
+    text: str
+
+
+def load_pair_job(target: str | Path, draft: str | Path | None = None, keep_target_on_bad_draft: bool = True):
+    """A job that loads a target (and draft) beside the current engine and replaces it only on success.
+
+    While it loads, the previous engine stays installed; a failure raises and leaves it in place.
+    A draft that cannot serve the target is refused with a reason (the target still loads) unless
+    keep_target_on_bad_draft is False, when the whole load fails.
+    """
+
+    def work(ctx: JobContext) -> LoadedPair:
+        ctx.emit(LoadMessage(f"Loading {Path(target).name}…"))
+        target_model = load_model(target)
+        draft_model = draft_error = None
+        if draft:
+            ctx.emit(LoadMessage(f"Loading draft {Path(draft).name}…"))
+            draft_model = load_model(draft)
+        try:
+            engine = Engine(target_model, draft_model)
+        except IncompatibleDraftError as exc:
+            if not keep_target_on_bad_draft:
+                raise
+            draft_error, draft_model = str(exc), None
+            engine = Engine(target_model)
+        ctx.host.install(engine)
+        mx.clear_cache()
+        return LoadedPair(str(target_model.path), str(draft_model.path) if draft_model else None,
+                          engine.available_modes(), engine.tokenizer.decode, draft_error,
+                          mx.get_active_memory())
+
+    return work
+
+
+def adopt_job(engine: Engine):
+    """A job that makes an engine built elsewhere (a test, a script) the host's current one."""
+
+    def work(ctx: JobContext) -> LoadedPair:
+        engine.adopt()
+        ctx.host.install(engine)
+        return LoadedPair(str(engine.target.path), str(engine.draft.path) if engine.draft else None,
+                          engine.available_modes(), engine.tokenizer.decode, None, mx.get_active_memory())
+
+    return work
+
+
+def reply_job(messages: list[dict], cfg: GenerationConfig, system_prompt: str = "", enable_thinking: bool = False):
+    """A job that streams one chat reply on the current engine (its engine events are the job's progress)."""
+
+    def work(ctx: JobContext):
+        engine = ctx.engine
+        ids = ChatSession(engine, system_prompt or None, enable_thinking).prompt_ids(list(messages))
+        yield from engine.stream(ids, cfg, ctx.cancel)
+
+    return work
+
+
+def prompt_job(prompt_ids: list[int], cfg: GenerationConfig):
+    """A job that streams a generation from token ids (the command line, a server)."""
+
+    def work(ctx: JobContext):
+        yield from ctx.engine.stream(list(prompt_ids), cfg, ctx.cancel)
+
+    return work
