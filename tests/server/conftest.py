@@ -1,8 +1,10 @@
 """A real server on a free loopback port, over an engine host with a tiny dense pair."""
 
+from dataclasses import dataclass
+
 import pytest
 
-from app.engine import GenerationConfig
+from app.engine import Finished, GenerationConfig, TextChunk
 from app.engine.engine_jobs import load_pair_job
 from app.engine.jobs import EngineHost
 from app.server.app import ServerOptions
@@ -47,9 +49,25 @@ def client(server):
     return OpenAI(base_url=server.url + "/v1", api_key=API_KEY, max_retries=0, timeout=120)
 
 
-def reference(host, ids, cfg):
-    """What engine.generate gives for the same tokens and config (run as a job on the host)."""
-    return host.submit("ref", lambda ctx: ctx.engine.generate(ids, cfg)).result(timeout=120)
+@dataclass(frozen=True)
+class Reference:
+    """A local run of the same tokens and config: its tokens, stats and the text its chunks stream."""
+
+    tokens: list
+    stats: object
+    text: str
+
+
+def reference(host, ids, cfg) -> Reference:
+    """What engine.stream gives for the same tokens and config (run as a job on the host)."""
+    def work(ctx):
+        events = list(ctx.engine.stream(ids, cfg))
+        finished = events[-1]
+        assert isinstance(finished, Finished), finished
+        return Reference(list(finished.tokens), finished.stats,
+                         "".join(e.text for e in events if isinstance(e, TextChunk)))
+
+    return host.submit("ref", work).result(timeout=120)
 
 
 def chat_ids(host, messages):
