@@ -1,0 +1,47 @@
+"""Run under `mlx.launch --backend ring -n 2`: every setup's cases on a sharded target, in lockstep.
+
+argv: a JSON file [{"target": DIR, "draft": DIR|null, "cases": [GenerationConfig fields + "prompt"]}], and
+an output folder where each rank writes rank<R>.json: {"tokens": [[...] per case], "memory": [...]}.
+"""
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+from app.cluster.follower import follow
+from app.cluster.group import ClusterGroup
+from app.cluster.leader import ClusterState, lead_generation, ping, stop_followers
+from app.cluster.sharding import load_sharded
+from app.engine.config import GenerationConfig
+from app.engine.engine import Engine
+from app.engine.events import TextChunk
+from app.engine.loading import load_model
+
+
+def main() -> int:
+    setups = json.loads(Path(sys.argv[1]).read_text())
+    out = Path(sys.argv[2])
+    group = ClusterGroup.init()
+    assert group is not None and group.size == 2, "run me with mlx.launch -n 2"
+    results = {"tokens": [], "hosts": group.hosts}
+    for setup in setups:
+        engine = Engine(load_sharded(setup["target"], group.group),
+                        load_model(setup["draft"]) if setup.get("draft") else None)
+        if group.rank == 0:
+            state = ClusterState(group, rank_timeout_s=30)
+            for case in setup["cases"]:
+                fields = {k: v for k, v in case.items() if k != "prompt"}
+                events = lead_generation(state, engine, case["prompt"], GenerationConfig(**fields), threading.Event())
+                results["tokens"].append([t for e in events if isinstance(e, TextChunk) for t in e.token_ids])
+            results["memory"] = ping(state)
+            stop_followers(state)
+        else:
+            status = follow(group, engine, record=lambda job, tokens: results["tokens"].append(tokens))
+            assert status == 0, status
+    (out / f"rank{group.rank}.json").write_text(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
