@@ -14,7 +14,7 @@ from .engine import MODES, EngineError, GenerationConfig
 from .engine.config import AUTO
 
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
-EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.tuning.sweep_cli", "app.server.cli")
+EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.tuning.sweep_cli", "app.server.cli", "app.cluster.cli")
 INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
 
 

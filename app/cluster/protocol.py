@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, replace
 import mlx.core as mx
 import numpy as np
 
-from app.engine.config import GenerationConfig
+from app.engine.autok import AutoK
+from app.engine.config import MODES, GenerationConfig
 from app.engine.errors import EngineError
 from app.engine.events import Failed, TextChunk
 
@@ -112,3 +113,24 @@ def gather_memory(group: ClusterGroup) -> list[dict]:
     rows = group.gather_ints([mx.get_active_memory(), mx.get_peak_memory()])
     return [{"rank": r, "host": group.hosts[r], "pid": group.pids[r], "active_memory_bytes": a,
              "peak_memory_bytes": p} for r, (a, p) in enumerate(rows)]
+
+
+@dataclass
+class SharedAutoK(AutoK):
+    """Auto K whose choice is rank 0's: each rank measures its own costs, but all ranks use one K.
+
+    AutoK decides from measured time, which differs between machines; a different K on one rank
+    would pair its collectives with the wrong ones on the others."""
+
+    group: ClusterGroup | None = None
+
+    def choose(self) -> int:
+        """Rank 0's K for the next round, on every rank."""
+        mine = super().choose()
+        mx.synchronize()  # the engine's dispatched work (with its collectives) first, in the same order everywhere
+        return int(self.group.broadcast(np.array([mine]) if self.group.rank == 0 else None, 1)[0])
+
+
+def share_decisions(engine, group: ClusterGroup) -> None:
+    """Make every timing-based decision of the engine rank 0's (today: auto K, per mode)."""
+    engine.auto_k = {mode: SharedAutoK(group=group) for mode in MODES}

@@ -12,11 +12,9 @@ from pathlib import Path
 from app.cluster.follower import follow
 from app.cluster.group import ClusterGroup
 from app.cluster.leader import ClusterState, lead_generation, ping, stop_followers
-from app.cluster.sharding import load_sharded
+from app.cluster.serve import build_engine
 from app.engine.config import GenerationConfig
-from app.engine.engine import Engine
 from app.engine.events import TextChunk
-from app.engine.loading import load_model
 
 
 def main() -> int:
@@ -26,8 +24,7 @@ def main() -> int:
     assert group is not None and group.size == 2, "run me with mlx.launch -n 2"
     results = {"tokens": [], "hosts": group.hosts}
     for setup in setups:
-        engine = Engine(load_sharded(setup["target"], group.group),
-                        load_model(setup["draft"]) if setup.get("draft") else None)
+        engine = build_engine(group, setup["target"], setup.get("draft"))
         if group.rank == 0:
             state = ClusterState(group, rank_timeout_s=30)
             for case in setup["cases"]:
