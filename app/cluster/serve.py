@@ -49,6 +49,7 @@ class ClusterServer(uvicorn.Server):
     def __init__(self, config, backend: ClusterBackend):
         super().__init__(config)
         self.backend = backend
+        self._told = False
 
     def handle_exit(self, sig, frame) -> None:
         if sig != signal.SIGTERM:
@@ -58,7 +59,8 @@ class ClusterServer(uvicorn.Server):
     def _stop_unless_degraded(self) -> None:
         if self.backend.probe():
             self.should_exit = True
-        else:
+        elif not self._told:  # mlx.launch repeats its SIGTERM: say it once
+            self._told = True
             print(f"specchat serve: SIGTERM while the cluster is degraded ({self.backend.state.degraded}); "
                   "staying up to answer with a clear error; Ctrl-C stops the server", file=sys.stderr, flush=True)
 

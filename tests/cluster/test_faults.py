@@ -9,6 +9,7 @@ import pytest
 
 from app.engine.config import GenerationConfig
 from app.engine.engine import Engine
+from app.server.remote import RemoteEngine
 from app.server.running import free_port
 
 from .launch import ClusterProcess
@@ -65,6 +66,10 @@ def test_requests_match_one_process_and_status_lists_ranks(cluster, dense_target
     ranks = status["cluster"]["ranks"]
     assert [r["rank"] for r in ranks] == [0, 1] and status["cluster"]["degraded"] is False
     assert all(r["active_memory_bytes"] > 0 and r["pid"] > 0 for r in ranks)
+    remote = RemoteEngine(cluster.url).status()  # what the app's "Connect to server" sees
+    assert [r.rank for r in remote.ranks] == [0, 1] and remote.degraded is None
+    assert remote.ranks[1].active_bytes == ranks[1]["active_memory_bytes"]
+    assert remote.ranks[1].label().startswith(f"rank 1 ({ranks[1]['host']}): ")
     local = Engine.load(dense_target, dense_draft_partial)
     for mode in ("baseline", "draft"):
         expected = local.generate(PROMPT, GenerationConfig(mode=mode, num_draft_tokens=2, max_tokens=16))
@@ -89,5 +94,8 @@ def test_a_killed_rank_fails_the_reply_and_the_server_stays_up(cluster):
     assert "rank 1 on host" in str(error)
     assert "lost the link" in str(error) or "did not answer" in str(error)
     assert delay < RANK_TIMEOUT_S + 3
-    time.sleep(1.5)  # mlx.launch has seen the rank die and sent SIGTERM to rank 0 by now: it stays up
+    # mlx.launch answers a dead rank with SIGTERM to the others: rank 0 checks the ranks and stays up
+    os.kill(cluster.status()["cluster"]["ranks"][0]["pid"], signal.SIGTERM)
+    time.sleep(1.0)
     assert_degraded(cluster, "rank 1 on host")
+    assert RemoteEngine(cluster.url).status().degraded.startswith("rank 1 on host")
