@@ -28,9 +28,8 @@ def main() -> int:
         if group.rank == 0:
             state = ClusterState(group, rank_timeout_s=30)
             for case in setup["cases"]:
-                fields = {k: v for k, v in case.items() if k != "prompt"}
-                events = lead_generation(state, engine, case["prompt"], GenerationConfig(**fields), threading.Event())
-                results["tokens"].append([t for e in events if isinstance(e, TextChunk) for t in e.token_ids])
+                fields = {k: v for k, v in case.items() if k not in ("prompt", "cancel_after")}
+                results["tokens"].append(lead(state, engine, case, GenerationConfig(**fields)))
             results["memory"] = ping(state)
             stop_followers(state)
         else:
@@ -38,6 +37,18 @@ def main() -> int:
             assert status == 0, status
     (out / f"rank{group.rank}.json").write_text(json.dumps(results))
     return 0
+
+
+def lead(state, engine, case: dict, cfg: GenerationConfig) -> list[int]:
+    """Rank 0's tokens for one case; with "cancel_after": n, cancel once n chunks have arrived."""
+    cancel, tokens, chunks = threading.Event(), [], 0
+    for event in lead_generation(state, engine, case["prompt"], cfg, cancel):
+        if isinstance(event, TextChunk):
+            tokens.extend(event.token_ids)
+            chunks += 1
+            if chunks == case.get("cancel_after"):
+                cancel.set()
+    return tokens
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ SPEC_CASES = [dict(mode="baseline"), dict(mode="draft", num_draft_tokens=3), dic
               dict(mode="draft", num_draft_tokens=3, temperature=0.9),  # seed None: rank 0 picks it for all
               dict(mode="baseline", temperature=0.8, top_p=0.9, seed=11)]
 MTP_CASES = [dict(mode="mtp", num_draft_tokens=2), dict(mode="mtp", num_draft_tokens="auto"),
-             dict(mode="mtp", num_draft_tokens=2, temperature=0.9)]
+             dict(mode="mtp", num_draft_tokens=2, temperature=0.9),
+             dict(mode="mtp", num_draft_tokens=2, temperature=0.9, cancel_after=3)]  # rank 0 cancels mid-reply
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +59,8 @@ def test_greedy_output_is_single_process_plain_decoding(setups, ranks):
 
 def test_ranks_take_the_same_tokens_when_sampling(setups, ranks):
     sampled = [i for i, (_, case) in enumerate(all_cases(setups)) if case.get("temperature", 0) > 0]
-    assert len(sampled) == 5
-    for index in sampled:
+    assert len(sampled) == 6
+    for index in sampled[:-1]:
         assert len(ranks[0]["tokens"][index]) == 24
         assert ranks[0]["tokens"][index] == ranks[1]["tokens"][index]
     # sampling really happened: the dense pair's sampled replies differ from its greedy one
@@ -72,3 +73,11 @@ def test_the_ranks_hold_equal_shares(ranks):
     assert ranks[0]["hosts"] == ranks[1]["hosts"]
     active = [m["active_memory_bytes"] for m in memory]
     assert all(a > 0 for a in active) and abs(active[0] - active[1]) < 0.2 * max(active)
+
+
+def test_rank_0s_cancel_stops_every_rank_at_the_same_token(setups, ranks):
+    index = len(all_cases(setups)) - 1
+    assert all_cases(setups)[index][1]["cancel_after"] == 3
+    stopped = ranks[0]["tokens"][index]
+    assert 3 <= len(stopped) < 24
+    assert ranks[1]["tokens"][index] == stopped
