@@ -16,6 +16,12 @@ def launched() -> bool:
     return any(name in os.environ for name in ("MLX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"))
 
 
+def settle() -> None:
+    """Finish the work already dispatched (the engine queues its next pass, with the model's own
+    all_sums, before it yields): our collectives then come after them, in the same order on every rank."""
+    mx.synchronize()
+
+
 class ClusterGroup:
     """An mx.distributed group with each rank's host name and process id."""
 
@@ -46,18 +52,21 @@ class ClusterGroup:
     def broadcast(self, values: np.ndarray | None, length: int) -> np.ndarray:
         """Rank 0's int32 vector of `length` values on every rank (the others pass None)."""
         mine = np.zeros(length, np.int32) if values is None else np.asarray(values, np.int32)
+        settle()
         out = mx.distributed.all_sum(mx.array(mine), group=self.group, stream=mx.cpu)
         return np.array(out, copy=True)
 
     def gather_ints(self, values: list[int]) -> list[list[int]]:
         """Every rank's list of int64 values (same length on every rank), by rank."""
         mine = mx.array(np.asarray(values, np.int64))
+        settle()
         out = mx.distributed.all_gather(mine, group=self.group, stream=mx.cpu)
         return np.array(out, copy=True).reshape(self.size, len(values)).tolist()
 
     def gather_bytes(self, data: bytes, length: int) -> list[bytes]:
         """Every rank's `data` (at most `length` bytes), by rank."""
         padded = np.frombuffer(data[:length].ljust(length, b"\0"), np.uint8).astype(np.int32)
+        settle()
         out = mx.distributed.all_gather(mx.array(padded), group=self.group, stream=mx.cpu)
         rows = np.array(out, copy=True).reshape(self.size, length).astype(np.uint8)
         return [bytes(row).rstrip(b"\0") for row in rows]

@@ -94,9 +94,6 @@ class Lockstep:
     def sync(self) -> None:
         """One gather: rank 0's cancel bit for everyone, and every rank's (count, digest) compared."""
         cancel = int(self.job_cancel is not None and self.job_cancel.is_set())
-        # The engine may have dispatched its next forward pass (with the model's own all_sums) before
-        # yielding; finish it first so every rank runs the collectives in the same order.
-        mx.synchronize()
         rows = self.group.gather_ints([cancel, self.count, self.digest])
         self.beat()
         for rank, row in enumerate(rows[1:], start=1):
@@ -127,7 +124,6 @@ class SharedAutoK(AutoK):
     def choose(self) -> int:
         """Rank 0's K for the next round, on every rank."""
         mine = super().choose()
-        mx.synchronize()  # the engine's dispatched work (with its collectives) first, in the same order everywhere
         return int(self.group.broadcast(np.array([mine]) if self.group.rank == 0 else None, 1)[0])
 
 
