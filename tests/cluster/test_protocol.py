@@ -99,3 +99,19 @@ def test_sizes_that_do_not_split_are_refused_by_name():
     check_divisible(hybrid, 2, "h")
     with pytest.raises(ModelLoadError, match="linear_num_value_heads is 6, not a multiple of 4"):
         check_divisible(hybrid, 4, "h")
+
+
+def test_each_rank_needs_half_the_layers_plus_the_whole_embedding(dense_target):
+    from app.cluster.memory_plan import rank_fit, rank_share, replicated_bytes
+    from app.hub.memory_fit import model_memory
+    from app.hub.model_facts import read_config
+    from app.system.memory import MachineMemory
+
+    whole, half = model_memory(dense_target), rank_share(dense_target, 2)
+    embed = replicated_bytes(read_config(dense_target))
+    assert 0 < embed < whole.weights_bytes
+    assert half.weights_bytes == embed + -(-(whole.weights_bytes - embed) // 2)
+    assert half.cache_bytes(4096) == -(-whole.cache_bytes(4096) // 2)
+    machine = MachineMemory(total_bytes=16 * 10**9, available_bytes=8 * 10**9, gpu_working_set_bytes=None, source="test")
+    parts = dict(rank_fit(dense_target, None, 4096, 2, machine).parts)
+    assert parts["target weights"] == half.weights_bytes
