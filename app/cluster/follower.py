@@ -8,7 +8,7 @@ from app.engine.engine import Engine
 from app.engine.events import TextChunk
 
 from .group import ClusterGroup
-from .protocol import GENERATE, PING, STOP, ClusterError, Lockstep, gather_memory, receive_job
+from .protocol import GENERATE, PING, STOP, ClusterError, Lockstep, align_engines, gather_memory, receive_job
 
 
 def follow(group: ClusterGroup, engine: Engine, log=None, record=None) -> int:
@@ -33,6 +33,7 @@ def follow(group: ClusterGroup, engine: Engine, log=None, record=None) -> int:
 
 def follow_generation(group: ClusterGroup, engine: Engine, prompt, cfg) -> list[int]:
     """Run one generation on this rank as rank 0 runs it; the tokens this rank produced."""
+    align_engines(group, engine)
     lock = Lockstep(group)
     tokens: list[int] = []
     try:

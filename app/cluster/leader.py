@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 from app.engine.events import Failed
 
 from .group import ClusterGroup
-from .protocol import (GENERATE, PING, STOP, ClusterError, Job, Lockstep, gather_memory, is_link_error, send_job,
-                       shared_config)
+from .protocol import (GENERATE, PING, STOP, ClusterError, Job, Lockstep, align_engines, gather_memory,
+                       is_link_error, send_job, shared_config)
 
 RESTART = ("stop every rank (Ctrl-C where mlx.launch runs; `kill -INT` the rank-0 process if it runs detached) "
            "and start the same mlx.launch command again")
@@ -98,6 +98,7 @@ def lead_generation(state: ClusterState, engine, prompt: list[int], cfg, cancel:
     group, cfg = state.group, shared_config(cfg)
     try:
         send_job(group, Job(GENERATE, job_id, tuple(prompt), cfg))
+        align_engines(group, engine)
         state.beat()
         lock = Lockstep(group, cancel, state.beat)
         for event in lock.run(engine.stream(prompt, cfg, lock.agreed_cancel)):

@@ -71,6 +71,25 @@ def is_link_error(message: str) -> bool:
     return any(tag in message for tag in ("[ring]", "[jaccl]", "[mpi]", "connection to a peer"))
 
 
+def digest(tokens, start: int = 0) -> int:
+    """A rolling hash of token ids, continued from `start`."""
+    for token in tokens:
+        start = (start * 1_000_003 + int(token) + 1) % DIGEST_MOD
+    return start
+
+
+def align_engines(group: ClusterGroup, engine) -> bool:
+    """Before a job: if any rank's cached tokens differ from rank 0's, every rank drops its caches (a
+    different cache means a different prefill, whose collectives would pair with the wrong ones).
+    True when they had to."""
+    cached = list(engine.runner.tokens)
+    rows = group.gather_ints([len(cached), digest(cached)])
+    if all(row == rows[0] for row in rows):
+        return False
+    engine.reset()
+    return True
+
+
 class Lockstep:
     """Wraps one rank's engine event stream: after each event the ranks agree on cancel and tokens."""
 
@@ -84,9 +103,8 @@ class Lockstep:
         """Yield the events after checking each with the other ranks; ClusterError on disagreement."""
         for event in events:
             if isinstance(event, TextChunk):
-                for token in event.token_ids:
-                    self.count += 1
-                    self.digest = (self.digest * 1_000_003 + token + 1) % DIGEST_MOD
+                self.count += len(event.token_ids)
+                self.digest = digest(event.token_ids, self.digest)
             if not (isinstance(event, Failed) and is_link_error(event.message)):
                 self.sync()
             yield event

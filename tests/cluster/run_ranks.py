@@ -28,7 +28,9 @@ def main() -> int:
         if group.rank == 0:
             state = ClusterState(group, rank_timeout_s=30)
             for case in setup["cases"]:
-                fields = {k: v for k, v in case.items() if k not in ("prompt", "cancel_after")}
+                fields = {k: v for k, v in case.items() if k not in ("prompt", "cancel_after", "drift")}
+                if case.get("drift"):  # rank 0's caches no longer match the others': they must realign
+                    engine.reset()
                 results["tokens"].append(lead(state, engine, case, GenerationConfig(**fields)))
             results["memory"] = ping(state)
             stop_followers(state)

@@ -13,7 +13,8 @@ PROMPT = list(range(5, 25))
 SPEC_CASES = [dict(mode="baseline"), dict(mode="draft", num_draft_tokens=3), dict(mode="draft", num_draft_tokens="auto"),
               dict(mode="lookup", num_draft_tokens=2),
               dict(mode="draft", num_draft_tokens=3, temperature=0.9),  # seed None: rank 0 picks it for all
-              dict(mode="baseline", temperature=0.8, top_p=0.9, seed=11)]
+              dict(mode="baseline", temperature=0.8, top_p=0.9, seed=11),
+              dict(mode="draft", num_draft_tokens=2, drift=True)]  # rank 0 alone dropped its caches
 MTP_CASES = [dict(mode="mtp", num_draft_tokens=2), dict(mode="mtp", num_draft_tokens="auto"),
              dict(mode="mtp", num_draft_tokens=2, temperature=0.9),
              dict(mode="mtp", num_draft_tokens=2, temperature=0.9, cancel_after=3)]  # rank 0 cancels mid-reply
@@ -54,7 +55,7 @@ def test_greedy_output_is_single_process_plain_decoding(setups, ranks):
         assert ranks[0]["tokens"][index] == plain, (setup["target"], case)
         assert ranks[1]["tokens"][index] == plain, (setup["target"], case)
         greedy += 1
-    assert greedy == 10
+    assert greedy == 12
 
 
 def test_ranks_take_the_same_tokens_when_sampling(setups, ranks):
@@ -64,7 +65,7 @@ def test_ranks_take_the_same_tokens_when_sampling(setups, ranks):
         assert len(ranks[0]["tokens"][index]) == 24
         assert ranks[0]["tokens"][index] == ranks[1]["tokens"][index]
     # sampling really happened: the dense pair's sampled replies differ from its greedy one
-    assert ranks[0]["tokens"][4] != ranks[0]["tokens"][0]
+    assert ranks[0]["tokens"][4] != ranks[0]["tokens"][0]  # (index 4: the dense pair's first sampled case)
 
 
 def test_the_ranks_hold_equal_shares(ranks):
