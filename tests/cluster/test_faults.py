@@ -99,3 +99,9 @@ def test_a_killed_rank_fails_the_reply_and_the_server_stays_up(cluster):
     time.sleep(1.0)
     assert_degraded(cluster, "rank 1 on host")
     assert RemoteEngine(cluster.url).status().degraded.startswith("rank 1 on host")
+
+
+def test_sigterm_with_every_rank_alive_stops_the_whole_cluster(cluster):
+    os.kill(cluster.status()["cluster"]["ranks"][0]["pid"], signal.SIGTERM)
+    assert cluster.proc.wait(30) == 0  # rank 0 told rank 1 to stop; both exited cleanly
+    assert "exited with code" not in cluster.log.read_text()
