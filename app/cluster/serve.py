@@ -19,6 +19,8 @@ from .leader import ClusterState, Watchdog, stop_followers
 from .protocol import share_decisions
 from .sharding import load_sharded
 
+LOAD_WAIT_S = 600.0  # how long rank 0 waits, once loaded, for the others to finish loading their shards
+
 
 def build_engine(group: ClusterGroup, target: str, draft: str | None) -> Engine:
     """This rank's engine: its shard of the target, and the whole draft (replicated on every rank)."""
@@ -97,7 +99,7 @@ def _serve_rank0(args, group: ClusterGroup) -> int:
         modes = host.submit("load", load_job(group, args.target, args.draft)).result()
         if modes.get(mode):
             raise EngineError(f"--mode {mode} is not available: {modes[mode]}")
-        if not backend.probe(timeout_s=max(60.0, args.rank_timeout)):  # the others loaded too, memory known
+        if not backend.probe(timeout_s=max(LOAD_WAIT_S, args.rank_timeout)):  # the others loaded, memory known
             raise EngineError(state.degraded or f"{group.others()} did not load the model in time")
     except EngineError as exc:
         print(f"specchat serve: {exc}", file=sys.stderr)
@@ -105,7 +107,7 @@ def _serve_rank0(args, group: ClusterGroup) -> int:
     watchdog = Watchdog(state).start()
     backend.start_pinging()
     options = ServerOptions(defaults, args.api_key, tuple(args.cors_origin))
-    print(f"Serving {backend.models()[0]} sharded over {group.size} ranks ({group.others()} follow rank 0) "
+    print(f"Serving {backend.models()[0]} sharded over {group.size} ranks (rank 0 here; {group.others()}) "
           f"on http://{args.host}:{args.port}/v1 (speculation: {mode}); Ctrl-C stops", flush=True)
     config = uvicorn.Config(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
     ClusterServer(config, backend).run()
