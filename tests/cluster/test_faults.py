@@ -83,7 +83,7 @@ def test_a_stalled_rank_fails_the_reply_within_the_bound(cluster):
     chunks, error, delay = stream_until_fault(cluster, lambda pid: os.kill(pid, signal.SIGSTOP))
     assert chunks
     assert "rank 1 on host" in str(error) and f"did not answer within {RANK_TIMEOUT_S:g} s" in str(error)
-    assert delay < RANK_TIMEOUT_S + 3
+    assert delay < RANK_TIMEOUT_S + 6
     assert_degraded(cluster, "did not answer")
 
 
@@ -91,9 +91,9 @@ def test_a_killed_rank_fails_the_reply_and_the_server_stays_up(cluster):
     chunks, error, delay = stream_until_fault(cluster, lambda pid: os.kill(pid, signal.SIGKILL))
     assert chunks
     # the ring backend reports the lost peer, or the collective just never completes: either way in time
-    assert "rank 1 on host" in str(error)
+    assert "rank 1 on host" in str(error), (str(error), cluster.log.read_text()[-2000:])
     assert "lost the link" in str(error) or "did not answer" in str(error)
-    assert delay < RANK_TIMEOUT_S + 3
+    assert delay < RANK_TIMEOUT_S + 6, (delay, str(error))
     # mlx.launch answers a dead rank with SIGTERM to the others: rank 0 checks the ranks and stays up
     os.kill(cluster.status()["cluster"]["ranks"][0]["pid"], signal.SIGTERM)
     time.sleep(1.0)
