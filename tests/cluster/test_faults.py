@@ -105,3 +105,13 @@ def test_sigterm_with_every_rank_alive_stops_the_whole_cluster(cluster):
     os.kill(cluster.status()["cluster"]["ranks"][0]["pid"], signal.SIGTERM)
     assert cluster.proc.wait(30) == 0  # rank 0 told rank 1 to stop; both exited cleanly
     assert "exited with code" not in cluster.log.read_text()
+
+
+def test_a_rank_lost_while_idle_shows_as_degraded_without_a_request(cluster):
+    os.kill(cluster.status()["cluster"]["ranks"][1]["pid"], signal.SIGSTOP)
+    deadline = time.monotonic() + 1 + RANK_TIMEOUT_S + 6  # one heartbeat, the bound, a loaded machine
+    while not cluster.status()["cluster"]["degraded"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert cluster.status()["cluster"]["degraded_reason"] == f"rank 1 on host {os.uname().nodename} did not " \
+                                                            f"answer within {RANK_TIMEOUT_S:g} s"
+    assert_degraded(cluster, "did not answer")
