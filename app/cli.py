@@ -18,7 +18,7 @@ from .logs import setup_logging
 from .paths import AppPaths
 
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
-EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.tuning.sweep_cli", "app.server.cli")
+EXTRA_COMMAND_MODULES = ("app.hub.cli", "app.tuning.sweep_cli", "app.server.cli", "app.cluster.cli")
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -104,7 +104,8 @@ def create_app(backend: EngineBackend, options: ServerOptions) -> FastAPI:
                 "draft": engine.draft.name if engine and engine.draft else None,
                 "available_modes": engine.available_modes() if engine else {},
                 "running": state.running.kind if state.running else None,
-                "queued": [j.kind for j in state.queued], "requests_served": backend.requests_served}
+                "queued": [j.kind for j in state.queued], "requests_served": backend.requests_served,
+                **backend.extra_status()}
 
     async def _openai(request: Request, kind: str):
         body = await _json_body(request, options.max_body_bytes)

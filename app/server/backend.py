@@ -70,7 +70,10 @@ class EngineBackend:
             raise busy(retry_after_s=max(1, len(state.queued)), queued=len(state.queued))
         with self._count_lock:
             self.requests_served += 1
+        return self.host.submit("api", self.generation_work(prompt_ids, cfg), listener)
 
+    def generation_work(self, prompt_ids: list[int], cfg: GenerationConfig) -> Callable:
+        """The job that streams one generation (a cluster backend runs it on every rank)."""
         observers = list(self.observers)
 
         def work(ctx):
@@ -79,7 +82,11 @@ class EngineBackend:
                 for observe in observers:
                     observe(ctx.handle.id, event)
 
-        return self.host.submit("api", work, listener)
+        return work
+
+    def extra_status(self) -> dict:
+        """More fields for /specchat/v1/status (a cluster adds its ranks)."""
+        return {}
 
     def cancel(self, handle: JobHandle) -> None:
         """Stop a job: dropped from the queue, or stopped at the next round."""

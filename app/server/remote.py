@@ -45,6 +45,22 @@ class RemoteStatus:
     available_modes: dict
     queued: int
     requests_served: int
+    ranks: tuple["RankMemory", ...] = ()  # a cluster's ranks (empty for one process)
+    degraded: str | None = None  # why the cluster cannot serve (None when it can)
+
+
+@dataclass(frozen=True)
+class RankMemory:
+    """One rank of a cluster: where it runs and the MLX memory it holds now and at its peak."""
+
+    rank: int
+    host: str
+    active_bytes: int
+    peak_bytes: int
+
+    def label(self) -> str:
+        """'rank 1 (studio-2): 21.3 GB, peak 23.0 GB' for the dashboard."""
+        return f"rank {self.rank} ({self.host}): {self.active_bytes / 1e9:.1f} GB, peak {self.peak_bytes / 1e9:.1f} GB"
 
 
 class RemoteTokenizer:
@@ -82,8 +98,12 @@ class RemoteEngine:
     def status(self) -> RemoteStatus:
         """The server's loaded pair and queue; RemoteError when it cannot be asked."""
         body = self.get("/specchat/v1/status")
+        cluster = body.get("cluster") or {}
+        ranks = tuple(RankMemory(int(r["rank"]), str(r.get("host", "")), int(r.get("active_memory_bytes") or 0),
+                                 int(r.get("peak_memory_bytes") or 0)) for r in cluster.get("ranks") or [])
         return RemoteStatus(self.url, body.get("target"), body.get("draft"), body.get("available_modes") or {},
-                            len(body.get("queued") or []), int(body.get("requests_served") or 0))
+                            len(body.get("queued") or []), int(body.get("requests_served") or 0), ranks,
+                            cluster.get("degraded_reason"))
 
     def available_modes(self) -> dict[str, str | None]:
         """Each mode and why the server cannot use it (None when it can)."""

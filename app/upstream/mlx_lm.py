@@ -211,3 +211,18 @@ def model_check(model, caches) -> SelfCheck:
     if any(isinstance(c, RotatingKVCache) for c in caches):
         probes["RotatingKVCache"] = _probe_rotating
     return run_checks(UPSTREAM, DISTRIBUTION, probes)
+
+
+def shard_keeping_head(model, group) -> None:
+    """model.shard(group), but an untied lm_head stays whole on every rank.
+
+    qwen3_5's shard() splits an untied lm_head by vocabulary and gathers the logits in its __call__;
+    the MTP head calls lm_head directly and would see a slice. A whole head costs vocab x hidden per
+    rank and keeps every caller exact. (mlx-lm internals: language_model, lm_head, sharding_group.)
+    """
+    text = getattr(model, "language_model", model)
+    head = getattr(text, "lm_head", None)
+    model.shard(group)
+    if head is not None and getattr(text, "lm_head", None) is not head:
+        text.lm_head = head
+        text.sharding_group = None

@@ -1,0 +1,73 @@
+"""Start `mlx.launch --backend ring -n 2` runs for the cluster tests (own session, always cleaned up)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+MLX_LAUNCH = Path(sys.executable).with_name("mlx.launch")
+
+
+def launch_args(*command: str) -> list[str]:
+    """mlx.launch with 2 ranks on this machine running `python ...command` (ring ports picked free)."""
+    from app.server.running import free_port
+
+    return [str(MLX_LAUNCH), "--backend", "ring", "-n", "2", "--starting-port", str(free_port()),
+            "--python", sys.executable, "--", *command]
+
+
+def run_ranks(args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+    """Run to the end (killed after timeout_s); its output kept for the assertion message."""
+    proc = subprocess.Popen(launch_args(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        raise AssertionError(f"mlx.launch ran past {timeout_s} s:\n{out[-3000:]}") from None
+    return subprocess.CompletedProcess(args, proc.returncode, out, "")
+
+
+class ClusterProcess:
+    """`python -m app serve` under mlx.launch, on a port; stop() kills the whole session."""
+
+    def __init__(self, port: int, *serve_args: str, log: Path):
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = log
+        self._out = log.open("w")
+        self.proc = subprocess.Popen(launch_args("-m", "app", "serve", "--port", str(port), *serve_args),
+                                     cwd=ROOT, stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def status(self) -> dict:
+        """GET /specchat/v1/status."""
+        return httpx.get(self.url + "/specchat/v1/status", timeout=10).json()
+
+    def wait_ready(self, timeout_s: float) -> dict:
+        """The status once the server answers; AssertionError with the log when it does not in time."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                return self.status()
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        raise AssertionError(f"the cluster did not serve within {timeout_s} s:\n{self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        """Kill every process of the launch (SIGCONT first: a stopped rank must be able to die)."""
+        for sig in (signal.SIGCONT, signal.SIGKILL):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(10)
+        self._out.close()

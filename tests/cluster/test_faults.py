@@ -1,0 +1,117 @@
+"""A served cluster (2 ring ranks on localhost): requests, and a rank that stalls or dies mid-reply."""
+
+import os
+import signal
+import time
+
+import openai
+import pytest
+
+from app.engine.config import GenerationConfig
+from app.engine.engine import Engine
+from app.server.remote import RemoteEngine
+from app.server.running import free_port
+
+from .launch import ClusterProcess
+
+RANK_TIMEOUT_S = 3.0
+PROMPT = [5, 6, 7, 8, 9, 10, 11, 12]
+
+
+@pytest.fixture
+def cluster(dense_target, dense_draft_partial, tmp_path):
+    """`serve` sharded over 2 ranks, with a short rank timeout and heartbeat."""
+    process = ClusterProcess(free_port(), "--target", str(dense_target), "--draft", str(dense_draft_partial),
+                             "--draft-tokens", "2", "--rank-timeout", str(RANK_TIMEOUT_S), "--heartbeat", "1",
+                             log=tmp_path / "serve.log")
+    try:
+        process.wait_ready(120)
+        yield process
+    finally:
+        process.stop()
+
+
+def client(cluster):
+    return openai.OpenAI(base_url=cluster.url + "/v1", api_key="none", max_retries=0, timeout=60)
+
+
+def stream_until_fault(cluster, stop_rank_1) -> tuple[list[str], Exception, float]:
+    """Stream a long reply; after its first chunk run stop_rank_1(pid); the text, the error and its delay."""
+    pid = cluster.status()["cluster"]["ranks"][1]["pid"]
+    chunks, started = [], None
+    with pytest.raises(openai.APIError) as caught:
+        stream = client(cluster).completions.create(model="dense_target", prompt=PROMPT, max_tokens=20000,
+                                                    stream=True)
+        for chunk in stream:
+            chunks.append(chunk.choices[0].text)
+            if started is None:
+                started = time.monotonic()
+                stop_rank_1(pid)
+    return chunks, caught.value, time.monotonic() - started
+
+
+def assert_degraded(cluster, reason_part: str) -> None:
+    """The next request gets 503 'cluster degraded' and the status says why and how to restart."""
+    with pytest.raises(openai.APIStatusError) as refused:
+        client(cluster).completions.create(model="dense_target", prompt=PROMPT, max_tokens=4)
+    assert refused.value.status_code == 503
+    assert "cluster degraded" in str(refused.value) and "Restart it" in str(refused.value)
+    info = cluster.status()["cluster"]
+    assert info["degraded"] is True and reason_part in info["degraded_reason"]
+    assert "mlx.launch" in info["restart"]
+
+
+def test_requests_match_one_process_and_status_lists_ranks(cluster, dense_target, dense_draft_partial):
+    status = cluster.status()
+    ranks = status["cluster"]["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1] and status["cluster"]["degraded"] is False
+    assert all(r["active_memory_bytes"] > 0 and r["pid"] > 0 for r in ranks)
+    remote = RemoteEngine(cluster.url).status()  # what the app's "Connect to server" sees
+    assert [r.rank for r in remote.ranks] == [0, 1] and remote.degraded is None
+    assert remote.ranks[1].active_bytes == ranks[1]["active_memory_bytes"]
+    assert remote.ranks[1].label().startswith(f"rank 1 ({ranks[1]['host']}): ")
+    local = Engine.load(dense_target, dense_draft_partial)
+    for mode in ("baseline", "draft"):
+        expected = local.generate(PROMPT, GenerationConfig(mode=mode, num_draft_tokens=2, max_tokens=16))
+        reply = client(cluster).completions.create(model="dense_target", prompt=PROMPT, max_tokens=16,
+                                                   extra_body={"speculation": {"mode": mode}})
+        assert reply.choices[0].text == expected.text
+        assert reply.usage.completion_tokens == 16
+
+
+def test_a_stalled_rank_fails_the_reply_within_the_bound(cluster):
+    chunks, error, delay = stream_until_fault(cluster, lambda pid: os.kill(pid, signal.SIGSTOP))
+    assert chunks
+    assert "rank 1 on host" in str(error) and f"did not answer within {RANK_TIMEOUT_S:g} s" in str(error)
+    assert delay < RANK_TIMEOUT_S + 6
+    assert_degraded(cluster, "did not answer")
+
+
+def test_a_killed_rank_fails_the_reply_and_the_server_stays_up(cluster):
+    chunks, error, delay = stream_until_fault(cluster, lambda pid: os.kill(pid, signal.SIGKILL))
+    assert chunks
+    # the ring backend reports the lost peer, or the collective just never completes: either way in time
+    assert "rank 1 on host" in str(error), (str(error), cluster.log.read_text()[-2000:])
+    assert "lost the link" in str(error) or "did not answer" in str(error)
+    assert delay < RANK_TIMEOUT_S + 6, (delay, str(error))
+    # mlx.launch answers a dead rank with SIGTERM to the others: rank 0 checks the ranks and stays up
+    os.kill(cluster.status()["cluster"]["ranks"][0]["pid"], signal.SIGTERM)
+    time.sleep(1.0)
+    assert_degraded(cluster, "rank 1 on host")
+    assert RemoteEngine(cluster.url).status().degraded.startswith("rank 1 on host")
+
+
+def test_sigterm_with_every_rank_alive_stops_the_whole_cluster(cluster):
+    os.kill(cluster.status()["cluster"]["ranks"][0]["pid"], signal.SIGTERM)
+    assert cluster.proc.wait(30) == 0  # rank 0 told rank 1 to stop; both exited cleanly
+    assert "exited with code" not in cluster.log.read_text()
+
+
+def test_a_rank_lost_while_idle_shows_as_degraded_without_a_request(cluster):
+    os.kill(cluster.status()["cluster"]["ranks"][1]["pid"], signal.SIGSTOP)
+    deadline = time.monotonic() + 1 + RANK_TIMEOUT_S + 6  # one heartbeat, the bound, a loaded machine
+    while not cluster.status()["cluster"]["degraded"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert cluster.status()["cluster"]["degraded_reason"] == f"rank 1 on host {os.uname().nodename} did not " \
+                                                            f"answer within {RANK_TIMEOUT_S:g} s"
+    assert_degraded(cluster, "did not answer")

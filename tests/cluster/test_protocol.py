@@ -1,0 +1,117 @@
+"""The cluster's pieces without a launch: lockstep checks, the stall watchdog, the gate, sharding checks."""
+
+import threading
+
+import pytest
+
+from app.cluster.backend import Gate
+from app.cluster.leader import ClusterState
+from app.cluster.protocol import ClusterError, Lockstep, shared_config
+from app.cluster.sharding import check_divisible
+from app.engine.config import GenerationConfig
+from app.engine.errors import ModelLoadError
+from app.engine.events import TextChunk
+from app.engine.owner import JobFailed, JobFinished, JobInfo, JobQueued
+
+
+class TwoRanks:
+    """A stand-in group: rank 0 here, rank 1 on 'mini' whose rows a test chooses."""
+
+    rank, size, hosts, pids = 0, 2, ["studio", "mini"], [10, 11]
+
+    def __init__(self, rank1_rows):
+        self.rank1_rows = iter(rank1_rows)
+
+    def gather_ints(self, values):
+        return [list(values), next(self.rank1_rows)]
+
+    def where(self, rank):
+        return f"rank {rank} on host {self.hosts[rank]}"
+
+    def others(self):
+        return self.where(1)
+
+
+def chunk(*tokens):
+    return TextChunk("x", tokens, (False,) * len(tokens))
+
+
+def test_lockstep_names_the_rank_whose_tokens_differ():
+    # rank 1 agrees on the first token (digest of [7] is 8), then reports a different second one
+    lock = Lockstep(TwoRanks([[0, 1, 8], [0, 2, 12345]]))
+    events = lock.run(iter([chunk(7), chunk(9)]))
+    assert next(events) == chunk(7)
+    with pytest.raises(ClusterError, match="rank 1 on host mini generated different tokens from rank 0"):
+        next(events)
+
+
+def test_rank_0s_cancel_reaches_the_engine_only_at_a_sync():
+    job_cancel = threading.Event()
+    lock = Lockstep(TwoRanks([[0, 1, 8], [0, 2, 8 * 1_000_003 + 10]]), job_cancel)
+    events = lock.run(iter([chunk(7), chunk(9)]))
+    next(events)
+    job_cancel.set()
+    assert not lock.agreed_cancel.is_set()  # the engine keeps going until every rank agrees
+    next(events)
+    assert lock.agreed_cancel.is_set()
+
+
+def test_a_stall_degrades_the_cluster_and_fails_the_request_once():
+    state = ClusterState(TwoRanks([]), rank_timeout_s=5)
+    failures = []
+    state.begin(failures.append)
+    assert not state.check_stall(now=state._last_beat + 4.9)
+    assert state.check_stall(now=state._last_beat + 5.1)
+    assert not state.check_stall(now=state._last_beat + 9)
+    assert failures == ["cluster degraded: rank 1 on host mini did not answer within 5 s. Restart it: "
+                        "stop every rank (Ctrl-C where mlx.launch runs; `kill -INT` the rank-0 process if it runs "
+                        "detached) and start the same mlx.launch command again"]
+    snapshot = state.snapshot()
+    assert snapshot["degraded"] and snapshot["degraded_reason"] == "rank 1 on host mini did not answer within 5 s"
+    assert [r["host"] for r in snapshot["ranks"]] == ["studio", "mini"]
+
+
+def test_the_gate_delivers_one_failure_and_drops_what_follows():
+    seen, registry = [], {}
+    gate = Gate(seen.append, registry)
+    info = JobInfo(4, "api")
+    gate(JobQueued(info, 0))
+    assert registry == {4: gate}
+    gate.fail("cluster degraded: rank 1 on host mini did not answer within 5 s")
+    gate(JobFinished(info, None))  # the stuck thread came back late
+    assert seen == [JobQueued(info, 0), JobFailed(info, "cluster degraded: rank 1 on host mini did not answer "
+                                                       "within 5 s", "ClusterError")]
+
+
+def test_sampling_gets_one_seed_for_every_rank():
+    sampled = shared_config(GenerationConfig(temperature=0.7))
+    assert isinstance(sampled.seed, int)
+    assert shared_config(GenerationConfig(temperature=0.7, seed=3)).seed == 3
+    assert shared_config(GenerationConfig()).seed is None  # greedy needs none
+
+
+def test_sizes_that_do_not_split_are_refused_by_name():
+    check_divisible({"num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 1024}, 2, "m")
+    with pytest.raises(ModelLoadError, match="Big cannot be split over 3 ranks: its num_attention_heads is 32"):
+        check_divisible({"num_attention_heads": 32}, 3, "Big")
+    hybrid = {"text_config": {"model_type": "qwen3_5_text", "num_attention_heads": 8, "num_key_value_heads": 2,
+                              "linear_num_value_heads": 6, "linear_num_key_heads": 4}}
+    check_divisible(hybrid, 2, "h")
+    with pytest.raises(ModelLoadError, match="linear_num_value_heads is 6, not a multiple of 4"):
+        check_divisible(hybrid, 4, "h")
+
+
+def test_each_rank_needs_half_the_layers_plus_the_whole_embedding(dense_target):
+    from app.cluster.memory_plan import rank_fit, rank_share, replicated_bytes
+    from app.hub.memory_fit import model_memory
+    from app.hub.model_facts import read_config
+    from app.system.memory import MachineMemory
+
+    whole, half = model_memory(dense_target), rank_share(dense_target, 2)
+    embed = replicated_bytes(read_config(dense_target))
+    assert 0 < embed < whole.weights_bytes
+    assert half.weights_bytes == embed + -(-(whole.weights_bytes - embed) // 2)
+    assert half.cache_bytes(4096) == -(-whole.cache_bytes(4096) // 2)
+    machine = MachineMemory(total_bytes=16 * 10**9, available_bytes=8 * 10**9, gpu_working_set_bytes=None, source="test")
+    parts = dict(rank_fit(dense_target, None, 4096, 2, machine).parts)
+    assert parts["target weights"] == half.weights_bytes
