@@ -285,7 +285,7 @@ class MainWindow(QMainWindow):
         self._refresh_tuned_k()
         if pair.remote is None:  # a server's pair is not a local folder to reload next time
             self.settings.target_path, self.settings.draft_path = pair.target, pair.draft
-        self.server.menu.set_remote(pair.remote)
+        self.server.loaded(pair)
         if pair.draft_error:
             self.model_bar.select_draft(None)
             plain, detail = draft_refusal(pair.draft_error)

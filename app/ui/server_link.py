@@ -3,12 +3,60 @@ count, API requests on the dashboard, and "Connect to server…" (a server elsew
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject
+import threading
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QLabel, QMainWindow
 
 from app.server.connect import connect_job
+from app.server.remote import RemoteEngine, RemoteError
 
 from .server_menu import ServeChoice, ServeDialog, ServerController, ServerMenu
+
+
+STATUS_POLL_MS = 5000  # how often a connected server's ranks and memory are read
+
+
+class RemoteStatusPoller(QObject):
+    """Reads a connected server's status off the UI thread every few seconds (ranks, memory, degraded)."""
+
+    status = Signal(object)  # RemoteStatus
+    _relay = Signal(object)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.remote: RemoteEngine | None = None
+        self._busy = False
+        self.timer = QTimer(self, interval=STATUS_POLL_MS, timeout=self.poll)
+        self._relay.connect(self._arrived, Qt.ConnectionType.QueuedConnection)
+
+    def follow(self, remote: RemoteEngine | None) -> None:
+        """Poll this server (None: stop)."""
+        self.remote = remote
+        if remote is None:
+            self.timer.stop()
+        else:
+            self.timer.start()
+            self.poll()
+
+    def poll(self) -> None:
+        """One status read on a short-lived thread (skipped while the previous one is still out)."""
+        remote = self.remote
+        if remote is None or self._busy:
+            return
+        self._busy = True
+        threading.Thread(target=self._read, args=(remote,), name="server-status", daemon=True).start()
+
+    def _read(self, remote: RemoteEngine) -> None:
+        try:
+            self._relay.emit(remote.status())
+        except (RemoteError, RuntimeError):  # unreachable for now: the next poll tries again
+            self._relay.emit(None)
+
+    def _arrived(self, status) -> None:
+        self._busy = False
+        if status is not None and self.remote is not None and status.url == self.remote.url:
+            self.status.emit(status)
 
 
 class ServerLink(QObject):
@@ -30,6 +78,8 @@ class ServerLink(QObject):
         self.controller.stateChanged.connect(self._state)
         self.controller.failed.connect(self._failed)
         self.controller.requestEvent.connect(window.docks.dashboard.on_worker_event)
+        self.poller = RemoteStatusPoller(self)
+        self.poller.status.connect(lambda st: window.docks.dashboard.set_cluster(st.ranks, st.degraded))
 
     def serve(self, choice: ServeChoice) -> bool:
         """Start serving with the chat's current speculation and sampling as the requests' defaults."""
@@ -50,8 +100,17 @@ class ServerLink(QObject):
         job.event.connect(lambda event: window.client.worker._load_event(url, event))
 
     def stop(self) -> None:
-        """Stop serving (window closing)."""
+        """Stop serving and polling (window closing)."""
         self.controller.stop()
+        self.poller.follow(None)
+
+    def loaded(self, pair) -> None:
+        """A pair is in use: poll its server while it is remote; a local pair shows no ranks."""
+        self.menu.set_remote(pair.remote)
+        engine = self.window.client.host.engine
+        self.poller.follow(engine if pair.remote and isinstance(engine, RemoteEngine) else None)
+        if not pair.remote:
+            self.window.docks.dashboard.set_cluster(())
 
     def _serve_toggled(self, on: bool) -> None:
         if not on:

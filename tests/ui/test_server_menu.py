@@ -66,9 +66,16 @@ def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target,
         assert isinstance(finished, Finished) and finished.tokens
         assert server.backend.requests_served > served  # the reply (and the dashboard's measurement) ran there
         assert window.server.menu.local_action.isEnabled()
+        cluster = window.docks.dashboard.cluster  # a cluster's status names each rank's memory
+        server.backend.extra_status = lambda: {"cluster": {"degraded_reason": None, "ranks": [
+            {"rank": 0, "host": "mac-a", "active_memory_bytes": 2_100_000_000, "peak_memory_bytes": 2_300_000_000},
+            {"rank": 1, "host": "mac-b", "active_memory_bytes": 2_000_000_000, "peak_memory_bytes": 2_200_000_000}]}}
+        window.server.poller.poll()
+        qtbot.waitUntil(lambda: "rank 1 (mac-b): 2.0 GB, peak 2.2 GB" in cluster.text(), timeout=10_000)
+        assert cluster.isVisibleTo(window.docks.dashboard) and "rank 0 (mac-a): 2.1 GB" in cluster.text()
         with qtbot.waitSignal(window.client.worker.loaded, timeout=60_000):
             window.server.menu.local_action.trigger()
-        assert window.pair.remote is None
+        assert window.pair.remote is None and not cluster.isVisibleTo(window.docks.dashboard)
     finally:
         server.stop()
         host.shutdown()

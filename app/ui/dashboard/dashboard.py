@@ -110,6 +110,11 @@ class Dashboard(QWidget):
                                   "break-even line, until this session has its own plain replies")
         self.remeasure.setEnabled(False)
         self.remeasure.clicked.connect(self.request_baseline)
+        self.cluster = QLabel("", objectName="dashStatus")  # a cluster's memory per rank (Connect to server)
+        self.cluster.setWordWrap(True)
+        self.cluster.setToolTip("MLX memory each rank of the server's cluster holds now and at its peak, "
+                                "read from the server every few seconds")
+        self.cluster.hide()
         footer = QHBoxLayout()
         footer.addWidget(self.status, 1)
         footer.addWidget(self.remeasure)
@@ -121,12 +126,21 @@ class Dashboard(QWidget):
         column.addWidget(self.tile_grid)
         column.addWidget(self.charts, 1)
         column.addLayout(self.power_slot)
+        column.addWidget(self.cluster)
         column.addLayout(footer)
         self._place_power()
         self.scroll = _vertical_scroll(body)  # a screen too short for everything scrolls, never grows the window
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(self.scroll)
+
+    def set_cluster(self, ranks: tuple, degraded: str | None = None) -> None:
+        """Show each rank's memory (RankMemory rows) and why the cluster is degraded; hide for one process."""
+        lines = [f"Cluster degraded: {degraded}"] if degraded else []
+        lines += [rank.label() for rank in ranks]
+        self.cluster.setText("\n".join(lines))
+        self.cluster.setStyleSheet(f"color: {theme.REJECT};" if degraded else "")
+        self.cluster.setVisible(bool(lines))
 
     def _plotted_cards(self) -> list:
         cards = [self.throughput, self.acceptance, self.memory_chart]
