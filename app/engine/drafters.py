@@ -56,6 +56,10 @@ class DraftModelDrafter:
         """Prefill the draft model's caches with all but the last token."""
         self.runner.prepare(seq, progress)
 
+    def unseen(self, seq: list[int]) -> int:
+        """Tokens of seq the draft model has not taken in yet (its next proposal catches up on them)."""
+        return max(len(seq) - len(self.runner.tokens), 0)
+
     def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
         """Run the draft model k steps; tokens stay lazy until the target verifies them."""
         # What the draft has not seen yet (usually the last draft after a full accept, plus the

@@ -96,6 +96,7 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
             if burst.stop is not None:
                 return
             continue
+        catch_up = drafter.unseen(ctx.seq) if hasattr(drafter, "unseen") else 0
         t0 = time.perf_counter()
         draft = drafter.propose(ctx.seq, k, ctx.sampler)
         mx.async_eval(draft.tokens)  # the device drafts while Python builds the verify graph
@@ -117,7 +118,7 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
         flags = [i < verdict.accepted for i in range(len(emitted))]
         info = RoundResult(index, k, len(drafts), verdict.accepted, len(emitted), t1 - t0, t2 - t1, rejection)
         if auto:
-            auto.observe(len(drafts), verdict.accepted, t1 - t0, t2 - t1)
+            auto.observe(len(drafts), verdict.accepted, t1 - t0, t2 - t1, catch_up)
         generated += len(emitted)
         index += 1
         if stop is None and ctx.cancel.is_set():
@@ -134,8 +135,8 @@ class _Burst:
 
 
 def _plain_burst(target: ModelRunner, ctx: LoopContext, auto: AutoK, index: int, generated: int):
-    """Decode up to auto.probe_every tokens plainly; yields their steps, then one K=0 RoundResult."""
-    n = min(auto.probe_every, ctx.budget - generated)
+    """Decode up to auto.burst_length() tokens plainly; yields their steps, then one K=0 RoundResult."""
+    n = min(auto.burst_length(), ctx.budget - generated)
     start, emitted, stop = time.perf_counter(), 0, None
     for step in baseline_steps(target, replace(ctx, budget=n)):
         emitted += len(step.tokens)

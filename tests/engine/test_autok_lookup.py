@@ -127,3 +127,23 @@ def test_auto_k_falls_back_to_plain_bursts_with_an_unrelated_draft(dense_target,
     assert plain and all(r.drafted == 0 and r.emitted >= 1 for r in plain)
     assert sum(r.emitted for r in plain) > sum(r.emitted for r in rounds) / 2
     assert sum(r.emitted for r in rounds) == len(baseline)
+
+
+def test_a_new_controller_speculates_first_then_measures_plain_decoding_briefly():
+    controller = AutoK(k_max=8)
+    assert controller.choose() == 2  # one speculative round measures drafting and verifying
+    controller.observe(2, 2, 0.004, 0.012, catch_up=1)
+    assert controller.choose() == 0 and controller.burst_length() == 4  # then a short plain burst
+    controller.observe_plain(4, 4 * 0.011)
+    assert controller.burst_length() == controller.probe_every
+    assert controller.choose() >= 2  # all accepted, drafting cheap: keep speculating
+
+
+def test_catching_up_after_a_plain_burst_is_not_billed_as_drafting():
+    controller = AutoK(k_max=8)
+    controller.observe(2, 2, 0.004, 0.012, catch_up=1)
+    controller.observe_plain(16, 16 * 0.011)
+    controller.observe(1, 1, 0.050, 0.011, catch_up=17)  # 16 burst tokens taken in before the draft step
+    assert controller.draft_step_s == pytest.approx(0.002)
+    controller.observe(2, 2, 0.0044, 0.012, catch_up=2)  # a normal round after a full accept counts
+    assert controller.draft_step_s == pytest.approx(0.9 * 0.002 + 0.1 * 0.0022)
