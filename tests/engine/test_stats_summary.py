@@ -56,8 +56,11 @@ def test_sampling_text_names_the_settings():
 
 
 def test_an_auto_k_reply_that_never_drafted_reports_no_acceptance(dense_target):
-    engine = Engine.load(dense_target)  # a fresh controller measures plain decoding first: 16 plain tokens
+    engine = Engine.load(dense_target)
     ids = list(engine.tokenizer.encode("one two three"))
+    # a first reply teaches auto K that lookup's drafts are rejected here; what it learned carries over
+    first = engine.generate(ids, GenerationConfig(mode="lookup", num_draft_tokens="auto", max_tokens=64))
+    assert first.stats.drafted > first.stats.accepted
     result = engine.generate(ids, GenerationConfig(mode="lookup", num_draft_tokens="auto", max_tokens=12))
     stats = result.stats
     assert (stats.drafted, stats.plain_tokens, stats.speculative_tokens, stats.k_rounds) == (0, 12, 0, {})
