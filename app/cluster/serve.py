@@ -80,15 +80,12 @@ def run_cluster_serve(args, group: ClusterGroup) -> int:
 
 
 def _serve_rank0(args, group: ClusterGroup) -> int:
-    from app.engine.config import GenerationConfig
     from app.engine.owner import EngineHost
     from app.server.app import ServerOptions, create_app
-    from app.server.running import check_exposure
+    from app.server.cli import serve_defaults
 
     try:
-        check_exposure(args.host, args.api_key)
-        mode = args.mode or ("draft" if args.draft else "baseline")
-        defaults = GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens)
+        mode, defaults = serve_defaults(args)
     except (ValueError, EngineError) as exc:
         print(f"specchat serve: {exc}", file=sys.stderr)
         return 2

@@ -65,8 +65,12 @@ def discover_models(cache_dir: Path, extra_dirs: Iterable[str | Path] = (), home
                     ) -> list[FoundModel]:
     """Every model found on disk, each folder once: the HF cache, LM Studio, then the user's folders."""
     home = home if home is not None else Path.home()
-    models = (hf_cache_models(Path(cache_dir)) + folder_models(lmstudio_dirs(home), "lm-studio")
-              + folder_models([Path(d) for d in extra_dirs], "folder"))
+    return unique_by_path(hf_cache_models(Path(cache_dir)) + folder_models(lmstudio_dirs(home), "lm-studio")
+                          + folder_models([Path(d) for d in extra_dirs], "folder"))
+
+
+def unique_by_path(models: list) -> list:
+    """Each model (anything with a .path) once, the first of those whose folder resolves the same."""
     seen: set[Path] = set()
     unique = []
     for model in models:

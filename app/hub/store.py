@@ -10,7 +10,7 @@ from pathlib import Path
 from app.upstream.hf_hub import CacheNotFound, cached_repo_tree, scan_cache_dir
 
 from .config import HubConfig
-from .discovery import folder_models, lmstudio_dirs
+from .discovery import folder_models, lmstudio_dirs, unique_by_path
 from .download import read_manifest
 from .errors import ConfirmationRequired, HubError
 from .model_facts import ModelFacts, facts_from_config, read_config, size_on_disk
@@ -145,14 +145,7 @@ def scan_local_models(config: HubConfig, extra_folders: list[str | Path] = (),
     models += [describe_folder(m.path, m.name, "lm-studio", vocab=vocab) for m in studio]
     for folder in extra_folders:
         models += [describe_folder(p, vocab=vocab) for p in model_folders(Path(folder).expanduser())]
-    seen: set[Path] = set()
-    unique = []
-    for model in models:
-        key = model.path.resolve()
-        if key not in seen:
-            seen.add(key)
-            unique.append(model)
-    return unique
+    return unique_by_path(models)
 
 
 def model_folders(folder: Path) -> list[Path]:

@@ -6,7 +6,7 @@ import json
 import threading
 from pathlib import Path
 
-from app.engine.loading import VOCABULARY_FILES, missing_tokenizer  # noqa: F401 (re-exported)
+from app.engine.loading import missing_tokenizer  # noqa: F401 (re-exported for the hub)
 
 from .errors import HubError
 

@@ -47,22 +47,30 @@ def register(subparsers) -> None:
     serve.set_defaults(func=run_serve)
 
 
+def serve_defaults(args):
+    """The mode and the requests' default GenerationConfig from serve's flags; ValueError / EngineError
+    (the caller prints it and exits 2) when the address needs a key or a value is out of range."""
+    from app.engine import GenerationConfig
+
+    from .running import check_exposure
+
+    check_exposure(args.host, args.api_key)
+    mode = args.mode or ("draft" if args.draft else "baseline")
+    return mode, GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens)
+
+
 def run_serve(args) -> int:
     """Load the pair on an engine host, then serve until Ctrl-C."""
     import uvicorn
 
-    from app.engine import EngineError, GenerationConfig
-    from app.engine.owner import load_pair_job
-    from app.engine.owner import EngineHost
+    from app.engine import EngineError
+    from app.engine.owner import EngineHost, load_pair_job
 
     from .app import ServerOptions, create_app
     from .backend import EngineBackend
-    from .running import check_exposure
 
     try:
-        check_exposure(args.host, args.api_key)
-        mode = args.mode or ("draft" if args.draft else "baseline")
-        defaults = GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens)
+        mode, defaults = serve_defaults(args)
     except (ValueError, EngineError) as exc:
         print(f"specchat serve: {exc}", file=sys.stderr)
         return 2
