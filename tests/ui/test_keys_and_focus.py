@@ -9,7 +9,7 @@ from PySide6.QtGui import QAction, QKeySequence
 
 from app.settings import load_settings
 from app.ui.chat.composer import THINKING_TIP
-from app.ui.main_window import NO_THINKING
+from app.ui.pair_control import NO_THINKING
 from app.ui.model_bar import CHOOSE_TARGET
 
 from .conftest import send
