@@ -146,7 +146,7 @@ def main() -> None:
     stock_head = "".join(f" stock K={k} |" for k in args.ks) if not args.no_stock else ""
     print("| prompt | tokens | plain tok/s |" + "".join(f" ours K={k} |" for k in args.ks) + stock_head +
           " auto | lookup auto | auto / best fixed | auto / plain | auto's choices |")
-    print("|---" * (5 + len(args.ks) * (1 if args.no_stock else 2) + 4) + "|")
+    print("|---" * (3 + len(args.ks) * (1 if args.no_stock else 2) + 5) + "|")
     for kind, n, result, _ks in rows:
         report(kind, n, result, args.ks)
     if args.conversation_tokens:
