@@ -56,14 +56,15 @@ def test_sampling_text_names_the_settings():
 
 
 def test_an_auto_k_reply_that_never_drafted_reports_no_acceptance(dense_target):
-    engine = Engine.load(dense_target)
-    ids = list(engine.tokenizer.encode("one two three"))
-    # a first reply teaches auto K that lookup's drafts are rejected here; what it learned carries over
-    first = engine.generate(ids, GenerationConfig(mode="lookup", num_draft_tokens="auto", max_tokens=64))
-    assert first.stats.drafted > first.stats.accepted
-    result = engine.generate(ids, GenerationConfig(mode="lookup", num_draft_tokens="auto", max_tokens=12))
-    stats = result.stats
-    assert (stats.drafted, stats.plain_tokens, stats.speculative_tokens, stats.k_rounds) == (0, 12, 0, {})
-    assert stats.stop_reason == "length" and stats.max_tokens == 12
     from dataclasses import asdict
-    assert speculation_text(asdict(stats)) == "K auto: plain decoding for all tokens; acceptance —"
+
+    engine = Engine.load(dense_target)
+    # a two-token raw prompt: prompt lookup has nothing to propose, so auto K's rounds draft nothing
+    # (the fixture is seeded and decoding greedy, so the same tokens come everywhere)
+    ids = list(engine.tokenizer.encode("zq"))
+    result = engine.generate(ids, GenerationConfig(mode="lookup", num_draft_tokens="auto", max_tokens=6))
+    stats = result.stats
+    assert stats.drafted == 0 and stats.accepted == 0 and stats.rounds > 0
+    assert stats.stop_reason == "length" and stats.max_tokens == 6
+    text = speculation_text(asdict(stats))
+    assert text.endswith("acceptance —") and "%" not in text.split(";")[-1]
