@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import json
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -170,7 +170,7 @@ def _specchat_request(body: object, backend: EngineBackend, defaults: Generation
     if unknown:
         raise bad_request(f"config has unknown fields: {', '.join(unknown)}", "config")
     try:
-        cfg = GenerationConfig(**{**{f: getattr(defaults, f) for f in known}, **config})
+        cfg = replace(defaults, **config)
     except (ConfigError, TypeError) as exc:
         raise bad_request(str(exc), "config") from None
     if "prompt_ids" in body:

@@ -8,7 +8,7 @@ import json
 
 from starlette.requests import Request
 
-from app.engine.events import Failed, Finished, PrefillProgress, RoundResult, TextChunk
+from app.engine.events import Failed, Finished, TextChunk
 from app.engine.owner import JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued
 
 from .backend import EngineBackend
@@ -97,8 +97,6 @@ async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int):
             yield _data(_engine_error(event).body())
             yield {"data": "[DONE]"}
             return
-        elif isinstance(event, (RoundResult, PrefillProgress)):
-            continue
     tail = stops.flush()
     if tail:
         yield _data(shape.chunk(tail, first=first))

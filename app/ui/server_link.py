@@ -96,8 +96,7 @@ class ServerLink(QObject):
         window.settings.server_url = url
         window.model_bar.set_loading(f"Connecting to {url}…")
         window.composer.set_ready(False, "Connecting to the server")
-        job = window.client.worker.submit("load", connect_job(url, api_key))
-        job.event.connect(lambda event: window.client.worker._load_event(url, event))
+        window.client.worker.load_with(url, connect_job(url, api_key))
 
     def stop(self) -> None:
         """Stop serving and polling (window closing)."""

@@ -118,8 +118,13 @@ class EngineWorker(QObject):
 
     def load_pair(self, target: str, draft: str | None) -> QtJob:
         """Load a pair beside the current one; it replaces it only when it loaded (loaded / loadFailed follow)."""
-        job = self.submit("load", load_pair_job(target, draft))
-        job.event.connect(lambda event: self._load_event(target, event))
+        return self.load_with(target, load_pair_job(target, draft))
+
+    def load_with(self, what: str, work) -> QtJob:
+        """Queue any job that installs an engine (a pair, a server) and returns its LoadedPair; `what` names
+        it in messages. loadStarted / loadProgress / loaded / loadFailed follow, as for a pair."""
+        job = self.submit("load", work)
+        job.event.connect(lambda event: self._load_event(what, event))
         return job
 
     def _load_event(self, target: str, event) -> None:
