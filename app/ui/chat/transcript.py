@@ -260,7 +260,8 @@ class EmptyState(QWidget):
     def set_model_state(self, loaded: bool, name: str = "") -> None:
         """The hint depends on whether a model is ready."""
         if loaded:
-            self.hint.setText(f"{name} is ready. Type a message below and send it (Enter, or the key set in Preferences).\n\n"
+            self.hint.setText(f"{name} is ready. Type a message below and send it "
+                              "(Enter, or the key set in Preferences).\n\n"
                               "Choose Off, Draft model or MTP and the draft length in the Speculation menu; "
                               "View ▸ Colour drafted tokens shows which words the drafter got right.")
         else:
