@@ -11,6 +11,10 @@ import numpy as np
 HOST_BYTES = 64
 
 
+class LinkLost(RuntimeError):
+    """A collective came back without a peer's real answer: the peer died mid-collective."""
+
+
 def launched() -> bool:
     """True when mlx.launch (or an MPI/ring/JACCL environment) started this process."""
     return any(name in os.environ for name in ("MLX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"))
@@ -29,9 +33,10 @@ class ClusterGroup:
     def __init__(self, group):
         self.group = group
         self.rank, self.size = group.rank(), group.size()
+        self.calls = 0  # gather_ints calls so far: the same on every rank, since all run the same collectives
         names = self.gather_bytes(socket.gethostname().encode()[:HOST_BYTES], HOST_BYTES)
-        pids = self.gather_ints([os.getpid()])
         self.hosts = [name.decode(errors="replace") for name in names]
+        pids = self.gather_ints([os.getpid()])
         self.pids = [row[0] for row in pids]
 
     @classmethod
@@ -58,11 +63,19 @@ class ClusterGroup:
         return np.array(out, copy=True)
 
     def gather_ints(self, values: list[int]) -> list[list[int]]:
-        """Every rank's list of int64 values (same length on every rank), by rank."""
-        mine = mx.array(np.asarray(values, np.int64))
+        """Every rank's list of int64 values (same length on every rank), by rank.
+
+        Each row carries the call number: a ring whose peer was killed can hand back a buffer the
+        peer never wrote (seen as 38654705672 "tokens"), which must read as a lost link, not as data."""
+        self.calls += 1
+        mine = mx.array(np.asarray([self.calls, *values], np.int64))
         settle()
         out = mx.distributed.all_gather(mine, group=self.group, stream=mx.cpu)
-        return np.array(out, copy=True).reshape(self.size, len(values)).tolist()
+        rows = np.array(out, copy=True).reshape(self.size, len(values) + 1).tolist()
+        garbled = [rank for rank, row in enumerate(rows) if row[0] != self.calls]
+        if garbled:
+            raise LinkLost(f"{self.where(garbled[0])} answered a collective with data it never sent: its link is gone")
+        return [row[1:] for row in rows]
 
     def gather_bytes(self, data: bytes, length: int) -> list[bytes]:
         """Every rank's `data` (at most `length` bytes), by rank."""

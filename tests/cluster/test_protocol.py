@@ -115,3 +115,35 @@ def test_each_rank_needs_half_the_layers_plus_the_whole_embedding(dense_target):
     machine = MachineMemory(total_bytes=16 * 10**9, available_bytes=8 * 10**9, gpu_working_set_bytes=None, source="test")
     parts = dict(rank_fit(dense_target, None, 4096, 2, machine).parts)
     assert parts["target weights"] == half.weights_bytes
+
+
+def group_whose_rank1_answers(monkeypatch, rank1_row):
+    """A real ClusterGroup of two whose all_gather returns this rank's row and `rank1_row(call)`."""
+    import mlx.core as mx
+    import numpy as np
+
+    from app.cluster import group as group_module
+
+    def all_gather(mine, group, stream):
+        row = np.array(mine)
+        return mx.array(np.concatenate([row, np.asarray(rank1_row(int(row[0])), np.int64)]))
+
+    monkeypatch.setattr(group_module.mx.distributed, "all_gather", all_gather)
+    cluster = object.__new__(group_module.ClusterGroup)
+    cluster.group, cluster.rank, cluster.size, cluster.calls, cluster.hosts = None, 0, 2, 0, ["studio", "mini"]
+    return cluster
+
+
+def test_gather_ints_returns_each_ranks_values_without_the_call_number(monkeypatch):
+    cluster = group_whose_rank1_answers(monkeypatch, lambda call: [call, 5, 6])
+    assert cluster.gather_ints([1, 2]) == [[1, 2], [5, 6]]
+    assert cluster.gather_ints([3, 4]) == [[3, 4], [5, 6]]
+
+
+def test_a_row_a_dead_peer_never_wrote_is_a_lost_link_not_a_disagreement(monkeypatch):
+    from app.cluster.group import LinkLost
+
+    # what the ring handed back in CI after rank 1 was killed mid-reply: a buffer it never filled
+    cluster = group_whose_rank1_answers(monkeypatch, lambda call: [38654705672, 3, 0, 0])
+    with pytest.raises(LinkLost, match="rank 1 on host mini answered a collective with data it never sent"):
+        Lockstep(cluster).sync()
