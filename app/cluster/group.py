@@ -74,7 +74,7 @@ class ClusterGroup:
         rows = np.array(out, copy=True).reshape(self.size, len(values) + 1).tolist()
         garbled = [rank for rank, row in enumerate(rows) if row[0] != self.calls]
         if garbled:
-            raise LinkLost(f"{self.where(garbled[0])} answered a collective with data it never sent: its link is gone")
+            raise LinkLost(f"rank {garbled[0]}'s part of a collective came back unwritten")
         return [row[1:] for row in rows]
 
     def gather_bytes(self, data: bytes, length: int) -> list[bytes]:

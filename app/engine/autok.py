@@ -1,15 +1,17 @@
 """Auto draft length: each round pick the K that maximises expected tokens per second.
 
-Per-token acceptance is a decayed estimate; draft-step and verify costs are measured
-online on this machine, the verify cost per K (it is not flat on every chip). K = 0
-is a plain decoding round; while at 0 the controller probes now and then so it can
-come back when the text becomes predictable.
+Per-token acceptance is a decayed estimate over about the last thirty drafts; the draft-step
+and verify costs are measured online on this machine, the verify cost per K (it is not flat on
+every chip) with a straight-line fit over the Ks measured for the others. K = 0 is plain decoding;
+while at 0 the controller probes now and then so it can come back when the text becomes predictable.
 
-A new controller speculates first (K = START_K: one round measures a draft step and a
-verify pass), then reads plain decoding's cost from a short burst, then chooses. A round
-whose drafter first had to catch up on a plain burst's tokens says nothing about a draft
-step's cost: its draft time is left out, or every burst would make drafting look dearer
-and keep the controller at K = 0.
+A new controller speculates first (K = START_K: one round measures a draft step and a verify pass).
+Plain decoding's cost is measured only where it could change the choice: a verify pass over one
+token (the fit's value at K = 0) costs about what a plain step does, so while the best K is
+expected to beat that by PLAIN_MARGIN no plain burst is spent; when it is not, a short burst measures
+plain decoding. A round whose drafter first had to catch up on a plain burst's tokens says nothing
+about a draft step's cost: its draft time is left out, or every burst would make drafting look
+dearer and keep the controller at K = 0.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ def expected_tokens(alpha: float, k: int) -> float:
 
 START_K = 2  # the first round's K: one speculative round tells the draft-step and verify costs
 FIRST_BURST = 4  # the first plain burst, which only measures plain decoding's cost per token
+MAX_PROBE_GAP = 128  # plain tokens between probes at most: a probe costs the drafter's catch-up
+PLAIN_MARGIN = 1.3  # speculation this much faster than the plain estimate needs no plain measurement
+LINE_WEIGHT = 2.0  # a K's verify cost leans on the line through all Ks as much as on this many rounds of its own
+NEAR_TIE = 0.02  # Ks within 2% of the best rate: the least measured of them runs, so no estimate goes stale
 NORMAL_CATCH_UP = 2  # tokens a drafter takes in at the start of a round after a full accept
 
 
@@ -34,13 +40,17 @@ class AutoK:
     """Chooses K in 0..k_max from decayed acceptance and measured costs."""
 
     k_max: int = 8
-    decay: float = 0.9
-    probe_every: int = 16
+    decay: float = 0.9  # per round, for the cost estimates
+    trial_decay: float = 0.97  # per drafted token, for acceptance
+    probe_every: int = 16  # plain tokens before the first probe; the gap doubles while probes fail
     accepted: float = 1.0  # prior: one success, one failure (alpha = 0.5)
     rejected: float = 1.0
     draft_step_s: float | None = None
-    verify_s: dict[int, float] = field(default_factory=dict)
-    rounds_at_zero: int = 0
+    verify_s: dict[int, float] = field(default_factory=dict)  # by K >= 1
+    verify_rounds: dict[int, int] = field(default_factory=dict)
+    plain_s: float | None = None  # plain decoding's measured cost per token
+    plain_since_probe: int = 0
+    probe_gap: int = 0  # 0: not probing (speculating, or plain not yet chosen)
 
     @property
     def alpha(self) -> float:
@@ -51,61 +61,81 @@ class AutoK:
         """The K for the next round."""
         if self.draft_step_s is None:
             return min(START_K, self.k_max)  # speculate first: a round measures drafting and verifying
-        if 0 not in self.verify_s:
-            return 0  # then plain decoding's cost, from a short burst
         reach = min(self.k_max, max(self.verify_s) + 2)  # explore longer drafts two at a time
-        best = max(range(reach + 1), key=self.rate)
-        if best == 0:
-            self.rounds_at_zero += 1
-            if self.rounds_at_zero % self.probe_every == 0:
-                return 1
-        else:
-            self.rounds_at_zero = 0
-        return best
+        rates = {k: self.rate(k) for k in range(1, reach + 1)}
+        top = max(rates.values())
+        best = min((k for k, r in rates.items() if r >= (1 - NEAR_TIE) * top),
+                   key=lambda k: (self.verify_rounds.get(k, 0), -rates[k]))
+        if self.plain_s is None:  # plain decoding unmeasured: measure it only if it could win
+            return best if self.rate(best) >= PLAIN_MARGIN * self.rate(0) else 0
+        if self.rate(best) > self.rate(0):
+            self.probe_gap = 0
+            return best
+        return self._plain_or_probe()
+
+    def _plain_or_probe(self) -> int:
+        if not self.probe_gap:
+            self.probe_gap, self.plain_since_probe = self.probe_every, 0
+        if self.plain_since_probe < self.probe_gap:
+            return 0
+        self.probe_gap = min(2 * self.probe_gap, MAX_PROBE_GAP)  # if this probe fails, wait longer
+        self.plain_since_probe = 0
+        return 1
 
     def burst_length(self) -> int:
-        """Tokens a plain burst decodes: a few to measure plain decoding, then probe_every."""
-        return FIRST_BURST if 0 not in self.verify_s else self.probe_every
+        """Tokens the next plain burst decodes: a few to measure plain decoding, else up to the next probe."""
+        if self.plain_s is None:
+            return FIRST_BURST
+        if not self.probe_gap:
+            return self.probe_every
+        return max(1, min(self.probe_every, self.probe_gap - self.plain_since_probe))
 
     def rate(self, k: int) -> float:
-        """Expected tokens per second of a round with k drafts."""
+        """Expected tokens per second of a round with k drafts (k = 0: plain decoding)."""
         cost = k * (self.draft_step_s or 0.0) + self.verify_cost(k)
         return expected_tokens(self.alpha, k) / cost if cost > 0 else 0.0
 
     def verify_cost(self, k: int) -> float:
-        """Measured verify time for k drafts; unmeasured K interpolate linearly between neighbours."""
-        if k in self.verify_s:
-            return self.verify_s[k]
-        known = sorted(self.verify_s)
-        lower = max((x for x in known if x < k), default=None)
-        upper = min((x for x in known if x > k), default=None)
-        if upper is None:  # extend the last measured slope (never downwards)
-            if len(known) < 2:
-                return self.verify_s[lower]
-            a, b = known[-2], known[-1]
-            slope = max(0.0, (self.verify_s[b] - self.verify_s[a]) / (b - a))
-            return self.verify_s[b] + slope * (k - b)
-        if lower is None:
-            return self.verify_s[upper]
-        w = (k - lower) / (upper - lower)
-        return self.verify_s[lower] * (1 - w) + self.verify_s[upper] * w
+        """Cost of a round's target pass for k drafts (plain decoding's per token at k = 0, once measured):
+        its own measurements shrunk towards the straight line through every K's (never sloping down)."""
+        if k == 0 and self.plain_s is not None:
+            return self.plain_s
+        intercept, slope = self._verify_line()
+        line = intercept + slope * k
+        rounds = min(self.verify_rounds.get(k, 0), 16)
+        return (rounds * self.verify_s.get(k, 0.0) + LINE_WEIGHT * line) / (rounds + LINE_WEIGHT)
+
+    def _verify_line(self) -> tuple[float, float]:
+        """Weighted least squares of verify cost on K (weights: rounds measured, up to 16)."""
+        weights = {k: min(self.verify_rounds.get(k, 1), 16) for k in self.verify_s}
+        total = sum(weights.values())
+        mean_k = sum(w * k for k, w in weights.items()) / total
+        mean_s = sum(w * self.verify_s[k] for k, w in weights.items()) / total
+        spread = sum(w * (k - mean_k) ** 2 for k, w in weights.items())
+        slope = sum(w * (k - mean_k) * (self.verify_s[k] - mean_s) for k, w in weights.items()) / spread if spread else 0.0
+        slope = max(0.0, slope)
+        intercept = mean_s - slope * mean_k
+        return (intercept, slope) if intercept > 0 else (min(self.verify_s.values()), 0.0)
 
     def observe_plain(self, tokens: int, seconds: float) -> None:
-        """Fold a burst of plain decoding in: its cost per token is the K=0 round cost."""
+        """Fold a burst of plain decoding in: its cost per token."""
         if tokens:
-            self.verify_s[0] = _ema(self.verify_s.get(0), seconds / tokens, self.decay)
-            self.rounds_at_zero += tokens - 1  # probing counts tokens spent at K=0, not bursts
+            self.plain_s = _ema(self.plain_s, seconds / tokens, self.decay)
+            self.plain_since_probe += tokens
 
     def observe(self, k: int, accepted: int, draft_s: float, verify_s: float, catch_up: int = 0) -> None:
         """Fold one finished round into the estimates; catch_up is how many tokens the drafter took in
         before drafting (a round after a plain burst: its draft time is not a draft step's cost)."""
-        self.verify_s[k] = _ema(self.verify_s.get(k), verify_s, self.decay)
         if k == 0:
             return
+        self.verify_s[k] = _ema(self.verify_s.get(k), verify_s, self.decay)
+        self.verify_rounds[k] = self.verify_rounds.get(k, 0) + 1
         if catch_up <= NORMAL_CATCH_UP or self.draft_step_s is None:
             self.draft_step_s = _ema(self.draft_step_s, draft_s / k, self.decay)
-        self.accepted = self.decay * self.accepted + accepted
-        self.rejected = self.decay * self.rejected + (1 if accepted < k else 0)
+        failed = 1 if accepted < k else 0
+        forget = self.trial_decay ** (accepted + failed)
+        self.accepted = forget * self.accepted + accepted
+        self.rejected = forget * self.rejected + failed
 
 
 def _ema(old: float | None, new: float, decay: float) -> float:

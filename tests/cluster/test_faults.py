@@ -98,7 +98,7 @@ def test_a_killed_rank_fails_the_reply_and_the_server_stays_up(cluster):
     os.kill(cluster.status()["cluster"]["ranks"][0]["pid"], signal.SIGTERM)
     time.sleep(1.0)
     assert_degraded(cluster, "rank 1 on host")
-    assert RemoteEngine(cluster.url).status().degraded.startswith("rank 1 on host")
+    assert "rank 1 on host" in RemoteEngine(cluster.url).status().degraded  # "lost the link to" or "did not answer"
 
 
 def test_sigterm_with_every_rank_alive_stops_the_whole_cluster(cluster):

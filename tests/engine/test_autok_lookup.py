@@ -17,6 +17,10 @@ def feed(controller: AutoK, acceptance: float, rounds: int = 60, draft_step=0.00
     rng = random.Random(0)
     for _ in range(rounds):
         k = controller.choose()
+        if k == 0:
+            tokens = controller.burst_length()
+            controller.observe_plain(tokens, tokens * verify(0))
+            continue
         accepted = 0
         while accepted < k and rng.random() < acceptance:
             accepted += 1
@@ -129,14 +133,41 @@ def test_auto_k_falls_back_to_plain_bursts_with_an_unrelated_draft(dense_target,
     assert sum(r.emitted for r in rounds) == len(baseline)
 
 
-def test_a_new_controller_speculates_first_then_measures_plain_decoding_briefly():
+def test_a_new_controller_speculates_first_and_spends_no_plain_burst_when_drafts_clearly_pay():
     controller = AutoK(k_max=8)
     assert controller.choose() == 2  # one speculative round measures drafting and verifying
     controller.observe(2, 2, 0.004, 0.012, catch_up=1)
-    assert controller.choose() == 0 and controller.burst_length() == 4  # then a short plain burst
+    assert controller.choose() == 4  # 3 tokens for 0.016 s vs at most 1 per 0.012 s plain: no burst
+    controller.observe(4, 4, 0.008, 0.016, catch_up=2)
+    assert controller.verify_cost(0) == pytest.approx(0.008)  # the line through K=2 and K=4
+    assert controller.choose() >= 3 and controller.plain_s is None  # still speculating, never measured plain
+
+
+def test_plain_decoding_is_measured_when_it_could_win():
+    controller = AutoK(k_max=8)
+    controller.observe(2, 1, 0.008, 0.012, catch_up=1)  # half accepted, drafting a third of a verify
+    assert controller.rate(1) < 1.3 * controller.rate(0)
+    assert controller.choose() == 0 and controller.burst_length() == 4  # a short burst measures it
     controller.observe_plain(4, 4 * 0.011)
-    assert controller.burst_length() == controller.probe_every
-    assert controller.choose() >= 2  # all accepted, drafting cheap: keep speculating
+    assert controller.plain_s == pytest.approx(0.011) and controller.burst_length() == controller.probe_every
+
+
+def test_failed_probes_come_further_apart():
+    controller = AutoK(k_max=8, probe_every=16)
+    controller.observe(2, 0, 0.008, 0.012, catch_up=1)
+    controller.observe_plain(4, 4 * 0.010)
+    gaps, plain = [], 0
+    while len(gaps) < 5:
+        k = controller.choose()
+        if k == 0:
+            n = controller.burst_length()
+            controller.observe_plain(n, n * 0.010)
+            plain += n
+        else:
+            gaps.append(plain)
+            plain = 0
+            controller.observe(1, 0, 0.004, 0.011, catch_up=plain + 2)
+    assert gaps == [16, 32, 64, 128, 128]
 
 
 def test_catching_up_after_a_plain_burst_is_not_billed_as_drafting():
@@ -147,3 +178,19 @@ def test_catching_up_after_a_plain_burst_is_not_billed_as_drafting():
     assert controller.draft_step_s == pytest.approx(0.002)
     controller.observe(2, 2, 0.0044, 0.012, catch_up=2)  # a normal round after a full accept counts
     assert controller.draft_step_s == pytest.approx(0.9 * 0.002 + 0.1 * 0.0022)
+
+
+def test_a_k_measured_once_leans_on_the_line_through_the_others():
+    controller = AutoK(draft_step_s=0.16, verify_s={1: 0.635, 2: 0.572, 3: 0.60},
+                       verify_rounds={1: 1, 2: 40, 3: 12})
+    assert controller.verify_cost(1) < 0.60  # one slow K=1 round does not condemn K=1 for good
+    assert controller.verify_cost(2) == pytest.approx(0.572, abs=0.01)  # forty rounds stand on their own
+
+
+def test_near_ties_run_the_least_measured_k():
+    controller = AutoK(k_max=2, draft_step_s=0.0, verify_s={1: 0.010, 2: 0.015},
+                       verify_rounds={1: 30, 2: 3}, plain_s=0.02)
+    controller.accepted, controller.rejected = 1.0, 1.0  # alpha 0.5: 1.5 tokens / 10 ms vs 1.75 / 15 ms
+    assert controller.rate(2) < controller.rate(1) * 0.98 and controller.choose() == 1
+    controller.verify_s[2] = 0.0118  # now within 2% of K=1: K=2, measured less, runs
+    assert controller.rate(2) >= 0.98 * controller.rate(1) and controller.choose() == 2
