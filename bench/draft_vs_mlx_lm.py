@@ -5,16 +5,19 @@ Prints tokens/s for both (medians) and the median of per-pair ratios ours / mlx-
 round by round, so every slowdown of the machine hits both); plain decoding pipelines across tokens,
 so K = 0 pairs are two whole runs back to back. The order alternates between pairs.
 Run: python bench/draft_vs_mlx_lm.py [--pairs 15] [--tokens 96]
+On the real Qwen pair (real_pair.py): python bench/draft_vs_mlx_lm.py --target $QWEN_TARGET --draft $QWEN_DRAFT
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import mlx.core as mx
 from common import build_cheap_draft_pair, engine_steps, lockstep_pairs, paired_runs
 from mlx_lm.generate import generate_step
+from real_pair import PROMPTS
 
 from app.engine import Engine, GenerationConfig
 from tests.engine.helpers import mlx_lm_speculative_tokens, until_stop
@@ -59,18 +62,26 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=384)
     parser.add_argument("--layers", type=int, default=16)
     parser.add_argument("--noise", type=float, default=0.02, help="draft = target's first 2 layers + this x std noise")
+    parser.add_argument("--target", help="a real target folder instead of the fixture (with --draft)")
+    parser.add_argument("--draft", help="its draft model folder")
+    parser.add_argument("--ks", type=int, nargs="+", default=[0, 2, 4])
     args = parser.parse_args()
-    target, draft = build_cheap_draft_pair("dense", args.hidden, args.layers, draft_layers=2, noise=args.noise)
-    engine = Engine.load(target, draft)
-    ids = list(engine.tokenizer.encode(PROMPT))
-    print(f"dense pair: qwen3 hidden={args.hidden}, target {args.layers} layers, draft = its first 2 layers "
-          f"+ {args.noise:.0%} noise; {args.tokens} tokens, {args.pairs} pairs of back-to-back runs, "
-          f"MLX device {mx.default_device()}")
+    if args.target:
+        engine = Engine.load(args.target, args.draft)
+        ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": PROMPTS["code"]}], add_generation_prompt=True)
+        pair = f"{Path(args.target).name} + {Path(args.draft).name}"
+    else:
+        target, draft = build_cheap_draft_pair("dense", args.hidden, args.layers, draft_layers=2, noise=args.noise)
+        engine = Engine.load(target, draft)
+        ids = list(engine.tokenizer.encode(PROMPT))
+        pair = (f"dense pair: qwen3 hidden={args.hidden}, target {args.layers} layers, draft = its first 2 layers "
+                f"+ {args.noise:.0%} noise")
+    print(f"{pair}; {args.tokens} tokens, {args.pairs} pairs of back-to-back runs, MLX device {mx.default_device()}")
     print("| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm (median of pairs) | 95% CI | acceptance "
           "| rows fed to target, draft: ours / mlx-lm |")
     # K > 0: lockstep pairs; K = 0: whole runs back to back
     print("|---|---|---|---|---|---|---|")
-    for k in (0, 2, 4):
+    for k in args.ks:
         reference = run_mlx_lm(engine, ids, k, args.tokens)[0]
         run_ours(engine, ids, k, args.tokens)  # warm up both
         if k:

@@ -8,7 +8,7 @@ while at 0 the controller probes now and then so it can come back when the text 
 A new controller speculates first (K = START_K: one round measures a draft step and a verify pass).
 Plain decoding's cost is measured only where it could change the choice: a verify pass over one
 token (the fit's value at K = 0) costs about what a plain step does, so while the best K is
-expected to beat that by PLAIN_MARGIN no plain burst is spent; when it is not, a short burst measures
+expected to beat that by PLAIN_MARGIN (15%) no plain burst is spent; when it is not, a short burst measures
 plain decoding. A round whose drafter first had to catch up on a plain burst's tokens says nothing
 about a draft step's cost: its draft time is left out, or every burst would make drafting look
 dearer and keep the controller at K = 0.
@@ -29,9 +29,9 @@ def expected_tokens(alpha: float, k: int) -> float:
 START_K = 2  # the first round's K: one speculative round tells the draft-step and verify costs
 FIRST_BURST = 4  # the first plain burst, which only measures plain decoding's cost per token
 MAX_PROBE_GAP = 128  # plain tokens between probes at most: a probe costs the drafter's catch-up
-PLAIN_MARGIN = 1.3  # speculation this much faster than the plain estimate needs no plain measurement
+PLAIN_MARGIN = 1.15  # speculation this much faster than the plain estimate needs no plain measurement
 LINE_WEIGHT = 2.0  # a K's verify cost leans on the line through all Ks as much as on this many rounds of its own
-NEAR_TIE = 0.02  # Ks within 2% of the best rate: the least measured of them runs, so no estimate goes stale
+NEAR_TIE = 0.01  # Ks within 1% of the best rate: the least measured of them runs, so no estimate goes stale
 NORMAL_CATCH_UP = 2  # tokens a drafter takes in at the start of a round after a full accept
 
 
