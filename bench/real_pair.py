@@ -9,8 +9,9 @@ Build the pair once (../shared/tools/real-qwen-pair.sh), then:
 Every cell starts from empty caches (prefill included in its time: tokens / wall time of the whole
 generation) and a fresh auto-K controller; the cells of one situation run in a rotating order, one
 after the other, so a slow spell of the machine does not always hit the same cell. Greedy output of
-every cell must equal plain decoding's (asserted). The conversation rows send several replies in
-one chat without resetting anything: auto K keeps what it learned, the caches keep the prefix.
+every cell must equal plain decoding's (asserted). The conversation rows send three replies in one
+chat: plain, fixed Ks and auto take turns on each reply, every side from empty caches, and auto K
+keeps what it learned from one reply to the next.
 """
 
 from __future__ import annotations
@@ -79,25 +80,29 @@ def situation(engine: Engine, prompt: str, n: int, plan: list, reps: int) -> dic
     return {"speeds": speeds, "details": details}
 
 
-def conversation(engine: Engine, kind: str, n: int) -> list[tuple[float, float]]:
-    """Three replies in one chat, plain and auto K taking turns reply by reply; (plain, auto) tok/s each."""
-    out = []
-    histories = {"plain": [], "auto": []}
+def conversation(engine: Engine, kind: str, n: int, ks: list[int]) -> list[tuple[int, dict[str, float]]]:
+    """Three replies in one chat; per reply, plain, each fixed K and auto K take turns on the same history
+    (greedy: every side writes the same reply), each from empty caches like the single replies (so each
+    prefills the same history). Auto K keeps what it learned between replies. (tokens, seconds per side)."""
+    out, history = [], []
     engine.reset()
     engine.auto_k.clear()
+    sides = [("plain", "baseline", 2)] + [(f"K={k}", "draft", k) for k in ks] + [("auto", "draft", "auto")]
     for turn in (PROMPTS[kind], *FOLLOW_UPS[kind]):
-        row = {}
-        for side in ("plain", "auto"):
-            histories[side].append({"role": "user", "content": turn})
-            ids = engine.tokenizer.apply_chat_template(histories[side], add_generation_prompt=True)
-            cfg = GenerationConfig(mode="baseline" if side == "plain" else "draft", num_draft_tokens="auto",
-                                   max_tokens=n)
+        history.append({"role": "user", "content": turn})
+        ids = engine.tokenizer.apply_chat_template(history, add_generation_prompt=True)
+        row, texts = {}, set()
+        for label, mode, k in sides:
+            engine.reset()
             start = time.perf_counter()
-            result = engine.generate(ids, cfg)
-            row[side] = len(result.tokens) / (time.perf_counter() - start)
-            histories[side].append({"role": "assistant", "content": result.text})
-        out.append((row["plain"], row["auto"]))
-        print(f"  turn {len(out)}: plain {row['plain']:.2f}, auto {row['auto']:.2f} tok/s", file=sys.stderr, flush=True)
+            result = engine.generate(ids, GenerationConfig(mode=mode, num_draft_tokens=k, max_tokens=n))
+            row[label] = time.perf_counter() - start
+            texts.add(result.text)
+        assert len(texts) == 1, "a side wrote a different reply"
+        history.append({"role": "assistant", "content": texts.pop()})
+        out.append((len(result.tokens), row))
+        print(f"  turn {len(out)}: " + ", ".join(f"{label} {len(result.tokens) / v:.2f}" for label, v in row.items())
+              + " tok/s", file=sys.stderr, flush=True)
     return out
 
 
@@ -131,12 +136,18 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--no-stock", action="store_true")
     parser.add_argument("--conversation-tokens", type=int, default=64, help="0: no conversation rows")
+    parser.add_argument("--conversation-ks", type=int, nargs="+", default=[1, 4],
+                        help="fixed Ks beside plain and auto in the conversation (default: 1 4)")
+    parser.add_argument("--conversation-only", action="store_true", help="skip the single-reply rows")
     args = parser.parse_args()
     if not (args.target and args.draft and Path(args.target).is_dir() and Path(args.draft).is_dir()):
         sys.exit("no real pair: run ../shared/tools/real-qwen-pair.sh, then source real-qwen-pair.env")
     engine = Engine.load(args.target, args.draft)
     print(f"pair: {Path(args.target).name} + {Path(args.draft).name}; reps {args.reps}; tok/s = tokens / wall "
           "time from empty caches (prefill included)\n")
+    if args.conversation_only:
+        conversation_table(engine, args)
+        return
     rows = []
     for n in args.lengths:
         ks = args.long_ks if (n > 64 and args.long_ks) else args.ks
@@ -150,11 +161,24 @@ def main() -> None:
     for kind, n, result, _ks in rows:
         report(kind, n, result, args.ks)
     if args.conversation_tokens:
-        print("\n| conversation | reply | plain tok/s | auto tok/s | auto / plain |\n|---|---|---|---|---|")
-        for kind in args.kinds:
-            print(f"conversation, {kind}:", file=sys.stderr, flush=True)
-            for i, (plain, auto) in enumerate(conversation(engine, kind, args.conversation_tokens), 1):
-                print(f"| {kind} | {i} | {plain:.2f} | {auto:.2f} | {auto / plain:.2f} |", flush=True)
+        conversation_table(engine, args)
+
+
+def conversation_table(engine: Engine, args) -> None:
+    """The conversation rows: each reply's tok/s as x plain, and auto's ratios to the goals."""
+    ks = args.conversation_ks
+    print("\n| conversation | reply | plain tok/s |" + "".join(f" K={k} |" for k in ks) +
+          " auto | auto / best fixed | auto / plain |\n" + "|---" * (6 + len(ks)) + "|")
+    for kind in args.kinds:
+        print(f"conversation, {kind}:", file=sys.stderr, flush=True)
+        replies = conversation(engine, kind, args.conversation_tokens, ks)
+        replies.append((sum(n for n, _ in replies), {label: sum(r[label] for _, r in replies) for label in replies[0][1]}))
+        for i, (tokens, seconds) in enumerate(replies, 1):
+            row = {label: tokens / s for label, s in seconds.items()}
+            plain, best = row["plain"], max(row[f"K={k}"] for k in ks)
+            label = str(i) if i < len(replies) else "whole"
+            print(f"| {kind} | {label} | {plain:.2f} | " + " | ".join(f"{row[f'K={k}'] / plain:.2f}x" for k in ks) +
+                  f" | {row['auto'] / plain:.2f}x | {row['auto'] / best:.2f} | {row['auto'] / plain:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,12 @@ class AutoK:
         self.plain_since_probe = 0
         return 1
 
+    def new_reply(self) -> None:
+        """A new reply starts: if plain decoding had won, probe at once (new text may be predictable),
+        then every probe_every tokens again."""
+        if self.probe_gap:
+            self.probe_gap = self.plain_since_probe = max(self.probe_every // 2, 1)
+
     def burst_length(self) -> int:
         """Tokens the next plain burst decodes: a few to measure plain decoding, else up to the next probe."""
         if self.plain_s is None:

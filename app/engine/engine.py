@@ -140,6 +140,7 @@ class Engine:
             return None
         controller = self.auto_k.setdefault(cfg.mode, AutoK(k_max=cfg.max_draft_tokens))
         controller.k_max = cfg.max_draft_tokens
+        controller.new_reply()
         return controller
 
     def _drafter_for(self, cfg: GenerationConfig) -> Drafter | None:
