@@ -141,7 +141,13 @@ class SharedAutoK(AutoK):
 
     def choose(self) -> int:
         """Rank 0's K for the next round, on every rank."""
-        mine = super().choose()
+        return self._rank0(super().choose())
+
+    def burst_length(self) -> int:
+        """Rank 0's plain burst length, on every rank (it follows rank 0's probing state)."""
+        return self._rank0(super().burst_length())
+
+    def _rank0(self, mine: int) -> int:
         return int(self.group.broadcast(np.array([mine]) if self.group.rank == 0 else None, 1)[0])
 
 

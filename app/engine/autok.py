@@ -132,13 +132,16 @@ class AutoK:
     def observe(self, k: int, accepted: int, draft_s: float, verify_s: float, catch_up: int = 0) -> None:
         """Fold one finished round into the estimates; catch_up is how many tokens the drafter took in
         before drafting (a round after a plain burst: its draft time is not a draft step's cost)."""
-        if k == 0:
+        if k == 0:  # the drafter had nothing to propose (prompt lookup without a match): a miss
+            self._count(0, 1)
             return
         self.verify_s[k] = _ema(self.verify_s.get(k), verify_s, self.decay)
         self.verify_rounds[k] = self.verify_rounds.get(k, 0) + 1
         if catch_up <= NORMAL_CATCH_UP or self.draft_step_s is None:
             self.draft_step_s = _ema(self.draft_step_s, draft_s / k, self.decay)
-        failed = 1 if accepted < k else 0
+        self._count(accepted, 1 if accepted < k else 0)
+
+    def _count(self, accepted: int, failed: int) -> None:
         forget = self.trial_decay ** (accepted + failed)
         self.accepted = forget * self.accepted + accepted
         self.rejected = forget * self.rejected + failed

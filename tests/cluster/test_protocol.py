@@ -147,3 +147,27 @@ def test_a_row_a_dead_peer_never_wrote_is_a_lost_link_not_a_disagreement(monkeyp
     cluster = group_whose_rank1_answers(monkeypatch, lambda call: [38654705672, 3, 0, 0])
     with pytest.raises(LinkLost, match="rank 1's part of a collective came back unwritten"):
         Lockstep(cluster).sync()
+
+
+class Rank1:
+    """A stand-in group seen from rank 1: every broadcast brings rank 0's values, given by the test."""
+
+    rank, size = 1, 2
+
+    def __init__(self, rank0_values):
+        self.rank0_values = iter(rank0_values)
+        self.sent = []
+
+    def broadcast(self, values, length):
+        self.sent.append(values)
+        return [next(self.rank0_values)]
+
+
+def test_rank_1_takes_rank_0s_k_and_burst_length_whatever_its_own_timings_say():
+    from app.cluster.protocol import SharedAutoK
+
+    group = Rank1([0, 7])  # rank 0 chose plain decoding, 7 tokens before its next probe
+    controller = SharedAutoK(group=group, draft_step_s=0.001, verify_s={2: 0.01}, plain_s=0.05)
+    assert controller.choose() == 0  # its own costs say speculate (plain is five times dearer)
+    assert controller.burst_length() == 7  # its own state would say 16
+    assert group.sent == [None, None]  # rank 1 only listens

@@ -194,3 +194,13 @@ def test_near_ties_run_the_least_measured_k():
     assert controller.rate(2) < controller.rate(1) * 0.99 and controller.choose() == 1
     controller.verify_s[2] = 0.0117  # now a little slower than K=1, within 1%: K=2, measured less, runs
     assert 0.99 * controller.rate(1) <= controller.rate(2) < controller.rate(1) and controller.choose() == 2
+
+
+def test_a_round_with_nothing_to_propose_counts_as_a_miss():
+    controller = AutoK(k_max=8)
+    controller.observe(2, 2, 0.0001, 0.012, catch_up=1)
+    before = controller.alpha
+    for _ in range(20):  # prompt lookup found no earlier match: the round verified one token, drafted none
+        controller.observe(0, 0, 0.0001, 0.011)
+    assert controller.alpha < before / 4
+    assert controller.verify_s == {2: 0.012}  # a round without drafts says nothing about a K's cost
