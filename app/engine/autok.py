@@ -31,6 +31,7 @@ FIRST_BURST = 4  # the first plain burst, which only measures plain decoding's c
 MAX_PROBE_GAP = 128  # plain tokens between probes at most: a probe costs the drafter's catch-up
 PLAIN_MARGIN = 1.15  # speculation this much faster than the plain estimate needs no plain measurement
 LINE_WEIGHT = 2.0  # a K's verify cost leans on the line through all Ks as much as on this many rounds of its own
+STAY_MARGIN = 0.03  # speculation goes on while within this fraction of plain decoding's rate (it keeps measuring)
 NEAR_TIE = 0.01  # Ks within 1% of the best rate: the least measured of them runs, so no estimate goes stale
 NORMAL_CATCH_UP = 2  # tokens a drafter takes in at the start of a round after a full accept
 
@@ -43,7 +44,7 @@ class AutoK:
     decay: float = 0.9  # per round, for the cost estimates
     trial_decay: float = 0.97  # per drafted token, for acceptance
     probe_every: int = 16  # plain tokens before the first probe; the gap doubles while probes fail
-    accepted: float = 1.0  # prior: one success, one failure (alpha = 0.5)
+    accepted: float = 2.0  # prior: two successes, one failure (alpha = 2/3)
     rejected: float = 1.0
     draft_step_s: float | None = None
     verify_s: dict[int, float] = field(default_factory=dict)  # by K >= 1
@@ -68,7 +69,7 @@ class AutoK:
                    key=lambda k: (self.verify_rounds.get(k, 0), -rates[k]))
         if self.plain_s is None:  # plain decoding unmeasured: measure it only if it could win
             return best if self.rate(best) >= PLAIN_MARGIN * self.rate(0) else 0
-        if self.rate(best) > self.rate(0):
+        if self.rate(best) > (1 - STAY_MARGIN) * self.rate(0):
             self.probe_gap = 0
             return best
         return self._plain_or_probe()

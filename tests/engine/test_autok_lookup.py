@@ -35,7 +35,10 @@ def test_expected_tokens_formula():
 
 
 def test_near_zero_acceptance_turns_speculation_off():
-    assert feed(AutoK(), acceptance=0.0) == 0
+    controller = AutoK()
+    feed(controller, acceptance=0.0)
+    assert controller.plain_s is not None and controller.rate(1) < 0.9 * controller.rate(0)
+    assert controller.probe_gap == 128  # only rare probes left
 
 
 def test_near_full_acceptance_drafts_long():
@@ -145,7 +148,7 @@ def test_a_new_controller_speculates_first_and_spends_no_plain_burst_when_drafts
 
 def test_plain_decoding_is_measured_when_it_could_win():
     controller = AutoK(k_max=8)
-    controller.observe(2, 1, 0.008, 0.012, catch_up=1)  # half accepted, drafting a third of a verify
+    controller.observe(2, 0, 0.008, 0.012, catch_up=1)  # nothing accepted, drafting a third of a verify
     assert controller.rate(1) < 1.3 * controller.rate(0)
     assert controller.choose() == 0 and controller.burst_length() == 4  # a short burst measures it
     controller.observe_plain(4, 4 * 0.011)
