@@ -33,6 +33,7 @@ PLAIN_MARGIN = 1.15  # speculation this much faster than the plain estimate need
 LINE_WEIGHT = 2.0  # a K's verify cost leans on the line through all Ks as much as on this many rounds of its own
 STAY_MARGIN = 0.03  # speculation goes on while within this fraction of plain decoding's rate (it keeps measuring)
 NEAR_TIE = 0.01  # Ks within 1% of the best rate: the least measured of them runs, so no estimate goes stale
+REPLY_EVIDENCE = 6.0  # drafts' worth of acceptance evidence a new reply starts from
 NORMAL_CATCH_UP = 2  # tokens a drafter takes in at the start of a round after a full accept
 
 
@@ -50,6 +51,7 @@ class AutoK:
     verify_s: dict[int, float] = field(default_factory=dict)  # by K >= 1
     verify_rounds: dict[int, int] = field(default_factory=dict)
     plain_s: float | None = None  # plain decoding's measured cost per token
+    reach: int = START_K  # the longest K this reply may try: two past the longest fully accepted
     plain_since_probe: int = 0
     probe_gap: int = 0  # 0: not probing (speculating, or plain not yet chosen)
 
@@ -62,8 +64,7 @@ class AutoK:
         """The K for the next round."""
         if self.draft_step_s is None:
             return min(START_K, self.k_max)  # speculate first: a round measures drafting and verifying
-        reach = min(self.k_max, max(self.verify_s) + 2)  # explore longer drafts two at a time
-        rates = {k: self.rate(k) for k in range(1, reach + 1)}
+        rates = {k: self.rate(k) for k in range(1, min(self.k_max, self.reach) + 1)}
         top = max(rates.values())
         best = min((k for k, r in rates.items() if r >= (1 - NEAR_TIE) * top),
                    key=lambda k: (self.verify_rounds.get(k, 0), -rates[k]))
@@ -84,8 +85,13 @@ class AutoK:
         return 1
 
     def new_reply(self) -> None:
-        """A new reply starts: if plain decoding had won, probe at once (new text may be predictable),
-        then every probe_every tokens again."""
+        """A new reply starts (code before, prose now?): alpha is kept but weighs only a few drafts and
+        long drafts must be earned again; if plain decoding had won, probe at once (new text may be
+        predictable), then every probe_every tokens."""
+        self.reach = START_K
+        weight = self.accepted + self.rejected
+        if weight > REPLY_EVIDENCE:  # keep alpha, but let this reply's first rounds move it quickly
+            self.accepted, self.rejected = (x * REPLY_EVIDENCE / weight for x in (self.accepted, self.rejected))
         if self.probe_gap:
             self.probe_gap = self.plain_since_probe = max(self.probe_every // 2, 1)
 
@@ -141,6 +147,8 @@ class AutoK:
         if catch_up <= NORMAL_CATCH_UP or self.draft_step_s is None:
             self.draft_step_s = _ema(self.draft_step_s, draft_s / k, self.decay)
         self._count(accepted, 1 if accepted < k else 0)
+        if accepted == k:
+            self.reach = max(self.reach, k + 2)  # explore longer drafts two at a time
 
     def _count(self, accepted: int, failed: int) -> None:
         forget = self.trial_decay ** (accepted + failed)

@@ -207,3 +207,18 @@ def test_a_round_with_nothing_to_propose_counts_as_a_miss():
         controller.observe(0, 0, 0.0001, 0.011)
     assert controller.alpha < before / 4
     assert controller.verify_s == {2: 0.012}  # a round without drafts says nothing about a K's cost
+
+
+def test_a_new_reply_keeps_alpha_but_must_earn_long_drafts_again():
+    controller = AutoK(k_max=8)
+    controller.observe(2, 2, 0.002, 0.012, catch_up=1)
+    for _ in range(10):  # a reply of code: every draft accepted, drafts grow two at a time
+        k = controller.choose()
+        controller.observe(k, k, 0.002 * k, 0.012 + 0.001 * k)
+    assert controller.choose() == 8 and controller.alpha > 0.9
+    alpha = controller.alpha
+    controller.new_reply()  # prose now?
+    assert controller.alpha == pytest.approx(alpha) and controller.accepted + controller.rejected == pytest.approx(6)
+    assert controller.choose() == 2
+    controller.observe(2, 0, 0.004, 0.014)  # the first round says no: alpha falls fast, not over many rounds
+    assert controller.alpha < alpha - 0.1  # with the whole reply behind it: 0.96
