@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import mlx.core as mx
-from common import REAL_MODEL, build_cheap_draft_pair, build_model, first_layers_copy, median
+from common import REAL_MODEL, build_cheap_draft_pair, build_model, chat_ids, first_layers_copy, median
 
 from app.engine import Engine, GenerationConfig
 from app.tuning.sweep_prompts import OPEN, STRUCTURED
@@ -107,8 +107,7 @@ def _real_rows(args) -> None:
     for name in args.real_prompts:
         label, mode, text = REAL_PROMPTS[name]
         engine = Engine.load(REAL_MODEL, early if mode == "draft" else None)
-        ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
-        _report(label, engine, list(ids), mode, args, real=True)
+        _report(label, engine, list(chat_ids(engine, text)), mode, args, real=True)
 
 
 def _report(label: str, engine: Engine, ids: list[int], mode: str, args, real: bool = False) -> None:

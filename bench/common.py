@@ -20,6 +20,11 @@ from mlx.utils import tree_flatten  # noqa: E402
 from tests.fixtures import tiny_models as tm  # noqa: E402
 
 
+def chat_ids(engine, prompt: str) -> list[int]:
+    """A one-message chat, ready for the assistant's reply, as the engine's token ids."""
+    return engine.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True)
+
+
 def build_model(folder: Path, kind: str, seed: int = 0, hidden: int = 384, layers: int = 6,
                 linear_heads: tuple[int, int, int] = (8, 4, 64)) -> Path:
     """A random qwen3 ("dense") or qwen3_5 ("hybrid") model folder, bigger than the test fixtures."""

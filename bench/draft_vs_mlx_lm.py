@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import mlx.core as mx
-from common import build_cheap_draft_pair, engine_steps, lockstep_pairs, paired_runs
+from common import build_cheap_draft_pair, chat_ids, engine_steps, lockstep_pairs, paired_runs
 from mlx_lm.generate import generate_step
 from real_pair import PROMPTS
 
@@ -68,7 +68,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.target:
         engine = Engine.load(args.target, args.draft)
-        ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": PROMPTS["code"]}], add_generation_prompt=True)
+        ids = chat_ids(engine, PROMPTS["code"])
         pair = f"{Path(args.target).name} + {Path(args.draft).name}"
     else:
         target, draft = build_cheap_draft_pair("dense", args.hidden, args.layers, draft_layers=2, noise=args.noise)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import mlx.core as mx
 
-from common import ROOT  # noqa: F401 (puts the repository on sys.path)
+from common import chat_ids
 from tests.engine.helpers import mlx_lm_speculative_tokens
 
 from app.engine import Engine, GenerationConfig
@@ -65,7 +65,7 @@ def run_cell(engine: Engine, ids: list[int], kind: str, k, n: int) -> tuple[list
 
 def situation(engine: Engine, prompt: str, n: int, plan: list, reps: int) -> dict[str, list[float]]:
     """Each cell `reps` times in a rotating order; tok/s per cell, outputs checked against plain's."""
-    ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True)
+    ids = chat_ids(engine, prompt)
     reference, _, _ = run_cell(engine, ids, "baseline", 0, n)  # also warms the kernels up
     speeds: dict[str, list[float]] = {label: [] for label, _, _ in plan}
     details: dict[str, object] = {}

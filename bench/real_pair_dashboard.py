@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import ROOT  # noqa: F401 (puts the repository on sys.path)
+from common import chat_ids
 from real_pair import PROMPTS
 
 from app.engine import Engine, GenerationConfig
@@ -29,7 +29,7 @@ from app.tuning.baseline import measure_baseline_tps
 def reply(engine: Engine, dash, kind: str, mode: str, n: int):
     """One reply from empty caches, every event fed to the dashboard; its stats."""
     engine.reset()
-    ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": PROMPTS[kind]}], add_generation_prompt=True)
+    ids = chat_ids(engine, PROMPTS[kind])
     cfg = GenerationConfig(mode=mode, num_draft_tokens="auto", max_tokens=n)
     for event in engine.stream(ids, cfg):
         dash.on_event(event)

@@ -33,6 +33,7 @@ PLAIN_MARGIN = 1.15  # speculation this much faster than the plain estimate need
 LINE_WEIGHT = 2.0  # a K's verify cost leans on the line through all Ks as much as on this many rounds of its own
 STAY_MARGIN = 0.03  # speculation goes on while within this fraction of plain decoding's rate (it keeps measuring)
 NEAR_TIE = 0.01  # Ks within 1% of the best rate: the least measured of them runs, so no estimate goes stale
+MAX_ROUNDS_WEIGHT = 16  # a K's own rounds count up to this many in its verify cost and in the line
 REPLY_EVIDENCE = 6.0  # drafts' worth of acceptance evidence a new reply starts from
 NORMAL_CATCH_UP = 2  # tokens a drafter takes in at the start of a round after a full accept
 
@@ -68,9 +69,10 @@ class AutoK:
         top = max(rates.values())
         best = min((k for k, r in rates.items() if r >= (1 - NEAR_TIE) * top),
                    key=lambda k: (self.verify_rounds.get(k, 0), -rates[k]))
+        plain = self.rate(0)
         if self.plain_s is None:  # plain decoding unmeasured: measure it only if it could win
-            return best if self.rate(best) >= PLAIN_MARGIN * self.rate(0) else 0
-        if self.rate(best) > (1 - STAY_MARGIN) * self.rate(0):
+            return best if rates[best] >= PLAIN_MARGIN * plain else 0
+        if rates[best] > (1 - STAY_MARGIN) * plain:
             self.probe_gap = 0
             return best
         return self._plain_or_probe()
@@ -115,12 +117,12 @@ class AutoK:
             return self.plain_s
         intercept, slope = self._verify_line()
         line = intercept + slope * k
-        rounds = min(self.verify_rounds.get(k, 0), 16)
+        rounds = min(self.verify_rounds.get(k, 0), MAX_ROUNDS_WEIGHT)
         return (rounds * self.verify_s.get(k, 0.0) + LINE_WEIGHT * line) / (rounds + LINE_WEIGHT)
 
     def _verify_line(self) -> tuple[float, float]:
-        """Weighted least squares of verify cost on K (weights: rounds measured, up to 16)."""
-        weights = {k: min(self.verify_rounds.get(k, 1), 16) for k in self.verify_s}
+        """Weighted least squares of verify cost on K (weights: rounds measured, up to MAX_ROUNDS_WEIGHT)."""
+        weights = {k: min(self.verify_rounds.get(k, 1), MAX_ROUNDS_WEIGHT) for k in self.verify_s}
         total = sum(weights.values())
         mean_k = sum(w * k for k, w in weights.items()) / total
         mean_s = sum(w * self.verify_s[k] for k, w in weights.items()) / total

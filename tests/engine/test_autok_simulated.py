@@ -6,7 +6,7 @@ import pytest
 
 from app.engine.autok import AutoK
 
-from .autok_sim import CODE, OPEN, compare, run
+from .autok_sim import CODE, OPEN, best_fixed, compare, run
 
 
 @pytest.mark.parametrize("kind, pair, n", [("code", CODE, 64), ("code", CODE, 256), ("open", OPEN, 64),
@@ -26,5 +26,5 @@ def test_a_conversation_keeps_what_it_learned_and_probes_again_at_each_reply():
     run("open", OPEN, 64, seed=1, auto=controller)  # the first reply: what it learns carries over
     seeds = range(2, 12)
     auto = statistics.fmean(run("open", OPEN, 64, seed=s, auto=controller) for s in seeds)
-    best = max(statistics.fmean(run("open", OPEN, 64, seed=s, fixed=k) for s in seeds) for k in (1, 2, 3, 4))
+    best = best_fixed("open", OPEN, 64, seeds)
     assert auto / best >= 0.97 and auto * OPEN.plain >= 0.98, (auto / best, auto * OPEN.plain)
