@@ -1,17 +1,25 @@
-"""A decode loop in numbers only: rounds of a draft model whose guesses match the target with a given
-probability, at costs measured on the real Qwen2.5-Coder 1.5B/0.5B pair (float32, this CPU), with noise.
+"""A decode loop in numbers only: rounds of a draft model that agrees with the target where a match
+sequence says so, at costs measured on the real Qwen2.5-Coder 1.5B/0.5B pair (float32, this CPU),
+with noise.
 
-It drives AutoK exactly as speculative_steps does (choose, plain bursts, observe with catch-up), so a
-controller change can be judged on a thousand rounds in a second, beside every fixed K.
+Match sequences are either recorded from the real pair (tests/data/autok, written by
+bench/record_draft_matches.py: the exact positions where its draft guessed right) or drawn at random
+with a given chance per position. It drives AutoK exactly as speculative_steps does (choose, plain
+bursts, observe with catch-up), so a controller change can be judged on a thousand rounds in a
+second, beside every fixed K.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 from app.engine.autok import AutoK
+
+RECORDED = Path(__file__).resolve().parents[1] / "data/autok/real_pair_matches.json"
 
 
 @dataclass(frozen=True)
@@ -25,9 +33,9 @@ class Pair:
     catch_up: float = 0.01
 
 
-# from the rounds of real-pair runs (bench/real_pair.py, the trace in the issue notes)
+# from the rounds of real-pair runs (bench/real_pair.py and the traces in the issue notes)
 CODE = Pair(draft=0.16, v0=0.60, vs=0.015, plain=0.55)
-OPEN = Pair(draft=0.165, v0=0.47, vs=0.04, plain=0.44)
+OPEN = Pair(draft=0.175, v0=0.49, vs=0.045, plain=0.46)
 
 
 def acceptance(kind: str, position: int) -> float:
@@ -35,11 +43,22 @@ def acceptance(kind: str, position: int) -> float:
     return {"code": 0.97, "bad": 0.25}.get(kind, 0.93 if position < 12 else 0.66)
 
 
-def run(kind: str, pair: Pair, n: int, seed: int, fixed: int | None = None, auto: AutoK | None = None,
+def synthetic(kind: str, n: int, seed: int) -> list[bool]:
+    """A random match sequence of n positions with acceptance(kind, position)."""
+    draws = random.Random(seed)
+    return [draws.random() < acceptance(kind, i) for i in range(n)]
+
+
+def recorded(name: str, n: int | None = None) -> list[bool]:
+    """The real pair's match sequence for one reply ("code-0", "open-1", ...), its first n positions."""
+    match = json.loads(RECORDED.read_text())["replies"][name]["match"]
+    return [c == "1" for c in match[:n]]
+
+
+def run(match: list[bool], pair: Pair, seed: int, fixed: int | None = None, auto: AutoK | None = None,
         noise: float = 0.05) -> float:
-    """Tokens per second of one n-token reply at a fixed K, or with `auto` choosing."""
-    matches = random.Random(seed)
-    match = [matches.random() < acceptance(kind, i) for i in range(n + 20)]
+    """Seconds one reply takes (as many tokens as the match sequence) at a fixed K, or with `auto` choosing."""
+    n, match = len(match), match + [False] * 20
     jitter = random.Random(seed + 99)
     pos, seconds, unseen = 0, 0.0, 0
     if auto is not None:
@@ -60,15 +79,20 @@ def run(kind: str, pair: Pair, n: int, seed: int, fixed: int | None = None, auto
         if auto is not None:
             auto.observe(k, accepted, draft, verify, catch_up=unseen + 1)
         seconds, pos, unseen = seconds + draft + verify, pos + accepted + 1, 1
-    return n / seconds
+    return seconds
 
 
-def best_fixed(kind: str, pair: Pair, n: int, seeds, ks=(1, 2, 3, 4)) -> float:
-    """The best fixed K's tokens per second, a mean over the seeds."""
-    return max(statistics.fmean(run(kind, pair, n, s, fixed=k) for s in seeds) for k in ks)
+def conversation_seconds(replies: list[list[bool]], pair: Pair, seed: int, fixed: int | None = None) -> float:
+    """Seconds for the replies one after the other; with no fixed K, one AutoK carries across them."""
+    auto = AutoK(k_max=8) if fixed is None else None
+    return sum(run(match, pair, seed, fixed=fixed, auto=auto) for match in replies)
 
 
-def compare(kind: str, pair: Pair, n: int, seeds: int = 40) -> tuple[float, float]:
-    """(auto / best fixed K, auto / plain decoding), each a mean over seeds, a fresh controller per reply."""
-    auto = statistics.fmean(run(kind, pair, n, s, auto=AutoK(k_max=8)) for s in range(seeds))
-    return auto / best_fixed(kind, pair, n, range(seeds)), auto * pair.plain
+def compare(replies_by_seed, pair: Pair, seeds: int = 30, ks=(1, 2, 3, 4)) -> tuple[float, float]:
+    """(auto / best fixed K, auto / plain decoding) in speed, each over the seeds (noise, and the match
+    sequences where replies_by_seed draws them), a fresh controller per conversation."""
+    replies = [replies_by_seed(s) for s in range(seeds)]
+    auto = statistics.fmean(conversation_seconds(r, pair, s) for s, r in enumerate(replies))
+    best = min(statistics.fmean(conversation_seconds(r, pair, s, fixed=k) for s, r in enumerate(replies)) for k in ks)
+    plain = statistics.fmean(sum(map(len, r)) * pair.plain for r in replies)
+    return best / auto, plain / auto
