@@ -11,6 +11,7 @@ second, beside every fixed K.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import statistics
@@ -49,10 +50,14 @@ def synthetic(kind: str, n: int, seed: int) -> list[bool]:
     return [draws.random() < acceptance(kind, i) for i in range(n)]
 
 
+@functools.cache
+def _recorded_replies() -> dict[str, dict]:
+    return json.loads(RECORDED.read_text())["replies"]
+
+
 def recorded(name: str, n: int | None = None) -> list[bool]:
     """The real pair's match sequence for one reply ("code-0", "open-1", ...), its first n positions."""
-    match = json.loads(RECORDED.read_text())["replies"][name]["match"]
-    return [c == "1" for c in match[:n]]
+    return [c == "1" for c in _recorded_replies()[name]["match"][:n]]
 
 
 def run(match: list[bool], pair: Pair, seed: int, fixed: int | None = None, auto: AutoK | None = None,
