@@ -19,8 +19,8 @@ from pathlib import Path
 import mlx.core as mx
 from common import REAL_MODEL, build_cheap_draft_pair, build_model, chat_ids, first_layers_copy, median
 
-from app.engine import Engine, GenerationConfig
-from app.tuning.sweep_prompts import OPEN, STRUCTURED
+from specchat.engine import Engine, GenerationConfig
+from specchat.tuning.sweep_prompts import OPEN, STRUCTURED
 
 FIXED_K = (1, 2, 4, 8)
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import mlx.core as mx
 from common import ROOT, build_cheap_draft_pair
 
-from app.engine import Engine, GenerationConfig
-from app.engine.events import Finished
+from specchat.engine import Engine, GenerationConfig
+from specchat.engine.events import Finished
 
 MB = 1e6
 MODES = ({"mode": "baseline"}, {"mode": "draft", "num_draft_tokens": 3})
@@ -43,10 +43,10 @@ def measure(engine_factory, lead=None) -> dict:
 
 def rank_main(target: str, draft: str, out: str) -> int:
     """One rank of the 2-rank run: rank 0 leads and writes every rank's figures."""
-    from app.cluster.follower import follow
-    from app.cluster.group import ClusterGroup
-    from app.cluster.leader import ClusterState, lead_generation, stop_followers
-    from app.cluster.serve import build_engine
+    from specchat.cluster.follower import follow
+    from specchat.cluster.group import ClusterGroup
+    from specchat.cluster.leader import ClusterState, lead_generation, stop_followers
+    from specchat.cluster.serve import build_engine
 
     group = ClusterGroup.init()
     if group.rank > 0:

@@ -155,7 +155,7 @@ def lockstep(steps_a, steps_b) -> tuple[float, float]:
 
 def engine_steps(engine, ids: list[int], cfg, reference: list[int]):
     """Our loop from empty caches, yielding the tokens of each round; checks the output at the end."""
-    from app.engine import TextChunk
+    from specchat.engine import TextChunk
 
     engine.reset()
     tokens = []

@@ -19,7 +19,7 @@ from common import build_cheap_draft_pair, chat_ids, engine_steps, lockstep_pair
 from mlx_lm.generate import generate_step
 from real_pair import PROMPTS
 
-from app.engine import Engine, GenerationConfig
+from specchat.engine import Engine, GenerationConfig
 from tests.engine.helpers import mlx_lm_speculative_tokens, until_stop
 from tests.fixtures.model_work import counting
 

@@ -18,7 +18,7 @@ from common import build_cheap_draft_pair, build_pair
 from mlx.utils import tree_flatten
 from mlx_lm.models.cache import ArraysCache
 
-from app.engine import Engine, GenerationConfig
+from specchat.engine import Engine, GenerationConfig
 
 GB = 1e9
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import mlx.core as mx
 from hybrid_memory import GB, memory_args, peak, recurrent_state_bytes, weight_bytes
 
-from app.engine import Engine
+from specchat.engine import Engine
 from tests.fixtures.mtp_models import build_hybrid_mtp
 
 

@@ -22,7 +22,7 @@ import mlx.core as mx
 from common import engine_steps, lockstep_pairs
 from optiq.runtime.engine import OptiqEngine
 
-from app.engine import Engine, GenerationConfig
+from specchat.engine import Engine, GenerationConfig
 from tests.fixtures.mtp_models import build_hybrid_mtp
 
 PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "

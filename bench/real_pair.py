@@ -28,7 +28,7 @@ import mlx.core as mx
 from common import chat_ids
 from tests.engine.helpers import mlx_lm_speculative_tokens
 
-from app.engine import Engine, GenerationConfig
+from specchat.engine import Engine, GenerationConfig
 
 PROMPTS = {
     "code": "Write a Python function that merges two sorted lists into one sorted list, with a docstring "

@@ -21,9 +21,9 @@ from pathlib import Path
 from common import chat_ids
 from real_pair import PROMPTS
 
-from app.engine import Engine, GenerationConfig
-from app.paths import AppPaths
-from app.tuning.baseline import measure_baseline_tps
+from specchat.engine import Engine, GenerationConfig
+from specchat.paths import AppPaths
+from specchat.tuning.baseline import measure_baseline_tps
 
 
 def reply(engine: Engine, dash, kind: str, mode: str, n: int):
@@ -55,7 +55,7 @@ def main() -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from app.ui.dashboard.dashboard import Dashboard
+    from specchat.ui.dashboard.dashboard import Dashboard
 
     app = QApplication.instance() or QApplication([])
     engine = Engine.load(args.target, args.draft)

@@ -23,7 +23,7 @@ import mlx.core as mx
 
 from real_pair import FOLLOW_UPS, PROMPTS
 
-from app.engine import Engine, GenerationConfig
+from specchat.engine import Engine, GenerationConfig
 
 
 def agreements(draft_model, prompt: list[int], reply: list[int]) -> str:

@@ -1,4 +1,4 @@
-"""Build SpecChat.icns from the source icon app/assets/icon/specchat.png.
+"""Build SpecChat.icns from the source icon specchat/assets/icon/specchat.png.
 
 On macOS it uses Apple's tools (`sips` to scale, `iconutil` to pack an .iconset); elsewhere, or with
 `--method pillow`, Pillow writes the .icns itself. Usage:
@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SOURCE_ICON = REPO_ROOT / "app" / "assets" / "icon" / "specchat.png"
+SOURCE_ICON = REPO_ROOT / "specchat" / "assets" / "icon" / "specchat.png"
 DEFAULT_ICNS = REPO_ROOT / "build" / "icon" / "SpecChat.icns"
 MIN_SOURCE_SIZE = 1024
 # (point size, scale) pairs that iconutil expects in an .iconset folder.

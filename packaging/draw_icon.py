@@ -2,7 +2,7 @@
 
 The first arrow is solid (tokens the target verified), the second is lighter (tokens a draft guessed
 ahead): speculative decoding in one glyph. Run `python packaging/draw_icon.py` to redraw
-app/assets/icon/specchat.png; the .icns is built from that file by packaging/build_icon.py.
+specchat/assets/icon/specchat.png; the .icns is built from that file by packaging/build_icon.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUTPUT = REPO_ROOT / "app" / "assets" / "icon" / "specchat.png"  # package data of app
+DEFAULT_OUTPUT = REPO_ROOT / "specchat" / "assets" / "icon" / "specchat.png"  # package data of specchat
 
 SIZE = 1024
 SUPERSAMPLE = 4  # draw large, scale down: smooth edges without per-shape anti-aliasing

@@ -17,7 +17,7 @@ from pathlib import Path
 PACKAGING_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGING_DIR.parent
 PYPROJECT = REPO_ROOT / "pyproject.toml"
-ASSETS_DIR = REPO_ROOT / "app" / "assets"  # package data of `app`, copied with the package
+ASSETS_DIR = REPO_ROOT / "specchat" / "assets"  # package data of `specchat`, copied with the package
 LAUNCHER = PACKAGING_DIR / "specchat_launcher.py"
 ICON_SOURCE = ASSETS_DIR / "icon" / "specchat.png"
 ICNS_FILE = REPO_ROOT / "build" / "icon" / "SpecChat.icns"
@@ -31,7 +31,7 @@ MINIMUM_MACOS = "14.0"
 
 # Imported lazily or from C, so py2app's import scan misses parts of them: copied whole.
 PACKAGES = [
-    "app",              # subcommands imported by name (app/cli.py); app/assets comes along
+    "specchat",         # subcommands imported by name (specchat/cli.py); specchat/assets comes along
     "mlx_lm",           # mlx_lm.models.<model_type> is imported by name when a model loads
     "optiq",
     "PySide6",          # Qt libraries and plugins live inside the package

@@ -24,9 +24,9 @@ def user_args(argv: list[str]) -> list[str]:
 
 
 def check_resources() -> str:
-    """The package's assets (catalog, icon) are where app.resources looks, inside the bundle, and load."""
-    from app.hub.catalog import load_catalog
-    from app.resources import assets_root, resource_path
+    """The package's assets (catalog, icon) are where specchat.resources looks, inside the bundle, and load."""
+    from specchat.hub.catalog import load_catalog
+    from specchat.resources import assets_root, resource_path
 
     paths = [resource_path("catalog.json"), resource_path("icon/specchat.png")]
     if getattr(sys, "frozen", None):  # Contents/MacOS/SpecChat -> Contents
@@ -107,7 +107,7 @@ def main() -> int:
     args = user_args(sys.argv[1:])
     if args == [SELF_TEST_FLAG]:
         return self_test()
-    from app.cli import main as app_main
+    from specchat.cli import main as app_main
 
     return app_main(args)
 

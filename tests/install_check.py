@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-# Prints where `app` was imported from and the real path of each resource name given as argv[1].
+# Prints where `specchat` was imported from and the real path of each resource name given as argv[1].
 RESOURCE_PROBE = """
 import json, sys
-import app
-from app.hub.catalog import load_catalog
-from app.resources import resource_path
+import specchat
+from specchat.hub.catalog import load_catalog
+from specchat.resources import resource_path
 paths = {}
 for name in json.loads(sys.argv[1]):
     try:
@@ -24,7 +24,7 @@ try:
     models = len(load_catalog().models)
 except Exception as exc:
     models = f"{type(exc).__name__}: {exc}"
-print(json.dumps({"app": app.__file__, "paths": paths, "catalog_models": models}))
+print(json.dumps({"package": specchat.__file__, "paths": paths, "catalog_models": models}))
 """
 
 
@@ -37,13 +37,13 @@ def isolated_env(site: Path, home: Path) -> dict[str, str]:
 
 
 def run_app(site: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
-    """`python -m app ARGS` importing `app` from site, run from home (outside the checkout)."""
-    return subprocess.run([sys.executable, "-m", "app", *args], cwd=home, env=isolated_env(site, home),
+    """`python -m specchat ARGS` importing `specchat` from site, run from home (outside the checkout)."""
+    return subprocess.run([sys.executable, "-m", "specchat", *args], cwd=home, env=isolated_env(site, home),
                           capture_output=True, text=True, timeout=120)
 
 
 def probe_resources(site: Path, home: Path, names: list[str]) -> dict:
-    """RESOURCE_PROBE's answer: {"app": file, "paths": {name: path or "missing: ..."}, "catalog_models": n}."""
+    """RESOURCE_PROBE's answer: {"package": file, "paths": {name: path or "missing: ..."}, "catalog_models": n}."""
     done = subprocess.run([sys.executable, "-c", RESOURCE_PROBE, json.dumps(names)], cwd=home,
                           env=isolated_env(site, home), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

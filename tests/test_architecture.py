@@ -1,4 +1,4 @@
-"""Import contracts: the core never imports Qt; only app.upstream imports mlx-lm, mlx-optiq, huggingface_hub."""
+"""Import contracts: the core never imports Qt; only specchat.upstream imports mlx-lm, mlx-optiq, huggingface_hub."""
 
 import shutil
 import subprocess
@@ -18,14 +18,14 @@ def test_import_contracts_hold():
 
 
 @pytest.mark.parametrize("module, line", [
-    ("app/engine/verify.py", "import mlx_lm.models.cache"),
-    ("app/hub/units.py", "from huggingface_hub import constants"),
-    ("app/ui/theme.py", "from optiq.runtime.mtp import runtime"),
+    ("specchat/engine/verify.py", "import mlx_lm.models.cache"),
+    ("specchat/hub/units.py", "from huggingface_hub import constants"),
+    ("specchat/ui/theme.py", "from optiq.runtime.mtp import runtime"),
 ])
-def test_upstream_packages_are_fenced_into_app_upstream(tmp_path, module, line):
-    """A copy of the tree with one direct import of an upstream outside app/upstream breaks the contract."""
+def test_upstream_packages_are_fenced_into_specchat_upstream(tmp_path, module, line):
+    """A copy of the tree with one direct import of an upstream outside specchat/upstream breaks the contract."""
     exe = shutil.which("lint-imports")
-    shutil.copytree(ROOT / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "specchat", tmp_path / "specchat", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     with (tmp_path / module).open("a", encoding="utf-8") as f:
         f.write(f"\n{line}\n")

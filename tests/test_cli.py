@@ -1,4 +1,4 @@
-"""`python -m app generate` prints the engine's output."""
+"""`python -m specchat generate` prints the engine's output."""
 
 import json
 import re
@@ -7,11 +7,11 @@ import subprocess
 import sys
 import time
 
-from app.engine import Engine, GenerationConfig
+from specchat.engine import Engine, GenerationConfig
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "specchat", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_generate_json_equals_the_engine(hybrid_target, hybrid_draft_partial):
@@ -58,7 +58,7 @@ def test_stats_line_of_an_auto_k_reply_that_never_drafted(dense_target):
 
 
 def test_ctrl_c_stops_cleanly_with_the_text_so_far_and_the_stats_line(dense_target):
-    proc = subprocess.Popen([sys.executable, "-m", "app", "generate", "--target", str(dense_target),
+    proc = subprocess.Popen([sys.executable, "-m", "specchat", "generate", "--target", str(dense_target),
                              "--max-tokens", "30000", "--raw", "--prompt", "def f(x):"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

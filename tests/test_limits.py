@@ -7,11 +7,11 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from app.cli import main
-from app.engine import ConfigError, Engine, GenerationConfig
-from app.engine.config import LIMITS, SAMPLING_FIELDS
-from app.engine.sampling import Sampler
-from app.settings import SettingsError, settings_from_dict
+from specchat.cli import main
+from specchat.engine import ConfigError, Engine, GenerationConfig
+from specchat.engine.config import LIMITS, SAMPLING_FIELDS
+from specchat.engine.sampling import Sampler
+from specchat.settings import SettingsError, settings_from_dict
 
 
 def edges(name: str) -> list:

@@ -5,8 +5,8 @@ import logging.handlers
 
 import pytest
 
-from app.logs import BACKUPS, MAX_BYTES, details_note, log_path, setup_logging, stop_logging
-from app.paths import AppPaths
+from specchat.logs import BACKUPS, MAX_BYTES, details_note, log_path, setup_logging, stop_logging
+from specchat.paths import AppPaths
 
 
 @pytest.fixture(autouse=True)
@@ -21,13 +21,13 @@ def test_errors_are_written_to_a_rotating_file_in_the_log_folder(tmp_path):
     try:
         raise ValueError("the reply broke")
     except ValueError:
-        logging.getLogger("app.ui.worker").exception("generation failed")
-    logging.getLogger("app.store").info("routine detail")  # below WARNING: not written
+        logging.getLogger("specchat.ui.worker").exception("generation failed")
+    logging.getLogger("specchat.store").info("routine detail")  # below WARNING: not written
     text = paths.log_file.read_text()
-    assert "ERROR app.ui.worker" in text and "generation failed" in text
+    assert "ERROR specchat.ui.worker" in text and "generation failed" in text
     assert "Traceback (most recent call last)" in text and "ValueError: the reply broke" in text
     assert "routine detail" not in text
-    handler = next(h for h in logging.getLogger("app").handlers if isinstance(h, logging.handlers.RotatingFileHandler))
+    handler = next(h for h in logging.getLogger("specchat").handlers if isinstance(h, logging.handlers.RotatingFileHandler))
     assert (handler.maxBytes, handler.backupCount) == (MAX_BYTES, BACKUPS) == (1_000_000, 3)
     assert details_note() == f" Details in {paths.log_file}."
 
@@ -35,8 +35,8 @@ def test_errors_are_written_to_a_rotating_file_in_the_log_folder(tmp_path):
 def test_setting_up_twice_keeps_one_handler(tmp_path):
     setup_logging(tmp_path / "a" / "specchat.log")
     setup_logging(tmp_path / "b" / "specchat.log")
-    logging.getLogger("app").error("once")
-    handlers = [h for h in logging.getLogger("app").handlers if getattr(h, "specchat", False)]
+    logging.getLogger("specchat").error("once")
+    handlers = [h for h in logging.getLogger("specchat").handlers if getattr(h, "specchat", False)]
     assert len(handlers) == 1
     assert (tmp_path / "b" / "specchat.log").read_text().count("once") == 1
     assert "once" not in (tmp_path / "a" / "specchat.log").read_text()
@@ -46,4 +46,4 @@ def test_an_unwritable_log_folder_means_no_file_log_and_no_crash(tmp_path):
     (tmp_path / "logs").write_text("a file where the log folder should be")
     assert setup_logging(AppPaths.under(tmp_path).log_file) is None
     assert log_path() is None and details_note() == ""
-    logging.getLogger("app").error("goes nowhere, raises nothing")
+    logging.getLogger("specchat").error("goes nowhere, raises nothing")

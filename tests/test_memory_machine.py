@@ -1,4 +1,4 @@
-"""Tests for app.system.memory and app.system.machine against recorded macOS outputs."""
+"""Tests for specchat.system.memory and specchat.system.machine against recorded macOS outputs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.system import machine
-from app.system.machine import (
+from specchat.system import machine
+from specchat.system.machine import (
     NOT_INSTALLED,
     chip_name,
     machine_info,
@@ -18,7 +18,7 @@ from app.system.machine import (
     parse_cpuinfo_model,
     parse_sysctl_value,
 )
-from app.system.memory import (
+from specchat.system.memory import (
     MachineMemory,
     MemorySample,
     format_gb,

@@ -15,18 +15,18 @@ from pathlib import Path
 
 import pytest
 
-import app
-from app.resources import assets_root, read_text, resource_path
+import specchat
+from specchat.resources import assets_root, read_text, resource_path
 from tests.install_check import catalog_lines, probe_resources
 from tests.install_check import run_app as run_installed_app
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGING = REPO_ROOT / "packaging"
-RESOURCES = REPO_ROOT / "app" / "assets"  # package data, read through importlib.resources
-# app.resources' accessors called with a literal name (not `path.read_text(...)`).
+RESOURCES = REPO_ROOT / "specchat" / "assets"  # package data, read through importlib.resources
+# specchat.resources' accessors called with a literal name (not `path.read_text(...)`).
 RESOURCE_CALL = re.compile(r"""(?<![.\w])(?:resource_path|read_text|as_file)\(\s*["']([^"']+)["']""")
 # Packages py2app's import scan misses (dynamic imports, Qt plugins, data files).
-REQUIRED_PACKAGES = ("app", "mlx_lm", "optiq", "PySide6", "pyqtgraph", "huggingface_hub",
+REQUIRED_PACKAGES = ("specchat", "mlx_lm", "optiq", "PySide6", "pyqtgraph", "huggingface_hub",
                      "platformdirs", "psutil", "jinja2", "transformers", "tokenizers")
 
 
@@ -66,7 +66,7 @@ def test_plist_has_the_bundle_keys(options):
     version = pyproject_version()
     assert plist["CFBundleName"] == "SpecChat"
     assert re.fullmatch(r"[a-z]+(\.[A-Za-z]+)+", plist["CFBundleIdentifier"])
-    assert plist["CFBundleShortVersionString"] == version == app.__version__
+    assert plist["CFBundleShortVersionString"] == version == specchat.__version__
     assert plist["CFBundleVersion"] == version
     assert plist["LSMinimumSystemVersion"] == "14.0"  # no mlx >= 0.30 wheels for macOS 13
     assert plist["NSHighResolutionCapable"] is True
@@ -110,8 +110,8 @@ def test_qt_plugins_and_exclusions(options):
 
 
 def test_resources_icon_and_launcher_paths(setup_module_, options):
-    # No loose resources folder: the assets travel inside the `app` package, copied whole.
-    assert "resources" not in options and "app" in options["packages"]
+    # No loose resources folder: the assets travel inside the `specchat` package, copied whole.
+    assert "resources" not in options and "specchat" in options["packages"]
     assert setup_module_.ICON_SOURCE == RESOURCES / "icon" / "specchat.png"
     assert Path(options["iconfile"]).name == "SpecChat.icns"
     assert setup_module_.ICON_SOURCE.is_file()
@@ -150,11 +150,11 @@ def test_reference_scan_reports_missing_resources(tmp_path):
 
 
 def test_every_referenced_resource_exists():
-    refs = referenced_resources(REPO_ROOT / "app", PACKAGING / "specchat_launcher.py")
+    refs = referenced_resources(REPO_ROOT / "specchat", PACKAGING / "specchat_launcher.py")
     assert "icon/specchat.png" in refs
     missing = {name: [str(f.relative_to(REPO_ROOT)) for f in files]
                for name, files in refs.items() if not (RESOURCES / name).is_file()}
-    assert not missing, f"resources referenced but not in app/assets/: {missing}"
+    assert not missing, f"resources referenced but not in specchat/assets/: {missing}"
 
 
 # --- resource lookup ------------------------------------------------------------------------
@@ -164,19 +164,19 @@ def make_bundle(tmp_path: Path, setup_module_) -> tuple[Path, Path]:
     `packages` is copied whole (data files too) to Contents/Resources/lib/pythonX.Y/<name>."""
     contents = tmp_path / "SpecChat.app" / "Contents"
     (contents / "MacOS").mkdir(parents=True)
-    package = contents / "Resources" / setup_module_.bundle_package_dir("app")
-    shutil.copytree(REPO_ROOT / "app", package, ignore=shutil.ignore_patterns("__pycache__"))
+    package = contents / "Resources" / setup_module_.bundle_package_dir("specchat")
+    shutil.copytree(REPO_ROOT / "specchat", package, ignore=shutil.ignore_patterns("__pycache__"))
     return contents, package.parent
 
 
 def shipped_resource_names() -> list[str]:
     """Every resource the app and the launcher name, plus the catalog."""
-    refs = referenced_resources(REPO_ROOT / "app", PACKAGING / "specchat_launcher.py")
+    refs = referenced_resources(REPO_ROOT / "specchat", PACKAGING / "specchat_launcher.py")
     return sorted(set(refs) | {"catalog.json"})
 
 
 def test_lookup_from_the_source_checkout():
-    assert Path(str(assets_root())) == RESOURCES == Path(app.__file__).parent / "assets"
+    assert Path(str(assets_root())) == RESOURCES == Path(specchat.__file__).parent / "assets"
     assert resource_path("icon/specchat.png") == RESOURCES / "icon" / "specchat.png"
     assert json.loads(read_text("catalog.json"))["models"]
 
@@ -186,9 +186,9 @@ def test_lookup_inside_a_simulated_bundle(tmp_path, setup_module_):
     names = shipped_resource_names()
     assert {"catalog.json", "icon/specchat.png"} <= set(names)
     found = probe_resources(lib, tmp_path, names)
-    assert Path(found["app"]).is_relative_to(contents)  # the bundle's copy ran, not the checkout
+    assert Path(found["package"]).is_relative_to(contents)  # the bundle's copy ran, not the checkout
     for name in names:
-        assert Path(found["paths"][name]) == lib / "app" / "assets" / name
+        assert Path(found["paths"][name]) == lib / "specchat" / "assets" / name
     assert found["catalog_models"] == len(json.loads(read_text("catalog.json"))["models"])
 
 
@@ -201,10 +201,10 @@ def test_models_search_runs_from_the_bundle_layout(tmp_path, setup_module_):
 
 def test_bundle_lookup_never_falls_back_to_the_checkout(tmp_path, setup_module_):
     contents, lib = make_bundle(tmp_path, setup_module_)
-    (lib / "app" / "assets" / "icon" / "specchat.png").unlink()
+    (lib / "specchat" / "assets" / "icon" / "specchat.png").unlink()
     found = probe_resources(lib, tmp_path, ["icon/specchat.png", "catalog.json"])
     missing = found["paths"]["icon/specchat.png"]
-    assert missing.startswith("missing: ") and str(lib / "app" / "assets") in missing
+    assert missing.startswith("missing: ") and str(lib / "specchat" / "assets") in missing
     assert Path(found["paths"]["catalog.json"]).is_relative_to(contents)
 
 
@@ -223,7 +223,7 @@ def test_missing_resource_names_the_folder():
 # --- command line ---------------------------------------------------------------------------
 
 def test_python_m_app_version():
-    done = subprocess.run([sys.executable, "-m", "app", "--version"], cwd=REPO_ROOT,
+    done = subprocess.run([sys.executable, "-m", "specchat", "--version"], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"SpecChat {pyproject_version()}\n"

@@ -1,4 +1,4 @@
-"""Tests for app.paths and app.settings: folders, validated load, backups, atomic save."""
+"""Tests for specchat.paths and specchat.settings: folders, validated load, backups, atomic save."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.paths import AppPaths
-from app.settings import (
+from specchat.paths import AppPaths
+from specchat.settings import (
     LoadedSettings,
     Settings,
     SettingsError,
@@ -218,7 +218,7 @@ def test_settings_from_dict_accepts_boundaries() -> None:
 
 
 def test_a_folder_is_writable_only_when_a_file_can_really_be_made_in_it(tmp_path):
-    from app.paths import is_writable
+    from specchat.paths import is_writable
 
     assert is_writable(tmp_path / "new" / "folder") and (tmp_path / "new" / "folder").is_dir()
     blocker = tmp_path / "data"

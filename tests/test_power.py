@@ -1,4 +1,4 @@
-"""Tests for app.system.power against recorded pmset output and fake sysfs trees."""
+"""Tests for specchat.system.power against recorded pmset output and fake sysfs trees."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.system.power import (
+from specchat.system.power import (
     PowerStatus,
     parse_pmset_batt,
     parse_pmset_low_power,

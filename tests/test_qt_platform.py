@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.qt_platform import platform_hint, platform_problem
+from specchat.qt_platform import platform_hint, platform_problem
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the probe runs on Linux only")
@@ -21,11 +21,11 @@ Available platform plugins are: minimal, linuxfb, offscreen, xcb, wayland.
 
 
 def run_gui(**env_vars) -> subprocess.CompletedProcess:
-    """`python -m app` (the GUI, no subcommand) with QT_QPA_PLATFORM and DISPLAY as given."""
+    """`python -m specchat` (the GUI, no subcommand) with QT_QPA_PLATFORM and DISPLAY as given."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE")}
     env.update(env_vars)
-    return subprocess.run([sys.executable, "-m", "app"], cwd=REPO_ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "specchat"], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
 
 

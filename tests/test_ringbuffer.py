@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from app.engine.events import RoundResult
-from app.system.ringbuffer import (
+from specchat.engine.events import RoundResult
+from specchat.system.ringbuffer import (
     RingBuffer,
     RoundSeries,
     cumulative_ratio,

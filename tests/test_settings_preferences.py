@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.paths import AppPaths
-from app.settings import (DASHBOARD_CHARTS, Settings, SettingsError, load_settings, save_settings,
+from specchat.paths import AppPaths
+from specchat.settings import (DASHBOARD_CHARTS, Settings, SettingsError, load_settings, save_settings,
                           settings_from_dict)
 
 

@@ -13,7 +13,7 @@ import pytest
 from tests.install_check import catalog_lines, probe_resources, run_app
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ("app/assets/catalog.json", "app/assets/icon/specchat.png")
+SHIPPED = ("specchat/assets/catalog.json", "specchat/assets/icon/specchat.png")
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def wheel(tmp_path_factory) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO_ROOT / name, source / name)
-    shutil.copytree(REPO_ROOT / "app", source / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO_ROOT / "specchat", source / "specchat", ignore=shutil.ignore_patterns("__pycache__"))
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                            "--no-index", "-q", "-w", str(tmp / "dist"), str(source)],
                           capture_output=True, text=True, timeout=120)
@@ -51,11 +51,21 @@ def test_wheel_holds_the_assets(wheel):
 
 
 @pytest.mark.slow
+def test_wheel_installs_one_top_level_package_named_specchat(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert top_level == {"specchat"}
+    [record] = [n for n in names if n.endswith(".dist-info/top_level.txt")] or [None]
+    if record is not None:
+        assert zipfile.ZipFile(wheel).read(record).decode().split() == ["specchat"]
+
+
+@pytest.mark.slow
 def test_installed_wheel_reads_its_own_assets(installed, tmp_path):
     found = probe_resources(installed, tmp_path, ["catalog.json", "icon/specchat.png"])
-    assert Path(found["app"]).is_relative_to(installed)  # the install ran, not the source tree
+    assert Path(found["package"]).is_relative_to(installed)  # the install ran, not the source tree
     for name, path in found["paths"].items():
-        assert Path(path) == installed / "app" / "assets" / name
+        assert Path(path) == installed / "specchat" / "assets" / name
     assert isinstance(found["catalog_models"], int) and found["catalog_models"] >= 5
 
 

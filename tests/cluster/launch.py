@@ -17,7 +17,7 @@ MLX_LAUNCH = Path(sys.executable).with_name("mlx.launch")
 
 def launch_args(*command: str) -> list[str]:
     """mlx.launch with 2 ranks on this machine running `python ...command` (ring ports picked free)."""
-    from app.server.running import free_port
+    from specchat.server.running import free_port
 
     return [str(MLX_LAUNCH), "--backend", "ring", "-n", "2", "--starting-port", str(free_port()),
             "--python", sys.executable, "--", *command]
@@ -37,13 +37,13 @@ def run_ranks(args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
 
 
 class ClusterProcess:
-    """`python -m app serve` under mlx.launch, on a port; stop() kills the whole session."""
+    """`python -m specchat serve` under mlx.launch, on a port; stop() kills the whole session."""
 
     def __init__(self, port: int, *serve_args: str, log: Path):
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
         self._out = log.open("w")
-        self.proc = subprocess.Popen(launch_args("-m", "app", "serve", "--port", str(port), *serve_args),
+        self.proc = subprocess.Popen(launch_args("-m", "specchat", "serve", "--port", str(port), *serve_args),
                                      cwd=ROOT, stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def status(self) -> dict:

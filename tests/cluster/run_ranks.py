@@ -9,12 +9,12 @@ import sys
 import threading
 from pathlib import Path
 
-from app.cluster.follower import follow
-from app.cluster.group import ClusterGroup
-from app.cluster.leader import ClusterState, lead_generation, ping, stop_followers
-from app.cluster.serve import build_engine
-from app.engine.config import GenerationConfig
-from app.engine.events import TextChunk
+from specchat.cluster.follower import follow
+from specchat.cluster.group import ClusterGroup
+from specchat.cluster.leader import ClusterState, lead_generation, ping, stop_followers
+from specchat.cluster.serve import build_engine
+from specchat.engine.config import GenerationConfig
+from specchat.engine.events import TextChunk
 
 
 def main() -> int:

@@ -7,10 +7,10 @@ import time
 import openai
 import pytest
 
-from app.engine.config import GenerationConfig
-from app.engine.engine import Engine
-from app.server.remote import RemoteEngine
-from app.server.running import free_port
+from specchat.engine.config import GenerationConfig
+from specchat.engine.engine import Engine
+from specchat.server.remote import RemoteEngine
+from specchat.server.running import free_port
 
 from .launch import ClusterProcess
 

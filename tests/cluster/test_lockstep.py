@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from app.engine.config import GenerationConfig
-from app.engine.engine import Engine
+from specchat.engine.config import GenerationConfig
+from specchat.engine.engine import Engine
 
 from .launch import run_ranks
 

@@ -4,14 +4,14 @@ import threading
 
 import pytest
 
-from app.cluster.backend import Gate
-from app.cluster.leader import ClusterState
-from app.cluster.protocol import ClusterError, Lockstep, shared_config
-from app.cluster.sharding import check_divisible
-from app.engine.config import GenerationConfig
-from app.engine.errors import ModelLoadError
-from app.engine.events import TextChunk
-from app.engine.owner import JobFailed, JobFinished, JobInfo, JobQueued
+from specchat.cluster.backend import Gate
+from specchat.cluster.leader import ClusterState
+from specchat.cluster.protocol import ClusterError, Lockstep, shared_config
+from specchat.cluster.sharding import check_divisible
+from specchat.engine.config import GenerationConfig
+from specchat.engine.errors import ModelLoadError
+from specchat.engine.events import TextChunk
+from specchat.engine.owner import JobFailed, JobFinished, JobInfo, JobQueued
 
 
 class TwoRanks:
@@ -102,10 +102,10 @@ def test_sizes_that_do_not_split_are_refused_by_name():
 
 
 def test_each_rank_needs_half_the_layers_plus_the_whole_embedding(dense_target):
-    from app.cluster.memory_plan import rank_fit, rank_share, replicated_bytes
-    from app.hub.memory_fit import model_memory
-    from app.hub.model_facts import read_config
-    from app.system.memory import MachineMemory
+    from specchat.cluster.memory_plan import rank_fit, rank_share, replicated_bytes
+    from specchat.hub.memory_fit import model_memory
+    from specchat.hub.model_facts import read_config
+    from specchat.system.memory import MachineMemory
 
     whole, half = model_memory(dense_target), rank_share(dense_target, 2)
     embed = replicated_bytes(read_config(dense_target))
@@ -122,7 +122,7 @@ def group_whose_rank1_answers(monkeypatch, rank1_row):
     import mlx.core as mx
     import numpy as np
 
-    from app.cluster import group as group_module
+    from specchat.cluster import group as group_module
 
     def all_gather(mine, group, stream):
         row = np.array(mine)
@@ -141,7 +141,7 @@ def test_gather_ints_returns_each_ranks_values_without_the_call_number(monkeypat
 
 
 def test_a_row_a_dead_peer_never_wrote_is_a_lost_link_not_a_disagreement(monkeypatch):
-    from app.cluster.group import LinkLost
+    from specchat.cluster.group import LinkLost
 
     # what the ring handed back in CI after rank 1 was killed mid-reply: a buffer it never filled
     cluster = group_whose_rank1_answers(monkeypatch, lambda call: [38654705672, 3, 0, 0])
@@ -164,7 +164,7 @@ class Rank1:
 
 
 def test_rank_1_takes_rank_0s_k_and_burst_length_whatever_its_own_timings_say():
-    from app.cluster.protocol import SharedAutoK
+    from specchat.cluster.protocol import SharedAutoK
 
     group = Rank1([0, 7])  # rank 0 chose plain decoding, 7 tokens before its next probe
     controller = SharedAutoK(group=group, draft_step_s=0.001, verify_s={2: 0.01}, plain_s=0.05)

@@ -18,7 +18,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.engine.autok import AutoK
+from specchat.engine.autok import AutoK
 
 RECORDED = Path(__file__).resolve().parents[1] / "data/autok/real_pair_matches.json"
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import mlx.core as mx
 from mlx_lm.generate import generate_step, speculative_generate_step
 
-from app.engine import Engine, GenerationConfig
+from specchat.engine import Engine, GenerationConfig
 
 PROMPT = "def fibonacci(n):\n    "
 

@@ -5,10 +5,10 @@ import random
 import mlx.core as mx
 import pytest
 
-from app.engine.autok import AutoK, expected_tokens
-from app.engine.config import GenerationConfig
-from app.engine.lookup import PromptLookupDrafter, find_continuation
-from app.engine.sampling import Sampler
+from specchat.engine.autok import AutoK, expected_tokens
+from specchat.engine.config import GenerationConfig
+from specchat.engine.lookup import PromptLookupDrafter, find_continuation
+from specchat.engine.sampling import Sampler
 
 
 def feed(controller: AutoK, acceptance: float, rounds: int = 60, draft_step=0.002, verify=None):
@@ -77,7 +77,7 @@ REPEATING = "one two three four. one two three four. one two three four. one two
 
 @pytest.mark.parametrize("mode,k", [("lookup", 3), ("lookup", "auto"), ("draft", "auto")])
 def test_lookup_and_auto_k_are_identical_to_plain_decoding(hybrid_target, hybrid_draft_partial, mode, k):
-    from app.engine import Engine, GenerationConfig, RoundResult
+    from specchat.engine import Engine, GenerationConfig, RoundResult
 
     engine = Engine.load(hybrid_target, hybrid_draft_partial)
     ids = list(engine.tokenizer.encode(REPEATING))
@@ -96,7 +96,7 @@ def test_lookup_and_auto_k_are_identical_to_plain_decoding(hybrid_target, hybrid
 
 
 def test_lookup_accepts_repeated_text_and_samples_correctly(dense_target):
-    from app.engine import Engine, GenerationConfig
+    from specchat.engine import Engine, GenerationConfig
 
     engine = Engine.load(dense_target)
     ids = list(engine.tokenizer.encode(REPEATING))
@@ -110,7 +110,7 @@ def test_lookup_accepts_repeated_text_and_samples_correctly(dense_target):
 
 
 def test_mtp_depth_is_limited_and_auto_is_accepted():
-    from app.engine import ConfigError
+    from specchat.engine import ConfigError
 
     with pytest.raises(ConfigError, match=r"MTP depth \(K\) must be a whole number between 1 and 4 or 'auto', got 6"):
         GenerationConfig(mode="mtp", num_draft_tokens=6)
@@ -120,7 +120,7 @@ def test_mtp_depth_is_limited_and_auto_is_accepted():
 
 
 def test_auto_k_falls_back_to_plain_bursts_with_an_unrelated_draft(dense_target, dense_draft_unrelated):
-    from app.engine import Engine, GenerationConfig, RoundResult
+    from specchat.engine import Engine, GenerationConfig, RoundResult
 
     engine = Engine.load(dense_target, dense_draft_unrelated)
     ids = list(engine.tokenizer.encode(REPEATING))

@@ -2,10 +2,10 @@
 
 import pytest
 
-import app.engine.engine as engine_module
-from app.engine import Engine, Finished, GenerationConfig, TextChunk
-from app.engine.engine import whole_characters
-from app.engine.speculative import Step
+import specchat.engine.engine as engine_module
+from specchat.engine import Engine, Finished, GenerationConfig, TextChunk
+from specchat.engine.engine import whole_characters
+from specchat.engine.speculative import Step
 
 from .helpers import prompt_ids
 

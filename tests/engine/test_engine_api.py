@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from app.engine import (
+from specchat.engine import (
     Engine,
     EngineError,
     EngineThreadError,
@@ -17,7 +17,7 @@ from app.engine import (
     TextChunk,
 )
 
-from app.engine.engine import whole_characters
+from specchat.engine.engine import whole_characters
 
 from .helpers import greedy, prompt_ids
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.engine import Engine, RoundResult, TextChunk
-from app.engine import speculative
+from specchat.engine import Engine, RoundResult, TextChunk
+from specchat.engine import speculative
 
 from .helpers import greedy, mlx_lm_greedy, prompt_ids
 

@@ -7,9 +7,9 @@ import weakref
 
 import pytest
 
-from app.engine import Finished, GenerationConfig, PrefillProgress, TextChunk
-from app.engine.owner import load_pair_job, prompt_job
-from app.engine.owner import (EngineHost, JobCancelled, JobCancelledError, JobError, JobFailed, JobFinished,
+from specchat.engine import Finished, GenerationConfig, PrefillProgress, TextChunk
+from specchat.engine.owner import load_pair_job, prompt_job
+from specchat.engine.owner import (EngineHost, JobCancelled, JobCancelledError, JobError, JobFailed, JobFinished,
                              JobProgress, JobQueued, JobStarted)
 
 

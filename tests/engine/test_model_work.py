@@ -7,8 +7,8 @@ so the work itself is checked here, exactly: token rows fed to the target and to
 import mlx.core as mx
 import pytest
 
-from app.engine import Engine, runner
-from app.engine.runner import common_prefix_len
+from specchat.engine import Engine, runner
+from specchat.engine.runner import common_prefix_len
 from tests.fixtures.model_work import counting
 
 from .helpers import PROMPT, greedy, mlx_lm_speculative, prompt_ids

@@ -8,11 +8,11 @@ import mlx.core as mx
 import pytest
 from mlx_lm.utils import load as mlx_load
 
-from app.cli import build_parser, generation_config
-from app.engine import ConfigError, Engine, EngineError, GenerationConfig, runner
-from app.engine.mtp_detect import detect_mtp
-from app.engine.runner import common_prefix_len
-from app.engine.sampling import Sampler
+from specchat.cli import build_parser, generation_config
+from specchat.engine import ConfigError, Engine, EngineError, GenerationConfig, runner
+from specchat.engine.mtp_detect import detect_mtp
+from specchat.engine.runner import common_prefix_len
+from specchat.engine.sampling import Sampler
 from tests.fixtures.tiny_models import _write_json
 
 from .helpers import PROMPT as PROMPT_TEXT
@@ -197,7 +197,7 @@ def test_detection_reads_the_index_and_names_what_is_missing(tmp_path):
 
 
 def test_cli_generate_mode_mtp(mtp_agree, engines):
-    proc = subprocess.run([sys.executable, "-m", "app", "generate", "--target", str(mtp_agree),
+    proc = subprocess.run([sys.executable, "-m", "specchat", "generate", "--target", str(mtp_agree),
                            "--mode", "mtp", "--draft-tokens", "2", "--max-tokens", "10", "--raw",
                            "--prompt", "def f(x):", "--json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

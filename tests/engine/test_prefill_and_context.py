@@ -5,8 +5,8 @@ import threading
 
 import pytest
 
-from app.engine import ConfigError, Engine, Failed, Finished, PrefillProgress, TextChunk
-from app.engine.loading import context_limit
+from specchat.engine import ConfigError, Engine, Failed, Finished, PrefillProgress, TextChunk
+from specchat.engine.loading import context_limit
 
 from .helpers import greedy, prompt_ids
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.engine import Engine, Finished, GenerationConfig, TextChunk
-from app.engine.session import ChatSession
+from specchat.engine import Engine, Finished, GenerationConfig, TextChunk
+from specchat.engine.session import ChatSession
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ import mlx.core as mx
 import pytest
 from mlx_lm.models.cache import ArraysCache, ChunkedKVCache, KVCache, QuantizedKVCache, RotatingKVCache
 
-from app.engine.errors import RollbackError
-from app.engine.loading import load_model
-from app.engine.rollback import check_supported
-from app.engine.runner import ModelRunner
+from specchat.engine.errors import RollbackError
+from specchat.engine.loading import load_model
+from specchat.engine.rollback import check_supported
+from specchat.engine.runner import ModelRunner
 from tests.fixtures.tiny_models import build_dense
 
 PROMPT = [5, 17, 42, 99, 7, 23, 61, 88, 12, 3]

@@ -6,9 +6,9 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from app.engine import Engine, GenerationConfig
-from app.engine.sampling import Sampler
-from app.engine.verify import verify_sampled
+from specchat.engine import Engine, GenerationConfig
+from specchat.engine.sampling import Sampler
+from specchat.engine.verify import verify_sampled
 
 from .helpers import prompt_ids
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from mlx_lm.sample_utils import make_sampler
 
-from app.engine import GenerationConfig
-from app.engine.sampling import Sampler
+from specchat.engine import GenerationConfig
+from specchat.engine.sampling import Sampler
 
 VOCAB = 256
 DRAWS = 20_000
@@ -116,7 +116,7 @@ def test_greedy_is_argmax_and_returns_no_probabilities():
 
 def test_rejection_sampling_with_every_filter_emits_the_filtered_target_distribution():
     """Draft from another distribution through the same Sampler; the first emitted token follows ours (= mlx-lm's)."""
-    from app.engine.verify import verify_sampled
+    from specchat.engine.verify import verify_sampled
 
     cfg = GenerationConfig(seed=5, **SETTINGS["all together"])
     sampler = Sampler(cfg)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.engine import Engine, Finished, GenerationConfig
-from app.engine.session import ChatSession
+from specchat.engine import Engine, Finished, GenerationConfig
+from specchat.engine.session import ChatSession
 
 
 def reply(events) -> Finished:

@@ -2,9 +2,9 @@
 
 import pytest
 
-from app.engine import Engine, GenerationConfig, RoundResult
-from app.engine.stats import StatsRecorder, sampling_text
-from app.engine.summary import acceptance_text, auto_k_text, speculation_text, stop_text
+from specchat.engine import Engine, GenerationConfig, RoundResult
+from specchat.engine.stats import StatsRecorder, sampling_text
+from specchat.engine.summary import acceptance_text, auto_k_text, speculation_text, stop_text
 
 
 def recorded(rounds: list[RoundResult], generated: int, cfg: GenerationConfig, stop: str = "eos") -> dict:

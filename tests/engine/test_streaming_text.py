@@ -1,9 +1,9 @@
 """Text chunks never split a multi-byte character, whatever the token boundaries."""
 
-from app.engine import Engine
-from app.engine.stats import StatsRecorder
-from app.engine.config import GenerationConfig
-from app.engine.speculative import Step
+from specchat.engine import Engine
+from specchat.engine.stats import StatsRecorder
+from specchat.engine.config import GenerationConfig
+from specchat.engine.speculative import Step
 
 TEXT = "日本語 café naïve 🙂 done"
 

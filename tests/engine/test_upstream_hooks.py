@@ -8,7 +8,7 @@ import mlx_lm.models.qwen3_5 as qwen3_5
 import pytest
 from optiq.runtime.mtp import artifacts
 
-from app.engine import Engine, EngineError
+from specchat.engine import Engine, EngineError
 
 from .helpers import greedy, prompt_ids
 

@@ -8,7 +8,7 @@ import pytest
 from huggingface_hub import constants
 from huggingface_hub.utils import _detect_agent
 
-from app.hub.config import HubConfig
+from specchat.hub.config import HubConfig
 from tests.hub.hub_server import FakeRepo, HubServer
 
 TARGET_REPO = "mlx-community/Tiny-Target-4bit"

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from app.hub.catalog import load_catalog, read_catalog_text, validate_catalog
-from app.hub.errors import HubError
+from specchat.hub.catalog import load_catalog, read_catalog_text, validate_catalog
+from specchat.hub.errors import HubError
 
 
 @pytest.fixture(scope="module")

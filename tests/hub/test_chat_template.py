@@ -2,7 +2,7 @@
 
 import json
 
-from app.hub.chat_template import has_thinking_switch
+from specchat.hub.chat_template import has_thinking_switch
 
 
 def test_the_thinking_switch_is_found_wherever_the_template_lives(tmp_path):

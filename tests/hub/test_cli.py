@@ -1,10 +1,10 @@
-"""`python -m app models ...` end to end against the loopback hub and tiny fixture folders."""
+"""`python -m specchat models ...` end to end against the loopback hub and tiny fixture folders."""
 
 import re
 
 import pytest
 
-from app.cli import main
+from specchat.cli import main
 from tests.hub.conftest import DRAFT_REPO, TARGET_REPO
 
 
@@ -21,7 +21,7 @@ def test_download_bundle_prints_progress_on_stderr(hub, hub_config, capsys):
 
 
 def test_download_without_disk_space_stops_before_weights(hub, hub_config, monkeypatch, capsys):
-    monkeypatch.setattr("app.hub.download.free_space", lambda path: 1000)
+    monkeypatch.setattr("specchat.hub.download.free_space", lambda path: 1000)
     assert main(["models", "download", TARGET_REPO]) == 1
     assert "not enough disk space" in capsys.readouterr().err
     assert not [p for m, p, _ in hub.requests if "/resolve/" in p]

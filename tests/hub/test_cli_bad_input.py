@@ -1,13 +1,13 @@
-"""`python -m app models ...` with bad input: one line on stderr that names the problem, no traceback."""
+"""`python -m specchat models ...` with bad input: one line on stderr that names the problem, no traceback."""
 
 import shutil
 
 import pytest
 
-from app.cli import main
-from app.hub.repo_ids import BadRepoIdError, parse_repo_id
-from app.paths import AppPaths
-from app.settings import Settings, save_settings
+from specchat.cli import main
+from specchat.hub.repo_ids import BadRepoIdError, parse_repo_id
+from specchat.paths import AppPaths
+from specchat.settings import Settings, save_settings
 from tests.hub.conftest import TARGET_REPO
 from tests.hub.hub_server import FakeRepo, HubServer
 

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from app.hub.discovery import discover_models, hf_cache_models, lmstudio_dirs
+from specchat.hub.discovery import discover_models, hf_cache_models, lmstudio_dirs
 
 
 def _model(folder: Path, weights: str = "model.safetensors") -> Path:

@@ -2,9 +2,9 @@
 
 import pytest
 
-from app.hub.memory_fit import GREEN, RED, YELLOW, memory_fit, model_memory
-from app.hub.model_facts import read_config, text_config
-from app.system.memory import MachineMemory
+from specchat.hub.memory_fit import GREEN, RED, YELLOW, memory_fit, model_memory
+from specchat.hub.model_facts import read_config, text_config
+from specchat.system.memory import MachineMemory
 
 
 def machine(limit, available=None, metal=None):

@@ -1,13 +1,13 @@
-"""`python -m app models add DIR` and LM Studio's models in the local list."""
+"""`python -m specchat models add DIR` and LM Studio's models in the local list."""
 
 import json
 from pathlib import Path
 
-from app.cli import main
-from app.hub.config import HubConfig
-from app.hub.store import scan_local_models
-from app.paths import AppPaths
-from app.settings import load_settings
+from specchat.cli import main
+from specchat.hub.config import HubConfig
+from specchat.hub.store import scan_local_models
+from specchat.paths import AppPaths
+from specchat.settings import load_settings
 
 
 def _model(folder: Path, weights: str = "model.safetensors") -> Path:

@@ -5,10 +5,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.hub.pairing import (INCOMPATIBLE, OK, WARNING, compatible_drafts, draft_options,
+from specchat.hub.pairing import (INCOMPATIBLE, OK, WARNING, compatible_drafts, draft_options,
                              pair_report, template_family)
-from app.hub.store import describe_folder
-from app.hub.tokenizer_info import VocabHashCache
+from specchat.hub.store import describe_folder
+from specchat.hub.tokenizer_info import VocabHashCache
 
 
 def statuses(report):

@@ -2,9 +2,9 @@
 
 import time
 
-from app.hub.catalog import load_catalog
-from app.hub.config import HubConfig
-from app.hub.search import search_models
+from specchat.hub.catalog import load_catalog
+from specchat.hub.config import HubConfig
+from specchat.hub.search import search_models
 from tests.hub.hub_server import FakeRepo, HubServer
 from tests.hub.conftest import point_hub_at
 

@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
-from app.hub.download import download_model
-from app.hub.errors import ConfirmationRequired, DownloadCancelled, HubError
-from app.hub.store import delete_model, describe_folder, find_model, scan_local_models
-from app.hub.tokenizer_info import VocabHashCache
+from specchat.hub.download import download_model
+from specchat.hub.errors import ConfirmationRequired, DownloadCancelled, HubError
+from specchat.hub.store import delete_model, describe_folder, find_model, scan_local_models
+from specchat.hub.tokenizer_info import VocabHashCache
 from tests.hub.conftest import DRAFT_REPO, TARGET_REPO
 
 
@@ -68,7 +68,7 @@ def test_partial_download_with_bytes_in_flight_is_partial(hub, hub_config):
 def test_vocab_cache_does_not_reload_an_unchanged_tokenizer(dense_target, monkeypatch):
     cache = VocabHashCache()
     first = cache.vocab_hash(dense_target)
-    monkeypatch.setattr("app.hub.tokenizer_info.load_local_tokenizer",
+    monkeypatch.setattr("specchat.hub.tokenizer_info.load_local_tokenizer",
                         lambda folder: pytest.fail("tokenizer loaded again"))
     assert cache.vocab_hash(dense_target) == first
 

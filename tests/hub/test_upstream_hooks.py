@@ -6,9 +6,9 @@ import pytest
 from huggingface_hub import file_download
 from huggingface_hub import utils as hf_utils
 
-from app.hub.download import download_model
-from app.hub.errors import HubError
-from app.hub.transfer import storage_folder
+from specchat.hub.download import download_model
+from specchat.hub.errors import HubError
+from specchat.hub.transfer import storage_folder
 from tests.hub.conftest import TARGET_REPO
 
 HF_HUB = metadata.version("huggingface_hub")

@@ -5,9 +5,9 @@ import shutil
 
 import pytest
 
-from app.hub.pairing import INCOMPATIBLE, pair_report
-from app.hub.store import describe_folder
-from app.hub.weights_check import broken_weights, expected_size, safetensors_problem
+from specchat.hub.pairing import INCOMPATIBLE, pair_report
+from specchat.hub.store import describe_folder
+from specchat.hub.weights_check import broken_weights, expected_size, safetensors_problem
 
 
 def truncated_copy(folder, tmp_path, cut: int):

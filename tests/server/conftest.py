@@ -4,12 +4,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from app.engine import Finished, GenerationConfig, TextChunk
-from app.engine.owner import load_pair_job
-from app.engine.owner import EngineHost
-from app.server.app import ServerOptions
-from app.server.backend import EngineBackend
-from app.server.running import BackgroundServer, free_port
+from specchat.engine import Finished, GenerationConfig, TextChunk
+from specchat.engine.owner import load_pair_job
+from specchat.engine.owner import EngineHost
+from specchat.server.app import ServerOptions
+from specchat.server.backend import EngineBackend
+from specchat.server.running import BackgroundServer, free_port
 
 API_KEY = "test-key-123"
 DEFAULTS = GenerationConfig(mode="draft", num_draft_tokens=2, max_tokens=24)

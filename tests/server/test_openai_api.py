@@ -141,7 +141,7 @@ def test_a_full_queue_answers_503_with_retry_after(host):
 
 
 def test_serving_beyond_loopback_needs_a_key(host):
-    from app.server.running import BackgroundServer, check_exposure
+    from specchat.server.running import BackgroundServer, check_exposure
 
     with pytest.raises(ValueError, match="API key"):
         check_exposure("0.0.0.0", None)
@@ -149,12 +149,12 @@ def test_serving_beyond_loopback_needs_a_key(host):
     check_exposure("::1", None)
     check_exposure("0.0.0.0", "k")
     with pytest.raises(ValueError):
-        BackgroundServer(None, __import__("app.server.app", fromlist=["ServerOptions"]).ServerOptions(), host="0.0.0.0")
+        BackgroundServer(None, __import__("specchat.server.app", fromlist=["ServerOptions"]).ServerOptions(), host="0.0.0.0")
 
 
 def test_specchat_event_stream_drives_a_remote_engine(server, host):
-    from app.engine.events import Finished, RoundResult, TextChunk
-    from app.server.remote import RemoteEngine
+    from specchat.engine.events import Finished, RoundResult, TextChunk
+    from specchat.server.remote import RemoteEngine
 
     remote = RemoteEngine(server.url, API_KEY)
     status = remote.status()

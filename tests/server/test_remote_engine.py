@@ -2,11 +2,11 @@
 
 import pytest
 
-from app.engine.owner import EngineHost, reply_job
-from app.engine.events import Finished, RoundResult, TextChunk
-from app.server.connect import connect_job
-from app.server.remote import RemoteEngine, RemoteError
-from app.tuning.ab_compare import run_ab
+from specchat.engine.owner import EngineHost, reply_job
+from specchat.engine.events import Finished, RoundResult, TextChunk
+from specchat.server.connect import connect_job
+from specchat.server.remote import RemoteEngine, RemoteError
+from specchat.tuning.ab_compare import run_ab
 
 from .conftest import API_KEY, DEFAULTS, chat_ids
 

@@ -2,11 +2,11 @@
 
 import pytest
 
-from app.engine import GenerationConfig
-from app.server.errors import ApiError
-from app.server.requests import parse_request
-from app.server.responses import ResponseShape, StopMatcher, usage
-from app.engine.events import GenerationStats
+from specchat.engine import GenerationConfig
+from specchat.server.errors import ApiError
+from specchat.server.requests import parse_request
+from specchat.server.responses import ResponseShape, StopMatcher, usage
+from specchat.engine.events import GenerationStats
 
 MODELS = ["tiny-target"]
 DEFAULTS = GenerationConfig(mode="draft", num_draft_tokens="auto", max_tokens=64)

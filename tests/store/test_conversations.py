@@ -4,9 +4,9 @@ import sqlite3
 
 import pytest
 
-from app.paths import AppPaths
-from app.store import ConversationStore
-from app.store.conversations import DEFAULT_TITLE, title_from
+from specchat.paths import AppPaths
+from specchat.store import ConversationStore
+from specchat.store.conversations import DEFAULT_TITLE, title_from
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 import json
 
-from app.store import ConversationStore
-from app.store.export import EXPORT_FORMAT, to_json, to_markdown
+from specchat.store import ConversationStore
+from specchat.store.export import EXPORT_FORMAT, to_json, to_markdown
 
 STATS = {"generated_tokens": 12, "decode_tokens_per_s": 31.25, "mode": "draft", "acceptance_rate": 0.5}
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.store import ConversationStore
-from app.store.migrations import LATEST_VERSION, MIGRATIONS, migrate, user_version
+from specchat.store import ConversationStore
+from specchat.store.migrations import LATEST_VERSION, MIGRATIONS, migrate, user_version
 
 V1_FILE = Path(__file__).parent / "data" / "conversations-v1.sqlite3"  # made by the store before migrations
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.store import ConversationStore, open_store
-from app.store.recovery import OpenReport, _move_aside
+from specchat.store import ConversationStore, open_store
+from specchat.store.recovery import OpenReport, _move_aside
 
 WHEN = datetime(2026, 11, 30, 17, 5, 9)
 PAGE = 4096

@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.paths import AppPaths
-from app.store import ConversationStore
+from specchat.paths import AppPaths
+from specchat.store import ConversationStore
 
 TRACE = {"flags": [0, 3, 2], "rejections": [[3, 1, "x", "y"]]}
 
@@ -85,7 +85,7 @@ def test_a_failed_delete_changes_nothing(db, monkeypatch):
 def test_row_copy_recovery_keeps_versions_whose_reply_survived(tmp_path):
     import sqlite3
 
-    from app.store.recovery import _copy_rows
+    from specchat.store.recovery import _copy_rows
 
     source = tmp_path / "old.sqlite3"
     store = ConversationStore(source)

@@ -2,9 +2,9 @@
 
 import pytest
 
-from app.engine import Engine
-from app.paths import AppPaths
-from app.tuning.baseline import CACHE_NAME, BaselineCache, measure_baseline_tps
+from specchat.engine import Engine
+from specchat.paths import AppPaths
+from specchat.tuning.baseline import CACHE_NAME, BaselineCache, measure_baseline_tps
 
 
 def test_cache_round_trip_keeps_other_models(tmp_path):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.tuning.reference import (
+from specchat.tuning.reference import (
     DEFAULT_NOISE,
     EARLIER,
     FASTER,

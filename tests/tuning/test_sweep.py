@@ -11,15 +11,15 @@ from importlib import metadata
 
 import pytest
 
-from app.engine import ConfigError, Engine
-from app.tuning.sweep import OnBatteryError, SweepConfig, SweepRunner
-from app.tuning.sweep_prompts import BUILTIN_PROMPTS, SweepPrompt, builtin_prompts, load_prompt_file, merge_prompts
-from app.tuning.sweep_report import TABLE_HEADER, to_json, to_markdown
-from app.tuning.sweep_results import CellDone, RunDone, SweepFinished, SweepStarted
-from app.tuning.sweep_stats import is_noisy, mad, median, robust_cv, speedup_pct
-from app.tuning.best_k import best_k, pair_key, save_best_k, save_sweep, tuning_entry
-from app.paths import AppPaths
-from app.system.power import PowerStatus
+from specchat.engine import ConfigError, Engine
+from specchat.tuning.sweep import OnBatteryError, SweepConfig, SweepRunner
+from specchat.tuning.sweep_prompts import BUILTIN_PROMPTS, SweepPrompt, builtin_prompts, load_prompt_file, merge_prompts
+from specchat.tuning.sweep_report import TABLE_HEADER, to_json, to_markdown
+from specchat.tuning.sweep_results import CellDone, RunDone, SweepFinished, SweepStarted
+from specchat.tuning.sweep_stats import is_noisy, mad, median, robust_cv, speedup_pct
+from specchat.tuning.best_k import best_k, pair_key, save_best_k, save_sweep, tuning_entry
+from specchat.paths import AppPaths
+from specchat.system.power import PowerStatus
 
 AC = PowerStatus("ac", None, None, "test: mains")
 BATTERY = PowerStatus("battery", 80.0, False, "test: battery 80%")
@@ -270,7 +270,7 @@ def test_cli_sweep_writes_json_markdown_and_saves_best_k(tmp_path, dense_target,
     out_json, out_md = tmp_path / "out.json", tmp_path / "out.md"
     env = {**os.environ, "SPECCHAT_HOME": str(tmp_path / "home")}
     proc = subprocess.run(
-        [sys.executable, "-m", "app", "sweep", "--target", str(dense_target), "--draft", str(dense_draft_partial),
+        [sys.executable, "-m", "specchat", "sweep", "--target", str(dense_target), "--draft", str(dense_draft_partial),
          "--draft-tokens", "1,2", "--reps", "2", "--warmup", "1", "--prompts", "open", "--max-tokens", "6",
          "--tag", "ci", "--json", str(out_json), "--markdown", str(out_md), "--allow-battery"],
         capture_output=True, text=True, timeout=180, env=env)
@@ -287,7 +287,7 @@ def test_cli_sweep_writes_json_markdown_and_saves_best_k(tmp_path, dense_target,
 
 
 def test_cli_names_a_bad_draft_tokens_list(dense_target):
-    proc = subprocess.run([sys.executable, "-m", "app", "sweep", "--target", str(dense_target), "--mtp",
+    proc = subprocess.run([sys.executable, "-m", "specchat", "sweep", "--target", str(dense_target), "--mtp",
                            "--draft-tokens", "1,x"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "draft tokens must be whole numbers" in proc.stderr
 

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from app.cli import main
-from app.tuning.sweep import SweepRunner
-from app.tuning.sweep_output import SweepOutputs, UnwritableOutputError, check_writable
+from specchat.cli import main
+from specchat.tuning.sweep import SweepRunner
+from specchat.tuning.sweep_output import SweepOutputs, UnwritableOutputError, check_writable
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_the_cli_refuses_an_unwritable_output_before_loading_models(where, a_fil
         home = a_file
     else:
         extra = [where, str(a_file / "out")]
-    proc = subprocess.run([sys.executable, "-m", "app", "sweep", "--target", str(tmp_path / "no-model"),
+    proc = subprocess.run([sys.executable, "-m", "specchat", "sweep", "--target", str(tmp_path / "no-model"),
                            "--draft", str(tmp_path / "no-draft"), *extra],
                           capture_output=True, text=True, timeout=60, env={**os.environ, "SPECCHAT_HOME": str(home)})
     assert proc.returncode == 2
@@ -94,8 +94,8 @@ def test_a_finished_sweep_leaves_complete_files(tmp_path, monkeypatch, capsys, d
 
 def test_a_saved_k_outside_the_limit_is_not_offered(tmp_path):
     """A tuning file from a version that allowed K up to 64: the out-of-range K is ignored, the rest kept."""
-    from app.paths import AppPaths
-    from app.tuning.best_k import best_k, pair_key, save_best_k
+    from specchat.paths import AppPaths
+    from specchat.tuning.best_k import best_k, pair_key, save_best_k
 
     paths = AppPaths.under(tmp_path)
     save_best_k(paths, tmp_path / "t", tmp_path / "d", {"open": 4, "structured": 16})

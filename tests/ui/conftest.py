@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from app.paths import AppPaths
+from specchat.paths import AppPaths
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MAX_TOKENS = 24
@@ -21,7 +21,7 @@ def paths(tmp_path) -> AppPaths:
 @pytest.fixture
 def open_window(qtbot, paths):
     """Make a MainWindow (closed at teardown); waits for the models when a target is given."""
-    from app.ui.main_window import MainWindow
+    from specchat.ui.main_window import MainWindow
 
     def make(target=None, draft=None, at: AppPaths | None = None, max_tokens: int = MAX_TOKENS):
         window = MainWindow(at or paths, target=str(target) if target else None,

@@ -11,8 +11,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.paths import AppPaths  # noqa: E402
-from app.ui.main_window import MainWindow  # noqa: E402
+from specchat.paths import AppPaths  # noqa: E402
+from specchat.ui.main_window import MainWindow  # noqa: E402
 
 
 def main(home: str, target: str, prompt: str, max_tokens: str, save_interval_s: str) -> int:

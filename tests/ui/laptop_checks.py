@@ -9,9 +9,9 @@ import pytest
 from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtWidgets import QApplication, QLabel
 
-from app.settings import Settings
-from app.system.memory import MachineMemory, MemorySample
-from app.system.power import PowerStatus
+from specchat.settings import Settings
+from specchat.system.memory import MachineMemory, MemorySample
+from specchat.system.power import PowerStatus
 
 from .conftest import screenshot
 
@@ -143,7 +143,7 @@ def test_the_dashboard_beside_the_chat_shows_everything(qtbot, open_window):
 
 
 def test_the_models_window_fits_and_closes_with_esc_and_ctrl_w(qtbot, paths):
-    from app.ui.models import ModelsWindow
+    from specchat.ui.models import ModelsWindow
 
     for key in (Qt.Key.Key_Escape, Qt.Key.Key_W):
         window = ModelsWindow(paths, Settings(), read_memory=lambda: ROOMY, autostart=False)

@@ -2,9 +2,9 @@
 
 
 
-from app.engine import Engine, GenerationConfig
-from app.engine.session import ChatSession
-from app.store import ConversationStore
+from specchat.engine import Engine, GenerationConfig
+from specchat.engine.session import ChatSession
+from specchat.store import ConversationStore
 
 from .conftest import MAX_TOKENS, screenshot, send
 

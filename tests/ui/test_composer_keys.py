@@ -2,7 +2,7 @@
 
 from PySide6.QtCore import Qt
 
-from app.ui.chat.composer import Composer
+from specchat.ui.chat.composer import Composer
 
 SHIFT, CTRL = Qt.KeyboardModifier.ShiftModifier, Qt.KeyboardModifier.ControlModifier
 

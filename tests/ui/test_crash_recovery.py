@@ -8,10 +8,10 @@ import threading
 import time
 from pathlib import Path
 
-from app.engine import Engine, GenerationConfig, TextChunk
-from app.engine.session import ChatSession
-from app.paths import AppPaths
-from app.store import ConversationStore
+from specchat.engine import Engine, GenerationConfig, TextChunk
+from specchat.engine.session import ChatSession
+from specchat.paths import AppPaths
+from specchat.store import ConversationStore
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Tell me a very long story."

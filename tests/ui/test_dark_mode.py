@@ -4,9 +4,9 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QGuiApplication
 
-from app.ui import theme
-from app.ui.chat.highlight import colour_spans
-from app.ui.theme_switch import switch
+from specchat.ui import theme
+from specchat.ui.chat.highlight import colour_spans
+from specchat.ui.theme_switch import switch
 
 from tests.hub.conftest import hub_env  # noqa: F401  (HF cache in tmp_path, no network)
 
@@ -110,7 +110,7 @@ def _code_colours(view) -> tuple[set[str], set[str]]:
 
 
 def test_code_blocks_use_the_dark_highlighting_in_dark_mode(qtbot):
-    from app.ui.chat.markdown_view import MarkdownView
+    from specchat.ui.chat.markdown_view import MarkdownView
 
     code = "def f(x):\n    return x + 1  # one more"
     light = {s.colour for s in colour_spans(code, "python")}

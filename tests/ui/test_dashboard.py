@@ -5,14 +5,14 @@ import json
 import numpy as np
 import pytest
 
-from app.engine import Engine, GenerationConfig
-from app.engine.events import Finished, GenerationStats, RoundResult, TextChunk
-from app.tuning.baseline import BaselineCache
-from app.system.memory import MemorySample
-from app.system.power import PowerStatus
-from app.ui.dashboard import Dashboard
-from app.ui.dashboard.poller import SystemPoller
-from app.ui.dashboard.tiles import DASH
+from specchat.engine import Engine, GenerationConfig
+from specchat.engine.events import Finished, GenerationStats, RoundResult, TextChunk
+from specchat.tuning.baseline import BaselineCache
+from specchat.system.memory import MemorySample
+from specchat.system.power import PowerStatus
+from specchat.ui.dashboard import Dashboard
+from specchat.ui.dashboard.poller import SystemPoller
+from specchat.ui.dashboard.tiles import DASH
 
 from .conftest import screenshot
 

@@ -2,9 +2,9 @@
 
 import json
 
-from app.engine.owner import JobFinished, JobStarted
-from app.settings import load_settings
-from app.system.power import PowerStatus
+from specchat.engine.owner import JobFinished, JobStarted
+from specchat.settings import load_settings
+from specchat.system.power import PowerStatus
 
 from .conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, send
 

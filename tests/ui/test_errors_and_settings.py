@@ -1,7 +1,7 @@
 """Failures become banners and the window keeps working; corrupt settings are set aside."""
 
-from app.engine.session import ChatSession
-from app.settings import load_settings
+from specchat.engine.session import ChatSession
+from specchat.settings import load_settings
 
 from .conftest import MAX_TOKENS, send
 
@@ -97,7 +97,7 @@ def test_corrupt_settings_are_backed_up_and_the_user_is_told(qtbot, open_window,
 
 def test_a_reply_that_fails_midway_keeps_its_text_and_its_footer_says_error(qtbot, open_window, dense_target,
                                                                            monkeypatch):
-    from app.engine.stats import StatsRecorder
+    from specchat.engine.stats import StatsRecorder
 
     window = open_window(dense_target)
     original = StatsRecorder.tokens_emitted

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.ui.chat.footer import error_stats, footer_text
+from specchat.ui.chat.footer import error_stats, footer_text
 
 PLAIN = {"generated_tokens": 42, "decode_tokens_per_s": 31.5, "ttft_s": 0.12, "mode": "baseline",
          "max_tokens": 42}

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from app.engine.events import RoundResult
-from app.engine.owner import JobStarted
-from app.tuning.best_k import save_best_k
-from app.settings import Settings, load_settings, save_settings, settings_from_dict
-from app.tuning.baseline import BaselineCache
-from app.ui.speculation_menu import AUTO
+from specchat.engine.events import RoundResult
+from specchat.engine.owner import JobStarted
+from specchat.tuning.best_k import save_best_k
+from specchat.settings import Settings, load_settings, save_settings, settings_from_dict
+from specchat.tuning.baseline import BaselineCache
+from specchat.ui.speculation_menu import AUTO
 
 # HF cache in tmp_path and a hub endpoint that does not answer: nothing reaches the internet.
 from tests.hub.conftest import hub_env  # noqa: F401
@@ -69,7 +69,7 @@ def test_dashboard_gets_the_pair_a_baseline_and_every_round_of_a_reply(qtbot, op
 def test_a_first_start_on_a_wide_screen_shows_the_dashboard_beside_the_chat(qtbot, open_window, monkeypatch):
     from PySide6.QtCore import QRect
 
-    from app.ui import analysis_docks, screen_fit
+    from specchat.ui import analysis_docks, screen_fit
 
     monkeypatch.setattr(analysis_docks, "_screen", lambda _window: QRect(0, 0, 2560, 1440))
     monkeypatch.setattr(screen_fit, "available", lambda _window: QRect(0, 0, 2560, 1440))
@@ -115,7 +115,7 @@ def test_prompt_lookup_and_auto_k_chosen_in_the_menu_drive_the_next_reply(qtbot,
     footer = window.transcript.views[-1].footer.text()
     from dataclasses import asdict
 
-    from app.engine.summary import speculation_text, stop_text
+    from specchat.engine.summary import speculation_text, stop_text
     assert f"Prompt lookup {speculation_text(asdict(stats))} · {stop_text(asdict(stats))}" in footer
     assert footer.startswith(f"{stats.generated_tokens} tokens") and "Prompt lookup K auto" in footer
     saved = load_settings(paths).settings

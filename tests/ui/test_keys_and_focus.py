@@ -7,10 +7,10 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 
-from app.settings import load_settings
-from app.ui.chat.composer import THINKING_TIP
-from app.ui.pair_control import NO_THINKING
-from app.ui.model_bar import CHOOSE_TARGET
+from specchat.settings import load_settings
+from specchat.ui.chat.composer import THINKING_TIP
+from specchat.ui.pair_control import NO_THINKING
+from specchat.ui.model_bar import CHOOSE_TARGET
 
 from .conftest import send
 

@@ -1,8 +1,8 @@
 """The chat refuses an out-of-range setting before saving anything; spin boxes take their ranges from LIMITS."""
 
-from app.engine.config import LIMITS
-from app.ui.dashboard.ab_panel import ABPanel
-from app.ui.settings_panel import SettingsPanel
+from specchat.engine.config import LIMITS
+from specchat.ui.dashboard.ab_panel import ABPanel
+from specchat.ui.settings_panel import SettingsPanel
 
 from .conftest import send
 

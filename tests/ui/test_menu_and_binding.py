@@ -4,7 +4,7 @@ import sys
 
 from PySide6.QtCore import QObject, Signal
 
-from app.ui.speculation_menu import K_CHOICES, SpeculationMenu, tuned_k
+from specchat.ui.speculation_menu import K_CHOICES, SpeculationMenu, tuned_k
 
 
 def test_emit_keeps_reference_counts():
@@ -43,7 +43,7 @@ def test_menu_offers_the_k_choices_shortcuts_and_greys_unavailable_modes(qtbot):
 
 
 def test_the_pairs_tuned_k_joins_the_list(qtbot, paths, tmp_path):
-    from app.tuning.best_k import save_best_k
+    from specchat.tuning.best_k import save_best_k
 
     target, draft = tmp_path / "t", tmp_path / "d"
     assert tuned_k(paths, str(target), str(draft)) is None

@@ -6,9 +6,9 @@ import threading
 
 from PySide6.QtGui import QColor, QGuiApplication
 
-from app.engine import GenerationConfig, PrefillProgress
-from app.store import ConversationStore
-from app.ui import theme
+from specchat.engine import GenerationConfig, PrefillProgress
+from specchat.store import ConversationStore
+from specchat.ui import theme
 
 from .conftest import REPLY_TIMEOUT_MS, screenshot, send
 from .test_chat_window import fresh_reply

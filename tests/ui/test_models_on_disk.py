@@ -5,13 +5,13 @@ import shutil
 import pytest
 from huggingface_hub import constants
 
-from app.hub.config import HubConfig
-from app.paths import AppPaths
-from app.settings import Settings, load_settings
-from app.ui.models import ModelsWindow
-from app.ui.models.pair_panel import SELF_SUFFIX
-from app.ui.models.rows import subtitle_text, tooltip_text
-from app.ui.plain_words import NO_MTP_HEAD, SELF_DRAFT
+from specchat.hub.config import HubConfig
+from specchat.paths import AppPaths
+from specchat.settings import Settings, load_settings
+from specchat.ui.models import ModelsWindow
+from specchat.ui.models.pair_panel import SELF_SUFFIX
+from specchat.ui.models.rows import subtitle_text, tooltip_text
+from specchat.ui.plain_words import NO_MTP_HEAD, SELF_DRAFT
 from tests.hub.conftest import hub_env  # noqa: F401  (HF cache in tmp_path, no network)
 
 TIMEOUT_MS = 60_000

@@ -7,19 +7,19 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from app.hub.catalog import load_catalog
-from app.hub.config import HubConfig
-from app.hub.download import download_model
-from app.hub.memory_fit import memory_fit, model_memory
-from app.hub.transfer import storage_folder
-from app.hub.units import format_bytes
-from app.paths import AppPaths
-from app.settings import Settings
-from app.system.memory import MachineMemory
-from app.ui.models import ModelsWindow, open_models_window, workers
-from app.ui.models.planned_fit import PLANNED_NOTE
-from app.ui.models.rows import CANCELLED, COMPLETE, FAILED, NOT_DOWNLOADED, PARTIAL, row_key
-from app.ui.models.table_model import NAME, PROGRESS, STATUS
+from specchat.hub.catalog import load_catalog
+from specchat.hub.config import HubConfig
+from specchat.hub.download import download_model
+from specchat.hub.memory_fit import memory_fit, model_memory
+from specchat.hub.transfer import storage_folder
+from specchat.hub.units import format_bytes
+from specchat.paths import AppPaths
+from specchat.settings import Settings
+from specchat.system.memory import MachineMemory
+from specchat.ui.models import ModelsWindow, open_models_window, workers
+from specchat.ui.models.planned_fit import PLANNED_NOTE
+from specchat.ui.models.rows import CANCELLED, COMPLETE, FAILED, NOT_DOWNLOADED, PARTIAL, row_key
+from specchat.ui.models.table_model import NAME, PROGRESS, STATUS
 
 # The hub tests' fixtures: HF cache in tmp_path, a loopback hub serving the tiny target and draft.
 from tests.fixtures.tiny_models import build_dense

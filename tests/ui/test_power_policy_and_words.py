@@ -1,8 +1,8 @@
 """Preferences ▸ On battery, and reasons in plain words with the technical detail kept."""
 
-from app.system.power import PowerStatus
-from app.ui.plain_words import NO_DRAFT, NO_MTP_HEAD, UPSTREAM, draft_refusal, mode_reason, mtp_reason
-from app.ui.power_policy import MAX_AGE_S, PLAIN, WARN, PowerPolicy
+from specchat.system.power import PowerStatus
+from specchat.ui.plain_words import NO_DRAFT, NO_MTP_HEAD, UPSTREAM, draft_refusal, mode_reason, mtp_reason
+from specchat.ui.power_policy import MAX_AGE_S, PLAIN, WARN, PowerPolicy
 
 from .conftest import send
 

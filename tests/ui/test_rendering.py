@@ -6,8 +6,8 @@ from PySide6.QtCore import QEvent, QTimer, QUrl
 from PySide6.QtGui import QColor, QGuiApplication, QHelpEvent, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from app.ui import theme
-from app.ui.chat.message_view import MessageView
+from specchat.ui import theme
+from specchat.ui.chat.message_view import MessageView
 
 from .conftest import screenshot, send
 
@@ -67,8 +67,8 @@ def _underlined(doc, position: int) -> bool:
 
 
 def test_hovering_a_rejected_word_shows_the_tooltip(qtbot):
-    from app.engine.events import Rejection, RoundResult, TextChunk
-    from app.ui.chat.trace import ReplyTrace
+    from specchat.engine.events import Rejection, RoundResult, TextChunk
+    from specchat.ui.chat.trace import ReplyTrace
 
     view = MessageView("assistant", 1)
     qtbot.addWidget(view)
@@ -124,7 +124,7 @@ def _background(doc, position: int) -> QColor:
 
 
 def test_code_blocks_are_syntax_highlighted_and_keep_their_copy_link(qtbot):
-    from app.ui.chat.highlight import colour_spans
+    from specchat.ui.chat.highlight import colour_spans
 
     view = MessageView("assistant", 1, REPLY)
     qtbot.addWidget(view)
@@ -145,7 +145,7 @@ def test_code_blocks_are_syntax_highlighted_and_keep_their_copy_link(qtbot):
 
 
 def test_colour_spans_follow_the_fence_language():
-    from app.ui.chat.highlight import colour_spans
+    from specchat.ui.chat.highlight import colour_spans
 
     python = colour_spans("def f():\n    return 1", "python")
     assert [("def f():\n    return 1"[s.start:s.end]) for s in python][:2] == ["def", "f"]

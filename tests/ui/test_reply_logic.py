@@ -2,10 +2,10 @@
 
 import json
 
-from app.engine.events import PrefillProgress, Rejection, RoundResult, TextChunk
-from app.ui.chat.footer import footer_text
-from app.ui.chat.markdown_source import copy_index, prepare_markdown
-from app.ui.chat.trace import ReplyTrace, align, saved_trace, split_thinking, trace_data
+from specchat.engine.events import PrefillProgress, Rejection, RoundResult, TextChunk
+from specchat.ui.chat.footer import footer_text
+from specchat.ui.chat.markdown_source import copy_index, prepare_markdown
+from specchat.ui.chat.trace import ReplyTrace, align, saved_trace, split_thinking, trace_data
 
 
 def test_split_thinking_open_closed_and_absent():

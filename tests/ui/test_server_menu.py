@@ -3,11 +3,11 @@
 import httpx
 from openai import OpenAI
 
-from app.engine import Finished, GenerationConfig
-from app.server.app import ServerOptions
-from app.server.backend import EngineBackend
-from app.server.running import BackgroundServer, free_port
-from app.ui.server_menu import ServeChoice
+from specchat.engine import Finished, GenerationConfig
+from specchat.server.app import ServerOptions
+from specchat.server.backend import EngineBackend
+from specchat.server.running import BackgroundServer, free_port
+from specchat.ui.server_menu import ServeChoice
 
 from .conftest import send
 
@@ -45,7 +45,7 @@ def test_a_port_in_use_says_so_and_unticks_the_menu(qtbot, open_window, dense_ta
 
 
 def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target, dense_draft_partial, paths):
-    from app.engine.owner import EngineHost, load_pair_job
+    from specchat.engine.owner import EngineHost, load_pair_job
 
     host = EngineHost()
     host.submit("load", load_pair_job(dense_target, dense_draft_partial)).result(timeout=60)

@@ -4,9 +4,9 @@ import sqlite3
 import time
 from datetime import datetime
 
-from app.store import ConversationStore
-from app.ui.chat.conversation_list import ConversationList
-from app.ui.chat.dates import day_group, full_label, when_label
+from specchat.store import ConversationStore
+from specchat.ui.chat.conversation_list import ConversationList
+from specchat.ui.chat.dates import day_group, full_label, when_label
 
 NOW = datetime(2026, 11, 30, 15, 0)
 

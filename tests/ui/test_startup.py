@@ -4,11 +4,11 @@ import sqlite3
 
 import pytest
 
-import app.ui.app as app_module
-import app.ui.startup as startup
-from app.logs import stop_logging
-from app.store import ConversationStore
-from app.ui.chat.transcript import INTERRUPTED
+import specchat.ui.app as app_module
+import specchat.ui.startup as startup
+from specchat.logs import stop_logging
+from specchat.store import ConversationStore
+from specchat.ui.chat.transcript import INTERRUPTED
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +94,7 @@ def test_every_error_banner_is_logged_and_names_the_log(qtbot, open_window, path
     window = open_window()
     window.banner.show_message("The reply failed: out of memory", "error")
     assert window.banner.message == f"The reply failed: out of memory Details in {paths.log_file}."
-    assert "ERROR app.ui.banner [MainThread] The reply failed: out of memory" in paths.log_file.read_text()
+    assert "ERROR specchat.ui.banner [MainThread] The reply failed: out of memory" in paths.log_file.read_text()
 
 
 def test_a_reply_cut_by_a_crash_shows_as_interrupted(qtbot, open_window, paths):

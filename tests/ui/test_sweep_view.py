@@ -6,15 +6,15 @@ import json
 import pytest
 from PySide6.QtGui import QImage
 
-from app.engine.owner import LoadedPair, load_pair_job
-from app.engine.owner import EngineHost
-from app.tuning.sweep_results import RunRecord, summarize_cell
-from app.tuning.best_k import best_k
-from app.system.power import PowerStatus
-from app.ui.dashboard import SweepView
-from app.ui.dashboard.sweep_table import DIFFERS_BG, NOISY_BG
-from app.ui.dashboard.sweep_view import parse_ks
-from app.ui.engine_client import EngineClient
+from specchat.engine.owner import LoadedPair, load_pair_job
+from specchat.engine.owner import EngineHost
+from specchat.tuning.sweep_results import RunRecord, summarize_cell
+from specchat.tuning.best_k import best_k
+from specchat.system.power import PowerStatus
+from specchat.ui.dashboard import SweepView
+from specchat.ui.dashboard.sweep_table import DIFFERS_BG, NOISY_BG
+from specchat.ui.dashboard.sweep_view import parse_ks
+from specchat.ui.engine_client import EngineClient
 
 from .conftest import screenshot
 
@@ -190,7 +190,7 @@ def test_a_slower_k_makes_off_the_best_and_chart_axes_carry_plain_units(qtbot, p
     view.cells = {"chat": [base, slower]}
     view._show_cells()  # no result yet: nothing is marked best
     assert not any(view.table.row_texts(r)[-1].startswith("★") for r in range(2))
-    from app.tuning.sweep_results import PromptResult
+    from specchat.tuning.sweep_results import PromptResult
     assert PromptResult("chat", "", 1, "", (base, slower)).best_choice() == 0
     item = view.chart.plot.getPlotItem()
     for name in ("left", "bottom"):
@@ -200,8 +200,8 @@ def test_a_slower_k_makes_off_the_best_and_chart_axes_carry_plain_units(qtbot, p
 
 
 def test_ab_card_says_acceptance_dash_when_nothing_was_drafted_and_explains_its_figures(qtbot):
-    from app.tuning.ab_compare import ABRow
-    from app.ui.dashboard.ab_panel import ABCard
+    from specchat.tuning.ab_compare import ABRow
+    from specchat.ui.dashboard.ab_panel import ABCard
 
     card = ABCard("draft")
     qtbot.addWidget(card)

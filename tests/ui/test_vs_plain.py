@@ -1,8 +1,8 @@
 """'vs plain decode' divides by this session's plain replies of the same target, coloured by its noise band."""
 
-from app.engine.events import Finished, GenerationStats
-from app.ui.dashboard.tiles import VERDICT_COLORS
-from app.tuning.reference import FASTER, SLOWER
+from specchat.engine.events import Finished, GenerationStats
+from specchat.ui.dashboard.tiles import VERDICT_COLORS
+from specchat.tuning.reference import FASTER, SLOWER
 
 from .test_dashboard import AC, BATTERY, make_dashboard
 
@@ -98,7 +98,7 @@ def test_other_sampling_settings_make_the_session_replies_stale(qtbot, paths):
 def test_an_auto_k_reply_tells_plain_bursts_from_drafting_rounds(qtbot, paths):
     from dataclasses import replace
 
-    from app.engine.events import RoundResult
+    from specchat.engine.events import RoundResult
 
     dash = make_dashboard(qtbot, paths)
     rounds = [RoundResult(0, 0, 0, 0, 150, 0.0, 1.0)] + [RoundResult(i, 2, 2, 2, 3, 0.1, 0.1) for i in (1, 2, 3, 4)]

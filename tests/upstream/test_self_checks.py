@@ -7,9 +7,9 @@ import pytest
 from mlx_lm.models.cache import ArraysCache, RotatingKVCache
 from optiq.runtime.mtp import artifacts
 
-from app.engine.runner import ModelRunner
-from app.engine.loading import load_model
-from app.upstream import hf_hub, mlx_lm, mlx_optiq
+from specchat.engine.runner import ModelRunner
+from specchat.engine.loading import load_model
+from specchat.upstream import hf_hub, mlx_lm, mlx_optiq
 
 MLX_LM = metadata.version("mlx-lm")
 
@@ -122,7 +122,7 @@ def test_a_missing_model_class_lookup_says_so_instead_of_crashing(monkeypatch):
 
 
 def test_an_attached_head_is_checked_for_the_methods_the_drafter_calls(mtp_agree, dense_target):
-    from app.engine import Engine
+    from specchat.engine import Engine
 
     engine = Engine.load(mtp_agree)
     check = mlx_optiq.self_check(engine.target.model)

@@ -1,8 +1,0 @@
-"""`python -m app` and the `specchat` console script."""
-
-import sys
-
-from .cli import main
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,201 @@
+"""Command line: `python -m specchat generate ...` (more subcommands join as parts land)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from dataclasses import asdict
+
+from . import __version__
+from .engine import MODES, EngineError, GenerationConfig
+from .engine.config import AUTO, LIMITS
+from .engine.summary import NO_ACCEPTANCE, auto_k_text, stop_text
+from .logs import setup_logging
+from .paths import AppPaths
+
+# Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
+EXTRA_COMMAND_MODULES = ("specchat.hub.cli", "specchat.tuning.sweep_cli", "specchat.server.cli", "specchat.cluster.cli")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (no usage block), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = OneLineParser(prog="specchat", description="Local Qwen chat with speculative decoding on MLX.")
+    parser.add_argument("--version", action="version", version=f"SpecChat {__version__}")
+    parser.add_argument("--target", dest="app_target", metavar="DIR", help="open the app on this local model folder")
+    parser.add_argument("--draft", dest="app_draft", metavar="DIR", help="and this draft model folder")
+    sub = parser.add_subparsers(dest="command")
+    gen = sub.add_parser("generate", help="generate text from a prompt")
+    gen.add_argument("--target", required=True, help="local mlx-lm model folder")
+    gen.add_argument("--draft", help="local draft model folder (same vocabulary)")
+    gen.add_argument("--mode", choices=MODES, help="default: draft when --draft is given, else baseline")
+    gen.add_argument("--draft-tokens", type=draft_tokens_arg, default=4,
+                     help="tokens drafted per round (K), or 'auto' to choose K each round")
+    gen.add_argument("--mtp-history", action="store_true",
+                     help="MTP: the head attends over the whole conversation through its own cache, as it "
+                          "was trained (default: each head step sees only itself, as mlx-optiq drafts)")
+    gen.add_argument("--max-tokens", type=LIMITS["max_tokens"].arg_type(), default=256,
+                     help=f"at most this many new tokens ({LIMITS['max_tokens'].allowed()})")
+    gen.add_argument("--temperature", type=LIMITS["temperature"].arg_type(), default=0.0,
+                     help=f"sampling temperature ({LIMITS['temperature'].allowed()})")
+    gen.add_argument("--top-p", type=LIMITS["top_p"].arg_type(), default=1.0,
+                     help=f"nucleus sampling ({LIMITS['top_p'].allowed()}; 1 keeps every token)")
+    gen.add_argument("--top-k", type=LIMITS["top_k"].arg_type(), default=0,
+                     help=f"keep the k likeliest tokens ({LIMITS['top_k'].allowed()})")
+    gen.add_argument("--min-p", type=LIMITS["min_p"].arg_type(), default=0.0,
+                     help=f"drop tokens below min-p x the likeliest's probability ({LIMITS['min_p'].allowed()})")
+    gen.add_argument("--seed", type=int)
+    gen.add_argument("--raw", action="store_true", help="no chat template: encode the prompt as is")
+    gen.add_argument("--thinking", action="store_true", help="let Qwen3 think (enable_thinking=True)")
+    gen.add_argument("--prompt", required=True)
+    gen.add_argument("--json", action="store_true", help='print {"tokens", "text", "stats"}')
+    gen.set_defaults(func=run_generate)
+    for register in _extra_commands():
+        register(sub)
+    return parser
+
+
+def _extra_commands():
+    """Subcommands that live beside their part (each module has register(subparsers))."""
+    import importlib
+
+    found = []
+    for name in EXTRA_COMMAND_MODULES:
+        try:
+            found.append(importlib.import_module(name).register)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+    return found
+
+
+def draft_tokens_arg(text: str) -> int | str:
+    """K as an integer in range, or 'auto' (the MTP depth is checked once the mode is known)."""
+    if text == AUTO:
+        return AUTO
+    return LIMITS["num_draft_tokens"].arg_type()(text)
+
+
+def generation_config(args) -> GenerationConfig:
+    """The GenerationConfig that `generate` flags ask for."""
+    mode = args.mode or ("draft" if args.draft else "baseline")
+    return GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens,
+                            temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                            min_p=args.min_p, seed=args.seed, mtp_history=args.mtp_history)
+
+
+def run_generate(args) -> int:
+    """Load the models, generate, print text (streamed) or JSON. Ctrl-C stops at the next round: the text
+    so far and the stats line are printed and the exit code is 130."""
+    from .engine import Failed, Finished, TextChunk
+    from .engine.owner import load_pair_job, prompt_job
+    from .engine.owner import EngineHost, JobFailed, JobProgress
+
+    cfg = generation_config(args)
+    host = EngineHost()
+    interrupted = threading.Event()
+    current: list = []
+
+    def on_sigint(_signum, _frame):
+        interrupted.set()
+        for handle in current:
+            host.cancel(handle)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C stops at once
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        current.append(host.submit("load", load_pair_job(args.target, args.draft, keep_target_on_bad_draft=False)))
+        while not current[-1].wait(0.1):  # short waits: the Ctrl-C handler runs between them
+            pass
+        current[-1].result()
+        if interrupted.is_set():
+            return INTERRUPTED
+        tok = host.engine.tokenizer  # tokenizing is no MLX work
+        if args.raw:
+            ids = tok.encode(args.prompt)
+        else:
+            ids = tok.apply_chat_template([{"role": "user", "content": args.prompt}],
+                                          add_generation_prompt=True, enable_thinking=args.thinking)
+        current[:] = [host.submit("generate", prompt_job(list(ids), cfg))]
+        if interrupted.is_set():
+            host.cancel(current[0])
+        for job_event in current[0].events():
+            event = job_event.event if isinstance(job_event, JobProgress) else job_event
+            if isinstance(event, TextChunk) and not args.json:
+                print(event.text, end="", flush=True)
+            elif isinstance(event, (Failed, JobFailed)):
+                print(f"\nerror: {event.message}", file=sys.stderr)
+                return 1
+            elif isinstance(event, Finished):
+                code = _print_finished(event, args.json)
+                return INTERRUPTED if event.cancelled and interrupted.is_set() else code
+        return INTERRUPTED if interrupted.is_set() else 1
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        host.shutdown()
+
+
+def _print_finished(event, as_json: bool) -> int:
+    stats = asdict(event.stats)
+    if as_json:
+        print(json.dumps({"tokens": list(event.tokens), "text": event.text, "stats": stats,
+                          "cancelled": event.cancelled}))
+        return 0
+    s = event.stats
+    stopped = ", stopped by Ctrl-C" if event.cancelled else ""
+    line = (f"\n[{s.generated_tokens} tokens{stopped}, {s.decode_tokens_per_s:.1f} tok/s decode, "
+            f"ttft {s.ttft_s:.2f}s, prefill {s.prefill_tokens_per_s:.1f} tok/s, mode {s.mode}")
+    if s.mode != "baseline":
+        k = f"auto (max {s.num_draft_tokens})" if s.auto_k else s.num_draft_tokens
+        line += f" K={k}"
+        if s.auto_k and (auto := auto_k_text(stats)):
+            line += f", {auto}"
+        line += f", acceptance {s.acceptance_rate:.0%}" if s.drafted else f", {NO_ACCEPTANCE}"
+    if not event.cancelled:  # a cancelled run says "stopped by Ctrl-C" up front
+        line += f", stopped: {stop_text(stats, event.cancelled)}"
+    print(line + f", peak {s.peak_memory_bytes / 1e9:.2f} GB]", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for `specchat` and `python -m specchat`."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(AppPaths.default().log_file)  # errors go to the log file; no log file when unwritable
+    try:
+        if getattr(args, "func", None):
+            return args.func(args)
+    except EngineError as exc:
+        logging.getLogger(__name__).error("%s", exc)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return open_app(args, parser)
+
+
+def open_app(args, parser) -> int:
+    """No subcommand: open the desktop app (or print help while it is not installed)."""
+    try:
+        from .ui.app import run_app
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("specchat.ui"):
+            raise
+        parser.print_help()
+        return 0
+    from .qt_platform import platform_problem
+
+    problem = platform_problem()  # Qt would abort the process instead of raising
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
+    return run_app(target=args.app_target, draft=args.app_draft)

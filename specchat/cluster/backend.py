@@ -1,0 +1,112 @@
+"""The HTTP server's backend on rank 0: every generation runs on all ranks; faults degrade the cluster."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from specchat.engine.owner import TERMINAL, JobFailed, JobInfo
+from specchat.server.backend import EngineBackend
+from specchat.server.errors import ApiError
+
+from .leader import ClusterState, lead_generation, ping
+
+
+def degraded_error(state: ClusterState) -> ApiError:
+    """503 for requests that arrive after the cluster lost a rank."""
+    return ApiError(503, state.degrade(state.degraded or "unknown"), "server_error", None, "cluster_degraded")
+
+
+class Gate:
+    """A job's listener that the watchdog can close with a failure when the engine thread is stuck."""
+
+    def __init__(self, listener: Callable, registry: dict[int, "Gate"]):
+        self.listener, self.registry = listener, registry
+        self.info: JobInfo | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def __call__(self, event) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            if self.info is None:  # the first event (JobQueued) comes while submit() runs: before the job
+                self.info = event.job
+                self.registry[self.info.id] = self
+            self._closed = isinstance(event, TERMINAL)
+            if self._closed:
+                self.registry.pop(self.info.id, None)
+        self.listener(event)
+
+    def fail(self, message: str) -> None:
+        """End the job for its consumer now with `message` (later events are dropped)."""
+        with self._lock:
+            if self._closed or self.info is None:
+                return
+            self._closed = True
+        self.listener(JobFailed(self.info, message, "ClusterError"))
+
+
+class ClusterBackend(EngineBackend):
+    """EngineBackend whose jobs run in lockstep on every rank; pings the ranks while idle."""
+
+    def __init__(self, host, max_queue: int, state: ClusterState, heartbeat_s: float = 10.0):
+        super().__init__(host, max_queue)
+        self.state, self.heartbeat_s = state, heartbeat_s
+        self._gates: dict[int, Gate] = {}
+        self._stop = threading.Event()
+        self._pinger = threading.Thread(target=self._ping_while_idle, name="cluster-ping", daemon=True)
+
+    def start_pinging(self) -> None:
+        """Ping the ranks every heartbeat_s while no job runs (a dead rank shows as degraded)."""
+        self._pinger.start()
+
+    def stop(self) -> None:
+        """Stop pinging."""
+        self._stop.set()
+
+    def start(self, prompt_ids, cfg, listener):
+        """Queue the generation on every rank; 503 while the cluster is degraded."""
+        if self.state.degraded:
+            raise degraded_error(self.state)
+        return super().start(prompt_ids, cfg, Gate(listener, self._gates))
+
+    def generation_work(self, prompt_ids, cfg):
+        """The job: broadcast, then run in lockstep under the watchdog."""
+        state = self.state
+
+        def work(ctx):
+            gate = self._gates.pop(ctx.handle.id, None)
+            state.begin(gate.fail if gate is not None else None)
+            try:
+                for event in lead_generation(state, ctx.engine, prompt_ids, cfg, ctx.cancel, ctx.handle.id):
+                    ctx.emit(event)
+            finally:
+                state.end()
+
+        return work
+
+    def probe(self, timeout_s: float | None = None) -> bool:
+        """Ping every rank now (queued behind running jobs); True when all answered."""
+        if self.state.degraded:
+            return False
+        handle = self.host.submit("cluster-ping", self._ping_work)
+        handle.wait(timeout_s if timeout_s is not None else self.state.rank_timeout_s + 2)
+        return handle.done and not isinstance(handle.outcome, JobFailed) and not self.state.degraded
+
+    def _ping_work(self, ctx):
+        self.state.begin()
+        try:
+            return ping(self.state)
+        finally:
+            self.state.end()
+
+    def _ping_while_idle(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            queue = self.host.state()
+            if self.state.degraded is None and queue.running is None and not queue.queued:
+                self.host.submit("cluster-ping", self._ping_work)
+
+    def extra_status(self) -> dict:
+        """The cluster's ranks (host, pid, memory), and whether it is degraded and how to restart it."""
+        return {"cluster": self.state.snapshot()}

@@ -1,0 +1,115 @@
+"""`python -m specchat serve` under mlx.launch: rank 0 loads its shard and serves HTTP, the others follow."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+import uvicorn
+
+from specchat.engine.engine import Engine
+from specchat.engine.errors import EngineError
+from specchat.engine.loading import load_model
+
+from .backend import ClusterBackend
+from .follower import follow
+from .group import ClusterGroup
+from .leader import ClusterState, Watchdog, stop_followers
+from .protocol import share_decisions
+from .sharding import load_sharded
+
+LOAD_WAIT_S = 600.0  # how long rank 0 waits, once loaded, for the others to finish loading their shards
+
+
+def build_engine(group: ClusterGroup, target: str, draft: str | None) -> Engine:
+    """This rank's engine: its shard of the target, and the whole draft (replicated on every rank)."""
+    engine = Engine(load_sharded(target, group.group), load_model(draft) if draft else None)
+    share_decisions(engine, group)
+    return engine
+
+
+def load_job(group: ClusterGroup, target: str, draft: str | None):
+    """A host job that builds this rank's engine on the host's thread and installs it."""
+
+    def work(ctx):
+        engine = build_engine(group, target, draft)
+        ctx.host.install(engine)
+        return engine.available_modes()
+
+    return work
+
+
+class ClusterServer(uvicorn.Server):
+    """uvicorn that answers SIGTERM by checking the ranks first.
+
+    mlx.launch sends SIGTERM to every rank when one exits. Rank 0 then pings the others: if one is gone
+    the server stays up, degraded, so clients get a clear 503 instead of a refused connection (Ctrl-C
+    stops it); if every rank answers, SIGTERM came from someone else and the server stops as usual.
+    """
+
+    def __init__(self, config, backend: ClusterBackend):
+        super().__init__(config)
+        self.backend = backend
+        self._told = False
+
+    def handle_exit(self, sig, frame) -> None:
+        if sig != signal.SIGTERM:
+            return super().handle_exit(sig, frame)
+        threading.Thread(target=self._stop_unless_degraded, name="sigterm-probe", daemon=True).start()
+
+    def _stop_unless_degraded(self) -> None:
+        if self.backend.probe():
+            self.should_exit = True
+        elif not self._told:  # mlx.launch repeats its SIGTERM: say it once
+            self._told = True
+            print(f"specchat serve: SIGTERM while the cluster is degraded ({self.backend.state.degraded}); "
+                  "staying up to answer with a clear error; Ctrl-C stops the server", file=sys.stderr, flush=True)
+
+
+def run_cluster_serve(args, group: ClusterGroup) -> int:
+    """Serve the sharded pair: HTTP on rank 0, the follower loop elsewhere; the exit status."""
+    if group.rank > 0:
+        try:
+            engine = build_engine(group, args.target, args.draft)
+        except EngineError as exc:
+            print(f"specchat serve ({group.where(group.rank)}): {exc}", file=sys.stderr)
+            return 1
+        return follow(group, engine)
+    return _serve_rank0(args, group)
+
+
+def _serve_rank0(args, group: ClusterGroup) -> int:
+    from specchat.engine.owner import EngineHost
+    from specchat.server.app import ServerOptions, create_app
+    from specchat.server.cli import serve_defaults
+
+    try:
+        mode, defaults = serve_defaults(args)
+    except (ValueError, EngineError) as exc:
+        print(f"specchat serve: {exc}", file=sys.stderr)
+        return 2
+    host = EngineHost()
+    state = ClusterState(group, args.rank_timeout)
+    backend = ClusterBackend(host, args.max_queue, state, args.heartbeat)
+    try:
+        modes = host.submit("load", load_job(group, args.target, args.draft)).result()
+        if modes.get(mode):
+            raise EngineError(f"--mode {mode} is not available: {modes[mode]}")
+        if not backend.probe(timeout_s=max(LOAD_WAIT_S, args.rank_timeout)):  # the others loaded, memory known
+            raise EngineError(state.degraded or f"{group.others()} did not load the model in time")
+    except EngineError as exc:
+        print(f"specchat serve: {exc}", file=sys.stderr)
+        return 1
+    watchdog = Watchdog(state).start()
+    backend.start_pinging()
+    options = ServerOptions(defaults, args.api_key, tuple(args.cors_origin))
+    print(f"Serving {backend.models()[0]} sharded over {group.size} ranks (rank 0 here; {group.others()}) "
+          f"on http://{args.host}:{args.port}/v1 (speculation: {mode}); Ctrl-C stops", flush=True)
+    config = uvicorn.Config(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
+    ClusterServer(config, backend).run()
+    watchdog.stop()
+    backend.stop()
+    if state.degraded is None:
+        host.submit("cluster-stop", lambda ctx: stop_followers(state)).wait(5)
+    return 0

@@ -1,0 +1,82 @@
+"""Load mlx-lm model folders; never runs code shipped with a model."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from specchat.upstream.mlx_lm import load as mlx_load
+
+from .errors import ModelLoadError
+
+
+# tokenizer_config.json alone is not enough: transformers would quietly build a wrong tokenizer
+VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")
+
+
+@dataclass
+class LoadedModel:
+    """A model, its tokenizer, its config and the folder it came from."""
+
+    model: object
+    tokenizer: object
+    config: dict
+    path: Path
+
+    @property
+    def name(self) -> str:
+        """The folder name, used in messages."""
+        return self.path.name
+
+
+def read_config(path: Path) -> dict:
+    """Read config.json of a model folder, with a message that names the file on failure."""
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise ModelLoadError(f"{path} is not a model folder: {config_file.name} is missing")
+    try:
+        return json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"cannot read {config_file}: {exc}") from exc
+
+
+def missing_tokenizer(folder: Path) -> str | None:
+    """None when the folder has a vocabulary file, else a line saying which files it lacks."""
+    if any((Path(folder) / name).is_file() for name in VOCABULARY_FILES):
+        return None
+    return f"tokenizer files ({', '.join(VOCABULARY_FILES[:-1])} or {VOCABULARY_FILES[-1]})"
+
+
+def load_model(path: str | Path) -> LoadedModel:
+    """Load weights and tokenizer from a local folder (no downloads, no remote code)."""
+    path = Path(path).expanduser().resolve()
+    if not path.is_dir():
+        raise ModelLoadError(f"model folder not found: {path}")
+    read_config(path)
+    if not any(path.glob("model*.safetensors")):
+        raise ModelLoadError(f"{path} has no model*.safetensors weights")
+    if missing := missing_tokenizer(path):
+        raise ModelLoadError(f"{path} has no {missing}")
+    try:
+        model, tokenizer, config = mlx_load(str(path), return_config=True, trust_remote_code=False)
+    except Exception as exc:  # mlx-lm raises ValueError/KeyError/OSError for bad folders
+        raise ModelLoadError(f"cannot load {path}: {type(exc).__name__}: {exc}") from exc
+    return LoadedModel(model, tokenizer, config, path)
+
+
+def vocab_size(loaded: LoadedModel) -> int:
+    """The size of the model's output layer (may exceed the tokenizer's vocabulary)."""
+    config = loaded.config.get("text_config", loaded.config)
+    return int(config.get("vocab_size") or loaded.config.get("vocab_size") or len(loaded.tokenizer.get_vocab()))
+
+
+def context_limit(config: dict) -> tuple[int, str] | None:
+    """The model's context length and where it came from (max_position_embeddings, at the top of
+    config.json or under text_config); None when the config gives none."""
+    for where, section in (("max_position_embeddings", config),
+                           ("text_config.max_position_embeddings", config.get("text_config"))):
+        value = section.get("max_position_embeddings") if isinstance(section, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, where
+    return None

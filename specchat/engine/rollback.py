@@ -1,0 +1,162 @@
+"""One speculative round = one transaction over every cache of one model.
+
+MLX arrays are immutable values, so the pre-round state is kept by reference. At
+commit only the first `keep` tokens fed during the round survive:
+- KVCache / QuantizedKVCache: trim the rest;
+- RotatingKVCache: trim while nothing was overwritten, else restore and re-insert
+  the kept keys/values;
+- ArraysCache (Gated DeltaNet): full keep needs nothing, zero keep restores, a
+  partial keep replays mlx-lm's recurrence over the kept tokens only.
+Everything recorded is dropped when the round ends.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from specchat.upstream.mlx_lm import (
+    ArraysCache,
+    ConcatenateKVCache,
+    KVCache,
+    QuantizedKVCache,
+    RotatingKVCache,
+    arrays_cache_state,
+    gated_delta_layers,
+    gated_delta_update_of,
+    rotating_cache_state,
+    set_arrays_cache_state,
+    set_rotating_cache_state,
+)
+
+from . import gdn_capture
+from .errors import RollbackError
+
+TRIMMABLE = (KVCache, QuantizedKVCache, ConcatenateKVCache)
+
+
+class _RecordingRotatingKVCache(RotatingKVCache):
+    """A RotatingKVCache that remembers the keys/values inserted during a round."""
+
+    inserted: list | None = None
+
+    def update_and_fetch(self, keys, values):
+        if self.inserted is not None:
+            self.inserted.append((keys, values))
+        return super().update_and_fetch(keys, values)
+
+
+def check_supported(caches) -> None:
+    """Raise RollbackError naming the first cache type that cannot be rolled back."""
+    for i, c in enumerate(caches):
+        if not isinstance(c, (*TRIMMABLE, RotatingKVCache, ArraysCache)):
+            raise RollbackError(
+                f"cache {i} is a {type(c).__name__}, which SpecChat cannot roll back "
+                "exactly; speculative decoding is not available for this model")
+
+
+def _snapshot(cache):
+    if isinstance(cache, TRIMMABLE):
+        return cache.offset
+    if isinstance(cache, RotatingKVCache):
+        if type(cache) is RotatingKVCache:
+            cache.__class__ = _RecordingRotatingKVCache
+        cache.inserted = []
+        return rotating_cache_state(cache)
+    if isinstance(cache, ArraysCache):
+        return arrays_cache_state(cache)
+    raise RollbackError(f"cannot roll back a {type(cache).__name__}")
+
+
+class Transaction:
+    """The state of every cache of one model before a round, and the round's records."""
+
+    def __init__(self, caches):
+        check_supported(caches)
+        self.caches = caches
+        self.snapshots = [_snapshot(c) for c in caches]
+        self.recorder = gdn_capture.Recorder()
+        self.fed = 0
+
+    @contextmanager
+    def feeding(self, num_tokens: int):
+        """Wrap one forward pass of num_tokens tokens made during this round."""
+        with gdn_capture.recording(self.recorder):
+            yield
+        self.fed += num_tokens
+
+    def commit(self, keep: int, layers: dict[int, object]) -> None:
+        """Keep the first `keep` tokens fed in this round; roll back the rest.
+
+        `layers` maps each linear-attention cache index to its layer (see linear_layers)."""
+        if not 0 <= keep <= self.fed:
+            raise RollbackError(f"cannot keep {keep} of {self.fed} tokens fed this round")
+        linear = [i for i, c in enumerate(self.caches) if isinstance(c, ArraysCache)]
+        calls = _calls_per_cache(self.recorder.calls, linear, self.snapshots)
+        for i, cache in enumerate(self.caches):
+            if isinstance(cache, TRIMMABLE):
+                cache.trim(self.fed - keep)
+            elif isinstance(cache, RotatingKVCache):
+                _commit_rotating(cache, self.snapshots[i], keep, self.fed)
+            else:
+                _commit_arrays(cache, self.snapshots[i], calls.get(i, []), keep, self.fed, layers.get(i))
+        self.snapshots, self.recorder = [], gdn_capture.Recorder()
+
+
+def _calls_per_cache(calls, linear, snapshots):
+    """Give each ArraysCache its calls: a forward pass calls the linear layers in order."""
+    if not linear:
+        return {}
+    if len(calls) % len(linear):
+        raise RollbackError(
+            f"recorded {len(calls)} linear-attention calls for {len(linear)} layers; "
+            "a forward pass ran outside the round's recording")
+    per_cache = {i: calls[j :: len(linear)] for j, i in enumerate(linear)}
+    for i, chain in per_cache.items():
+        state = snapshots[i][1]
+        for call in chain:
+            if state is not None and call.state_in is not state:
+                raise RollbackError(f"linear-attention cache {i}: recorded calls do not chain")
+            state = call.state_out
+    return per_cache
+
+
+def linear_layers(model) -> dict[int, object]:
+    """Map cache index -> Gated DeltaNet module, following model.layers order."""
+    return gated_delta_layers(model)
+
+
+def _commit_arrays(cache, snapshot, calls, keep, fed, layer) -> None:
+    # Full keep and zero keep need no record of the calls: plain decoding works unhooked.
+    if keep == fed:
+        return
+    if keep == 0:
+        set_arrays_cache_state(cache, snapshot)
+        return
+    for call in calls:
+        if keep <= call.length:
+            conv_keep = call.conv_input.shape[1] - call.length
+            original = gated_delta_update_of(layer)
+            cache[0] = call.conv_state_after(keep, conv_keep)
+            cache[1] = call.state_after(keep, original)
+            return
+        keep -= call.length
+    if not calls:
+        raise RollbackError("no linear-attention calls were recorded this round: mlx-lm's "
+                            "gated_delta_update is not hooked (see specchat.upstream.mlx_lm.model_check)")
+    raise RollbackError("rollback point lies past the recorded linear-attention calls")
+
+
+def _commit_rotating(cache, snapshot, keep, fed) -> None:
+    inserted, cache.inserted = cache.inserted or [], None
+    if keep == fed:
+        return
+    if cache.offset <= cache.max_size:
+        cache.trim(fed - keep)
+        return
+    set_rotating_cache_state(cache, snapshot)
+    for keys, values in inserted:
+        n = min(keep, keys.shape[2])
+        if n == 0:
+            break
+        RotatingKVCache.update_and_fetch(cache, keys[..., :n, :], values[..., :n, :])
+        keep -= n

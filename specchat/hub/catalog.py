@@ -1,0 +1,158 @@
+"""The curated catalog of MLX Qwen models (specchat/assets/catalog.json, shipped in the package) and its schema check."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from specchat.resources import read_text
+
+from .errors import HubError
+
+CATALOG_RESOURCE = "catalog.json"  # read with specchat.resources from inside the installed package
+ROLES = ("target", "draft", "both")
+ARCHITECTURES = ("dense", "hybrid")
+PAIR_MODES = ("draft", "mtp")
+_MODEL_FIELDS = {"repo_id": str, "family": str, "params": str, "role": str, "architecture": str,
+                 "mtp": bool, "quantization": str, "approx_size_gb": (int, float),
+                 "context_length": int}
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    """One curated model."""
+
+    repo_id: str
+    family: str
+    params: str
+    role: str
+    architecture: str
+    mtp: bool
+    mtp_depth: int | None
+    quantization: str
+    approx_size_gb: float
+    context_length: int
+    notes: str = ""
+
+    @property
+    def can_target(self) -> bool:
+        """Offered as a target."""
+        return self.role in ("target", "both")
+
+    @property
+    def can_draft(self) -> bool:
+        """Offered as a draft."""
+        return self.role in ("draft", "both")
+
+
+@dataclass(frozen=True)
+class RecommendedPair:
+    """A target with its draft (or its MTP head, draft None) and the K known to work."""
+
+    target: str
+    draft: str | None
+    mode: str
+    k: int
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """All curated models and recommended pairs."""
+
+    models: tuple[CatalogModel, ...]
+    pairs: tuple[RecommendedPair, ...]
+
+    def get(self, repo_id: str) -> CatalogModel | None:
+        """The entry for repo_id (case-insensitive), or None."""
+        key = repo_id.lower()
+        return next((m for m in self.models if m.repo_id.lower() == key), None)
+
+    def pairs_for(self, target: str) -> list[RecommendedPair]:
+        """Recommended pairs whose target is repo_id."""
+        return [p for p in self.pairs if p.target.lower() == target.lower()]
+
+
+def read_catalog_text() -> str:
+    """The shipped catalog.json as text."""
+    return read_text(CATALOG_RESOURCE)
+
+
+def validate_catalog(data: object) -> list[str]:
+    """Every problem with a parsed catalog.json, as readable lines (empty when valid)."""
+    if not isinstance(data, dict):
+        return ["the catalog must be a JSON object"]
+    problems = []
+    models = data.get("models")
+    if not isinstance(models, list) or not models:
+        return ["'models' must be a non-empty list"]
+    ids = set()
+    for i, model in enumerate(models):
+        problems += [f"models[{i}]: {p}" for p in _model_problems(model)]
+        if isinstance(model, dict) and isinstance(model.get("repo_id"), str):
+            if model["repo_id"] in ids:
+                problems.append(f"models[{i}]: duplicate repo_id {model['repo_id']}")
+            ids.add(model["repo_id"])
+    for i, pair in enumerate(data.get("recommended_pairs") or []):
+        problems += [f"recommended_pairs[{i}]: {p}" for p in _pair_problems(pair, ids)]
+    return problems
+
+
+def _is_a(value: object, kind) -> bool:
+    """isinstance, except that True/False only count as bool (not as numbers)."""
+    return isinstance(value, kind) and (isinstance(value, bool) == (kind is bool))
+
+
+def _model_problems(model: object) -> list[str]:
+    if not isinstance(model, dict):
+        return ["must be an object"]
+    problems = [f"'{name}' must be {getattr(kind, '__name__', 'a number')}"
+                for name, kind in _MODEL_FIELDS.items() if not _is_a(model.get(name), kind)]
+    if model.get("role") not in ROLES:
+        problems.append(f"role {model.get('role')!r} is not one of {ROLES}")
+    if model.get("architecture") not in ARCHITECTURES:
+        problems.append(f"architecture {model.get('architecture')!r} is not one of {ARCHITECTURES}")
+    if "/" not in str(model.get("repo_id", "")):
+        problems.append("repo_id must look like org/name")
+    depth = model.get("mtp_depth")
+    if model.get("mtp") is True and not (isinstance(depth, int) and depth > 0):
+        problems.append("a model with mtp needs a positive mtp_depth")
+    if isinstance(model.get("approx_size_gb"), (int, float)) and model["approx_size_gb"] <= 0:
+        problems.append("approx_size_gb must be positive")
+    return problems
+
+
+def _pair_problems(pair: object, ids: set[str]) -> list[str]:
+    if not isinstance(pair, dict):
+        return ["must be an object"]
+    problems = []
+    if pair.get("target") not in ids:
+        problems.append(f"target {pair.get('target')!r} is not in models")
+    if pair.get("mode") not in PAIR_MODES:
+        problems.append(f"mode {pair.get('mode')!r} is not one of {PAIR_MODES}")
+    if pair.get("mode") == "draft" and pair.get("draft") not in ids:
+        problems.append(f"draft {pair.get('draft')!r} is not in models")
+    if pair.get("mode") == "mtp" and pair.get("draft") is not None:
+        problems.append("an mtp pair has no draft (draft must be null)")
+    k = pair.get("k")
+    if not (isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 16):
+        problems.append(f"k must be a whole number from 1 to 16, got {k!r}")
+    return problems
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    """Read and check catalog.json (the shipped one unless path is given); HubError naming the problems."""
+    where = str(path) if path is not None else f"specchat/assets/{CATALOG_RESOURCE}"
+    try:
+        data = json.loads(read_catalog_text() if path is None else Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise HubError(f"cannot read the model catalog {where}: {exc}") from exc
+    problems = validate_catalog(data)
+    if problems:
+        raise HubError(f"invalid model catalog {where}: " + "; ".join(problems[:5]))
+    models = tuple(CatalogModel(**{k: m.get(k) for k in _MODEL_FIELDS},
+                                mtp_depth=m.get("mtp_depth"), notes=m.get("notes", ""))
+                   for m in data["models"])
+    pairs = tuple(RecommendedPair(p["target"], p.get("draft"), p["mode"], p["k"])
+                  for p in data.get("recommended_pairs") or [])
+    return Catalog(models, pairs)

@@ -1,0 +1,290 @@
+"""`python -m specchat models list|add|search|download|delete|pair`: the model manager on the command line."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+from .errors import DownloadCancelled, HubError
+from .progress import DownloadProgress
+from .units import format_bytes, format_duration
+
+BAR_WIDTH = 24
+DEFAULT_CONTEXT = 8192
+
+
+def register(subparsers) -> None:
+    """Add the `models` subcommand and its actions."""
+    models = subparsers.add_parser("models", help="list, search, download, delete and pair models")
+    actions = models.add_subparsers(dest="models_action", required=True)
+    lst = actions.add_parser("list", help="models on this machine (HF cache and your folders)")
+    lst.add_argument("--no-vocab", action="store_true", help="skip tokenizer loading (no vocab hash)")
+    lst.set_defaults(func=run_list)
+    add = actions.add_parser("add", help="remember a model folder (or a folder of model folders) for the app")
+    add.add_argument("folder", help="an MLX model folder, or a folder with MLX model folders in it")
+    add.set_defaults(func=run_add)
+    search = actions.add_parser("search", help="the catalog plus MLX models on Hugging Face")
+    search.add_argument("query", nargs="?", default="")
+    search.add_argument("--limit", type=int, default=30)
+    search.set_defaults(func=run_search)
+    dl = actions.add_parser("download", help="download a model (and its draft) into the HF cache")
+    dl.add_argument("repo")
+    dl.add_argument("--draft", help="a draft repo to download in the same job")
+    dl.add_argument("--revision", default="main")
+    dl.add_argument("--context", type=int, default=DEFAULT_CONTEXT, help="tokens of context to plan for")
+    dl.set_defaults(func=run_download)
+    rm = actions.add_parser("delete", help="delete a model from the HF cache")
+    rm.add_argument("repo")
+    rm.add_argument("--yes", action="store_true", help="do not ask")
+    rm.set_defaults(func=run_delete)
+    pair = actions.add_parser("pair", help="compatibility report and memory fit of a target + draft")
+    pair.add_argument("target", help="folder or cached repo id")
+    pair.add_argument("draft", help="folder or cached repo id")
+    pair.add_argument("--context", type=int, default=DEFAULT_CONTEXT, help="tokens of context to plan for")
+    pair.set_defaults(func=run_pair)
+
+
+def _config():
+    from .config import HubConfig
+
+    return HubConfig.from_env()
+
+
+def _local_models(vocab: bool = True):
+    """Cached and user-folder models, vocab hashes cached under the app's cache folder."""
+    from specchat.paths import AppPaths
+    from specchat.settings import load_settings
+
+    from .store import scan_local_models
+    from .tokenizer_info import VocabHashCache
+
+    paths = AppPaths.default()
+    folders = load_settings(paths).settings.extra_model_dirs
+    cache = VocabHashCache(paths.cache_dir / "vocab_hashes.json") if vocab else None
+    return scan_local_models(_config(), folders, cache)
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def run_list(args) -> int:
+    """Print one line per local model."""
+    models = _local_models(vocab=not args.no_vocab)
+    if not models:
+        print("no models found (download one with `python -m specchat models download REPO`)")
+    for m in models:
+        f = m.facts
+        arch = f"{f.architecture} {f.model_type}" if f else "?"
+        bits = f"{f.quant_bits}-bit" if f and f.quant_bits else "-"
+        ctx = str(f.context_length) if f and f.context_length else "?"
+        mtp = {True: "MTP", False: "-", None: "?"}[m.mtp_available]
+        state = "complete" if m.complete else "PARTIAL (" + ", ".join(m.missing[:3]) + ")"
+        print(f"{m.name:48} {format_bytes(m.size_bytes):>9}  {arch:18} {bits:6} ctx {ctx:>7}  "
+              f"{mtp:3}  vocab {m.vocab_hash or '-':16}  {state}")
+    return 0
+
+
+def run_add(args) -> int:
+    """Add a folder to the settings' model folders after checking it holds MLX models."""
+    from specchat.paths import AppPaths
+    from specchat.settings import load_settings, save_settings
+
+    from .discovery import folder_models
+
+    folder = Path(args.folder).expanduser().resolve()
+    if not folder.exists():
+        return _fail(f"{args.folder} does not exist")
+    if not folder.is_dir():
+        return _fail(f"{args.folder} is a file, not a folder")
+    models = folder_models([folder], "folder")
+    if not models:
+        return _fail(f"{folder} is not an MLX model folder: no config.json with *.safetensors weights in it "
+                     "or in the folders below it")
+    paths = AppPaths.default().ensure()
+    loaded = load_settings(paths)
+    if loaded.warning:
+        print(loaded.warning, file=sys.stderr)
+    settings = loaded.settings
+    names = ", ".join(m.name for m in models)
+    if str(folder) in [str(Path(d).expanduser().resolve()) for d in settings.extra_model_dirs]:
+        print(f"{folder} is already listed ({names})")
+        return 0
+    settings.extra_model_dirs.append(str(folder))
+    try:
+        save_settings(paths, settings)
+    except OSError as exc:
+        return _fail(f"could not save {paths.settings_file}: {exc}")
+    print(f"added {folder} ({len(models)} model{'s' if len(models) != 1 else ''}: {names})")
+    return 0
+
+
+def search_status(result) -> str:
+    """The first line of a search: "online", or "offline: why" (the state said once)."""
+    message = result.message.removeprefix(result.state + ":").strip()
+    return result.state + (f": {message}" if message else "")
+
+
+def run_search(args) -> int:
+    """Print the hub state, then catalog and hub hits (or that nothing matched)."""
+    from .catalog import load_catalog
+    from .search import search_models
+
+    if args.limit < 1:
+        return _fail(f"--limit must be at least 1, got {args.limit}", 2)
+    try:
+        catalog = load_catalog()
+    except HubError as exc:
+        return _fail(str(exc))
+    result = search_models(args.query, catalog, _config(), limit=args.limit)
+    print(search_status(result))
+    if not result.hits:
+        print(f"no models match {args.query!r}" if args.query.strip() else "no models found")
+    for hit in result.hits:
+        c = hit.catalog
+        info = (f"* {c.role:6} {c.architecture:6} {c.quantization:18} ~{c.approx_size_gb:g} GB"
+                + ("  MTP" if c.mtp else "")) if c else "  (hub)"
+        downloads = f"  {hit.downloads} downloads" if hit.downloads is not None else ""
+        print(f"{hit.repo_id:52} {info}{downloads}")
+        for pair in catalog.pairs_for(hit.repo_id):
+            print(f"{'':52}   pairs with {pair.draft or 'its MTP head'} (K={pair.k})")
+    return 0
+
+
+def progress_line(p: DownloadProgress) -> str:
+    """A one-line text progress bar."""
+    filled = int(BAR_WIDTH * p.fraction)
+    return (f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {p.fraction:4.0%} "
+            f"{format_bytes(p.bytes_done)}/{format_bytes(p.bytes_total)} "
+            f"{format_bytes(p.speed_bps)}/s ETA {format_duration(p.eta_s)} "
+            f"({p.files_done}/{p.files_total}) {p.filename[-32:]}")
+
+
+def _print_progress(p: DownloadProgress) -> None:
+    print("\r" + progress_line(p).ljust(110), end="", file=sys.stderr, flush=True)
+
+
+def _preflight(repos: list[str], args) -> None:
+    """Disk space and memory fit before any weights are fetched (raises NotEnoughDiskError)."""
+    from .download import check_disk_space, fetch_config, plan_bundle
+    from .memory_fit import memory_fit, planned_memory
+
+    config = _config()
+    plans = plan_bundle(repos, config, args.revision)
+    space = check_disk_space(plans, config)
+    print(f"disk: {format_bytes(space.needed_bytes)} to download, "
+          f"{format_bytes(space.free_bytes)} free", file=sys.stderr)
+    models = [planned_memory(p.repo_id, sum(f.size for f in p.files if f.path.endswith(".safetensors")),
+                             fetch_config(p, config)) for p in plans]
+    fit = memory_fit(models[0], models[1] if len(models) > 1 else None, args.context)
+    print(f"memory {fit.summary()}", file=sys.stderr)
+
+
+def _repo_ids(args) -> list[str]:
+    """The target (and draft) repo ids from ids or pasted hub URLs; BadRepoIdError naming a bad one."""
+    from .repo_ids import parse_repo_id
+
+    hosts = (_config().endpoint,)
+    return [parse_repo_id(text, hosts) for text in [args.repo] + ([args.draft] if args.draft else [])]
+
+
+def _context_problem(args) -> str | None:
+    return f"--context must be at least 1 token, got {args.context}" if args.context < 1 else None
+
+
+def run_download(args) -> int:
+    """Download in a worker thread; Ctrl-C cancels and keeps partial files for a resume."""
+    from .download import download_bundle
+    from .repo_ids import BadRepoIdError
+
+    if problem := _context_problem(args):
+        return _fail(problem, 2)
+    try:
+        repos = _repo_ids(args)
+    except BadRepoIdError as exc:
+        return _fail(str(exc), 2)
+    try:
+        _preflight(repos, args)
+    except HubError as exc:
+        return _fail(str(exc))
+    cancel, box = threading.Event(), {}
+
+    def work() -> None:
+        try:
+            box["paths"] = download_bundle(repos, _config(), _print_progress, cancel,
+                                           revision=args.revision)
+        except BaseException as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="download", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        cancel.set()
+        worker.join()
+    print(file=sys.stderr)
+    error = box.get("error")
+    if isinstance(error, DownloadCancelled):
+        return _fail("cancelled; partial files are kept, run the same command to resume", 130)
+    if isinstance(error, HubError):
+        return _fail(str(error))
+    if error is not None:
+        raise error
+    for path in box["paths"]:
+        print(path)
+    return 0
+
+
+def run_delete(args) -> int:
+    """Delete a cached model after asking y/N (or with --yes)."""
+    from .store import delete_model, find_model
+
+    model = find_model(_local_models(vocab=False), args.repo)
+    if model is None:
+        return _fail(f"{args.repo} is not in the HF cache or your folders")
+    if not args.yes:
+        answer = input(f"Delete {model.name} ({format_bytes(model.size_bytes)}) at {model.path}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("kept")
+            return 1
+    try:
+        freed = delete_model(model, _config(), confirm=True)
+    except HubError as exc:
+        return _fail(str(exc))
+    print(f"deleted {model.name}, freed {format_bytes(freed)}")
+    return 0
+
+
+def _resolve_folder(name: str) -> Path | None:
+    path = Path(name).expanduser()
+    if (path / "config.json").is_file():
+        return path
+    from .store import find_model
+
+    model = find_model(_local_models(vocab=False), name)
+    return model.path if model else None
+
+
+def run_pair(args) -> int:
+    """Print the compatibility report and the memory fit of a target and a draft."""
+    from .memory_fit import memory_fit, model_memory
+    from .pairing import pair_report
+
+    if problem := _context_problem(args):
+        return _fail(problem, 2)
+    target, draft = _resolve_folder(args.target), _resolve_folder(args.draft)
+    for name, folder in ((args.target, target), (args.draft, draft)):
+        if folder is None:
+            return _fail(f"{name} is neither a model folder nor a downloaded model")
+    report = pair_report(target, draft)
+    print(f"target {target}\ndraft  {draft}")
+    for check in report.checks:
+        print(f"  {check.status:12} {check.name:15} {check.detail}")
+    print("compatible" if report.compatible else f"INCOMPATIBLE: {report.reason}")
+    fit = memory_fit(model_memory(target), model_memory(draft), args.context)
+    print(f"memory {fit.summary()}")
+    return 0 if report.compatible else 3

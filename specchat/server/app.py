@@ -1,0 +1,184 @@
+"""The ASGI app: OpenAI's /v1 routes and SpecChat's own event stream, over one engine host."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+from dataclasses import dataclass, field, fields, replace
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from sse_starlette.sse import EventSourceResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
+
+from specchat.engine.config import GenerationConfig
+from specchat.engine.errors import ConfigError
+
+from .backend import EngineBackend
+from .errors import ApiError, bad_request, unauthorized
+from .requests import ApiRequest, parse_request
+from .streaming import JobStream, openai_sse, openai_whole
+from .wire import event_to_json
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+@dataclass
+class ServerOptions:
+    """What `serve` was started with: defaults for requests, the key, CORS and limits."""
+
+    defaults: GenerationConfig = field(default_factory=GenerationConfig)
+    api_key: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    max_body_bytes: int = MAX_BODY_BYTES
+
+
+def create_app(backend: EngineBackend, options: ServerOptions) -> FastAPI:
+    """The FastAPI app serving `backend` with `options`."""
+    api = FastAPI(title="SpecChat", docs_url=None, redoc_url=None, openapi_url=None)
+    if options.cors_origins:
+        api.add_middleware(CORSMiddleware, allow_origins=list(options.cors_origins), allow_methods=["*"],
+                           allow_headers=["*"])
+    api.state.backend, api.state.options = backend, options
+
+    @api.exception_handler(ApiError)
+    async def _api_error(_request, exc: ApiError):
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+    @api.exception_handler(StarletteHTTPException)
+    async def _http_error(_request, exc: StarletteHTTPException):
+        return JSONResponse(ApiError(exc.status_code, str(exc.detail)).body(), status_code=exc.status_code)
+
+    @api.middleware("http")
+    async def _check_key(request: Request, call_next):
+        if options.api_key and not _key_matches(request, options.api_key):
+            error = unauthorized()
+            return JSONResponse(error.body(), status_code=error.status)
+        return await call_next(request)
+
+    @api.get("/v1/models")
+    async def models():
+        created = int(time.time())
+        return {"object": "list", "data": [{"id": m, "object": "model", "created": created, "owned_by": "specchat"}
+                                           for m in backend.models()]}
+
+    @api.post("/v1/chat/completions")
+    async def chat(request: Request):
+        return await _openai(request, "chat")
+
+    @api.post("/v1/completions")
+    async def completions(request: Request):
+        return await _openai(request, "completion")
+
+    @api.post("/specchat/v1/generate")
+    async def generate(request: Request):
+        body = await _json_body(request, options.max_body_bytes)
+        req, system_prompt, thinking = _specchat_request(body, backend, options.defaults)
+        ids = backend.prompt_ids(req, system_prompt, thinking)
+        stream = JobStream(backend, request)
+        await stream.start(ids, req.cfg)
+        return EventSourceResponse(_event_stream(stream), ping=10)
+
+    @api.post("/specchat/v1/tokenize")
+    async def tokenize(request: Request):
+        body = await _json_body(request, options.max_body_bytes)
+        return {"ids": _tokenize(backend, body)}
+
+    @api.post("/specchat/v1/decode")
+    async def decode(request: Request):
+        body = await _json_body(request, options.max_body_bytes)
+        ids = body.get("ids") if isinstance(body, dict) else None
+        if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+            raise bad_request("ids must be a list of token ids", "ids")
+        return {"text": backend.engine.tokenizer.decode(ids)}
+
+    @api.get("/specchat/v1/status")
+    async def status():
+        engine = backend.host.engine
+        state = backend.host.state()
+        return {"models": backend.models(), "loaded": engine is not None,
+                "target": engine.target.name if engine else None,
+                "draft": engine.draft.name if engine and engine.draft else None,
+                "available_modes": engine.available_modes() if engine else {},
+                "running": state.running.kind if state.running else None,
+                "queued": [j.kind for j in state.queued], "requests_served": backend.requests_served,
+                **backend.extra_status()}
+
+    async def _openai(request: Request, kind: str):
+        body = await _json_body(request, options.max_body_bytes)
+        req = parse_request(kind, body, backend.models(), options.defaults)
+        ids = backend.prompt_ids(req)
+        stream = JobStream(backend, request)
+        await stream.start(ids, req.cfg)
+        if req.stream:
+            return EventSourceResponse(openai_sse(stream, req, len(ids)), ping=10)
+        return JSONResponse(await openai_whole(stream, req, len(ids)))
+
+    return api
+
+
+async def _event_stream(stream: JobStream):
+    async for event in stream.events(include_queue=True):
+        yield {"data": json.dumps(event if isinstance(event, dict) else event_to_json(event))}
+
+
+def _key_matches(request: Request, key: str) -> bool:
+    header = request.headers.get("authorization", "")
+    given = header[7:] if header.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
+    return hmac.compare_digest(given.encode(), key.encode())
+
+
+async def _json_body(request: Request, limit: int) -> object:
+    """The request's JSON; 413 over the size limit, 400 when it is not JSON."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise ApiError(413, f"The request body is {int(length)} bytes; the limit is {limit}")
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > limit:
+            raise ApiError(413, f"The request body is over the limit of {limit} bytes")
+    try:
+        return json.loads(bytes(data) or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise bad_request(f"The request body is not valid JSON: {exc}") from None
+
+
+def _tokenize(backend: EngineBackend, body: object) -> list[int]:
+    """Token ids of {"text"} (encoded as is) or {"messages", "template_kwargs"} (the chat template)."""
+    if not isinstance(body, dict):
+        raise bad_request("The request body must be a JSON object")
+    tokenizer = backend.engine.tokenizer
+    if isinstance(body.get("text"), str):
+        return list(tokenizer.encode(body["text"]))
+    req = parse_request("chat", {"messages": body.get("messages")}, backend.models(), GenerationConfig())
+    kwargs = body.get("template_kwargs") or {}
+    if not isinstance(kwargs, dict):
+        raise bad_request("template_kwargs must be an object", "template_kwargs")
+    return list(tokenizer.apply_chat_template(list(req.messages), add_generation_prompt=True, **kwargs))
+
+
+def _specchat_request(body: object, backend: EngineBackend, defaults: GenerationConfig):
+    """SpecChat's own request: messages (or prompt_ids), a config dict, system prompt and thinking."""
+    if not isinstance(body, dict):
+        raise bad_request("The request body must be a JSON object")
+    config = body.get("config") or {}
+    known = {f.name for f in fields(GenerationConfig)}
+    unknown = sorted(set(config) - known) if isinstance(config, dict) else ["config"]
+    if unknown:
+        raise bad_request(f"config has unknown fields: {', '.join(unknown)}", "config")
+    try:
+        cfg = replace(defaults, **config)
+    except (ConfigError, TypeError) as exc:
+        raise bad_request(str(exc), "config") from None
+    if "prompt_ids" in body:
+        ids = body["prompt_ids"]
+        if not isinstance(ids, list) or not ids or not all(isinstance(t, int) for t in ids):
+            raise bad_request("prompt_ids must be a non-empty list of token ids", "prompt_ids")
+        req = ApiRequest("completion", backend.models()[0] if backend.models() else "", cfg, prompt=tuple(ids))
+    else:
+        req = parse_request("chat", {"messages": body.get("messages")}, backend.models(), cfg)
+    thinking = body.get("enable_thinking")
+    return req, str(body.get("system_prompt") or ""), thinking if isinstance(thinking, bool) else None

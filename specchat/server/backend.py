@@ -1,0 +1,93 @@
+"""The server's side of the engine host: turn a parsed request into prompt tokens and a queued job."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from specchat.engine.config import GenerationConfig
+from specchat.engine.owner import EngineHost, JobHandle
+from specchat.engine.loading import context_limit
+
+from .errors import ApiError, bad_request, busy
+from .requests import ApiRequest
+
+NOT_LOADED = "No model is loaded on this server"
+
+
+class EngineBackend:
+    """Serves the host's loaded engine under its folder's name; every request is one queued job."""
+
+    def __init__(self, host: EngineHost, max_queue: int = 8):
+        self.host, self.max_queue = host, max_queue
+        self.requests_served = 0
+        self.observers: list[Callable[[int, object], None]] = []  # (job id, engine event), on the engine thread
+        self._count_lock = threading.Lock()
+
+    @property
+    def engine(self):
+        """The loaded engine (tokenizer and config are read from any thread; generation only in jobs)."""
+        if self.host.engine is None:
+            raise ApiError(503, NOT_LOADED, "server_error", None, "model_not_loaded")
+        return self.host.engine
+
+    def models(self) -> list[str]:
+        """The ids a request may name: the target folder's name."""
+        engine = self.host.engine
+        return [Path(engine.target.name).name] if engine is not None else []
+
+    def prompt_ids(self, request: ApiRequest, system_prompt: str = "", enable_thinking: bool | None = None
+                   ) -> list[int]:
+        """The request's tokens: the chat template over its messages, or the prompt encoded as is."""
+        tokenizer = self.engine.tokenizer
+        if request.kind == "chat":
+            kwargs = dict(request.template_kwargs)
+            if enable_thinking is not None:
+                kwargs["enable_thinking"] = enable_thinking
+            messages = list(request.messages)
+            if system_prompt:
+                messages.insert(0, {"role": "system", "content": system_prompt})
+            ids = list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, **kwargs))
+        elif isinstance(request.prompt, tuple):
+            ids = list(request.prompt)
+        else:
+            ids = list(tokenizer.encode(request.prompt))
+        self.check_context(len(ids))
+        return ids
+
+    def check_context(self, prompt_tokens: int) -> None:
+        """400 naming both numbers when the prompt does not fit the model's context."""
+        limit = context_limit(self.engine.target.config)
+        if limit is not None and prompt_tokens >= limit[0]:
+            raise bad_request(f"The prompt has {prompt_tokens} tokens but the model's context holds "
+                              f"{limit[0]} ({limit[1]} in config.json)", "messages", "context_length_exceeded")
+
+    def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable) -> JobHandle:
+        """Queue the generation; 503 when the queue is full. listener gets the job's events."""
+        state = self.host.state()
+        if len(state.queued) >= self.max_queue:
+            raise busy(retry_after_s=max(1, len(state.queued)), queued=len(state.queued))
+        with self._count_lock:
+            self.requests_served += 1
+        return self.host.submit("api", self.generation_work(prompt_ids, cfg), listener)
+
+    def generation_work(self, prompt_ids: list[int], cfg: GenerationConfig) -> Callable:
+        """The job that streams one generation (a cluster backend runs it on every rank)."""
+        observers = list(self.observers)
+
+        def work(ctx):
+            for event in ctx.engine.stream(prompt_ids, cfg, ctx.cancel):
+                ctx.emit(event)
+                for observe in observers:
+                    observe(ctx.handle.id, event)
+
+        return work
+
+    def extra_status(self) -> dict:
+        """More fields for /specchat/v1/status (a cluster adds its ranks)."""
+        return {}
+
+    def cancel(self, handle: JobHandle) -> None:
+        """Stop a job: dropped from the queue, or stopped at the next round."""
+        self.host.cancel(handle)

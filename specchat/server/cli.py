@@ -1,0 +1,94 @@
+"""`python -m specchat serve`: load a pair and serve it over an OpenAI-compatible HTTP API."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+DEFAULT_PORT = 8080
+
+
+def draft_tokens_arg(text: str) -> int | str:
+    """--draft-tokens: 'auto' or a K that GenerationConfig accepts (its range, its message)."""
+    import argparse
+
+    from specchat.engine.config import AUTO, GenerationConfig
+    from specchat.engine.errors import ConfigError
+
+    if text == AUTO:
+        return AUTO
+    try:
+        k = int(text)
+        GenerationConfig(num_draft_tokens=k)
+    except (ValueError, ConfigError) as exc:
+        raise argparse.ArgumentTypeError(str(exc) if isinstance(exc, ConfigError) else
+                                         f"expected a whole number or 'auto', got {text!r}") from None
+    return k
+
+
+def register(subparsers) -> None:
+    """Add the `serve` subcommand."""
+    from specchat.engine.config import MODES
+
+    serve = subparsers.add_parser("serve", help="serve the model over an OpenAI-compatible API (with speculation)")
+    serve.add_argument("--target", required=True, help="local mlx-lm model folder")
+    serve.add_argument("--draft", help="local draft model folder (same vocabulary)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
+    serve.add_argument("--api-key", default=os.environ.get("SPECCHAT_API_KEY"),
+                       help="clients must send 'Authorization: Bearer KEY' (required off loopback; "
+                            "default: $SPECCHAT_API_KEY)")
+    serve.add_argument("--mode", choices=MODES, help="default speculation: draft when --draft is given, else baseline")
+    serve.add_argument("--draft-tokens", type=draft_tokens_arg, default="auto", help="K per round, or 'auto'")
+    serve.add_argument("--max-tokens", type=int, default=1024, help="a request's default max_tokens")
+    serve.add_argument("--max-queue", type=int, default=8, help="requests that may wait; more get 503")
+    serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                       help="allow browser pages from ORIGIN (repeatable; default: CORS off)")
+    serve.set_defaults(func=run_serve)
+
+
+def serve_defaults(args):
+    """The mode and the requests' default GenerationConfig from serve's flags; ValueError / EngineError
+    (the caller prints it and exits 2) when the address needs a key or a value is out of range."""
+    from specchat.engine import GenerationConfig
+
+    from .running import check_exposure
+
+    check_exposure(args.host, args.api_key)
+    mode = args.mode or ("draft" if args.draft else "baseline")
+    return mode, GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens)
+
+
+def run_serve(args) -> int:
+    """Load the pair on an engine host, then serve until Ctrl-C."""
+    import uvicorn
+
+    from specchat.engine import EngineError
+    from specchat.engine.owner import EngineHost, load_pair_job
+
+    from .app import ServerOptions, create_app
+    from .backend import EngineBackend
+
+    try:
+        mode, defaults = serve_defaults(args)
+    except (ValueError, EngineError) as exc:
+        print(f"specchat serve: {exc}", file=sys.stderr)
+        return 2
+    host = EngineHost()
+    try:
+        pair = host.submit("load", load_pair_job(args.target, args.draft, keep_target_on_bad_draft=False)).result()
+        reason = pair.available_modes.get(mode)
+        if reason:
+            raise EngineError(f"--mode {mode} is not available: {reason}")
+    except EngineError as exc:
+        print(f"specchat serve: {exc}", file=sys.stderr)
+        host.shutdown()
+        return 1
+    backend = EngineBackend(host, args.max_queue)
+    options = ServerOptions(defaults, args.api_key, tuple(args.cors_origin))
+    k = defaults.num_draft_tokens
+    print(f"Serving {backend.models()[0]} on http://{args.host}:{args.port}/v1 "
+          f"(speculation: {mode}{'' if mode == 'baseline' else f', K {k}'}); Ctrl-C stops", flush=True)
+    uvicorn.run(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
+    host.shutdown()
+    return 0

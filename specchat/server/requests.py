@@ -1,0 +1,168 @@
+"""Read an OpenAI-style request body into what the engine needs, refusing bad values with a 400
+that names the field. The limits come from GenerationConfig (no range is repeated here)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from specchat.engine.config import LIMITS, MODES, GenerationConfig, check_draft_tokens
+from specchat.engine.errors import ConfigError
+
+from .errors import bad_request, not_found
+
+MAX_STOP_SEQUENCES = 4
+CHAT_ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """One parsed request: a chat (messages) or a completion (prompt), and how to generate it."""
+
+    kind: str                      # "chat" or "completion"
+    model: str
+    cfg: GenerationConfig
+    messages: tuple[dict, ...] = ()
+    prompt: str | tuple[int, ...] = ""
+    stop: tuple[str, ...] = ()
+    stream: bool = False
+    include_usage: bool = False
+    template_kwargs: dict = field(default_factory=dict)
+
+
+def parse_request(kind: str, body: object, models: list[str], defaults: GenerationConfig) -> ApiRequest:
+    """Check a chat or completion body; raise ApiError naming the first field that is wrong."""
+    if not isinstance(body, dict):
+        raise bad_request("The request body must be a JSON object")
+    model = _model(body, models)
+    if body.get("n", 1) != 1:
+        raise bad_request(f"n must be 1: SpecChat generates one choice per request, got {body.get('n')!r}", "n")
+    stream = _bool(body, "stream")
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        raise bad_request("stream_options must be an object", "stream_options")
+    common = dict(kind=kind, model=model, cfg=_config(body, defaults), stop=_stop(body.get("stop")),
+                  stream=stream, include_usage=stream and bool(options.get("include_usage")))
+    if kind == "chat":
+        kwargs = body.get("chat_template_kwargs") or {}
+        if not isinstance(kwargs, dict):
+            raise bad_request("chat_template_kwargs must be an object", "chat_template_kwargs")
+        return ApiRequest(messages=_messages(body.get("messages")), template_kwargs=dict(kwargs), **common)
+    return ApiRequest(prompt=_prompt(body.get("prompt")), **common)
+
+
+def _model(body: dict, models: list[str]) -> str:
+    name = body.get("model")
+    if name is None:
+        return models[0]
+    if not isinstance(name, str) or name not in models:
+        raise not_found(f"The model {name!r} is not loaded here; this server serves: {', '.join(models)}",
+                        "model")
+    return name
+
+
+def _config(body: dict, defaults: GenerationConfig) -> GenerationConfig:
+    values: dict = {}
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    if max_tokens is not None:
+        values["max_tokens"] = _integer(max_tokens, "max_tokens")
+    for name in ("temperature", "top_p", "min_p"):
+        if body.get(name) is not None:
+            values[name] = _number(body[name], name)
+    if body.get("top_k") is not None:
+        values["top_k"] = _integer(body["top_k"], "top_k")
+    if body.get("seed") is not None:
+        values["seed"] = _integer(body["seed"], "seed")
+    for name, value in values.items():
+        try:
+            LIMITS[name].check(value) if name in LIMITS else None
+        except ConfigError as exc:
+            raise bad_request(str(exc), name) from None
+    spec = _speculation(body.get("speculation"))
+    try:
+        check_draft_tokens(spec.get("mode", defaults.mode), spec.get("num_draft_tokens", defaults.num_draft_tokens))
+        return replace(defaults, **values, **spec)
+    except ConfigError as exc:
+        raise bad_request(str(exc), "speculation.num_draft_tokens" if "draft tokens" in str(exc) or
+                          "depth" in str(exc) else None) from None
+
+
+def _speculation(spec: object) -> dict:
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise bad_request("speculation must be an object: {\"mode\": ..., \"num_draft_tokens\": K or \"auto\"}",
+                          "speculation")
+    values = {}
+    if "mode" in spec:
+        if spec["mode"] not in MODES:
+            raise bad_request(f"speculation.mode must be one of {', '.join(MODES)}, got {spec['mode']!r}",
+                              "speculation.mode")
+        values["mode"] = spec["mode"]
+    if "num_draft_tokens" in spec:
+        k = spec["num_draft_tokens"]
+        values["num_draft_tokens"] = k if k == "auto" else _integer(k, "speculation.num_draft_tokens")
+    return values
+
+
+def _messages(messages: object) -> tuple[dict, ...]:
+    if not isinstance(messages, list) or not messages:
+        raise bad_request("messages must be a non-empty list of {role, content}", "messages")
+    out = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in CHAT_ROLES:
+            raise bad_request(f"messages[{i}].role must be one of {', '.join(CHAT_ROLES)}", f"messages[{i}].role")
+        out.append({"role": message["role"], "content": _content(message.get("content"), i)})
+    return tuple(out)
+
+
+def _content(content: object, i: int) -> str:
+    """A message's text: a string, or a list of text parts (other part types are refused)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text"
+                                         and isinstance(p.get("text"), str) for p in content):
+        return "".join(p["text"] for p in content)
+    raise bad_request(f"messages[{i}].content must be text (a string or a list of text parts)",
+                      f"messages[{i}].content")
+
+
+def _prompt(prompt: object) -> str | tuple[int, ...]:
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]
+    if isinstance(prompt, str) and prompt:
+        return prompt
+    if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+        return tuple(prompt)
+    raise bad_request("prompt must be a non-empty string (or one string, or a list of token ids)", "prompt")
+
+
+def _stop(stop: object) -> tuple[str, ...]:
+    if stop is None:
+        return ()
+    stops = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise bad_request("stop must be a string or a list of non-empty strings", "stop")
+    if len(stops) > MAX_STOP_SEQUENCES:
+        raise bad_request(f"stop takes at most {MAX_STOP_SEQUENCES} sequences, got {len(stops)}", "stop")
+    return tuple(stops)
+
+
+def _bool(body: dict, name: str) -> bool:
+    value = body.get(name, False)
+    if not isinstance(value, bool):
+        raise bad_request(f"{name} must be true or false, got {value!r}", name)
+    return value
+
+
+def _integer(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad_request(f"{name} must be an integer, got {value!r}", name)
+    return value
+
+
+def _number(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise bad_request(f"{name} must be a finite number, got {value!r}", name)
+    return float(value)
+

@@ -1,0 +1,105 @@
+"""OpenAI response bodies (whole and streamed chunks) and stop sequences over streamed text."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from specchat.engine.events import GenerationStats
+
+
+class StopMatcher:
+    """Cuts streamed text at the first stop sequence; holds back a tail that may start one."""
+
+    def __init__(self, stops: tuple[str, ...]):
+        self.stops = stops
+        self.pending = ""
+        self.stopped = False
+
+    def feed(self, text: str) -> str:
+        """Text that is safe to send now; after a stop sequence, nothing more."""
+        if self.stopped:
+            return ""
+        self.pending += text
+        cut = min((i for i in (self.pending.find(s) for s in self.stops) if i >= 0), default=-1)
+        if cut >= 0:
+            self.stopped = True
+            out, self.pending = self.pending[:cut], ""
+            return out
+        hold = max((n for s in self.stops for n in range(1, len(s)) if self.pending.endswith(s[:n])), default=0)
+        out = self.pending[:len(self.pending) - hold]
+        self.pending = self.pending[len(out):]
+        return out
+
+    def flush(self) -> str:
+        """The held-back tail once generation ended without a stop sequence."""
+        out, self.pending = ("" if self.stopped else self.pending), ""
+        return out
+
+
+def finish_reason(stats: GenerationStats | None, stopped_by_sequence: bool) -> str:
+    """'stop' (end of turn or a stop sequence) or 'length' (max tokens)."""
+    if stopped_by_sequence or stats is None:
+        return "stop"
+    return "length" if stats.stop_reason == "length" else "stop"
+
+
+def usage(prompt_tokens: int, stats: GenerationStats | None, completion_tokens: int | None = None) -> dict:
+    """OpenAI's usage fields plus what speculation did for this request."""
+    completion = completion_tokens if completion_tokens is not None else (stats.generated_tokens if stats else 0)
+    body = {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+            "total_tokens": prompt_tokens + completion}
+    if stats is not None:
+        drafted = stats.drafted
+        body["speculation"] = {
+            "mode": stats.mode,
+            "num_draft_tokens": "auto" if stats.auto_k else stats.num_draft_tokens,
+            "drafted": drafted,
+            "accepted": stats.accepted,
+            "acceptance_rate": stats.accepted / drafted if drafted else None,
+            "decode_tokens_per_s": stats.decode_tokens_per_s,
+            "ttft_s": stats.ttft_s,
+            "cached_prompt_tokens": stats.cached_prompt_tokens,
+        }
+    return body
+
+
+class ResponseShape:
+    """Builds one request's bodies: the same id, creation time and model in every chunk."""
+
+    def __init__(self, kind: str, model: str):
+        self.kind, self.model = kind, model
+        self.id = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
+        self.created = int(time.time())
+
+    def whole(self, text: str, reason: str, usage_body: dict) -> dict:
+        """The non-streamed response."""
+        if self.kind == "chat":
+            choice = {"index": 0, "message": {"role": "assistant", "content": text},
+                      "finish_reason": reason, "logprobs": None}
+        else:
+            choice = {"index": 0, "text": text, "finish_reason": reason, "logprobs": None}
+        return self._envelope("chat.completion" if self.kind == "chat" else "text_completion",
+                              [choice], usage=usage_body)
+
+    def chunk(self, text: str | None = None, reason: str | None = None, first: bool = False) -> dict:
+        """One streamed chunk: new text, or the final one carrying finish_reason."""
+        if self.kind == "chat":
+            delta = {"role": "assistant"} if first else {}
+            if text is not None:
+                delta["content"] = text
+            choice = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
+            return self._envelope("chat.completion.chunk", [choice])
+        choice = {"index": 0, "text": text or "", "finish_reason": reason, "logprobs": None}
+        return self._envelope("text_completion", [choice])
+
+    def usage_chunk(self, usage_body: dict) -> dict:
+        """The last chunk when stream_options.include_usage is set: no choices, the usage."""
+        kind = "chat.completion.chunk" if self.kind == "chat" else "text_completion"
+        return self._envelope(kind, [], usage=usage_body)
+
+    def _envelope(self, obj: str, choices: list, usage: dict | None = None) -> dict:
+        body = {"id": self.id, "object": obj, "created": self.created, "model": self.model, "choices": choices}
+        if usage is not None:
+            body["usage"] = usage
+        return body

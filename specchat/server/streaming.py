@@ -1,0 +1,117 @@
+"""One request's job, seen from asyncio: its events arrive from the engine thread through a queue;
+a client that goes away cancels the job."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from starlette.requests import Request
+
+from specchat.engine.events import Failed, Finished, TextChunk
+from specchat.engine.owner import JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued
+
+from .backend import EngineBackend
+from .errors import ApiError
+from .requests import ApiRequest
+from .responses import ResponseShape, StopMatcher, finish_reason, usage
+
+DISCONNECT_POLL_S = 0.25
+
+
+class JobStream:
+    """Starts one generation job and yields its engine events to the request's coroutine."""
+
+    def __init__(self, backend: EngineBackend, request: Request):
+        self.backend, self.request = backend, request
+        self.handle = None
+        self._queue: asyncio.Queue = asyncio.Queue()
+
+    async def start(self, prompt_ids: list[int], cfg) -> None:
+        """Queue the job (503 when the queue is full)."""
+        loop = asyncio.get_running_loop()
+        self.handle = self.backend.start(prompt_ids, cfg, lambda e: loop.call_soon_threadsafe(self._queue.put_nowait, e))
+
+    def cancel(self) -> None:
+        """Stop the job (it leaves the queue, or stops at the next round)."""
+        if self.handle is not None and not self.handle.done:
+            self.backend.cancel(self.handle)
+
+    async def events(self, include_queue: bool = False):
+        """Engine events until the job ends (and {"type": "Queued", "ahead": n} when asked);
+        cancels the job when the client disconnects or this generator is closed early."""
+        try:
+            while True:
+                try:
+                    event = await asyncio.wait_for(self._queue.get(), DISCONNECT_POLL_S)
+                except asyncio.TimeoutError:
+                    if await self.request.is_disconnected():
+                        self.cancel()
+                        return
+                    continue
+                if isinstance(event, JobQueued) and include_queue:
+                    yield {"type": "Queued", "ahead": event.ahead}
+                elif isinstance(event, JobProgress):
+                    yield event.event
+                elif isinstance(event, JobFailed):
+                    yield Failed(event.message, event.error_type)
+                    return
+                elif isinstance(event, (JobFinished, JobCancelled)):
+                    return
+        finally:
+            self.cancel()
+
+
+async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> dict:
+    """Run the job to its end and build the non-streamed response."""
+    shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
+    text, stats = [], None
+    async for event in stream.events():
+        if isinstance(event, TextChunk):
+            text.append(stops.feed(event.text))
+            if stops.stopped:
+                stream.cancel()  # the rest is not wanted; Finished still brings the stats
+        elif isinstance(event, Finished):
+            stats = event.stats
+        elif isinstance(event, Failed):
+            raise _engine_error(event)
+    text.append(stops.flush())
+    return shape.whole("".join(text), finish_reason(stats, stops.stopped), usage(prompt_tokens, stats))
+
+
+async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int):
+    """The streamed response: a chunk per piece of text, the finish chunk, usage if asked, [DONE]."""
+    shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
+    first, stats = True, None
+    async for event in stream.events():
+        if isinstance(event, TextChunk):
+            piece = stops.feed(event.text)
+            if piece or first:
+                yield _data(shape.chunk(piece, first=first))
+                first = False
+            if stops.stopped:
+                stream.cancel()
+        elif isinstance(event, Finished):
+            stats = event.stats
+        elif isinstance(event, Failed):
+            yield _data(_engine_error(event).body())
+            yield {"data": "[DONE]"}
+            return
+    tail = stops.flush()
+    if tail:
+        yield _data(shape.chunk(tail, first=first))
+    yield _data(shape.chunk(None, finish_reason(stats, stops.stopped)))
+    if req.include_usage:
+        yield _data(shape.usage_chunk(usage(prompt_tokens, stats)))
+    yield {"data": "[DONE]"}
+
+
+def _data(body: dict) -> dict:
+    return {"data": json.dumps(body)}
+
+
+def _engine_error(event: Failed) -> ApiError:
+    """A failed generation: a bad setting is the client's (400), anything else the server's (500)."""
+    if event.error_type == "ConfigError":
+        return ApiError(400, event.message)
+    return ApiError(500, event.message, "server_error")

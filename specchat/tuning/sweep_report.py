@@ -1,0 +1,136 @@
+"""A sweep as Markdown tables (one per prompt, rows K) and as JSON with every raw run."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+from specchat.jsonfile import write_text_atomic
+
+from .sweep_results import OFF, CellResult, PromptResult, SweepResult
+from .sweep_stats import BEST_RULE, cv_text
+
+JSON_SCHEMA_VERSION = 1
+TABLE_HEADER = ("| K | tok/s | speedup | acceptance | accepted/round | peak GB | CV | notes |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---|")
+DASH = "—"
+
+
+def _gb(n_bytes: int) -> str:
+    return f"{n_bytes / 1e9:.2f}"
+
+
+def _pct(value: float | None, signed: bool = False) -> str:
+    if value is None or not math.isfinite(value):
+        return DASH
+    return f"{value:+.1f}%" if signed else f"{value:.1f}%"
+
+
+def cell_notes(cell: CellResult) -> str:
+    """Flags of a cell in words: output differs, noisy, power changed."""
+    notes = []
+    if cell.identical is False:
+        where = f" at token {cell.first_mismatch}" if cell.first_mismatch is not None else ""
+        notes.append(f"output differs from baseline{where}: speed not used")
+    if cell.noisy:
+        notes.append("noisy")
+    if cell.power_changed:
+        notes.append(f"power source changed ({', '.join(dict.fromkeys(cell.power_sources))})")
+    return "; ".join(notes)
+
+
+def cell_row(cell: CellResult) -> str:
+    """One Markdown table row."""
+    speed = DASH if cell.median_tokens_per_s is None else f"{cell.median_tokens_per_s:.1f}"
+    peak = _gb(cell.peak_memory_bytes)
+    if cell.k is not None:
+        peak += f" ({cell.peak_memory_delta_bytes / 1e9:+.2f})"
+    per_round = DASH if cell.mean_accepted_per_round is None else f"{cell.mean_accepted_per_round:.2f}"
+    acceptance = DASH if cell.acceptance_rate is None else _pct(cell.acceptance_rate * 100)
+    cells = (cell.label, speed, _pct(cell.speedup_pct, signed=True), acceptance, per_round, peak, cv_text(cell.cv),
+             cell_notes(cell))
+    return "| " + " | ".join(cells) + " |"
+
+
+def prompt_table(prompt: PromptResult) -> str:
+    """A prompt's section: heading, table, and its best K."""
+    lines = [f"### {prompt.name} ({prompt.prompt_tokens} prompt tokens)", "", TABLE_HEADER]
+    lines += [cell_row(c) for c in prompt.cells]
+    choice, fastest = prompt.best_choice(), prompt.best_cell()
+    if choice is None:
+        lines += ["", "Best K: none (no K cell, or no plain-decoding cell, has a usable speed)"]
+    elif choice == OFF:
+        lines += ["", f"Best: **Off** (plain decoding): the fastest K, {fastest.k} "
+                      f"({_pct(fastest.speedup_pct, signed=True)} vs baseline), does not beat it beyond the noise"]
+    else:
+        lines += ["", f"Best K: **{fastest.k}** ({fastest.median_tokens_per_s:.1f} tok/s, "
+                      f"{_pct(fastest.speedup_pct, signed=True)} vs baseline)"]
+    return "\n".join(lines)
+
+
+def choice_text(k: int) -> str:
+    """A best choice in words: 'K=3', or 'Off' (speculation off)."""
+    return "Off" if k == OFF else f"K={k}"
+
+
+def _header(result: SweepResult) -> list[str]:
+    m, s, p = result.machine, result.settings, result.power_at_start
+    title = f"## Sweep: {Path(result.target).name or result.target} + {_drafter_name(result.drafter)}"
+    if result.tag:
+        title += f" [{result.tag}]"
+    versions = ", ".join(f"{name} {m.get(name, '?')}" for name in ("mlx", "mlx-lm", "mlx-optiq"))
+    return [
+        title, "",
+        f"- Machine: {m.get('chip', '?')}, {m.get('memory_total', '?')}, {m.get('os', '?')}; {versions}",
+        f"- Power at start: {p.get('source', '?')} ({p.get('detail', '')})",
+        f"- Mode {result.mode}; {s['reps']} reps after {s['warmup']} warmup; max tokens {s['max_tokens']}; "
+        f"temperature {s['temperature']:g}; started {result.started_at}",
+        "- tok/s is the median decode speed; CV is 1.4826 x MAD / median (noisy above 5%; n/a below 3 reps)"
+        + ("; identity gate on (temperature 0)" if s["temperature"] == 0 else "; identity gate off"),
+        f"- Best: {BEST_RULE}",
+    ] + (["- **Cancelled**: the tables are partial"] if result.cancelled else []) \
+      + (["- **In progress**: the cells measured so far"] if result.partial else [])
+
+
+def _drafter_name(drafter: str) -> str:
+    return "MTP head" if drafter == "mtp" else (Path(drafter).name or drafter)
+
+
+def to_markdown(result: SweepResult) -> str:
+    """The whole sweep as Markdown: a header, one table per prompt, the best K per prompt."""
+    parts = ["\n".join(_header(result))] + [prompt_table(p) for p in result.prompts]
+    best = result.best_k()
+    parts.append("Best K per prompt type: "
+                 + (", ".join(f"{n} **{'Off' if k == OFF else k}**" for n, k in best.items()) or "none"))
+    return "\n\n".join(parts) + "\n"
+
+
+def _finite(value):
+    """JSON has no Infinity / NaN: map them to None, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def to_json(result: SweepResult) -> dict:
+    """The whole sweep as a JSON-ready dict: every cell's summary and every raw run."""
+    data = asdict(result)
+    data["schema_version"] = JSON_SCHEMA_VERSION
+    data["best_k"] = result.best_k()
+    return _finite(data)
+
+
+def write_json(result: SweepResult, path: str | Path) -> Path:
+    """Write to_json(result) to path, pretty-printed (atomically)."""
+    return write_text_atomic(Path(path), json.dumps(to_json(result), indent=2) + "\n")
+
+
+def write_markdown(result: SweepResult, path: str | Path) -> Path:
+    """Write to_markdown(result) to path (atomically)."""
+    return write_text_atomic(Path(path), to_markdown(result))

@@ -1,0 +1,239 @@
+"""Chat logic: send, stream, stop, regenerate, edit-and-resend; saves messages, and replies while they stream."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from PySide6.QtCore import QObject, Signal
+
+from specchat.engine import ConfigError, Failed, Finished, GenerationConfig, PrefillProgress, RoundResult, TextChunk
+from specchat.store import ConversationStore, StoredMessage
+from specchat.store.conversations import DEFAULT_TITLE, title_from
+
+from ..engine_client import EngineClient
+from .composer import Composer
+from .conversation_list import ConversationList
+from .footer import error_stats, footer_text
+from .message_actions import MessageActions, stopped_notice
+from .trace import ReplyTrace, trace_data
+from .transcript import TranscriptView
+
+SAVE_INTERVAL_S = 2.0  # a streaming reply's text is saved at least this often (a crash loses at most this much)
+
+
+@dataclass
+class ActiveReply:
+    """The reply being generated and the conversation it belongs to."""
+
+    request_id: int
+    conversation_id: int
+    trace: ReplyTrace
+    message_id: int  # the reply's row, saved incomplete while it streams
+    saved_at: float  # time.monotonic() of the last save
+    regenerating: bool = False  # the row's earlier versions are kept; stopping before any text restores them
+
+
+class ChatController(QObject):
+    """Connects the store, the views and the engine client."""
+
+    replyStarted = Signal(int)        # request id
+    replyFinished = Signal(object)    # the Finished event
+    replyFailed = Signal(str)         # message (also shown in the banner)
+    settingsRejected = Signal(str)    # a setting out of range: nothing was saved or sent
+    busyChanged = Signal(bool)
+
+    def __init__(self, store: ConversationStore, client: EngineClient, transcript: TranscriptView,
+                 composer: Composer, sidebar: ConversationList,
+                 reply_settings: Callable[[], tuple[GenerationConfig, bool]], parent=None):
+        super().__init__(parent)
+        self.store, self.client = store, client
+        self.transcript, self.composer, self.sidebar = transcript, composer, sidebar
+        self.reply_settings = reply_settings
+        self.save_interval_s = SAVE_INTERVAL_S
+        self.decode: Callable[[list[int]], str] = lambda ids: ""
+        self.conversation_id: int | None = None
+        self.active: ActiveReply | None = None
+        self.last_trace: ReplyTrace | None = None
+        client.worker.event.connect(self._on_event)
+        client.worker.generationError.connect(self._on_error)
+        composer.sendRequested.connect(self.send)
+        composer.stopRequested.connect(self.stop)
+        transcript.regenerateRequested.connect(self.regenerate)
+        transcript.editRequested.connect(self.begin_edit)
+        self.actions = MessageActions(self)
+        sidebar.selected.connect(self.open)
+        sidebar.newRequested.connect(self.new_conversation)
+        sidebar.deleted.connect(self._deleted)
+
+    @property
+    def busy(self) -> bool:
+        """True while a reply streams."""
+        return self.active is not None
+
+    def open(self, conversation_id: int) -> None:
+        """Show a saved conversation."""
+        self.conversation_id = conversation_id
+        self.composer.leave_edit()
+        streaming = self.active.message_id if self.active else None  # its row is saved, not yet finished
+        messages = [m for m in self.store.messages(conversation_id) if m.id != streaming]
+        counts = {m.id: len(self.store.versions(m.id)) for m in messages if m.role == "assistant"}
+        self.transcript.show_messages(messages, counts)
+        self.sidebar.refresh(select=conversation_id)
+
+    def new_conversation(self) -> None:
+        """An empty transcript; the conversation is saved with its first message."""
+        self.conversation_id = None
+        self.composer.leave_edit()
+        self.transcript.clear()
+        self.sidebar.list.clearSelection()
+        self.sidebar.list.setCurrentItem(None)
+
+    def system_prompt(self) -> str:
+        """The open conversation's system prompt."""
+        return self.store.get(self.conversation_id).system_prompt if self.conversation_id else ""
+
+    def set_system_prompt(self, text: str) -> None:
+        """Save the system prompt of the open conversation (creating it when needed)."""
+        if self.conversation_id is None:
+            if not text.strip():
+                return
+            self.conversation_id = self.store.create(system_prompt=text).id
+            self.sidebar.refresh(select=self.conversation_id)
+        else:
+            self.store.set_system_prompt(self.conversation_id, text)
+
+    def send(self, text: str) -> None:
+        """Save the user's message (replacing an edited one and what followed) and start the reply."""
+        if self.busy:
+            return
+        settings = self._valid_reply_settings()  # before anything is saved: a bad setting loses nothing
+        if settings is None:
+            return
+        if self.conversation_id is None:
+            self.conversation_id = self.store.create(title=title_from(text)).id
+        elif self.store.get(self.conversation_id).title == DEFAULT_TITLE:
+            self.store.rename(self.conversation_id, title_from(text))
+        if self.composer.editing is not None:
+            # one transaction: the edited message and what followed go only if the new one is saved
+            row = self.store.replace_from(self.conversation_id, self.composer.editing, "user", text)
+            self.transcript.truncate(self.composer.editing)
+        else:
+            row = self.store.add_message(self.conversation_id, "user", text)
+        self.composer.leave_edit()
+        self.transcript.add_user(text).message_id = row.id
+        self.sidebar.refresh(select=self.conversation_id)
+        self._start_reply(settings)
+
+    def regenerate(self) -> None:
+        """Generate the last reply again; the earlier ones stay as versions (‹ 1/2 ›)."""
+        if self.busy or self.conversation_id is None:
+            return
+        settings = self._valid_reply_settings()
+        if settings is None:
+            return
+        messages = self.store.messages(self.conversation_id)
+        if messages and messages[-1].role == "assistant":
+            self._start_reply(settings, again=messages[-1])
+        elif messages:
+            self._start_reply(settings)
+
+    def begin_edit(self, position: int) -> None:
+        """Put a user message in the composer; sending replaces it and everything after it."""
+        if self.busy or self.conversation_id is None:
+            return
+        message = self.store.messages(self.conversation_id)[position]
+        self.composer.begin_edit(position, message.content)
+
+    def stop(self) -> None:
+        """Stop the reply; what arrived so far is saved (marked stopped)."""
+        self.client.cancel()
+
+    def _valid_reply_settings(self) -> tuple[GenerationConfig, bool] | None:
+        """The next reply's config and thinking switch; None (and settingsRejected) when a setting is out of range."""
+        try:
+            return self.reply_settings()
+        except ConfigError as exc:
+            self.settingsRejected.emit(f"Not sent: {exc}. Change it in the settings panel or the Speculation menu.")
+            return None
+
+    def _start_reply(self, settings: tuple[GenerationConfig, bool], again: StoredMessage | None = None) -> None:
+        """Start a reply after the saved messages, or regenerate `again` (the last reply) from those before it."""
+        cfg, thinking = settings
+        history = self.store.messages(self.conversation_id)
+        messages = [m.as_chat() for m in history if again is None or m.position < again.position]
+        trace = ReplyTrace(self.decode)
+        if again is None:
+            view = self.transcript.start_reply(trace)
+            message_id = view.message_id = self.store.begin_reply(self.conversation_id).id
+        else:
+            self.store.begin_regenerate(again.id)
+            self.transcript.restart_reply(again.position, trace)
+            message_id = again.id
+        request_id = self.client.generate(messages, cfg, self.system_prompt(), thinking)
+        self.active = ActiveReply(request_id, self.conversation_id, trace, message_id, time.monotonic(),
+                                  again is not None)
+        self.last_trace = trace
+        self._set_busy(True)
+        self.replyStarted.emit(request_id)
+
+    def _on_event(self, request_id: int, event) -> None:
+        active = self.active
+        if active is None or request_id != active.request_id:
+            return
+        if isinstance(event, (TextChunk, RoundResult, PrefillProgress)):
+            active.trace.add(event)
+            if active.conversation_id == self.conversation_id:
+                self.transcript.reply_updated()
+            self._save_partial(active)
+        elif isinstance(event, Finished):
+            self._finish(event.text, asdict(event.stats), event.cancelled)
+            self.replyFinished.emit(event)
+        elif isinstance(event, Failed):
+            self._fail(event.message)
+
+    def _on_error(self, request_id: int, message: str) -> None:
+        if self.active is not None and request_id == self.active.request_id:
+            self._fail(message)
+
+    def _finish(self, text: str, stats: dict | None, cancelled: bool) -> None:
+        active, self.active = self.active, None
+        self.client.finished(active.request_id)
+        shown = active.conversation_id == self.conversation_id
+        if text or not cancelled:
+            row = self.store.finish_reply(active.message_id, text, stats, cancelled, trace_data(active.trace))
+            if shown and row is not None:
+                count = len(self.store.versions(row.id)) or 1
+                self.transcript.finish_reply(text, footer_text(stats, cancelled), row.version, count)
+        elif active.regenerating:  # stopped before any text: the reply shown before stays
+            self.store.restore_shown_version(active.message_id)
+            if shown:
+                self.transcript.finish_reply("", "")
+                self.open(self.conversation_id)
+        else:
+            self.store.delete_message(active.message_id)  # stopped before it said anything
+            if shown:
+                self.transcript.keep_as_notice(stopped_notice(active.trace, stats))
+        self._set_busy(False)
+
+    def _save_partial(self, active: ActiveReply) -> None:
+        """Save the text so far when save_interval_s has passed since the last save."""
+        now = time.monotonic()
+        if now - active.saved_at >= self.save_interval_s:
+            self.store.update_reply(active.message_id, active.trace.text)
+            active.saved_at = now
+
+    def _fail(self, message: str) -> None:
+        partial = self.active.trace.text
+        self._finish(partial, error_stats(message), True)
+        self.replyFailed.emit(message)
+
+    def _deleted(self, conversation_id: int) -> None:
+        if conversation_id == self.conversation_id:
+            self.new_conversation()
+
+    def _set_busy(self, busy: bool) -> None:
+        self.composer.set_busy(busy)
+        self.transcript.set_busy(busy)
+        self.busyChanged.emit(busy)

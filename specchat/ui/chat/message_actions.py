@@ -1,0 +1,108 @@
+"""What the user does to saved messages: delete one, flip a reply's versions, export the conversation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+
+from specchat.store.export import to_json, to_markdown
+
+from .footer import footer_text
+from .message_view import prefill_text
+from .trace import ReplyTrace, saved_trace
+
+EXPORT_FORMATS = {"markdown": ("Markdown", ".md", to_markdown), "json": ("JSON", ".json", to_json)}
+
+
+def stopped_notice(trace: ReplyTrace, stats: dict | None) -> str:
+    """What the card of a reply that ended before any text says."""
+    if stats and stats.get("stop_reason") == "error":
+        return footer_text(stats, True)
+    if trace.prefill is not None:
+        progress = prefill_text(trace.prefill.done, trace.prefill.total).replace("Reading the prompt… ", "")
+        return f"Stopped by you while reading the prompt ({progress}): nothing was generated"
+    return "Stopped by you before any text"
+
+
+def ask_yes(parent: QWidget, question: str) -> bool:
+    """A Yes/No question; True for Yes."""
+    answer = QMessageBox.question(parent, "SpecChat", question)
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def ask_save_path(parent: QWidget, kind: str, suggested: str) -> str:
+    """The file to export to ('' when the user cancels)."""
+    name, suffix, _ = EXPORT_FORMATS[kind]
+    path, _filter = QFileDialog.getSaveFileName(parent, f"Export conversation as {name}", suggested,
+                                                f"{name} (*{suffix})")
+    return path
+
+
+class MessageActions(QObject):
+    """Delete, version flipping and export for a ChatController's open conversation."""
+
+    exported = Signal(str)      # the file written
+    exportFailed = Signal(str)  # a one-line reason
+
+    def __init__(self, chat):
+        super().__init__(chat)
+        self.chat = chat
+        self.confirm: Callable[[QWidget, str], bool] = ask_yes
+        self.ask_path: Callable[[QWidget, str, str], str] = ask_save_path
+        chat.transcript.deleteRequested.connect(self.delete)
+        chat.transcript.versionRequested.connect(self.show_version)
+
+    def delete(self, position: int) -> None:
+        """Delete the message at `position` (a user message with the reply after it), after asking."""
+        chat = self.chat
+        if chat.busy or chat.conversation_id is None or position >= len(chat.transcript.views):
+            return
+        view = chat.transcript.views[position]
+        question = ("Delete this message and the reply after it?" if view.role == "user"
+                    else "Delete this reply?")
+        if view.message_id is None or not self.confirm(chat.transcript, question):
+            return
+        chat.transcript.remove(chat.store.delete_with_reply(view.message_id))
+
+    def show_version(self, position: int, number: int) -> None:
+        """Show version `number` of the reply at `position`; the conversation continues from it."""
+        chat = self.chat
+        if chat.busy or position >= len(chat.transcript.views):
+            return
+        view = chat.transcript.views[position]
+        versions = chat.store.versions(view.message_id) if view.message_id is not None else []
+        if not 0 <= number < len(versions):
+            return
+        chat.store.select_version(view.message_id, number)
+        version = versions[number]
+        chat.transcript.show_version(position, version.content, footer_text(version.stats, version.cancelled),
+                                     saved_trace(version.content, version.trace), number, len(versions))
+
+    def export(self, kind: str) -> Path | None:
+        """Write the open conversation as Markdown or JSON to a file the user picks; returns it."""
+        chat = self.chat
+        if chat.conversation_id is None:
+            self.exportFailed.emit("Nothing to export: open or start a conversation first")
+            return None
+        _name, suffix, render = EXPORT_FORMATS[kind]
+        conversation = chat.store.get(chat.conversation_id)
+        chosen = self.ask_path(chat.transcript, kind, _file_name(conversation.title) + suffix)
+        if not chosen:
+            return None
+        path = Path(chosen)
+        try:
+            path.write_text(render(conversation, chat.store.messages(conversation.id)), encoding="utf-8")
+        except OSError as exc:
+            self.exportFailed.emit(f"Could not export to {path}: {exc.strerror or exc}")
+            return None
+        self.exported.emit(str(path))
+        return path
+
+
+def _file_name(title: str) -> str:
+    """A title made safe as a file name."""
+    return re.sub(r"[^\w\- ]+", "", title).strip()[:60] or "conversation"

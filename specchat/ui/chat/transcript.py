@@ -1,0 +1,285 @@
+"""The scrolling list of message cards, with an empty state and throttled streaming redraws."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+
+from specchat.store import StoredMessage
+
+from .footer import footer_text
+from .markdown_view import body_font
+from .message_view import MessageView
+from .trace import ReplyTrace, SavedTrace, saved_trace
+
+READING_WIDTH = 860
+REDRAW_MS = 50  # at most ~20 redraws a second while a reply streams
+INTERRUPTED = "(interrupted)"  # footer of a reply the app did not see finish (a crash, a kill)
+
+
+class TranscriptView(QScrollArea):
+    """Messages of the open conversation; the last card can stream."""
+
+    editRequested = Signal(int)
+    regenerateRequested = Signal()
+    deleteRequested = Signal(int)         # message position
+    versionRequested = Signal(int, int)   # message position, version number
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.views: list[MessageView] = []
+        self.color_drafts = False
+        self.busy = False
+        self._streaming: MessageView | None = None
+        self.notice: MessageView | None = None  # a reply stopped before any text: shown, not a message
+        self._opening = False  # a conversation just opened: keep its last message in view while it lays out
+        self._redraw = QTimer(self, singleShot=True, interval=REDRAW_MS)
+        self._redraw.timeout.connect(self._redraw_streaming)
+        self.empty = EmptyState()
+        outer = QWidget(objectName="centralArea")
+        row = QHBoxLayout(outer)
+        row.setContentsMargins(24, 16, 24, 16)
+        column = QWidget()
+        column.setMaximumWidth(READING_WIDTH)
+        self.column = QVBoxLayout(column)
+        self.column.setSpacing(12)
+        self.column.setContentsMargins(0, 0, 0, 0)
+        self.column.addWidget(self.empty)
+        self.column.addStretch(1)
+        row.addStretch(1)
+        row.addWidget(column, 100)
+        row.addStretch(1)
+        self.setWidget(outer)
+        self.verticalScrollBar().rangeChanged.connect(self._follow)
+        self._at_bottom = True
+        MessageView("assistant", 0, "warm-up").deleteLater()  # PySide builds its enum types on first use (~0.1 s)
+
+    def show_messages(self, messages: list[StoredMessage], version_counts: dict[int, int] | None = None) -> None:
+        """Replace the cards with a saved conversation (tints, rejection marks and versions included) and
+        scroll to its last message."""
+        self.clear()
+        for message in messages:
+            view = self._add(message.role, message.content)
+            view.message_id = message.id
+            if message.role == "assistant":
+                view.show_saved(message.content, message_footer(message), saved_trace(message.content, message.trace))
+                view.set_versions(message.version, (version_counts or {}).get(message.id, 1))
+        self._update_actions()
+        self._opening = True
+        self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+
+    def show_version(self, position: int, text: str, footer: str, trace: SavedTrace | None,
+                     shown: int, count: int) -> None:
+        """Show another version of the reply at `position`."""
+        view = self.views[position]
+        view.show_saved(text, footer, trace)
+        view.set_versions(shown, count)
+        self._update_actions()
+
+    def clear(self) -> None:
+        """Remove every card."""
+        self._drop_notice()
+        self._streaming = None
+        for view in self.views:
+            view.deleteLater()
+        self.views = []
+        self.empty.setVisible(True)
+
+    def add_user(self, text: str) -> MessageView:
+        """Append the user's message."""
+        self._opening = False
+        view = self._add("user", text)
+        self._update_actions()
+        return view
+
+    def start_reply(self, trace: ReplyTrace) -> MessageView:
+        """Append an assistant card that follows a streaming trace."""
+        view = self._add("assistant", "")
+        view.start_trace(trace)
+        self._streaming = view
+        self._redraw.setInterval(REDRAW_MS)
+        self._at_bottom = True
+        self._update_actions()
+        return view
+
+    def restart_reply(self, position: int, trace: ReplyTrace) -> MessageView:
+        """Regenerate: the reply card at `position` follows a new streaming trace."""
+        self._drop_notice()
+        view = self.views[position]
+        view.start_trace(trace)
+        view.render()
+        self._streaming = view
+        self._redraw.setInterval(REDRAW_MS)
+        self._at_bottom = True
+        self._update_actions()
+        return view
+
+    def reply_updated(self) -> None:
+        """New text arrived: redraw soon (coalesced)."""
+        if not self._redraw.isActive():
+            self._redraw.start()
+
+    def finish_reply(self, text: str, footer: str, shown: int = 0, count: int = 1) -> None:
+        """The streaming reply ended: final text, stats line and its version among count."""
+        view = self._streaming
+        self._streaming = None
+        self._redraw.stop()
+        if view is not None:
+            view.end_stream()
+            view.text = text
+            view.render()
+            view.set_footer(footer)
+            view.set_versions(shown, count)
+        self._update_actions()
+
+    def keep_as_notice(self, text: str) -> None:
+        """The last card (a reply stopped before any text) stays in view saying so, but is no message."""
+        view = self.views.pop()
+        self._streaming = None
+        self._redraw.stop()
+        view.end_stream()
+        view.render()
+        view.set_footer(text)
+        for button in (view.copy_button, view.delete_button, view.regenerate_button):
+            button.hide()
+        self.notice = view
+        self._update_actions()
+
+    def remove(self, positions: list[int]) -> None:
+        """Drop the cards at these positions; the later ones move up."""
+        self._drop_notice()
+        for position in sorted(positions, reverse=True):
+            self.views.pop(position).deleteLater()
+        for i, view in enumerate(self.views):
+            view.position = i
+        self.empty.setVisible(not self.views)
+        self._update_actions()
+
+    def truncate(self, keep: int) -> None:
+        """Drop the cards from position `keep` on."""
+        self._drop_notice()
+        for view in self.views[keep:]:
+            view.deleteLater()
+        self.views = self.views[:keep]
+        self.empty.setVisible(not self.views)
+        self._update_actions()
+
+    def set_busy(self, busy: bool) -> None:
+        """While a reply streams, Edit and Regenerate are off."""
+        self.busy = busy
+        self._update_actions()
+
+    def set_color_drafts(self, on: bool) -> None:
+        """Tint accepted-draft characters in every reply that has a trace."""
+        self.color_drafts = on
+        for view in self.views:
+            view.set_color_drafts(on)
+
+    def _add(self, role: str, text: str) -> MessageView:
+        self._drop_notice()
+        view = MessageView(role, len(self.views), text)
+        view.set_color_drafts(self.color_drafts)
+        view.editRequested.connect(self.editRequested)
+        view.regenerateRequested.connect(self.regenerateRequested)
+        view.deleteRequested.connect(self.deleteRequested)
+        view.versionRequested.connect(self.versionRequested)
+        self.column.insertWidget(self.column.count() - 1, view)
+        self.views.append(view)
+        self.empty.setVisible(False)
+        return view
+
+    def _update_actions(self) -> None:
+        last = len(self.views) - 1
+        for i, view in enumerate(self.views):
+            view.set_actions_enabled(not self.busy, not self.busy and i == last)
+
+    def _redraw_streaming(self) -> None:
+        if self._streaming is not None:
+            bar = self.verticalScrollBar()
+            self._at_bottom = bar.value() >= bar.maximum() - 8
+            start = time.perf_counter()
+            self._streaming.render()
+            # long replies render slower: redraw less often so the UI thread stays mostly idle
+            spent_ms = (time.perf_counter() - start) * 1000
+            self._redraw.setInterval(max(REDRAW_MS, int(spent_ms * 4)))
+
+    def _drop_notice(self) -> None:
+        if self.notice is not None:
+            self.notice.deleteLater()
+            self.notice = None
+
+    def _follow(self, _low: int, high: int) -> None:
+        if (self._streaming is not None and self._at_bottom) or self._opening:
+            self.verticalScrollBar().setValue(high)
+
+    def wheelEvent(self, event) -> None:
+        self._opening = False  # the user scrolls: stop pinning the end of a just-opened conversation
+        super().wheelEvent(event)
+
+
+def message_footer(message: StoredMessage) -> str:
+    """A saved reply's stats line ('(interrupted)' when the app never saw it finish)."""
+    return footer_text(message.stats, message.cancelled) if message.complete else INTERRUPTED
+
+
+HINT_WIDTH = 560
+HINT_MARGIN = 16
+
+
+class EmptyState(QWidget):
+    """What an empty conversation shows: what to do next."""
+
+    modelsRequested = Signal()  # open the Models window
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 120, 0, 0)
+        layout.setSpacing(10)
+        title = QLabel("Start a conversation", objectName="emptyTitle")
+        title.setFont(body_font(7))
+        self.hint = QLabel(objectName="emptyHint")
+        self.hint.setFont(body_font(0))
+        self.hint.setWordWrap(True)
+        self.hint.setFixedWidth(HINT_WIDTH)  # a fixed width lets the label compute its wrapped height
+        for label in (title, self.hint):
+            label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+            layout.addWidget(label, 0, Qt.AlignmentFlag.AlignHCenter)
+        self.models_button = QPushButton("Open Models…", objectName="primary")
+        self.models_button.setToolTip("Models already on this machine (Hugging Face cache, LM Studio, your "
+                                      "folders) and models to download (Ctrl+Shift+M)")
+        self.models_button.clicked.connect(self.modelsRequested)
+        layout.addWidget(self.models_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        self.set_model_state(False)
+
+    def set_model_state(self, loaded: bool, name: str = "") -> None:
+        """The hint depends on whether a model is ready."""
+        if loaded:
+            self.hint.setText(f"{name} is ready. Type a message below and send it "
+                              "(Enter, or the key set in Preferences).\n\n"
+                              "Choose Off, Draft model or MTP and the draft length in the Speculation menu; "
+                              "View ▸ Colour drafted tokens shows which words the drafter got right.")
+        else:
+            self.hint.setText("No model is loaded. Open Models… to pick one already on this machine (the "
+                              "Hugging Face cache, LM Studio, your folders) or to download one; or choose a "
+                              "target in the toolbar and press Load.\n\n"
+                              "Pair it with a small draft model of the same family to see "
+                              "speculative decoding at work.")
+        self.models_button.setVisible(not loaded)
+        self._fit_hint()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        self._fit_hint()
+
+    def _fit_hint(self) -> None:
+        """The hint wraps at HINT_WIDTH, or narrower in a narrow chat column (beside a dock on a laptop)."""
+        width = max(200, min(HINT_WIDTH, self.width() - 2 * HINT_MARGIN)) if self.width() > 0 else HINT_WIDTH
+        self.hint.setFixedWidth(width)
+        self.hint.setMinimumHeight(self.hint.heightForWidth(width))
+        self.updateGeometry()

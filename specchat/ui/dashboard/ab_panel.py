@@ -1,0 +1,227 @@
+"""The A/B panel: one prompt under Off / Draft / MTP side by side, run as a job on the engine thread."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
+                               QVBoxLayout, QWidget)
+
+from specchat.engine.config import LIMITS, MTP_MAX_DEPTH
+from .. import theme
+from ..theme_switch import follow
+from ..settings_panel import limited_spin_box
+from specchat.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
+from specchat.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
+                             JobStarted)
+
+from ..worker import QtJob
+
+DEFAULT_PROMPT = "Write a Python function that merges two sorted lists, with a docstring."
+
+
+def card_style() -> str:
+    """The A/B card's style sheet in the current palette."""
+    return (f"ABCard {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
+            f" QLabel#abTitle {{ font-weight: 600; color: {theme.TEXT}; }}"
+            f" QLabel#abSpeed {{ font-size: 20px; font-weight: 600; color: {theme.TEXT}; }}"
+            f" QLabel#abDetail {{ color: {theme.MUTED}; }}")
+
+
+SPEED_TIP = ("Decode speed of this mode's run: generated tokens over the time from the end of prompt processing "
+             "to the last token (the engine's clock), greedy, same prompt and token limit for every mode.")
+DETAIL_TIP = ("Tokens generated; acceptance: share of drafted tokens the target accepted (— when nothing was "
+              "drafted); accepted / round: accepted drafts per speculative round.")
+IDENTICAL_TIP = ("Greedy decoding: speculation must give exactly the tokens of Off. 'From token N' is the first "
+                 "token that differs.")
+
+
+class ABCard(QFrame):
+    """One mode's figures: tok/s, acceptance, and whether its output equals Off's."""
+
+    def __init__(self, mode: str, parent=None):
+        super().__init__(parent)
+        follow(self, lambda: self.setStyleSheet(card_style()))
+        self.mode = mode
+        self.title = QLabel(MODE_TITLES[mode], objectName="abTitle")
+        self.speed = QLabel("—", objectName="abSpeed")
+        self.detail = QLabel("not run yet", objectName="abDetail")
+        self.detail.setWordWrap(True)
+        self.identical = QLabel("")
+        for label, tip in ((self.speed, SPEED_TIP), (self.detail, DETAIL_TIP), (self.identical, IDENTICAL_TIP)):
+            label.setToolTip(tip)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(12, 10, 12, 10)
+        for label in (self.title, self.speed, self.detail, self.identical):
+            column.addWidget(label)
+        column.addStretch(1)
+
+    def show_row(self, row: ABRow | None) -> None:
+        """Show a run's figures (None clears the card)."""
+        if row is None:
+            self.speed.setText("—")
+            self.detail.setText("running…")
+            self.identical.setText("")
+            return
+        if row.unavailable:
+            self.speed.setText("n/a")
+            self.detail.setText(f"unavailable: {row.unavailable}")
+            self.identical.setText("")
+            return
+        self.speed.setText(f"{row.tokens_per_s:.1f} tok/s")
+        parts = [f"{row.generated_tokens} tokens"]
+        if row.acceptance_rate is not None:
+            parts.append(f"acceptance {row.acceptance_rate * 100:.0f}%")
+            parts.append(f"{row.mean_accepted_per_round:.2f} accepted / round")
+        elif row.mode != "baseline":
+            parts.append("acceptance —")
+        self.detail.setText(" · ".join(parts))
+        self.identical.setText(identical_html(row))
+
+
+def identical_html(row: ABRow) -> str:
+    """'Identical output: yes / no (from token N)', coloured; blank when not checked."""
+    if row.identical is None:
+        return f'<span style="color:{theme.MUTED}">identity not checked (sampling)</span>'
+    if row.mode == "baseline":
+        return f'<span style="color:{theme.MUTED}">reference output</span>'
+    if row.identical:
+        return '<span style="color:#1f9d55; font-weight:600">✓ identical output: yes</span>'
+    return (f'<span style="color:{theme.REJECT}; font-weight:600">✕ identical output: no '
+            f'(differs from token {row.first_mismatch})</span>')
+
+
+class ABPanel(QWidget):
+    """Pick a prompt, press Run: Off, Draft and MTP run in turn as one job on the engine thread."""
+
+    busyChanged = Signal(bool)  # True while this panel's comparison is queued or running
+    compared = Signal(object)  # list[ABRow]
+
+    def __init__(self, parent=None, client=None):
+        super().__init__(parent)
+        self.client = client
+        self.pair = None
+        self.job: QtJob | None = None
+        self.rows: list[ABRow] = []
+        self.prompt = QPlainTextEdit(DEFAULT_PROMPT)
+        self.prompt.setFixedHeight(54)
+        self.k = limited_spin_box(LIMITS["num_draft_tokens"], value=4, prefix="K = ")
+        self.k.setToolTip(f"Draft tokens per round; the MTP head drafts at most {MTP_MAX_DEPTH}")
+        self.max_tokens = limited_spin_box(LIMITS["max_tokens"], value=128, suffix=" tokens", singleStep=1)
+        self.run_button = QPushButton("Run A/B", objectName="primary")
+        self.run_button.clicked.connect(self.start)
+        self.run_button.setEnabled(False)
+        self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)
+        self.status = QLabel("Load a model to compare modes.")
+        self.status.setStyleSheet(f"color: {theme.MUTED}")
+        self.cards = {mode: ABCard(mode) for mode in AB_MODES}
+        controls = QHBoxLayout()
+        controls.addWidget(self.k)
+        controls.addWidget(self.max_tokens)
+        controls.addWidget(self.status, 1)
+        controls.addWidget(self.cancel_button)
+        controls.addWidget(self.run_button)
+        cards = QGridLayout()
+        for i, card in enumerate(self.cards.values()):
+            cards.addWidget(card, 0, i)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(QLabel("Same prompt, every mode (greedy: outputs must be identical)"),
+                         0, Qt.AlignmentFlag.AlignLeft)
+        column.addWidget(self.prompt)
+        column.addLayout(controls)
+        column.addLayout(cards)
+
+    def set_client(self, client) -> None:
+        """The engine client whose queue runs the comparison."""
+        if client is self.client:
+            return
+        self.client = client
+        client.worker.queueChanged.connect(self._queue_changed)
+        self._refresh_button()
+
+    def set_pair(self, pair) -> None:
+        """The loaded pair (a LoadedPair, or None when nothing is loaded)."""
+        self.pair = pair
+        self._refresh_button()
+        if self.job is None:
+            self.status.setText("Ready." if pair is not None else "Load a model to compare modes.")
+
+    def _refresh_button(self) -> None:
+        self.run_button.setEnabled(self.pair is not None and self.client is not None and self.job is None)
+
+    def start(self) -> None:
+        """Queue the comparison on the engine thread; it runs after the jobs before it."""
+        text = self.prompt.toPlainText().strip()
+        if self.pair is None or self.client is None or self.job is not None:
+            return
+        if not text:
+            self.status.setText("Type a prompt to compare.")
+            return
+        k, max_tokens = self.k.value(), self.max_tokens.value()
+
+        def work(ctx):
+            engine = ctx.engine
+            ids = list(engine.tokenizer.apply_chat_template([{"role": "user", "content": text}],
+                                                            add_generation_prompt=True, enable_thinking=False))
+            return run_ab(engine, ids, k, max_tokens, cancel=ctx.cancel, on_row=ctx.emit)
+
+        self.rows = []
+        for card in self.cards.values():
+            card.show_row(None)
+        self.job = self.client.submit("ab", work)
+        self.job.event.connect(self._job_event)
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.busyChanged.emit(True)
+        self._queue_changed(self.client.host.state())
+
+    def cancel(self) -> None:
+        """Stop after the current generation (a queued comparison never runs)."""
+        if self.job is not None:
+            self.job.cancel()
+
+    def wait(self, ms: int = 60_000) -> bool:
+        """Wait until the comparison's job ended on the engine thread (tests, shutdown)."""
+        return self.job.handle.wait(ms / 1000) if self.job is not None else True
+
+    def _queue_changed(self, state) -> None:
+        ahead = state.ahead_of(self.job.id) if self.job is not None else None
+        if ahead is not None:
+            self.status.setText(f"Queued ({ahead} ahead)…")
+
+    def _job_event(self, event) -> None:
+        if isinstance(event, JobQueued):
+            self.status.setText(f"Queued ({event.ahead} ahead)…" if event.ahead else "Starting…")
+        elif isinstance(event, JobStarted):
+            self.status.setText("Running Off, then Draft, then MTP…")
+        elif isinstance(event, JobProgress):
+            self._row_done(event.event)
+        elif isinstance(event, JobFinished):
+            self._done(event.result)
+        elif isinstance(event, JobFailed):
+            self.status.setText(f"A/B failed: {event.message}")
+        elif isinstance(event, JobCancelled):
+            self.status.setText("Cancelled before it started.")
+        if isinstance(event, TERMINAL):
+            self._job_ended()
+
+    def _row_done(self, row: ABRow) -> None:
+        self.rows.append(row)
+        self.cards[row.mode].show_row(row)
+
+    def _done(self, rows: list[ABRow]) -> None:
+        speeds = {r.mode: r.tokens_per_s for r in rows if r.tokens_per_s}
+        base = speeds.get("baseline")
+        ratios = [f"{MODE_TITLES[m]} {v / base:.2f}×" for m, v in speeds.items() if base and m != "baseline"]
+        self.status.setText("Done" + (": " + ", ".join(ratios) + " vs Off" if ratios else "."))
+        self.compared.emit(rows)
+
+    def _job_ended(self) -> None:
+        done = {r.mode for r in self.rows}
+        for mode, card in self.cards.items():
+            if mode not in done:
+                card.detail.setText("not run")
+        self.job = None
+        self.cancel_button.setEnabled(False)
+        self._refresh_button()
+        self.busyChanged.emit(False)

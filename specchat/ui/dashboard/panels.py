@@ -1,0 +1,213 @@
+"""The dashboard's four charts: throughput, acceptance, memory and power; each redraws from buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from specchat.system.ringbuffer import RingBuffer, RoundSeries
+
+from PySide6.QtWidgets import QLabel, QSizePolicy
+
+from .charts import (BLUE, BLUE_LIGHT, GREEN, GREEN_LIGHT, GREY, HEADROOM, ORANGE, PURPLE, RED, TEAL, ChartCard,
+                     horizontal_line, make_plot, pen, style_axis)
+
+GB = 1e9
+MEMORY_COLUMNS = ("time", "active", "peak", "available", "rss")
+POWER_COLUMNS = ("time", "percent", "on_battery")
+
+
+def highest(*values) -> float | None:
+    """The largest finite value among arrays and numbers (None when there is none)."""
+    finite = [np.asarray(v, dtype=float).ravel() for v in values if v is not None]
+    finite = [v[np.isfinite(v)] for v in finite]
+    tops = [float(v.max()) for v in finite if v.size]
+    return max(tops) if tops else None
+
+
+def fit_y(view: pg.ViewBox, top: float | None) -> None:
+    """From zero to a little above top, so marker labels above their lines stay inside; auto when unknown."""
+    if top is None or top <= 0:
+        view.enableAutoRange(y=True)
+    else:
+        view.setYRange(0, top * HEADROOM, padding=0)
+
+
+def set_curve(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
+    """setData with gaps at NaN; a curve with no finite value is cleared (pyqtgraph warns on all-NaN)."""
+    if np.isfinite(y).any():
+        curve.setData(x, y, connect="finite")
+    else:
+        curve.setData([], [])
+
+
+class ThroughputChart(ChartCard):
+    """Decode tok/s of each round, the rolling speed, and plain decoding as the break-even line."""
+
+    def __init__(self, parent=None):
+        super().__init__("Decode speed", make_plot("tok/s", "round"),
+                         "No speculative rounds yet.\nSend a message with Draft or MTP on.",
+                         [(BLUE_LIGHT, "dot", "per round"), (BLUE, "line", "rolling"),
+                          (RED, "dashed", "plain decode")], parent)
+        item = self.plot.getPlotItem()
+        self.round_curve = item.plot(pen=pen(BLUE_LIGHT, 1.2), symbol="o", symbolSize=5,
+                                     symbolBrush=BLUE_LIGHT, symbolPen=None, antialias=True)
+        self.rolling_curve = item.plot(pen=pen(BLUE, 2.6), antialias=True)
+        self.baseline_line = horizontal_line(RED)
+        self.baseline_line.hide()
+        item.addItem(self.baseline_line)
+        self._per_round, self._baseline = np.zeros(0), None
+
+    def redraw(self, rounds: RoundSeries) -> None:
+        """Replot from the round series."""
+        x = rounds.indices()
+        self._per_round = rounds.tokens_per_s()
+        set_curve(self.round_curve, x, self._per_round)
+        set_curve(self.rolling_curve, x, rounds.rolling_tokens_per_s())
+        self._fit()
+
+    def set_baseline(self, tps: float | None) -> None:
+        """Move (or hide) the plain-decode line."""
+        self.baseline_line.setVisible(tps is not None)
+        self._baseline = tps
+        if tps is not None:
+            self.baseline_line.setValue(tps)
+            self.baseline_line.label.setFormat(f"plain decode {tps:.1f} tok/s")
+        self._fit()
+
+    def _fit(self) -> None:
+        """The plain-decode line and its label stay in view even above every round."""
+        fit_y(self.plot.getPlotItem().getViewBox(), highest(self._per_round, self._baseline))
+
+
+class AcceptanceChart(ChartCard):
+    """Each round's acceptance as bars, and the acceptance of all rounds so far as a line."""
+
+    def __init__(self, parent=None):
+        super().__init__("Acceptance", make_plot("% of drafted tokens", "round"),
+                         "Acceptance appears once the target checks drafts.",
+                         [(GREEN_LIGHT, "bar", "per round"), (GREEN, "line", "cumulative")], parent)
+        item = self.plot.getPlotItem()
+        item.setYRange(0, 105, padding=0)
+        item.getViewBox().setLimits(yMin=-5, yMax=110)
+        self.round_curve = item.plot(stepMode="center", fillLevel=0,
+                                     brush=pg.mkBrush(GREEN_LIGHT), pen=pen(GREEN_LIGHT, 1))
+        self.cumulative_curve = item.plot(pen=pen(GREEN, 2.6), antialias=True)
+
+    def redraw(self, rounds: RoundSeries) -> None:
+        """Replot from the round series (percent)."""
+        x = rounds.indices()
+        edges = np.concatenate((x - 0.4, x[-1:] + 0.4)) if len(x) else np.zeros(0)
+        heights = np.nan_to_num(rounds.acceptance() * 100)
+        if len(x):
+            self.round_curve.setData(edges, heights)
+        else:
+            self.round_curve.setData([], [])
+        set_curve(self.cumulative_curve, x, rounds.cumulative_acceptance() * 100)
+
+
+class MemoryChart(ChartCard):
+    """MLX active and peak memory (left axis, with the weights marked) and the system's available memory
+    (right axis, its own scale: many GB of free RAM would flatten the MLX lines into the floor)."""
+
+    def __init__(self, parent=None):
+        super().__init__("Memory", make_plot("MLX GB", date_axis=True), "Reading memory…",
+                         [(BLUE, "line", "MLX active"), (PURPLE, "line", "MLX peak"),
+                          (ORANGE, "dashed", "weights"), (TEAL, "line", "system available (right)")], parent)
+        item = self.plot.getPlotItem()
+        self.system_view = pg.ViewBox(enableMenu=False)
+        item.showAxis("right")
+        style_axis(item.getAxis("right"))
+        item.getAxis("right").setLabel("system GB", color=TEAL)
+        item.scene().addItem(self.system_view)
+        item.getAxis("right").linkToView(self.system_view)
+        self.system_view.setXLink(item.getViewBox())
+        item.getViewBox().sigResized.connect(self._align_views)
+        self.curves = {
+            "active": item.plot(pen=pen(BLUE, 2.2), antialias=True),
+            "peak": item.plot(pen=pen(PURPLE, 1.6), antialias=True),
+            "available": pg.PlotDataItem(pen=pen(TEAL, 1.6), antialias=True),
+        }
+        self.system_view.addItem(self.curves["available"])
+        self.weights_line = horizontal_line(ORANGE)
+        self.weights_line.hide()
+        item.addItem(self.weights_line)
+        self.working_set_line = horizontal_line(GREY, "GPU working-set limit")
+        self.working_set_line.hide()
+        self.system_view.addItem(self.working_set_line)
+        self._weights_gb: float | None = None
+        self._working_set_gb: float | None = None
+
+    def _align_views(self) -> None:
+        view = self.plot.getPlotItem().getViewBox()
+        self.system_view.setGeometry(view.sceneBoundingRect())
+        self.system_view.linkedViewChanged(view, self.system_view.XAxis)
+
+    def redraw(self, samples: RingBuffer) -> None:
+        """Replot from the memory buffer (bytes shown as GB); each axis fits its own lines."""
+        data = samples.array()
+        gb = {name: data[:, MEMORY_COLUMNS.index(name)] / GB for name in self.curves}
+        for name, curve in self.curves.items():
+            set_curve(curve, data[:, 0], gb[name])
+        self.show_times(data[:, 0])
+        fit_y(self.plot.getPlotItem().getViewBox(), highest(gb["active"], gb["peak"], self._weights_gb))
+        fit_y(self.system_view, highest(gb["available"], self._working_set_gb))
+
+    def set_weights(self, n_bytes: int | None) -> None:
+        """Mark the loaded weights' size (None hides the line)."""
+        self.weights_line.setVisible(bool(n_bytes))
+        self._weights_gb = n_bytes / GB if n_bytes else None
+        if n_bytes:
+            self.weights_line.setValue(n_bytes / GB)
+            self.weights_line.label.setFormat(f"weights {n_bytes / GB:.2f} GB")
+
+    def set_working_set(self, n_bytes: int | None) -> None:
+        """Mark Metal's recommended working set on the system axis (macOS; None hides it)."""
+        self.working_set_line.setVisible(bool(n_bytes))
+        self._working_set_gb = n_bytes / GB if n_bytes else None
+        if n_bytes:
+            self.working_set_line.setValue(n_bytes / GB)
+
+
+class PowerChart(ChartCard):
+    """Battery percent over time, green on mains and orange on battery. With nothing to plot (no battery)
+    it folds into one line: its title and what it knows."""
+
+    def __init__(self, parent=None):
+        super().__init__("Power", make_plot("battery %", date_axis=True), "Reading power…",
+                         [(GREEN, "line", "on mains"), (ORANGE, "line", "on battery")], parent)
+        item = self.plot.getPlotItem()
+        item.setYRange(0, 105, padding=0)
+        dots = {"symbol": "o", "symbolSize": 4, "symbolPen": None}
+        self.ac_curve = item.plot(pen=pen(GREEN, 2.4), symbolBrush=GREEN, antialias=True, **dots)
+        self.battery_curve = item.plot(pen=pen(ORANGE, 2.4), symbolBrush=ORANGE, antialias=True, **dots)
+        self.note = QLabel(objectName="chartCaption")
+        self.note.setWordWrap(True)  # one line where it fits; two rather than cut off in a narrow dock
+        self.layout().itemAt(0).layout().insertWidget(1, self.note, 100)  # ahead of the header's stretch
+        self.compact = False
+        self.set_empty("Reading power…")
+
+    def redraw(self, samples: RingBuffer) -> None:
+        """Replot: one curve per source, NaN where the other source held (gaps keep them apart)."""
+        data = samples.array()
+        t, percent, on_battery = data[:, 0], data[:, 1], data[:, 2]
+        set_curve(self.ac_curve, t, np.where(on_battery == 0, percent, np.nan))
+        set_curve(self.battery_curve, t, np.where(on_battery == 1, percent, np.nan))
+        self.show_times(t)
+
+    def set_empty(self, text: str | None) -> None:
+        """Nothing to plot: one line (title and note) instead of an empty chart; else the chart."""
+        super().set_empty(text)
+        self.compact = bool(text)
+        self.note.setText(" ".join(text.split()) if text else "")
+        self.note.setVisible(self.compact)
+        for part in (self.plot, self.legend, self.caption):
+            part.setVisible(not self.compact)
+        self.empty.hide()
+        if self.compact:  # tighter: the line fits a laptop's narrow dock
+            self.layout().setContentsMargins(6, 5, 6, 5)
+        else:
+            self.layout().setContentsMargins(12, 10, 12, 10)
+        self.layout().itemAt(0).layout().setSpacing(8 if self.compact else 14)
+        vertical = QSizePolicy.Policy.Fixed if self.compact else QSizePolicy.Policy.Preferred
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, vertical)

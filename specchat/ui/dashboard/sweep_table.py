@@ -1,0 +1,152 @@
+"""The sweep's results: a table of every cell, and a bar chart of speedup by K per prompt type."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+
+from specchat.tuning.sweep_report import cell_notes
+from specchat.tuning.sweep_results import CellResult, is_best
+from specchat.tuning.sweep_stats import BEST_RULE, cv_text
+
+from .. import theme
+from ..theme_switch import follow
+from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL, ChartCard, legend_html, make_plot, pen
+
+DASH = "—"
+COLUMNS = ("Prompt", "K", "tok/s", "Speedup", "Accept", "Acc/round", "CV", "Peak GB", "Notes")
+PROMPT_COLORS = (BLUE, ORANGE, TEAL, PURPLE, GREEN, RED)
+NOISY_BG = QColor("#fff3d6")
+DIFFERS_BG = QColor("#fde4e4")
+BASELINE_FG = QColor(theme.MUTED)
+COLUMN_HELP = {
+    "Prompt": "The prompt type the cell ran (each prompt: plain decoding first, then each K).",
+    "K": "Draft length: tokens drafted per round; 'baseline' is plain decoding (speculation off).",
+    "tok/s": "Median decode speed over the measured reps (warmups left out): generated tokens over the time "
+             "from the end of prompt processing to the last token. — when the output differed from plain decoding.",
+    "Speedup": "This K's median tok/s over plain decoding's median, minus 1, in percent.",
+    "Accept": "Share of drafted tokens the target accepted, over every measured rep.",
+    "Acc/round": "Accepted drafted tokens per speculative round (each round also adds one target token).",
+    "CV": "Robust spread of the reps: 1.4826 × MAD / median; amber above 5%; n/a with fewer than 3 reps.",
+    "Peak GB": "Peak MLX memory of the cell's reps, in GB.",
+    "Notes": f"Flags: output differs, noisy, power source changed. ★ marks the best choice: {BEST_RULE}.",
+}
+
+
+def _pct(value: float | None, signed: bool = False) -> str:
+    if value is None or not math.isfinite(value):
+        return DASH
+    return f"{value:+.1f}%" if signed else f"{value:.1f}%"
+
+
+def cell_texts(prompt: str, cell: CellResult, best: bool) -> list[str]:
+    """The table row of one cell, as the texts of COLUMNS."""
+    speed = DASH if cell.median_tokens_per_s is None else f"{cell.median_tokens_per_s:.1f}"
+    acceptance = DASH if cell.acceptance_rate is None else _pct(cell.acceptance_rate * 100)
+    per_round = DASH if cell.mean_accepted_per_round is None else f"{cell.mean_accepted_per_round:.2f}"
+    notes = cell_notes(cell)
+    if best:
+        star = "★ best K" if cell.k is not None else "★ best: Off (no K beats plain decoding beyond the noise)"
+        notes = star + (f"; {notes}" if notes else "")
+    return [prompt, cell.label, speed, _pct(cell.speedup_pct, signed=True), acceptance, per_round, cv_text(cell.cv),
+            f"{cell.peak_memory_bytes / 1e9:.2f}", notes]
+
+
+class SweepTable(QTableWidget):
+    """One row per (prompt, cell); noisy cells amber, cells that failed the identity gate red."""
+
+    def __init__(self, parent=None):
+        super().__init__(0, len(COLUMNS), parent)
+        self.setHorizontalHeaderLabels(COLUMNS)
+        for column, name in enumerate(COLUMNS):
+            self.horizontalHeaderItem(column).setToolTip(COLUMN_HELP[name])
+        self.verticalHeader().hide()
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setAlternatingRowColors(False)
+        self.setShowGrid(False)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        follow(self, lambda: self.setStyleSheet(
+            f"QTableWidget {{ background: {theme.SURFACE}; color: {theme.TEXT}; border: 1px solid {theme.BORDER}; "
+            f"border-radius: 8px; }} QHeaderView::section {{ background: {theme.CODE_BG}; "
+            f"border: none; padding: 4px 6px; color: {theme.MUTED}; font-weight: 600; }}"))
+
+    def show_cells(self, prompts: list[tuple[str, list[CellResult]]], best: dict[str, int]) -> None:
+        """Fill the table from (prompt name, cells) pairs; best marks the best choice per prompt (0: Off)."""
+        rows = [(name, cell) for name, cells in prompts for cell in cells]
+        self.setRowCount(len(rows))
+        for row, (name, cell) in enumerate(rows):
+            best_here = is_best(cell, best.get(name))
+            for column, text in enumerate(cell_texts(name, cell, best_here)):
+                self.setItem(row, column, self._item(text, cell, column, best_here))
+
+    def _item(self, text: str, cell: CellResult, column: int, best: bool) -> QTableWidgetItem:
+        item = QTableWidgetItem(text)
+        if 1 <= column <= 7:
+            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if cell.identical is False:
+            item.setBackground(QBrush(DIFFERS_BG))
+        elif cell.noisy and COLUMNS[column] in ("tok/s", "Speedup", "CV", "Notes"):
+            item.setBackground(QBrush(NOISY_BG))
+        if cell.k is None:
+            item.setForeground(QBrush(BASELINE_FG))
+        if best:
+            font = QFont()
+            font.setBold(True)
+            item.setFont(font)
+        return item
+
+    def row_texts(self, row: int) -> list[str]:
+        """The texts of one row (tests and exports)."""
+        return [self.item(row, c).text() for c in range(self.columnCount())]
+
+
+class SpeedupChart(ChartCard):
+    """Grouped bars: speedup over plain decoding for each K, one colour per prompt type."""
+
+    def __init__(self, parent=None):
+        super().__init__("Speedup vs plain decoding", make_plot("speedup %", "draft length K"),
+                         "Run a sweep to see the speedup of each K.", [], parent)
+        self.bars: dict[str, pg.BarGraphItem] = {}
+        self.markers: dict[str, pg.ScatterPlotItem] = {}
+        item = self.plot.getPlotItem()
+        item.addItem(pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen(theme.MUTED, width=1)))
+
+    def show_cells(self, prompts: list[tuple[str, list[CellResult]]], ks: tuple[int, ...]) -> None:
+        """Draw one bar group per K; noisy bars faded with a dashed edge, identity failures as red ✕ at 0."""
+        item = self.plot.getPlotItem()
+        for graphic in (*self.bars.values(), *self.markers.values()):
+            item.removeItem(graphic)
+        self.bars, self.markers = {}, {}
+        width = 0.8 / max(len(prompts), 1)
+        legend = []
+        for i, (name, cells) in enumerate(prompts):
+            color = PROMPT_COLORS[i % len(PROMPT_COLORS)]
+            by_k = {c.k: c for c in cells if c.k is not None}
+            present = [k for k in ks if k in by_k]
+            legend.append((color, "bar", name))
+            if not present:
+                continue  # pyqtgraph's BarGraphItem cannot take empty pen lists
+            x = np.array([ks.index(k) for k in present], dtype=float) - 0.4 + width * (i + 0.5)
+            heights = [by_k[k].speedup_pct if by_k[k].speedup_pct is not None else 0.0 for k in present]
+            brushes = [pg.mkBrush(color + ("66" if by_k[k].noisy else "e6")) for k in present]
+            pens = [pen(color, 1.4, dashed=True) if by_k[k].noisy else pg.mkPen(color) for k in present]
+            bars = pg.BarGraphItem(x=x, height=heights, width=width * 0.92, brushes=brushes, pens=pens)
+            item.addItem(bars)
+            self.bars[name] = bars
+            failed = [xi for xi, k in zip(x, present) if by_k[k].identical is False]
+            markers = pg.ScatterPlotItem(x=failed, y=[0.0] * len(failed), symbol="x", size=14,
+                                         pen=pg.mkPen(RED, width=2.5), brush=pg.mkBrush(RED))
+            item.addItem(markers)
+            self.markers[name] = markers
+        legend += [(theme.MUTED, "bar", "faded: noisy (CV > 5%)"), (RED, "cross", "output differs")]
+        self.legend.setText(legend_html(legend))
+        item.getAxis("bottom").setTicks([[(i, f"K={k}") for i, k in enumerate(ks)]])
+        self.set_empty(None if prompts else "Run a sweep to see the speedup of each K.")

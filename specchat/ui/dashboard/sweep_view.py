@@ -1,0 +1,323 @@
+"""The sweep view: queue a K sweep for the loaded pair on the engine thread, see the table and chart, keep the best K."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QLineEdit,
+                               QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget)
+
+from specchat.engine.errors import ConfigError
+from specchat.engine.config import LIMITS
+from specchat.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
+                              JobStarted)
+from specchat.tuning.sweep import SweepConfig, SweepRunner, parse_ks
+from specchat.tuning.sweep_prompts import BUILTIN_PROMPTS, builtin_prompts
+from specchat.tuning.sweep_report import choice_text, write_json
+from specchat.tuning.sweep_results import CellDone, CellResult, RunDone, SweepFinished, SweepResult, SweepStarted
+from specchat.tuning.best_k import save_sweep
+from specchat.paths import AppPaths
+
+from .. import theme
+from ..theme_switch import follow
+from ..banner import Banner
+from .ab_panel import ABPanel
+from ..worker import QtJob
+from .sweep_export import write_csv
+from .sweep_table import SpeedupChart, SweepTable
+
+DEFAULT_KS = "1,2,4,8"
+
+
+def card_css() -> str:
+    """A card's style in the current palette."""
+    return f"background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px;"
+
+
+class SweepView(QWidget):
+    """Give it the engine client and the loaded pair; Run queues a sweep, "Use best K" saves the result."""
+
+    busyChanged = Signal(bool)      # True while this view's sweep is queued or running
+    bestKSaved = Signal(object)     # dict[str, int]: the best K per prompt type just saved
+    sweepFinished = Signal(object)  # SweepResult
+
+    def __init__(self, paths: AppPaths | None = None, parent=None, *, read_power=None, machine_info=None,
+                 client=None):
+        super().__init__(parent)
+        self.paths = paths or AppPaths.default()
+        self.read_power, self.machine_info = read_power, machine_info
+        self.client = None
+        self.pair = None
+        self.job: QtJob | None = None
+        self.result: SweepResult | None = None
+        self.cells: dict[str, list[CellResult]] = {}
+        self.ks: tuple[int, ...] = ()
+        self._build()
+        self.set_pair(None)
+        if client is not None:
+            self.set_client(client)
+
+    # --- construction ---
+
+    def _build(self) -> None:
+        self.setObjectName("sweepView")
+        follow(self, lambda: self.setStyleSheet(f"#sweepView {{ background: {theme.WINDOW_BG}; }}"))
+        self.banner = Banner()
+        self.mode = QComboBox()
+        self.ks_edit = QLineEdit(DEFAULT_KS)
+        self.ks_edit.setMaximumWidth(110)
+        self.reps = QSpinBox(minimum=1, maximum=50, value=3, prefix="reps ")
+        self.warmup = QSpinBox(minimum=0, maximum=10, value=1, prefix="warmup ")
+        self.max_tokens = QSpinBox(minimum=LIMITS["max_tokens"].low, maximum=LIMITS["max_tokens"].high, value=128,
+                                   suffix=" tokens")
+        self.prompt_boxes = {name: QCheckBox(name, checked=True) for name in BUILTIN_PROMPTS}
+        self.allow_battery = QCheckBox("run on battery")
+        self.run_button = QPushButton("Run sweep", objectName="primary", clicked=self.start)
+        self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)
+        self.progress = QProgressBar(textVisible=True)
+        self.progress_label = QLabel("")
+        self.progress_label.setStyleSheet(f"color: {theme.MUTED}")
+        self.table = SweepTable()
+        self.chart = SpeedupChart()
+        self.best_label = QLabel("")
+        self.use_best = QPushButton("Use best K", clicked=self.use_best_k, enabled=False)
+        self.use_best.setToolTip("Save the best choice per prompt type for this pair as the chat's default: a K "
+                                 "only when it beats plain decoding beyond the noise, else Off (speculation off)")
+        self.exports = [QPushButton(f"Export {kind}", enabled=False,
+                                    clicked=lambda _=False, k=kind: self._ask_export(k))
+                        for kind in ("CSV", "JSON", "PNG")]
+        self.ab = ABPanel()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 12, 14, 12)
+        layout.setSpacing(10)
+        layout.addWidget(self.banner)
+        layout.addWidget(self._controls())
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.chart)
+        splitter.setSizes([700, 460])
+        layout.addWidget(splitter, 3)
+        actions = QHBoxLayout()
+        actions.addWidget(self.best_label, 1)
+        for button in (self.use_best, *self.exports):
+            actions.addWidget(button)
+        layout.addLayout(actions)
+        ab_card = QFrame(objectName="abFrame")
+        follow(ab_card, lambda: ab_card.setStyleSheet(f"QFrame#abFrame {{ {card_css()} }}"))
+        inner = QVBoxLayout(ab_card)
+        inner.addWidget(self.ab)
+        layout.addWidget(ab_card, 0)
+
+    def _controls(self) -> QFrame:
+        card = QFrame(objectName="sweepControls")
+        follow(card, lambda: card.setStyleSheet(f"QFrame#sweepControls {{ {card_css()} }}"))
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Sweep"))
+        row.addWidget(self.mode)
+        row.addWidget(QLabel("K"))
+        row.addWidget(self.ks_edit)
+        for widget in (self.reps, self.warmup, self.max_tokens, *self.prompt_boxes.values(), self.allow_battery):
+            row.addWidget(widget)
+        row.addStretch(1)
+        row.addWidget(self.cancel_button)
+        row.addWidget(self.run_button)
+        progress = QHBoxLayout()
+        progress.addWidget(self.progress, 2)
+        progress.addWidget(self.progress_label, 3)
+        column = QVBoxLayout(card)
+        column.setContentsMargins(12, 8, 12, 8)
+        column.addLayout(row)
+        column.addLayout(progress)
+        return card
+
+    # --- the pair ---
+
+    def set_client(self, client) -> None:
+        """The engine client whose queue runs sweeps and A/B comparisons."""
+        if client is self.client:
+            return
+        self.client = client
+        client.worker.queueChanged.connect(self._queue_changed)
+        self.ab.set_client(client)
+        self._refresh_button()
+
+    def set_pair(self, pair) -> None:
+        """The loaded pair (a LoadedPair; None: nothing loaded); offers the modes it can sweep."""
+        self.pair = pair
+        self.mode.clear()
+        reasons = pair.available_modes if pair is not None else {}
+        for mode, label in (("draft", "Draft model"), ("mtp", "MTP head")):
+            if pair is not None and not reasons.get(mode):
+                self.mode.addItem(label, mode)
+        self._refresh_button()
+        if self.job is None:
+            self.progress_label.setText("" if self.mode.count() else "Load a target with a draft model or an "
+                                                                     "MTP head to sweep K.")
+        self.ab.set_pair(pair)
+
+    def _refresh_button(self) -> None:
+        self.run_button.setEnabled(self.mode.count() > 0 and self.client is not None and self.job is None)
+
+    def config(self) -> SweepConfig:
+        """The sweep settings from the controls; ConfigError names what is wrong."""
+        names = [name for name, box in self.prompt_boxes.items() if box.isChecked()]
+        if not names:
+            raise ConfigError("choose at least one prompt type to sweep")
+        return SweepConfig(mode=self.mode.currentData() or "draft", ks=parse_ks(self.ks_edit.text()),
+                           reps=self.reps.value(), warmup=self.warmup.value(),
+                           max_tokens=self.max_tokens.value(), prompts=tuple(builtin_prompts(names)),
+                           allow_battery=self.allow_battery.isChecked())
+
+    # --- running ---
+
+    def start(self) -> bool:
+        """Queue a sweep on the engine thread; False (and a banner) when the settings are wrong."""
+        if self.pair is None or self.client is None or self.job is not None:
+            return False
+        try:
+            config = self.config()
+        except ConfigError as exc:
+            self.banner.show_message(str(exc), "error")
+            return False
+        self.banner.dismiss()
+        read_power, machine_info = self.read_power, self.machine_info
+
+        def work(ctx):
+            runner = SweepRunner(ctx.engine, config, read_power=read_power, machine_info=machine_info,
+                                 cancel=ctx.cancel)
+            return runner.run(ctx.emit)
+
+        self.result, self.cells, self.ks = None, {}, config.ks
+        self._show_cells()
+        self.progress.setRange(0, config.total_runs)
+        self.progress.setValue(0)
+        self.job = self.client.submit("sweep", work)
+        self.job.event.connect(self._job_event)
+        self._set_running(True)
+        self._queue_changed(self.client.host.state())  # its place now; JobQueued arrives a moment later
+        return True
+
+    def cancel(self) -> None:
+        """Stop after the run in progress (the partial result is shown); a queued sweep never runs."""
+        if self.job is None:
+            return
+        self.job.cancel()
+        self.progress_label.setText("Cancelling after the current run…")
+
+    def wait(self, ms: int = 120_000) -> bool:
+        """Wait until the sweep's job ended on the engine thread (tests, shutdown)."""
+        return self.job.handle.wait(ms / 1000) if self.job is not None else True
+
+    def _set_running(self, running: bool) -> None:
+        self._refresh_button()
+        self.cancel_button.setEnabled(running)
+        self.busyChanged.emit(running)
+
+    def _queue_changed(self, state) -> None:
+        ahead = state.ahead_of(self.job.id) if self.job is not None else None
+        if ahead is not None:
+            self.progress_label.setText(f"Queued ({ahead} ahead)…")
+
+    def _job_event(self, event) -> None:
+        if isinstance(event, JobQueued):
+            self.progress_label.setText(f"Queued ({event.ahead} ahead)…" if event.ahead else "Starting…")
+        elif isinstance(event, JobStarted):
+            self.progress_label.setText("Checking the pair and the power source…")
+        elif isinstance(event, JobProgress):
+            self._sweep_event(event.event)
+        elif isinstance(event, JobFinished):
+            self.show_result(event.result)
+        elif isinstance(event, JobFailed):
+            self.banner.show_message(event.message, "error")
+            self.progress_label.setText("")
+        elif isinstance(event, JobCancelled):
+            self.progress_label.setText("Cancelled before it started.")
+        if isinstance(event, TERMINAL):
+            self._job_ended()
+
+    def _job_ended(self) -> None:
+        self.job = None
+        self._set_running(False)
+
+    def _sweep_event(self, event) -> None:
+        if isinstance(event, SweepStarted):
+            self.progress_label.setText(f"{event.total_runs} runs ahead (power: {event.power_source})")
+        elif isinstance(event, RunDone):
+            self.progress.setValue(event.done)
+            cell = "baseline" if event.k is None else f"K={event.k}"
+            kind = "warmup" if event.warmup else "rep"
+            flag = " · output differs" if event.identical is False else ""
+            self.progress_label.setText(f"{event.prompt} {cell} {kind}: {event.tokens_per_s:.1f} tok/s{flag}")
+        elif isinstance(event, CellDone):
+            self.cells.setdefault(event.prompt, []).append(event.cell)
+            self._show_cells()
+        elif isinstance(event, SweepFinished):
+            pass  # the result arrives through succeeded
+
+    # --- results ---
+
+    def show_result(self, result: SweepResult) -> None:
+        """Show a finished (or cancelled) sweep's table and chart."""
+        self.result = result
+        self.cells = {p.name: list(p.cells) for p in result.prompts}
+        self.ks = tuple(result.settings.get("ks", self.ks))
+        self._show_cells()
+        best = result.best_k()
+        text = ", ".join(f"{name} {choice_text(k)}" for name, k in best.items()) or "none (no usable K cell)"
+        self.best_label.setText(("Cancelled: partial result. " if result.cancelled else "") + f"Best K: {text}")
+        self.progress_label.setText("Cancelled." if result.cancelled else "Done.")
+        self.use_best.setEnabled(bool(best))
+        for button in self.exports:
+            button.setEnabled(True)
+        self.sweepFinished.emit(result)
+
+    def _show_cells(self) -> None:
+        prompts = list(self.cells.items())
+        best = self.result.best_k() if self.result is not None else {}
+        self.table.show_cells(prompts, best)
+        self.chart.show_cells(prompts, self.ks)
+
+    def use_best_k(self) -> Path | None:
+        """Save the sweep's best K per prompt type for this pair (the chat's default K)."""
+        if self.result is None:
+            return None
+        path = save_sweep(self.paths, self.result)
+        best = self.result.best_k()
+        if path is not None:
+            self.best_label.setText("Saved best K for this pair: "
+                                    + ", ".join(f"{name} {choice_text(k)}" for name, k in best.items()))
+            self.bestKSaved.emit(best)
+        return path
+
+    def export_csv(self, path: str | Path) -> Path:
+        """Write every cell as CSV."""
+        return write_csv(self._require_result(), path)
+
+    def export_json(self, path: str | Path) -> Path:
+        """Write the whole sweep, raw runs included, as JSON."""
+        return write_json(self._require_result(), path)
+
+    def export_png(self, path: str | Path) -> Path:
+        """Save the speedup chart as a PNG image."""
+        self._require_result()
+        path = Path(path)
+        if not self.chart.grab().save(str(path)):
+            raise OSError(f"could not write the chart image to {path}")
+        return path
+
+    def _require_result(self) -> SweepResult:
+        if self.result is None:
+            raise ValueError("no sweep to export yet: run one first")
+        return self.result
+
+    def _ask_export(self, kind: str) -> None:
+        suffix = kind.lower()
+        name, _ = QFileDialog.getSaveFileName(self, f"Export sweep as {kind}", f"sweep.{suffix}",
+                                              f"{kind} (*.{suffix})")
+        if not name:
+            return
+        try:
+            getattr(self, f"export_{suffix}")(name)
+        except (OSError, ValueError) as exc:
+            self.banner.show_message(f"Export failed: {exc}", "error")

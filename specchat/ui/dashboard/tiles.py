@@ -1,0 +1,174 @@
+"""The row of headline figures above the dashboard's charts."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout
+
+from specchat.tuning.reference import FASTER, SLOWER, compare
+
+from .. import theme
+from ..theme_switch import follow
+
+DASH = "—"
+VERDICT_COLORS = {FASTER: "#1f9d55", SLOWER: theme.REJECT}  # within noise: the tile's grey
+TILE_HELP = {
+    "speed": "Decode speed: tokens per second after the first token. While a reply streams: the rolling rate over "
+             "the last rounds; after it: the reply's generated tokens over the time from the end of prompt "
+             "processing to its last token (the engine's clock).",
+    "vs_plain": "The last reply's decode speed divided by plain decoding (speculation off) on the same target with "
+                "the same sampling settings and power source, timed by the same clock: this session's plain "
+                "replies of comparable context length when there are any, else a measurement. Green: faster "
+                "beyond the noise; red: slower beyond it; grey: within noise (or a stale reference). The band is "
+                "ratio × (1 ± noise), noise = max(5%, 2 × the spread (CV) of the plain replies), 5% with fewer "
+                "than 3.",
+    "acceptance": "Share of drafted tokens the target accepted, over the rounds of the last reply ( — when nothing "
+                  "was drafted).",
+    "per_round": "Accepted drafted tokens per speculative round of the last reply (each round also adds one token "
+                 "of the target's own).",
+    "memory": "MLX active memory now (mx.get_active_memory), with the peak since the reply started, MLX's buffer "
+              "cache and the loaded weights' size.",
+    "power": "The power source and battery level read from the OS (pmset on macOS; psutil / sysfs elsewhere), "
+             "and whether low-power mode is on: speeds on battery or low power are not comparable.",
+}
+def tile_style() -> str:
+    """The tile's style sheet in the current palette."""
+    return (f"StatTile {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
+            f" QLabel#tileTitle {{ color: {theme.MUTED}; font-size: 11px; font-weight: 600; }}"
+            f" QLabel#tileValue {{ color: {theme.TEXT}; font-size: 21px; font-weight: 600; }}"
+            f" QLabel#tileSub {{ color: {theme.MUTED}; font-size: 11px; }}")
+
+
+class StatTile(QFrame):
+    """A title, one large value and a line of detail."""
+
+    def __init__(self, title: str, accent: str, parent=None):
+        super().__init__(parent)
+        follow(self, lambda: self.setStyleSheet(
+            tile_style() + f" QFrame#tileAccent {{ background: {accent}; border-radius: 2px; }}"))
+        accent_bar = QFrame(objectName="tileAccent")
+        accent_bar.setFixedWidth(4)
+        self.title = QLabel(title.upper(), objectName="tileTitle")
+        self.value = QLabel(DASH, objectName="tileValue")
+        self.help = ""  # what the figure measures and how (the tooltip's first part)
+        self.sub = QLabel("", objectName="tileSub")
+        self.sub.setWordWrap(True)
+        self.setMinimumHeight(84)  # room for a two-line detail
+        text = QVBoxLayout()
+        text.setSpacing(1)
+        for label in (self.title, self.value, self.sub):
+            text.addWidget(label)
+        text.addStretch(1)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(8, 8, 8, 8)
+        row.setSpacing(8)
+        row.addWidget(accent_bar)
+        row.addLayout(text, 1)
+
+    def set(self, value: str, sub: str = "", color: str | None = None) -> None:
+        """Show a value (in a colour, else the usual one) and its detail line."""
+        self.value.setText(value)
+        self.value.setStyleSheet(f"color: {color};" if color else "")
+        self.sub.setText(sub)
+        now = f"{self.title.text().title()}: {value}" + (f" ({sub})" if sub else "")
+        self.setToolTip(f"{self.help}\n\n{now}" if self.help else now)
+
+
+def fmt_rate(tps: float | None) -> str:
+    """Tokens per second with one decimal, or a dash."""
+    return DASH if tps is None or tps != tps else f"{tps:.1f} tok/s"
+
+
+def fmt_pct(fraction: float | None) -> str:
+    """A fraction as a whole percent, or a dash."""
+    return DASH if fraction is None or fraction != fraction else f"{fraction * 100:.0f}%"
+
+
+def fmt_gb(n_bytes: float | None) -> str:
+    """Bytes as GB with two decimals below 10 GB, one above; a dash when unknown."""
+    if n_bytes is None or n_bytes != n_bytes:
+        return DASH
+    gb = n_bytes / 1e9
+    return f"{gb:.2f} GB" if gb < 10 else f"{gb:.1f} GB"
+
+
+def _speed(dash) -> tuple[float | None, str]:
+    """The headline speed: rolling while rounds come in, else the last reply's decode speed."""
+    if dash._generating and len(dash.rounds):
+        return float(dash.rounds.rolling_tokens_per_s()[-1]), f"rolling, last {dash.rounds.window} rounds"
+    if dash.last_stats is not None and not dash._generating:
+        return dash.last_stats.decode_tokens_per_s, f"last reply ({dash.last_stats.mode})"
+    return None, "generating…" if dash._generating else "no reply yet"
+
+
+def fill_tiles(dash) -> None:
+    """Write the dashboard's current figures into its tiles."""
+    tiles = dash.tiles
+    for name, tile in tiles.items():
+        tile.help = TILE_HELP.get(name, "")
+    speed, speed_note = _speed(dash)
+    tiles["speed"].set(fmt_rate(speed), speed_note)
+    _fill_vs_plain(tiles["vs_plain"], dash, speed)
+    totals = dash.rounds.totals()
+    if totals["rounds"]:
+        rate = totals["accepted"] / totals["drafted"] if totals["drafted"] else None
+        tiles["acceptance"].set(fmt_pct(rate), f"{totals['accepted']:.0f} of {totals['drafted']:.0f} drafted")
+        stats = None if dash._generating else dash.last_stats
+        drafting = sum(stats.k_rounds.values()) if stats is not None and stats.k_rounds else 0
+        if drafting and drafting != totals["rounds"]:  # auto K's plain bursts are rounds that drafted nothing
+            tiles["per_round"].set(f"{stats.mean_accepted_per_round:.2f}",
+                                   f"over {drafting} drafting rounds (+{totals['rounds'] - drafting:.0f} plain)")
+        else:
+            tiles["per_round"].set(f"{totals['accepted'] / totals['rounds']:.2f}",
+                                   f"over {totals['rounds']:.0f} rounds")
+    else:
+        tiles["acceptance"].set(DASH, "no drafts yet")
+        tiles["per_round"].set(DASH, "no rounds yet")
+    _fill_memory(tiles["memory"], dash.last_memory, dash.weights_bytes)
+    _fill_power(tiles["power"], dash.last_power)
+
+
+def _fill_vs_plain(tile: StatTile, dash, speed: float | None) -> None:
+    """The ratio to plain decoding, coloured by whether its band clears 1.0, with its reference's source and age."""
+    ref = dash.reference()
+    if ref is None:
+        tile.set(DASH, "plain decode not measured" if dash.model_key else "no model loaded")
+        return
+    line = ref.describe(dash.plain.clock())
+    if ref.stale:
+        line = f"stale: {ref.stale} · {line}"
+    if speed is None:
+        tile.set(DASH, line)
+        return
+    result = compare(speed, ref)
+    live = dash._generating  # a rolling rate over rounds: not the reply's own clock, so no verdict yet
+    tile.set(f"{result.ratio:.2f}×", ("live; " if live else "") + line,
+             None if live else VERDICT_COLORS.get(result.verdict))
+
+
+def _fill_memory(tile: StatTile, sample, weights: int | None) -> None:
+    if sample is None:
+        tile.set(DASH, "reading…")
+        return
+    parts = [f"peak {fmt_gb(sample.mlx_peak_bytes)}", f"cache {fmt_gb(sample.mlx_cache_bytes)}"]
+    if weights:
+        parts.append(f"weights {fmt_gb(weights)}")
+    tile.set(fmt_gb(sample.mlx_active_bytes), " · ".join(parts))
+
+
+def _fill_power(tile: StatTile, reading) -> None:
+    if reading is None:
+        tile.set(DASH, "reading…")
+        return
+    status, low_power = reading
+    percent = f" {status.percent:.0f}%" if status.percent is not None else ""
+    value = {"ac": "Mains", "battery": "Battery"}.get(status.source, "Unknown") + percent
+    notes = []
+    if status.charging:
+        notes.append("charging")
+    if low_power:
+        notes.append("low-power mode on")
+    elif low_power is False:
+        notes.append("low-power mode off")
+    if status.source == "unknown" or not notes:
+        notes.append(status.detail)
+    tile.set(value, " · ".join(notes))

@@ -1,0 +1,338 @@
+"""The main window: sidebar, transcript and composer, settings panel, model toolbar, menus, analysis docks."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
+
+from specchat.paths import AppPaths
+from specchat.settings import Settings, save_settings
+
+from . import theme
+from .analysis_docks import AnalysisDocks
+from .banner import Banner
+from .chat.composer import Composer
+from .chat.controller import ChatController
+from .chat.conversation_list import ConversationList
+from .chat.footer import MODE_NAMES
+from .chat.transcript import TranscriptView
+from .engine_client import EngineClient
+from .model_bar import ModelBar
+from .models_link import ModelsLink
+from .pair_control import PairControl
+from .preferences_link import PreferencesLink
+from .screen_fit import fit_to_screen
+from .server_link import ServerLink
+from .settings_panel import SettingsPanel
+from .speculation_control import SpeculationControl
+from .speculation_menu import AUTO, SpeculationMenu
+from .startup import open_storage
+from .theme_switch import follow
+from .worker import LoadedPair, queue_text
+
+DEFAULT_SIZE = (1280, 820)
+MODELS_SHORTCUT = "Ctrl+Shift+M"
+
+
+class MainWindow(PairControl, SpeculationControl, QMainWindow):
+    """SpecChat's one window. Loads the saved (or given) target on start."""
+
+    def __init__(self, paths: AppPaths | None = None, target: str | None = None, draft: str | None = None,
+                 autoload: bool = True):
+        super().__init__()
+        storage = open_storage(paths or AppPaths.default())  # never raises: what went wrong comes back as notices
+        self.paths = storage.paths  # unwritable folders swapped for a scratch folder deleted at exit
+        self._scratch = storage.scratch
+        self.settings: Settings = storage.settings
+        self.read_only = storage.read_only
+        # what to load first: the given pair, else the saved one; settings change only once a pair loaded
+        self.requested = (self.settings.target_path, self.settings.draft_path)
+        self._cli_target: str | None = None  # a --target folder: remembered in the model folders once it loads
+        if target:
+            self.requested = (str(Path(target).expanduser().resolve()),
+                              str(Path(draft).expanduser().resolve()) if draft else None)
+            self._cli_target = self.requested[0]
+        self.pair: LoadedPair | None = None
+        self._load_banner = False  # the banner shows why a load failed (cleared once a load succeeds)
+        self.store = storage.store
+        self.client = EngineClient(self)
+        self.setWindowTitle("SpecChat")
+        self._build()
+        self._build_menus()
+        self._connect()
+        self.preferences.apply_settings()  # send key, theme, power policy, dashboard charts
+        follow(self, self._restyle)
+        self._restore()
+        notice = storage.banner()
+        if notice:
+            self.banner.show_message(notice[1], notice[0])
+        if autoload and self.requested[0]:
+            self.load_models(*self.requested)
+
+    # --- construction ---
+
+    def _build(self) -> None:
+        self.banner = Banner()
+        self.transcript = TranscriptView()
+        self.composer = Composer()
+        self.sidebar = ConversationList(self.store)
+        self.panel = SettingsPanel()
+        self.panel.load(self.settings)
+        self.model_bar = ModelBar()
+        self.addToolBar(self.model_bar)
+        center = QWidget(objectName="centralArea")
+        column = QVBoxLayout(center)
+        column.setContentsMargins(16, 10, 16, 14)
+        column.setSpacing(8)
+        column.addWidget(self.banner)
+        column.addWidget(self.transcript, 1)
+        column.addWidget(self.composer)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        for widget, stretch in ((self.sidebar, 0), (center, 1), (self.panel, 0)):
+            self.splitter.addWidget(widget)
+            self.splitter.setStretchFactor(self.splitter.count() - 1, stretch)
+        self.splitter.setSizes([250, 760, 270])
+        self.splitter.setChildrenCollapsible(False)
+        self._fitted = False
+        self.setCentralWidget(self.splitter)
+        self.mode_label = QLabel()
+        self.queue_label = QLabel()  # what the engine runs and what waits for it
+        self.queue_label.setObjectName("footer")
+        self.legend = QLabel()
+        self.legend.setToolTip("Each speculative round ends with one token the target chooses itself, after the "
+                               "drafts it accepted: so even a fully accepted reply has one untinted token per round. "
+                               "Plain decoding (speculation off, or auto K at K=0) is untinted throughout.")
+        self.legend.setObjectName("footer")
+        self.statusBar().addWidget(self.legend)
+        self.statusBar().addPermanentWidget(self.queue_label)
+        self.statusBar().addPermanentWidget(self.mode_label)
+        self.chat = ChatController(self.store, self.client, self.transcript, self.composer, self.sidebar,
+                                   self.reply_settings, self)
+        self.composer.thinking.setChecked(self.settings.enable_thinking)
+        self.composer.set_ready(False, "Load a model first")
+        self.docks = AnalysisDocks(self, self.paths, self.client)
+        self.models = ModelsLink(self, self.paths, self.settings,
+                                 lambda: (self.model_bar.target_path(), self.model_bar.draft_path()))
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        chat = bar.addMenu("&Chat")
+        self.new_action = chat.addAction("New chat", QKeySequence(QKeySequence.StandardKey.New), self.new_chat)
+        self.stop_action = chat.addAction("Stop reply", QKeySequence("Ctrl+."), self.chat.stop)
+        self.regenerate_action = chat.addAction("Regenerate reply", QKeySequence("Ctrl+R"), self.chat.regenerate)
+        chat.addSeparator()
+        chat.addAction("Rename conversation…", QKeySequence("F2"), self._rename_current)
+        chat.addAction("Delete conversation…", self._delete_current)
+        export = chat.addMenu("Export conversation…")
+        self.export_markdown_action = export.addAction("Markdown…", lambda: self.chat.actions.export("markdown"))
+        self.export_json_action = export.addAction("JSON…", lambda: self.chat.actions.export("json"))
+        chat.addSeparator()
+        self.preferences = PreferencesLink(self)
+        chat.addAction(self.preferences.action)  # macOS moves it to the application menu
+        chat.addAction("Quit", QKeySequence.StandardKey.Quit, self.close)
+        # Esc stops the reply and leaves edit mode wherever the focus is in the window
+        self.escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.escape_pressed,
+                                context=Qt.ShortcutContext.WindowShortcut)
+        self.speculation = SpeculationMenu(self)
+        bar.addMenu(self.speculation)
+        self.server = ServerLink(self)
+        bar.addMenu(self.server.menu)
+        self.speculation.set_k(self.settings.num_draft_tokens)
+        self.speculation.set_mode("baseline")
+        self.speculation.history_action.setChecked(self.settings.mtp_history)
+        view = bar.addMenu("&View")
+        self.color_action = QAction("Colour drafted tokens", self, checkable=True)
+        self.color_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
+        self.color_action.setToolTip("Tint text that came from accepted drafts; hover a red mark to see a rejection")
+        self.color_action.setChecked(self.settings.color_draft_tokens)
+        self.thinking_action = QAction("Think before answering", self, checkable=True)
+        self.thinking_action.setShortcut(QKeySequence("Ctrl+Shift+T"))
+        self.thinking_action.setChecked(self.settings.enable_thinking)
+        self.panel_action = QAction("Settings panel", self, checkable=True, checked=True)
+        self.panel_action.setShortcut(QKeySequence("Ctrl+Shift+S"))
+        self.models_action = QAction("Models…", self, shortcut=QKeySequence(MODELS_SHORTCUT))
+        self.models_action.setToolTip("Find, download and pair models")
+        self.models_action.triggered.connect(self.models.open)
+        for action in (self.docks.dashboard_action, self.docks.sweep_action, self.models_action):
+            view.addAction(action)
+        view.addSeparator()
+        for action in (self.color_action, self.thinking_action, self.panel_action):
+            view.addAction(action)
+        self.transcript.set_color_drafts(self.settings.color_draft_tokens)
+        self.legend.setVisible(self.settings.color_draft_tokens)
+
+    def _connect(self) -> None:
+        worker = self.client.worker
+        worker.loadProgress.connect(self.model_bar.set_loading)
+        worker.loaded.connect(self._on_loaded)
+        worker.loadFailed.connect(self._on_load_failed)
+        worker.memoryChanged.connect(self.model_bar.set_memory)
+        worker.draftsChecked.connect(self._on_drafts_checked)
+        worker.queueChanged.connect(lambda state: self.queue_label.setText(queue_text(state)))
+        self.chat.replyFailed.connect(lambda message: self.banner.show_message(message, "error"))
+        self.chat.settingsRejected.connect(lambda message: self.banner.show_message(message, "error"))
+        self.chat.busyChanged.connect(self._on_busy)
+        self.chat.actions.exported.connect(lambda path: self.banner.show_message(f"Exported to {path}", "info"))
+        self.chat.actions.exportFailed.connect(lambda message: self.banner.show_message(message, "error"))
+        self.model_bar.loadRequested.connect(self.load_models)
+        self.model_bar.targetChanged.connect(self._offer_drafts)
+        self.model_bar.folderBrowsed.connect(self._remember_folder)
+        self.model_bar.managerRequested.connect(self.models.open)
+        self.model_bar.targetMissing.connect(lambda message: self.banner.show_message(message, "warning"))
+        self.transcript.empty.modelsRequested.connect(self.models.open)
+        self.models.chosen.connect(self.use_models)
+        self.models.needsTarget.connect(lambda: self.banner.show_message(
+            "Choose a target model first; a draft needs a target to draft for.", "warning"))
+        self.docks.bestKSaved.connect(self._best_k_saved)
+        self.speculation.modeChosen.connect(self._mode_chosen)
+        self.speculation.draftTokensChosen.connect(self._k_chosen)
+        self.speculation.mtpHistoryChosen.connect(self._mtp_history_chosen)
+        self.color_action.toggled.connect(self._color_toggled)
+        self.thinking_action.toggled.connect(self.composer.thinking.setChecked)
+        self.composer.thinkingToggled.connect(self._thinking_toggled)
+        self.panel_action.toggled.connect(self.panel.setVisible)
+        self.panel.samplingChanged.connect(self._sampling_changed)
+        self.panel.systemPromptChanged.connect(self.chat.set_system_prompt)
+        self.sidebar.selected.connect(lambda _id: self.panel.set_system_prompt(self.chat.system_prompt()))
+        self.sidebar.newRequested.connect(self._new_chat_shown)
+        self.chat.replyStarted.connect(lambda _id: self.banner.dismiss() if self.banner.level == "error" else None)
+
+    def _restore(self) -> None:
+        geometry = self.settings.window_geometry
+        if not (geometry and self.restoreGeometry(QByteArray(base64.b64decode(geometry)))):
+            fit_to_screen(self, QSize(*DEFAULT_SIZE))
+        state = self.settings.window_state
+        if not (state and self.restoreState(QByteArray(base64.b64decode(state)))):
+            self.docks.first_start_layout()
+        else:
+            QTimer.singleShot(0, self.docks.fit_restored_layout)  # once shown and laid out
+        target, draft = self.requested
+        self.model_bar.set_targets(self._model_folders(target, draft), target)
+        if target:
+            self._offer_drafts(target, draft)
+        self.sidebar.refresh()
+        recent = self.sidebar.ids()
+        if recent:
+            self.chat.open(recent[0])
+            self.panel.set_system_prompt(self.chat.system_prompt())
+        self._update_mode_label()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._fitted:  # the frame is known once shown: a saved or default size must still fit
+            self._fitted = True
+            fit_to_screen(self)
+
+    def chat_column_need(self, chat_width: int) -> int:
+        """The central widget's width when the chat column is chat_width wide and the side columns are at
+        their minimum."""
+        sides = [w.minimumWidth() for w in (self.sidebar, self.panel) if not w.isHidden()]
+        handles = self.splitter.handleWidth() * (len(sides))
+        return chat_width + sum(sides) + handles
+
+    def make_chat_room(self, chat_width: int) -> None:
+        """Narrow the conversation list and the settings panel (not below their minimum) until the chat
+        column is chat_width wide."""
+        sizes = self.splitter.sizes()
+        short = chat_width - sizes[1]
+        for i in (2, 0):  # the settings panel gives first
+            if short <= 0:
+                break
+            widget = self.splitter.widget(i)
+            give = min(short, max(0, sizes[i] - widget.minimumWidth())) if not widget.isHidden() else 0
+            sizes[i] -= give
+            sizes[1] += give
+            short -= give
+        self.splitter.setSizes(sizes)
+
+    # --- settings ---
+
+    def _color_toggled(self, on: bool) -> None:
+        self.settings.color_draft_tokens = on
+        self.transcript.set_color_drafts(on)
+        self.legend.setVisible(on)
+        self.save()
+
+    def _thinking_toggled(self, on: bool) -> None:
+        self.settings.enable_thinking = on
+        self.thinking_action.setChecked(on)
+        self.save()
+
+    def _sampling_changed(self, values: dict) -> None:
+        for name, value in values.items():
+            setattr(self.settings, name, value)
+        self.save()
+
+    def _update_mode_label(self) -> None:
+        mode = self.speculation.checked_mode()
+        text = f"Speculation: {MODE_NAMES[mode]}"
+        if mode != "baseline":
+            k = self.speculation.current_k
+            text += " · K auto" if k == AUTO else f" · K={k}"
+        self.mode_label.setText(text)
+        self.mode_label.setMinimumWidth(self.mode_label.sizeHint().width())
+
+    def _on_busy(self, busy: bool) -> None:
+        self.stop_action.setEnabled(busy)
+        self.regenerate_action.setEnabled(not busy)
+        self.model_bar.load_button.setEnabled(not busy)
+
+    def save(self) -> None:
+        """Write the settings file (not when its folder is not writable: the banner said so)."""
+        if not self.read_only:
+            save_settings(self.paths, self.settings)
+
+    # --- conversations and keys ---
+
+    def new_chat(self) -> None:
+        """A new, empty chat (Cmd+N): no system prompt, the cursor in the composer."""
+        self.panel.flush()  # a pending system-prompt edit belongs to the chat being left
+        self.chat.new_conversation()
+        self._new_chat_shown()
+
+    def _new_chat_shown(self) -> None:
+        self.panel.set_system_prompt("")
+        self.composer.text.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def escape_pressed(self) -> None:
+        """Esc: stop the streaming reply and leave edit mode, wherever the focus is."""
+        if self.chat.busy:
+            self.chat.stop()
+        if self.composer.editing is not None:
+            self.composer.leave_edit()
+
+    def _restyle(self) -> None:
+        """Apply the current light or dark palette to what the window paints itself."""
+        self.setStyleSheet(theme.style_sheet())
+        self.legend.setText(
+            f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
+            f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)"
+            " · untinted: the target's own token (one per round, even when every draft was accepted)")
+        if (self.isVisible() and self.chat.conversation_id is not None and not self.chat.busy
+                and self.composer.editing is None):
+            self.chat.open(self.chat.conversation_id)  # cards and code blocks in the new colours
+
+    def _rename_current(self) -> None:
+        if self.chat.conversation_id is not None:
+            self.sidebar.rename_interactive(self.chat.conversation_id)
+
+    def _delete_current(self) -> None:
+        if self.chat.conversation_id is not None:
+            self.sidebar.delete_interactive(self.chat.conversation_id)
+
+    def closeEvent(self, event) -> None:
+        if not self.models.close():
+            event.ignore()  # the user kept a download running
+            return
+        self.settings.window_geometry = base64.b64encode(bytes(self.saveGeometry())).decode("ascii")
+        self.settings.window_state = base64.b64encode(bytes(self.saveState())).decode("ascii")
+        self.save()
+        self.docks.stop()
+        self.server.stop()
+        self.client.shutdown()
+        self.store.close()
+        super().closeEvent(event)

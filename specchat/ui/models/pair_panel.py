@@ -1,0 +1,372 @@
+"""The pair builder: pick a target and a draft, see every compatibility check and the memory fit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout
+
+from specchat.hub.catalog import Catalog
+from specchat.hub.config import HubConfig
+from specchat.hub.memory_fit import MemoryFit, memory_fit, model_memory
+from specchat.hub.pairing import INCOMPATIBLE, OK, PairReport, pair_report
+from specchat.system.memory import MachineMemory
+
+from ..plain_words import SELF_DRAFT
+from .memory_bar import LEVEL_COLOURS, LEVEL_WORDS, MemoryBar, fit_legend, fit_numbers
+from .planned_fit import PLANNED_NOTE, PlannedFit, plan_fit
+from .rows import ModelRow
+from .workers import TaskRunner
+
+NO_DRAFT = "No draft (target alone)"
+SELF_SUFFIX = " (itself: exactness check only)"
+DEFAULT_CONTEXT = 8192
+MARKS = {OK: ("✓", "#1d6b3c"), INCOMPATIBLE: ("✗", "#b42318")}
+WARNING_MARK = ("!", "#8a5a00")
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """What one check of the builder found (report None without a draft)."""
+
+    target: str
+    draft: str | None
+    context: int
+    report: PairReport | None
+    fit: MemoryFit
+
+
+def check_pair(target: str, draft: str | None, context: int, tokenizers: dict,
+               read_memory: Callable[[], MachineMemory]) -> PairResult:
+    """The compatibility report and memory fit of a pair of local folders (runs off the UI thread)."""
+    report = pair_report(Path(target), Path(draft), tokenizers) if draft else None
+    fit = memory_fit(model_memory(Path(target)), model_memory(Path(draft)) if draft else None,
+                     context, read_memory())
+    return PairResult(target, draft, context, report, fit)
+
+
+def pill(text: str, background: str, foreground: str) -> str:
+    """Rich text for a rounded coloured label."""
+    return (f"<span style='background:{background}; color:{foreground}; font-weight:600;'>"
+            f"&nbsp;{text}&nbsp;</span>")
+
+
+def checks_html(report: PairReport) -> str:
+    """A table of the checks: a mark, the check's name, and what it found."""
+    lines = []
+    for check in report.checks:
+        mark, colour = MARKS.get(check.status, WARNING_MARK)
+        lines.append(f"<tr><td style='color:{colour}; font-weight:700; padding:3px 8px 3px 0'>{mark}</td>"
+                     f"<td style='font-weight:600; padding:3px 10px 3px 0; white-space:nowrap'>"
+                     f"{_escape(check.name)}</td><td style='padding:3px 0'>{_escape(check.detail)}</td></tr>")
+    return "<table cellspacing='0'>" + "".join(lines) + "</table>"
+
+
+class PairPanel(QFrame):
+    """Target and draft pickers over downloaded models, the report, the fit and "Use this pair"."""
+
+    pairChosen = Signal(str, object)  # target path, draft path or None
+    checked = Signal(object)  # PairResult, after the view shows it
+    plannedChecked = Signal(object)  # PlannedFit of models not downloaded yet, after the view shows it
+    plannedFailed = Signal(str)  # why the planned fit could not be made (e.g. offline)
+
+    def __init__(self, runner: TaskRunner, catalog: Catalog, read_memory: Callable[[], MachineMemory],
+                 parent=None, config: HubConfig | None = None):
+        super().__init__(parent)
+        self.setObjectName("pairPanel")
+        self.runner, self.catalog, self.read_memory = runner, catalog, read_memory
+        self.config = config or HubConfig.from_env()
+        self.result: PairResult | None = None
+        self.planned: tuple[str, ...] | None = None  # repos whose planned fit the panel shows instead
+        self.planned_result: PlannedFit | None = None
+        self._rows: dict[str, ModelRow] = {}
+        self._tokenizers: dict = {}
+        self._pending: tuple | None = None
+        self._debounce = QTimer(self, singleShot=True, interval=150)
+        self._debounce.timeout.connect(self.check_now)
+        self._build()
+
+    def _build(self) -> None:
+        title = QLabel("Pair builder", objectName="sectionTitle")
+        hint = QLabel("Pick a downloaded target and a draft: every check and the memory it needs.",
+                      objectName="hint")
+        hint.setWordWrap(True)
+        self.setMinimumWidth(330)
+        self.setMaximumWidth(480)
+        self.target, self.draft = QComboBox(), QComboBox()
+        self.target.setToolTip("The model whose output you get")
+        self.draft.setToolTip("A small model that guesses the target's next tokens")
+        for combo in (self.target, self.draft):
+            combo.setMinimumWidth(180)
+            combo.currentIndexChanged.connect(self._pair_changed)
+        self.context = QSpinBox(minimum=512, maximum=1_048_576, singleStep=1024, value=DEFAULT_CONTEXT)
+        self.context.setSuffix(" tokens")
+        self.context.setGroupSeparatorShown(True)
+        self.context.setToolTip("The context length to plan memory for (KV cache grows with it)")
+        self.context.valueChanged.connect(self._changed)
+        form = QGridLayout()
+        form.setHorizontalSpacing(8)
+        for row, (label, widget) in enumerate((("Target", self.target), ("Draft", self.draft),
+                                               ("Context", self.context))):
+            form.addWidget(QLabel(label, objectName="fieldLabel"), row, 0)
+            form.addWidget(widget, row, 1)
+        self.verdict = QLabel(objectName="verdict")
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        self.checks = QLabel(objectName="pairChecks")
+        self.checks.setWordWrap(True)
+        self.checks.setTextFormat(Qt.TextFormat.RichText)
+        self.checks.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.fit_label = QLabel(objectName="fitHeadline")
+        self.fit_label.setWordWrap(True)
+        self.fit_label.setTextFormat(Qt.TextFormat.RichText)
+        self.memory_bar = MemoryBar()
+        self.legend = QLabel(objectName="hint")
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.recommendation = QLabel(objectName="hint")
+        self.recommendation.setWordWrap(True)
+        self.use_button = QPushButton("Use this pair", objectName="primary", enabled=False)
+        self.use_button.setToolTip("Load this target and draft in the chat window")
+        self.use_button.clicked.connect(self._use)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(16, 14, 16, 14)
+        column.setSpacing(8)
+        column.addWidget(title)
+        column.addWidget(hint)
+        column.addLayout(form)
+        column.addWidget(self.verdict)
+        column.addWidget(self.checks)
+        column.addWidget(QLabel("Memory", objectName="fieldLabel"))
+        column.addWidget(self.fit_label)
+        column.addWidget(self.memory_bar)
+        column.addWidget(self.legend)
+        column.addWidget(self.recommendation)
+        column.addStretch(1)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.use_button)
+        column.addLayout(buttons)
+        self._show_idle("Download a model, or add a folder, to build a pair.")
+
+    # --- models to choose from ---
+
+    def set_models(self, rows: list[ModelRow]) -> None:
+        """Offer the complete local models; the current choices are kept when still there."""
+        self._rows = {str(r.local.path): r for r in rows if r.usable and r.local is not None}
+        old_target, old_draft = self.target_path(), self.draft_path()
+        for combo in (self.target, self.draft):
+            combo.blockSignals(True)
+            combo.clear()
+        self.draft.addItem(NO_DRAFT, None)
+        for path, row in self._rows.items():
+            self.target.addItem(row.name, path)
+            self.draft.addItem(row.name, path)
+            self.target.setItemData(self.target.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
+            self.draft.setItemData(self.draft.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
+        _select(self.target, old_target)
+        _select(self.draft, old_draft)
+        self._mark_self_draft()
+        for combo in (self.target, self.draft):
+            combo.blockSignals(False)
+        if self.planned is None:  # a planned fit on show stays until a local pair is picked
+            self._changed()
+
+    def choose(self, target: str | None = None, draft: str | None = None) -> None:
+        """Select a target and/or a draft by folder path (the check follows)."""
+        self.planned = None
+        if target is not None:
+            _select(self.target, str(target))
+        if draft is not None:
+            _select(self.draft, str(draft))
+        self._changed()
+
+    def check_planned(self, repo_ids: Sequence[str]) -> None:
+        """Show the planned memory fit of repos not downloaded yet (a target, optionally a draft)."""
+        repo_ids = tuple(repo_ids)
+        if self.planned == repo_ids and self._pending is not None:
+            return  # already on show or on its way
+        self.planned = repo_ids
+        self.use_button.setEnabled(False)
+        self._debounce.start()
+
+    def check_local(self) -> None:
+        """Back from a planned fit to the chosen local pair."""
+        if self.planned is not None:
+            self.planned = None
+            self._changed()
+
+    def known_plan(self, repo_ids: Sequence[str], context: int) -> PlannedFit | None:
+        """The planned fit on show when it is about these repos at this context."""
+        known = self.planned_result
+        return known if known is not None and known.covers(repo_ids, context) else None
+
+    def target_path(self) -> str | None:
+        """The chosen target folder."""
+        return self.target.currentData()
+
+    def draft_path(self) -> str | None:
+        """The chosen draft folder, None for no draft."""
+        return self.draft.currentData()
+
+    # --- checking ---
+
+    def _pair_changed(self, *_) -> None:
+        self.planned = None
+        self._mark_self_draft()
+        self._changed()
+
+    def _mark_self_draft(self) -> None:
+        """The target is offered as its own draft only with a label that says it cannot be faster."""
+        target = self.target_path()
+        for i in range(1, self.draft.count()):
+            path = self.draft.itemData(i)
+            row = self._rows.get(path)
+            name = row.name if row is not None else Path(path).name
+            mine = path == target
+            self.draft.setItemText(i, name + (SELF_SUFFIX if mine else ""))
+            self.draft.setItemData(i, SELF_DRAFT if mine else path, Qt.ItemDataRole.ToolTipRole)
+
+    def _changed(self, *_) -> None:
+        self.use_button.setEnabled(False)
+        if self.planned is not None:
+            self._pending = None
+            self._debounce.start()
+            return
+        if self.target_path() is None:
+            self._show_idle("Download a model, or add a folder, to build a pair.")
+            return
+        self._debounce.start()
+
+    def check_now(self) -> None:
+        """Run the report and the memory fit for the current choice off the UI thread."""
+        if self.planned is not None:
+            self._check_planned_now()
+            return
+        target, draft, context = self.target_path(), self.draft_path(), self.context.value()
+        if target is None:
+            return
+        if draft == target:
+            self._show_idle(SELF_DRAFT[0].upper() + SELF_DRAFT[1:] + ". Choose a smaller model of the same "
+                            "family to speed replies up.")
+            return
+        self._pending = (target, draft, context)
+        self.verdict.setText("<span style='color:#6b7280'>Checking…</span>")
+        tokenizers, read_memory = self._tokenizers, self.read_memory
+        self.runner.run(lambda: check_pair(target, draft, context, tokenizers, read_memory),
+                        self._show_result, self._show_error)
+
+    def _show_result(self, result: PairResult) -> None:
+        if (result.target, result.draft, result.context) != self._pending:
+            return  # the choice changed while this one was being checked
+        self.result = result
+        self._show_report(result.report)
+        self._show_fit(result.fit)
+        self._show_recommendation(result)
+        compatible = result.report is None or result.report.compatible
+        self.use_button.setEnabled(compatible)
+        self.checked.emit(result)
+
+    def _check_planned_now(self) -> None:
+        repo_ids, context, config, read_memory = self.planned, self.context.value(), self.config, self.read_memory
+        self._pending = ("planned", repo_ids, context)
+        self.planned_result = None
+        self.verdict.setText("<span style='color:#6b7280'>Asking Hugging Face for sizes and config.json…</span>")
+        self.runner.run(lambda: (repo_ids, context, plan_fit(repo_ids, config, context, read_memory())),
+                        self._show_planned, lambda message: self._planned_failed(repo_ids, context, message))
+
+    def _show_planned(self, answer) -> None:
+        repo_ids, context, planned = answer
+        if self._pending != ("planned", repo_ids, context):
+            return  # the selection changed while the hub answered
+        self.result, self.planned_result = None, planned
+        names = _escape(planned.target) + (f" + {_escape(planned.draft)}" if planned.draft else "")
+        self.verdict.setText(pill("Not downloaded", "#eef0f3", "#5b6472") + f"&nbsp; target {names}"
+                             "<br><span style='color:#6b7280'>compatibility is checked once downloaded</span>")
+        self.checks.clear()
+        self.checks.hide()
+        self._show_fit(planned.fit, PLANNED_NOTE)
+        self.recommendation.clear()
+        self.plannedChecked.emit(planned)
+
+    def _planned_failed(self, repo_ids, context, message: str) -> None:
+        if self._pending != ("planned", repo_ids, context):
+            return
+        self._show_idle("")
+        self._pending = ("planned", repo_ids, context)  # answered: no new request until the choice changes
+        offline = message.startswith("offline")
+        self.verdict.setText(pill("Offline" if offline else "Cannot plan", "#fdecec", "#8a1f1f")
+                             + "&nbsp; the memory fit of a model that is not downloaded needs its size and "
+                             f"config.json from Hugging Face: {_escape(message)}")
+        self.plannedFailed.emit(message)
+
+    def _show_error(self, message: str) -> None:
+        if self.planned is not None:
+            return  # a local check answered after the user moved on to models not downloaded
+        self.result = None
+        self.verdict.setText(pill("Cannot check", "#fdecec", "#8a1f1f") + f"&nbsp; {_escape(message)}")
+
+    def _show_idle(self, message: str) -> None:
+        self.result = None
+        self._pending = None
+        self.verdict.setText(f"<span style='color:#6b7280'>{_escape(message)}</span>")
+        self.checks.clear()
+        self.checks.hide()
+        self.fit_label.clear()
+        self.legend.clear()
+        self.recommendation.clear()
+        self.memory_bar.set_fit(None)
+
+    def _show_report(self, report: PairReport | None) -> None:
+        self.checks.clear()
+        self.checks.hide()
+        if report is None:
+            self.verdict.setText(pill("Target alone", "#eef0f3", "#5b6472")
+                                 + "&nbsp; pick a draft to check a pair")
+            return
+        if report.compatible:
+            self.verdict.setText(pill("✓ Compatible", "#dff3e6", "#1d6b3c")
+                                 + "&nbsp; this draft can serve this target")
+        else:
+            failed = ", ".join(c.name for c in report.checks if c.status == INCOMPATIBLE)
+            self.verdict.setText(pill("✗ Incompatible", "#fdecec", "#8a1f1f")
+                                 + f"&nbsp; this draft cannot serve this target ({_escape(failed)})")
+        self.checks.setText(checks_html(report))
+        self.checks.show()
+
+    def _show_fit(self, fit: MemoryFit, note: str = "") -> None:
+        background, foreground = LEVEL_COLOURS[fit.level]
+        needs, context = fit_numbers(fit)
+        note = f"<br><i style='color:#6b7280'>{_escape(note)}</i>" if note else ""
+        self.fit_label.setText(pill(LEVEL_WORDS[fit.level], background, foreground) + f"&nbsp; {needs}"
+                               f"<br><span style='color:#6b7280'>{context}</span>{note}")
+        self.memory_bar.set_fit(fit)
+        self.legend.setText(fit_legend(fit))
+
+    def _show_recommendation(self, result: PairResult) -> None:
+        target, draft = self._rows.get(result.target), self._rows.get(result.draft or "")
+        text = ""
+        if target is not None and target.repo_id:
+            for pair in self.catalog.pairs_for(target.repo_id):
+                if pair.mode == "mtp":
+                    text = f"Catalog: this target drafts with its own MTP head (depth {pair.k})."
+                elif draft is not None and draft.repo_id and pair.draft.lower() == draft.repo_id.lower():
+                    text = f"Catalog: a recommended pair; K = {pair.k} draft tokens is known to work."
+        self.recommendation.setText(text)
+
+    def _use(self) -> None:
+        if self.result is not None:
+            self.pairChosen.emit(self.result.target, self.result.draft)
+
+
+def _select(combo: QComboBox, path: str | None) -> None:
+    index = combo.findData(path) if path is not None else -1
+    if index >= 0:
+        combo.setCurrentIndex(index)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

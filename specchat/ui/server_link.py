@@ -1,0 +1,140 @@
+"""The main window's link to the API server: the Server menu, the status-bar address and request
+count, API requests on the dashboard, and "Connect to server…" (a server elsewhere as the engine)."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QDialog, QLabel, QMainWindow
+
+from specchat.server.connect import connect_job
+from specchat.server.remote import RemoteEngine, RemoteError
+
+from .server_menu import ServeChoice, ServeDialog, ServerController, ServerMenu
+
+
+STATUS_POLL_MS = 5000  # how often a connected server's ranks and memory are read
+
+
+class RemoteStatusPoller(QObject):
+    """Reads a connected server's status off the UI thread every few seconds (ranks, memory, degraded)."""
+
+    status = Signal(object)  # RemoteStatus
+    _relay = Signal(object)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.remote: RemoteEngine | None = None
+        self._busy = False
+        self.timer = QTimer(self, interval=STATUS_POLL_MS, timeout=self.poll)
+        self._relay.connect(self._arrived, Qt.ConnectionType.QueuedConnection)
+
+    def follow(self, remote: RemoteEngine | None) -> None:
+        """Poll this server (None: stop)."""
+        self.remote = remote
+        if remote is None:
+            self.timer.stop()
+        else:
+            self.timer.start()
+            self.poll()
+
+    def poll(self) -> None:
+        """One status read on a short-lived thread (skipped while the previous one is still out)."""
+        remote = self.remote
+        if remote is None or self._busy:
+            return
+        self._busy = True
+        threading.Thread(target=self._read, args=(remote,), name="server-status", daemon=True).start()
+
+    def _read(self, remote: RemoteEngine) -> None:
+        try:
+            self._relay.emit(remote.status())
+        except (RemoteError, RuntimeError):  # unreachable for now: the next poll tries again
+            self._relay.emit(None)
+
+    def _arrived(self, status) -> None:
+        self._busy = False
+        if status is not None and self.remote is not None and status.url == self.remote.url:
+            self.status.emit(status)
+
+
+class ServerLink(QObject):
+    """Owns the Server menu and controller for `window` (a MainWindow)."""
+
+    def __init__(self, window: QMainWindow):
+        super().__init__(window)
+        self.window = window
+        self.menu = ServerMenu(window)
+        self.menu.set_port(window.settings.server_port)
+        self.controller = ServerController(window.client, self)
+        self.label = QLabel(objectName="footer")
+        self.label.setToolTip("The local API: what it listens on and how many requests it has served")
+        window.statusBar().addPermanentWidget(self.label)
+        self.label.hide()
+        self.menu.serveToggled.connect(self._serve_toggled)
+        self.menu.connectRequested.connect(self.connect_to)
+        self.menu.localRequested.connect(self._use_local)
+        self.controller.stateChanged.connect(self._state)
+        self.controller.failed.connect(self._failed)
+        self.controller.requestEvent.connect(window.docks.dashboard.on_worker_event)
+        self.poller = RemoteStatusPoller(self)
+        self.poller.status.connect(lambda st: window.docks.dashboard.set_cluster(st.ranks, st.degraded))
+
+    def serve(self, choice: ServeChoice) -> bool:
+        """Start serving with the chat's current speculation and sampling as the requests' defaults."""
+        cfg, _thinking = self.window.reply_settings()
+        started = self.controller.start(choice, cfg)
+        self.menu.serve_action.blockSignals(True)
+        self.menu.serve_action.setChecked(started)
+        self.menu.serve_action.blockSignals(False)
+        return started
+
+    def connect_to(self, url: str, api_key: str | None) -> None:
+        """Use the server at url as the engine (loaded / loadFailed follow, as for a local pair)."""
+        window = self.window
+        window.settings.server_url = url
+        window.model_bar.set_loading(f"Connecting to {url}…")
+        window.composer.set_ready(False, "Connecting to the server")
+        window.client.worker.load_with(url, connect_job(url, api_key))
+
+    def stop(self) -> None:
+        """Stop serving and polling (window closing)."""
+        self.controller.stop()
+        self.poller.follow(None)
+
+    def loaded(self, pair) -> None:
+        """A pair is in use: poll its server while it is remote; a local pair shows no ranks."""
+        self.menu.set_remote(pair.remote)
+        engine = self.window.client.host.engine
+        self.poller.follow(engine if pair.remote and isinstance(engine, RemoteEngine) else None)
+        if not pair.remote:
+            self.window.docks.dashboard.set_cluster(())
+
+    def _serve_toggled(self, on: bool) -> None:
+        if not on:
+            self.controller.stop()
+            return
+        s = self.window.settings
+        dialog = ServeDialog(s.server_port, s.server_api_key, self.window)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            self.menu.serve_action.setChecked(False)
+            return
+        choice = dialog.values()
+        s.server_port, s.server_api_key = choice.port, choice.api_key
+        self.menu.set_port(choice.port)
+        self.window.save()
+        self.serve(choice)
+
+    def _use_local(self) -> None:
+        s = self.window.settings
+        if s.target_path:
+            self.window.load_models(s.target_path, s.draft_path)
+
+    def _state(self, text: str) -> None:
+        self.label.setText(text)
+        self.label.setVisible(bool(text))
+
+    def _failed(self, message: str) -> None:
+        self.menu.serve_action.setChecked(False)
+        self.window.banner.show_message(message, "error")

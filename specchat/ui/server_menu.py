@@ -1,0 +1,165 @@
+"""The Server menu: serve the loaded pair to other tools on localhost (OpenAI-compatible, speculating,
+sharing the chat's job queue), or use a SpecChat server elsewhere as the engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QMenu, QSpinBox,
+                               QWidget)
+
+from specchat.engine.config import GenerationConfig
+from specchat.server.app import ServerOptions
+from specchat.server.backend import EngineBackend
+from specchat.server.running import BackgroundServer
+
+from .engine_client import EngineClient
+
+LOCALHOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ServeChoice:
+    """What the serve dialog asks: the port and an optional API key."""
+
+    port: int
+    api_key: str | None
+
+
+class ServerController(QObject):
+    """Runs the API server on the client's engine host; relays its requests' events to the views."""
+
+    stateChanged = Signal(str)         # the status-bar text: "API http://127.0.0.1:8080 · 3 requests", or ""
+    failed = Signal(str)               # why the server could not start
+    requestEvent = Signal(int, object)  # (job id, engine event) of an API request, on the UI thread
+    _relay = Signal(int, object)
+
+    def __init__(self, client: EngineClient, parent=None):
+        super().__init__(parent)
+        self.client = client
+        self.server: BackgroundServer | None = None
+        self.backend: EngineBackend | None = None
+        self._relay.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
+
+    @property
+    def running(self) -> bool:
+        """True while the API listens."""
+        return self.server is not None
+
+    def start(self, choice: ServeChoice, defaults: GenerationConfig) -> bool:
+        """Listen on localhost; requests use `defaults` unless they say otherwise. False (and failed) on error."""
+        self.stop()
+        backend = EngineBackend(self.client.host)
+        backend.observers.append(lambda job_id, event: self._relay.emit(job_id, event))
+        try:
+            server = BackgroundServer(backend, ServerOptions(defaults, choice.api_key), LOCALHOST, choice.port)
+            server.start()
+        except (OSError, RuntimeError, ValueError) as exc:
+            self.failed.emit(f"The API server could not start on port {choice.port}: {exc}")
+            self.stateChanged.emit("")
+            return False
+        self.server, self.backend = server, backend
+        self._announce()
+        return True
+
+    def stop(self) -> None:
+        """Stop listening (a request still running is cancelled by its client going away)."""
+        if self.server is not None:
+            self.server.stop()
+            self.server = self.backend = None
+        self.stateChanged.emit("")
+
+    def _on_event(self, job_id: int, event) -> None:
+        self.requestEvent.emit(job_id, event)
+        self._announce()
+
+    def _announce(self) -> None:
+        if self.server is not None:
+            count = self.backend.requests_served
+            self.stateChanged.emit(f"API {self.server.url}/v1 · {count} request{'s' if count != 1 else ''}")
+
+
+class ServerMenu(QMenu):
+    """Serve on localhost (toggle), its port and key, Connect to server…, Use local models."""
+
+    serveToggled = Signal(bool)
+    connectRequested = Signal(str, object)  # url, api key (or None)
+    localRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__("Se&rver", parent)
+        self.serve_action = QAction("Serve on localhost", self, checkable=True)
+        self.serve_action.setToolTip("An OpenAI-compatible API at http://127.0.0.1:PORT/v1 for editors, agents and "
+                                     "scripts; it speculates as the chat does and shares its queue")
+        self.serve_action.toggled.connect(self.serveToggled)
+        self.connect_action = QAction("Connect to server…", self)
+        self.connect_action.setToolTip("Use a SpecChat server (python -m specchat serve) on another Mac as the engine")
+        self.local_action = QAction("Use local models", self, enabled=False)
+        self.local_action.triggered.connect(self.localRequested)
+        self.connect_action.triggered.connect(self._ask_connect)
+        for action in (self.serve_action, self.connect_action, self.local_action):
+            self.addAction(action)
+
+    def set_port(self, port: int) -> None:
+        """Show the port in the menu text."""
+        self.serve_action.setText(f"Serve on localhost:{port}")
+
+    def set_remote(self, url: str | None) -> None:
+        """Connected to a server (url) or using local models (None)."""
+        self.local_action.setEnabled(url is not None)
+        self.serve_action.setEnabled(url is None)  # a remote engine is not served on again
+
+    def _ask_connect(self) -> None:
+        dialog = ConnectDialog(self.parentWidget())
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            url, key = dialog.values()
+            self.connectRequested.emit(url, key)
+
+
+class ServeDialog(QDialog):
+    """Port and API key for serving on localhost."""
+
+    def __init__(self, port: int, api_key: str | None, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Serve on localhost")
+        self.port = QSpinBox(minimum=1024, maximum=65535, value=port)
+        self.key = QLineEdit(api_key or "", placeholderText="none (only this Mac can connect)")
+        form = QFormLayout(self)
+        form.addRow("Port:", self.port)
+        form.addRow("API key:", self.key)
+        form.addRow(QLabel("Clients use http://127.0.0.1:PORT/v1 with any OpenAI client."))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def values(self) -> ServeChoice:
+        """The port and key chosen."""
+        return ServeChoice(self.port.value(), self.key.text().strip() or None)
+
+
+class ConnectDialog(QDialog):
+    """The server's address and its API key."""
+
+    def __init__(self, parent=None, url: str = "", api_key: str | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Connect to a SpecChat server")
+        self.url = QLineEdit(url, placeholderText="http://mac-studio.local:8080")
+        self.key = QLineEdit(api_key or "", placeholderText="the key the server was started with")
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
+        form = QFormLayout(self)
+        form.addRow("Address:", self.url)
+        form.addRow("API key:", self.key)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def values(self) -> tuple[str, str | None]:
+        """The address (http:// added when missing) and the key."""
+        url = self.url.text().strip()
+        if url and "://" not in url:
+            url = "http://" + url
+        return url, self.key.text().strip() or None

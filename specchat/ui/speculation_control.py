@@ -1,0 +1,60 @@
+"""The speculation half of the main window: the next reply's config (mode, K, sampling, the battery
+policy), the Speculation menu's choices and the pair's tuned K. A mixin of MainWindow."""
+
+from __future__ import annotations
+
+from specchat.engine import GenerationConfig
+from specchat.engine.config import LIMITS, MTP_MAX_DEPTH
+
+from .speculation_menu import AUTO, TUNED_OFF, tuned_k
+
+
+class SpeculationControl:
+    """What the next reply runs with; MainWindow supplies the menu, panel, settings and paths."""
+
+    def reply_settings(self) -> tuple[GenerationConfig, bool]:
+        """The config and thinking switch of the next reply."""
+        self.panel.flush()
+        s = self.settings
+        mode, k = self.speculation.checked_mode(), self.speculation.current_k
+        mode, note = self.preferences.power.reply_mode(mode)  # Preferences ▸ On battery
+        if note:
+            self.banner.show_message(note, "info")
+        if mode == "mtp" and k != AUTO:
+            k = min(k, MTP_MAX_DEPTH)  # the head drafts at most this deep
+        cfg = GenerationConfig(mode=mode, num_draft_tokens=k,
+                               max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p,
+                               top_k=s.top_k, min_p=s.min_p, mtp_history=s.mtp_history)
+        return cfg, self.composer.thinking.isChecked() and self.composer.thinking.isEnabled()
+
+    def _mode_chosen(self, mode: str) -> None:
+        self.settings.mode = mode
+        self._refresh_tuned_k()
+        self.save()
+        self._update_mode_label()
+
+    def _mtp_history_chosen(self, on: bool) -> None:
+        self.settings.mtp_history = on
+        self.save()
+
+    def _k_chosen(self, k: int | str) -> None:
+        self.settings.num_draft_tokens = k if k == AUTO else min(k, LIMITS["num_draft_tokens"].high)
+        self.save()
+        self._update_mode_label()
+
+    def _refresh_tuned_k(self) -> None:
+        """Show the tuned K of the pair the checked mode uses (target + draft, or target + MTP head)."""
+        pair, mode = self.pair, self.speculation.checked_mode()
+        drafter = None if pair is None or mode == "lookup" else "mtp" if mode == "mtp" else pair.draft
+        self.speculation.set_tuned_k(tuned_k(self.paths, pair.target if pair else None, drafter))
+
+    def _best_k_saved(self, _best: dict) -> None:
+        self._refresh_tuned_k()
+        k = self.speculation.tuned_k
+        if k == TUNED_OFF:  # no K beat plain decoding: "Use best" switches speculation off
+            if self.speculation.checked_mode() != "baseline":
+                self.speculation.mode_actions["baseline"].trigger()
+            return
+        if k is not None and self.speculation.current_k != AUTO:
+            self.speculation.set_k(k)
+            self._k_chosen(k)

@@ -1,0 +1,108 @@
+"""Colours and the style sheet of the app: a light and a dark palette, one of them current.
+
+`theme.MUTED` (any upper-case colour name) reads the current palette, so code that looks colours up
+when it draws follows a switch; widgets that bake colours into a style sheet re-style through
+`specchat.ui.theme_switch.follow`. Which palette is current is decided by theme_switch (system / light / dark).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class Palette:
+    """Every colour the app paints with, for one scheme."""
+
+    dark: bool
+    accent: str
+    muted: str
+    text: str
+    code_bg: str
+    draft_bg: str        # characters from accepted drafts
+    reject: str          # where the target refused a draft
+    user_bg: str
+    user_border: str
+    assistant_bg: str
+    window_bg: str
+    surface: str         # cards, tables, the composer
+    border: str
+    sidebar_bg: str
+    selection_bg: str
+    panel_bg: str
+    primary_disabled: str
+    chart_bg: str
+    chart_label_fill: tuple[int, int, int, int]
+    banner_error: tuple[str, str, str]    # background, text, border
+    banner_warning: tuple[str, str, str]
+    banner_info: tuple[str, str, str]
+
+
+LIGHT = Palette(
+    dark=False, accent="#2f6fde", muted="#6b7280", text="#1f2328", code_bg="#f3f4f6", draft_bg="#d9f2dc",
+    reject="#d64545", user_bg="#eef3fd", user_border="#d6e2fa", assistant_bg="#ffffff", window_bg="#f7f8fa",
+    surface="#ffffff", border="#e3e6ea", sidebar_bg="#eef0f3", selection_bg="#dce6f9", panel_bg="#fbfbfc",
+    primary_disabled="#a9bde6", chart_bg="#ffffff", chart_label_fill=(255, 255, 255, 200),
+    banner_error=("#fdecec", "#8a1f1f", "#f3b4b4"), banner_warning=("#fff6e0", "#7a5200", "#f1d48a"),
+    banner_info=("#e9f1fe", "#1d4aa0", "#b9cff7"))
+
+DARK = Palette(
+    dark=True, accent="#5b93f0", muted="#9aa3af", text="#e6e8eb", code_bg="#2a2e35", draft_bg="#1f4a2c",
+    reject="#f07070", user_bg="#1f2a3d", user_border="#2f4163", assistant_bg="#22252b", window_bg="#181a1f",
+    surface="#22252b", border="#363b44", sidebar_bg="#1d2026", selection_bg="#2c3d5e", panel_bg="#1d2026",
+    primary_disabled="#3a4a6b", chart_bg="#22252b", chart_label_fill=(34, 37, 43, 210),
+    banner_error=("#3d1f22", "#f6b9b9", "#6e3438"), banner_warning=("#3a3020", "#f1d48a", "#6b5a2e"),
+    banner_info=("#1d2a40", "#b9cff7", "#34507e"))
+
+_current: Palette = LIGHT
+_NAMES = {f.name.upper() for f in fields(Palette)}
+
+
+def palette() -> Palette:
+    """The current palette."""
+    return _current
+
+
+def is_dark() -> bool:
+    """True while the dark palette is current."""
+    return _current.dark
+
+
+def use(palette_: Palette) -> None:
+    """Make a palette current (theme_switch calls this; widgets then re-style)."""
+    global _current
+    _current = palette_
+
+
+def __getattr__(name: str):
+    """theme.MUTED, theme.BANNER_ERROR, ...: that colour of the current palette."""
+    if name in _NAMES:
+        return getattr(_current, name.lower())
+    if name == "STYLE_SHEET":
+        return style_sheet()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def style_sheet(p: Palette | None = None) -> str:
+    """The main window's style sheet in a palette (default: the current one)."""
+    p = p or _current
+    return f"""
+QMainWindow, #centralArea {{ background: {p.window_bg}; }}
+#sidebar {{ background: {p.sidebar_bg}; border-right: 1px solid {p.border}; }}
+#sidebar QListWidget {{ background: transparent; border: none; color: {p.text}; }}
+#sidebar QListWidget::item {{ padding: 7px 8px; border-radius: 6px; }}
+#sidebar QListWidget::item:selected {{ background: {p.selection_bg}; color: {p.text}; }}
+#messageCard[role="user"] {{ background: {p.user_bg}; border: 1px solid {p.user_border}; border-radius: 10px; }}
+#messageCard[role="assistant"] {{ background: {p.assistant_bg}; border: 1px solid {p.border}; border-radius: 10px; }}
+#roleLabel {{ color: {p.muted}; font-weight: 600; }}
+#footer {{ color: {p.muted}; }}
+#emptyTitle {{ color: {p.text}; }}
+#emptyHint {{ color: {p.muted}; }}
+#composer {{ background: {p.surface}; border: 1px solid {p.border}; border-radius: 10px; }}
+#composer QPlainTextEdit {{ border: none; background: transparent; color: {p.text}; }}
+QPushButton#primary {{ background: {p.accent}; color: white; border: none; border-radius: 6px; padding: 6px 16px; }}
+QPushButton#primary:disabled {{ background: {p.primary_disabled}; }}
+QToolButton#link {{ border: none; color: {p.accent}; padding: 0 4px; }}
+QToolButton#link:hover {{ text-decoration: underline; }}
+#settingsPanel {{ background: {p.panel_bg}; border-left: 1px solid {p.border}; }}
+"""
