@@ -63,7 +63,7 @@ def main() -> int:
     dash.resize(1280, 800)
     key = str(Path(args.target).resolve())
     dash.set_model(key)
-    measured = measure_baseline_tps(engine)  # what EngineWorker.measure_baseline runs for the dashboard
+    measured = measure_baseline_tps(engine)  # what EngineClient.measure_baseline runs for the dashboard
     dash.set_baseline_tps(key, measured, sampling="greedy")
     dash.redraw()
     print(f"break-even line: {shown(dash)[1]:.2f} tok/s (measured plain decode {measured:.2f})")

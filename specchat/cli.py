@@ -100,6 +100,7 @@ def run_generate(args) -> int:
     so far and the stats line are printed and the exit code is 130."""
     from .engine import Failed, Finished, TextChunk
     from .engine.owner import load_pair_job, prompt_job
+    from .engine.prompt import user_prompt_ids
     from .engine.owner import EngineHost, JobFailed, JobProgress
 
     cfg = generation_config(args)
@@ -125,8 +126,7 @@ def run_generate(args) -> int:
         if args.raw:
             ids = tok.encode(args.prompt)
         else:
-            ids = tok.apply_chat_template([{"role": "user", "content": args.prompt}],
-                                          add_generation_prompt=True, enable_thinking=args.thinking)
+            ids = user_prompt_ids(tok, args.prompt, enable_thinking=args.thinking)
         current[:] = [host.submit("generate", prompt_job(list(ids), cfg))]
         if interrupted.is_set():
             host.cancel(current[0])

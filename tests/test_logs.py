@@ -21,10 +21,10 @@ def test_errors_are_written_to_a_rotating_file_in_the_log_folder(tmp_path):
     try:
         raise ValueError("the reply broke")
     except ValueError:
-        logging.getLogger("specchat.ui.worker").exception("generation failed")
+        logging.getLogger("specchat.ui.engine_client").exception("generation failed")
     logging.getLogger("specchat.store").info("routine detail")  # below WARNING: not written
     text = paths.log_file.read_text()
-    assert "ERROR specchat.ui.worker" in text and "generation failed" in text
+    assert "ERROR specchat.ui.engine_client" in text and "generation failed" in text
     assert "Traceback (most recent call last)" in text and "ValueError: the reply broke" in text
     assert "routine detail" not in text
     handler = next(h for h in logging.getLogger("specchat").handlers if isinstance(h, logging.handlers.RotatingFileHandler))

@@ -6,10 +6,15 @@ from .errors import (
     ConfigError,
     EngineError,
     EngineThreadError,
+    ErrorKind,
     IncompatibleDraftError,
     ModelLoadError,
+    RemoteError,
     RollbackError,
+    error_from,
+    user_message,
 )
+from .prompt import chat_prompt_ids, user_prompt_ids
 from .events import (
     Failed,
     Finished,
@@ -22,6 +27,7 @@ from .events import (
 
 __all__ = [
     "MODES", "GenerationConfig", "Engine", "GenerationResult", "ConfigError", "EngineError", "EngineThreadError",
-    "IncompatibleDraftError", "ModelLoadError", "RollbackError", "Failed", "Finished",
+    "IncompatibleDraftError", "ModelLoadError", "RollbackError", "RemoteError", "ErrorKind", "error_from",
+    "user_message", "chat_prompt_ids", "user_prompt_ids", "Failed", "Finished",
     "GenerationStats", "PrefillProgress", "Rejection", "RoundResult", "TextChunk",
 ]

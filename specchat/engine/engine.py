@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from .compat import ensure_compatible
 from .config import GenerationConfig
 from .drafters import DraftModelDrafter, Drafter
-from .errors import ConfigError, EngineError, EngineThreadError
+from .errors import ConfigError, EngineError, EngineThreadError, error_from, error_kind, user_message
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
 from .hooks import hook_problems
 from .loading import LoadedModel, context_limit, load_model, vocab_size
@@ -85,13 +85,8 @@ class Engine:
 
     def generate(self, prompt_ids: list[int], cfg: GenerationConfig,
                  cancel: threading.Event | None = None) -> GenerationResult:
-        """Run stream() to the end and return the result; raises on failure."""
-        for event in self.stream(prompt_ids, cfg, cancel):
-            if isinstance(event, Failed):
-                raise (ConfigError if event.error_type == "ConfigError" else EngineError)(event.message)
-            if isinstance(event, Finished):
-                return GenerationResult(list(event.tokens), event.text, event.stats, event.cancelled)
-        raise EngineError("generation ended without a result")
+        """Run stream() to the end and return the result; raises the failure's own error class."""
+        return result_of(self.stream(prompt_ids, cfg, cancel))
 
     def stream(self, prompt_ids: list[int], cfg: GenerationConfig,
                cancel: threading.Event | None = None) -> Iterator[Event]:
@@ -103,8 +98,7 @@ class Engine:
         except Exception as exc:  # the caller gets an event, never a dead thread
             if not isinstance(exc, ConfigError):  # refused before any model work: the caches are intact
                 self.reset()
-            message = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
-            yield Failed(message, type(exc).__name__, tuple(tokens))
+            yield Failed(user_message(exc), error_kind(exc), tuple(tokens))
 
     @property
     def owner(self) -> threading.Thread:
@@ -211,6 +205,16 @@ class Engine:
         if step.round is not None:
             stats.round_done(step.round)
             yield step.round
+
+
+def result_of(events: Iterable[Event]) -> GenerationResult:
+    """The Finished event of a stream as a GenerationResult; a Failed event raises its kind's error class."""
+    for event in events:
+        if isinstance(event, Failed):
+            raise error_from(event.kind, event.message)
+        if isinstance(event, Finished):
+            return GenerationResult(list(event.tokens), event.text, event.stats, event.cancelled)
+    raise EngineError("the generation ended without a result")
 
 
 def whole_characters(text: str) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .errors import ErrorKind
+
 
 @dataclass(frozen=True)
 class GenerationStats:
@@ -87,10 +89,10 @@ class Finished:
 
 @dataclass(frozen=True)
 class Failed:
-    """A generation that stopped on an error; the message is meant for the user."""
+    """A generation that stopped on an error; the message is meant for the user, the kind says whose fault."""
 
     message: str
-    error_type: str
+    kind: ErrorKind
     partial_tokens: tuple[int, ...] = field(default_factory=tuple)
 
 

@@ -23,26 +23,18 @@ from specchat.upstream.mlx_lm import (
     arrays_cache_state,
     gated_delta_layers,
     gated_delta_update_of,
+    insert_unrecorded,
+    record_rotating_inserts,
     rotating_cache_state,
     set_arrays_cache_state,
     set_rotating_cache_state,
+    stop_recording_inserts,
 )
 
 from . import gdn_capture
 from .errors import RollbackError
 
 TRIMMABLE = (KVCache, QuantizedKVCache, ConcatenateKVCache)
-
-
-class _RecordingRotatingKVCache(RotatingKVCache):
-    """A RotatingKVCache that remembers the keys/values inserted during a round."""
-
-    inserted: list | None = None
-
-    def update_and_fetch(self, keys, values):
-        if self.inserted is not None:
-            self.inserted.append((keys, values))
-        return super().update_and_fetch(keys, values)
 
 
 def check_supported(caches) -> None:
@@ -58,9 +50,7 @@ def _snapshot(cache):
     if isinstance(cache, TRIMMABLE):
         return cache.offset
     if isinstance(cache, RotatingKVCache):
-        if type(cache) is RotatingKVCache:
-            cache.__class__ = _RecordingRotatingKVCache
-        cache.inserted = []
+        record_rotating_inserts(cache)
         return rotating_cache_state(cache)
     if isinstance(cache, ArraysCache):
         return arrays_cache_state(cache)
@@ -147,7 +137,7 @@ def _commit_arrays(cache, snapshot, calls, keep, fed, layer) -> None:
 
 
 def _commit_rotating(cache, snapshot, keep, fed) -> None:
-    inserted, cache.inserted = cache.inserted or [], None
+    inserted = stop_recording_inserts(cache)
     if keep == fed:
         return
     if cache.offset <= cache.max_size:
@@ -158,5 +148,5 @@ def _commit_rotating(cache, snapshot, keep, fed) -> None:
         n = min(keep, keys.shape[2])
         if n == 0:
             break
-        RotatingKVCache.update_and_fetch(cache, keys[..., :n, :], values[..., :n, :])
+        insert_unrecorded(cache, keys[..., :n, :], values[..., :n, :])
         keep -= n

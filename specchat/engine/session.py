@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from .config import GenerationConfig
 from .engine import Engine
 from .events import Event, Finished
+from .prompt import chat_prompt_ids
 
 
 class ChatSession:
@@ -22,10 +23,7 @@ class ChatSession:
     def prompt_ids(self, messages: list[dict[str, str]] | None = None) -> list[int]:
         """Token ids of the conversation, ending with the assistant's turn opening."""
         messages = self.messages if messages is None else messages
-        if self.system_prompt:
-            messages = [{"role": "system", "content": self.system_prompt}, *messages]
-        return list(self.engine.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, enable_thinking=self.enable_thinking))
+        return chat_prompt_ids(self.engine.tokenizer, messages, self.system_prompt or "", self.enable_thinking)
 
     def send(self, text: str, cfg: GenerationConfig, cancel: threading.Event | None = None) -> Iterator[Event]:
         """Add a user message and stream the assistant's reply; the reply is added when finished."""

@@ -7,7 +7,7 @@ import json
 import time
 from dataclasses import dataclass, field, fields, replace
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from sse_starlette.sse import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -15,6 +15,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from specchat.engine.config import GenerationConfig
 from specchat.engine.errors import ConfigError
+from specchat.engine.prompt import chat_prompt_ids
 
 from .backend import EngineBackend
 from .errors import ApiError, bad_request, unauthorized
@@ -42,81 +43,117 @@ def create_app(backend: EngineBackend, options: ServerOptions) -> FastAPI:
         api.add_middleware(CORSMiddleware, allow_origins=list(options.cors_origins), allow_methods=["*"],
                            allow_headers=["*"])
     api.state.backend, api.state.options = backend, options
-
-    @api.exception_handler(ApiError)
-    async def _api_error(_request, exc: ApiError):
-        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
-
-    @api.exception_handler(StarletteHTTPException)
-    async def _http_error(_request, exc: StarletteHTTPException):
-        return JSONResponse(ApiError(exc.status_code, str(exc.detail)).body(), status_code=exc.status_code)
-
-    @api.middleware("http")
-    async def _check_key(request: Request, call_next):
-        if options.api_key and not _key_matches(request, options.api_key):
-            error = unauthorized()
-            return JSONResponse(error.body(), status_code=error.status)
-        return await call_next(request)
-
-    @api.get("/v1/models")
-    async def models():
-        created = int(time.time())
-        return {"object": "list", "data": [{"id": m, "object": "model", "created": created, "owned_by": "specchat"}
-                                           for m in backend.models()]}
-
-    @api.post("/v1/chat/completions")
-    async def chat(request: Request):
-        return await _openai(request, "chat")
-
-    @api.post("/v1/completions")
-    async def completions(request: Request):
-        return await _openai(request, "completion")
-
-    @api.post("/specchat/v1/generate")
-    async def generate(request: Request):
-        body = await _json_body(request, options.max_body_bytes)
-        req, system_prompt, thinking = _specchat_request(body, backend, options.defaults)
-        ids = backend.prompt_ids(req, system_prompt, thinking)
-        stream = JobStream(backend, request)
-        await stream.start(ids, req.cfg)
-        return EventSourceResponse(_event_stream(stream), ping=10)
-
-    @api.post("/specchat/v1/tokenize")
-    async def tokenize(request: Request):
-        body = await _json_body(request, options.max_body_bytes)
-        return {"ids": _tokenize(backend, body)}
-
-    @api.post("/specchat/v1/decode")
-    async def decode(request: Request):
-        body = await _json_body(request, options.max_body_bytes)
-        ids = body.get("ids") if isinstance(body, dict) else None
-        if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
-            raise bad_request("ids must be a list of token ids", "ids")
-        return {"text": backend.engine.tokenizer.decode(ids)}
-
-    @api.get("/specchat/v1/status")
-    async def status():
-        engine = backend.host.engine
-        state = backend.host.state()
-        return {"models": backend.models(), "loaded": engine is not None,
-                "target": engine.target.name if engine else None,
-                "draft": engine.draft.name if engine and engine.draft else None,
-                "available_modes": engine.available_modes() if engine else {},
-                "running": state.running.kind if state.running else None,
-                "queued": [j.kind for j in state.queued], "requests_served": backend.requests_served,
-                **backend.extra_status()}
-
-    async def _openai(request: Request, kind: str):
-        body = await _json_body(request, options.max_body_bytes)
-        req = parse_request(kind, body, backend.models(), options.defaults)
-        ids = backend.prompt_ids(req)
-        stream = JobStream(backend, request)
-        await stream.start(ids, req.cfg)
-        if req.stream:
-            return EventSourceResponse(openai_sse(stream, req, len(ids)), ping=10)
-        return JSONResponse(await openai_whole(stream, req, len(ids)))
-
+    api.add_exception_handler(ApiError, _api_error)
+    api.add_exception_handler(StarletteHTTPException, _http_error)
+    api.middleware("http")(_check_key)
+    api.include_router(routes)
     return api
+
+
+routes = APIRouter()
+
+
+def _backend(request: Request) -> EngineBackend:
+    return request.app.state.backend
+
+
+def _options(request: Request) -> ServerOptions:
+    return request.app.state.options
+
+
+async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return JSONResponse(ApiError(exc.status_code, str(exc.detail)).body(), status_code=exc.status_code)
+
+
+async def _check_key(request: Request, call_next):
+    """401 unless the request carries the server's key (when it has one)."""
+    key = _options(request).api_key
+    if key and not _key_matches(request, key):
+        error = unauthorized()
+        return JSONResponse(error.body(), status_code=error.status)
+    return await call_next(request)
+
+
+@routes.get("/v1/models")
+async def list_models(request: Request) -> dict:
+    """OpenAI's model list: the loaded target."""
+    created = int(time.time())
+    return {"object": "list", "data": [{"id": m, "object": "model", "created": created, "owned_by": "specchat"}
+                                       for m in _backend(request).models()]}
+
+
+@routes.post("/v1/chat/completions")
+async def chat_completions(request: Request):
+    """OpenAI's chat completions, streamed or whole."""
+    return await _openai(request, "chat")
+
+
+@routes.post("/v1/completions")
+async def completions(request: Request):
+    """OpenAI's legacy completions, streamed or whole."""
+    return await _openai(request, "completion")
+
+
+@routes.post("/specchat/v1/generate")
+async def generate(request: Request) -> EventSourceResponse:
+    """SpecChat's own stream: every engine event (rounds, rejections, stats) as JSON."""
+    backend, options = _backend(request), _options(request)
+    body = await _json_body(request, options.max_body_bytes)
+    req, system_prompt, thinking = _specchat_request(body, backend, options.defaults)
+    ids = backend.prompt_ids(req, system_prompt, thinking)
+    stream = JobStream(backend, request)
+    await stream.start(ids, req.cfg)
+    return EventSourceResponse(_event_stream(stream), ping=10)
+
+
+@routes.post("/specchat/v1/tokenize")
+async def tokenize(request: Request) -> dict:
+    """Token ids of a text or of messages through the chat template."""
+    body = await _json_body(request, _options(request).max_body_bytes)
+    return {"ids": _tokenize(_backend(request), body)}
+
+
+@routes.post("/specchat/v1/decode")
+async def decode(request: Request) -> dict:
+    """The text of token ids."""
+    body = await _json_body(request, _options(request).max_body_bytes)
+    ids = body.get("ids") if isinstance(body, dict) else None
+    if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+        raise bad_request("ids must be a list of token ids", "ids")
+    return {"text": _backend(request).engine.tokenizer.decode(ids)}
+
+
+@routes.get("/specchat/v1/status")
+async def status(request: Request) -> dict:
+    """What is loaded, what runs and waits, and how many requests were served."""
+    backend = _backend(request)
+    engine = backend.host.engine
+    state = backend.host.state()
+    return {"models": backend.models(), "loaded": engine is not None,
+            "target": engine.target.name if engine else None,
+            "draft": engine.draft.name if engine and engine.draft else None,
+            "available_modes": engine.available_modes() if engine else {},
+            "running": state.running.kind if state.running else None,
+            "queued": [j.kind for j in state.queued], "requests_served": backend.requests_served,
+            **backend.extra_status()}
+
+
+async def _openai(request: Request, kind: str):
+    backend, options = _backend(request), _options(request)
+    body = await _json_body(request, options.max_body_bytes)
+    req = parse_request(kind, body, backend.models(), options.defaults)
+    ids = backend.prompt_ids(req)
+    stream = JobStream(backend, request)
+    await stream.start(ids, req.cfg)
+    if req.stream:
+        return EventSourceResponse(openai_sse(stream, req, len(ids)), ping=10)
+    return JSONResponse(await openai_whole(stream, req, len(ids)))
 
 
 async def _event_stream(stream: JobStream):
@@ -157,7 +194,10 @@ def _tokenize(backend: EngineBackend, body: object) -> list[int]:
     kwargs = body.get("template_kwargs") or {}
     if not isinstance(kwargs, dict):
         raise bad_request("template_kwargs must be an object", "template_kwargs")
-    return list(tokenizer.apply_chat_template(list(req.messages), add_generation_prompt=True, **kwargs))
+    opening = body.get("add_generation_prompt", True)
+    if not isinstance(opening, bool):
+        raise bad_request("add_generation_prompt must be true or false", "add_generation_prompt")
+    return chat_prompt_ids(tokenizer, req.messages, template_kwargs=kwargs, add_generation_prompt=opening)
 
 
 def _specchat_request(body: object, backend: EngineBackend, defaults: GenerationConfig):

@@ -9,6 +9,7 @@ from pathlib import Path
 from specchat.engine.config import GenerationConfig
 from specchat.engine.owner import EngineHost, JobHandle
 from specchat.engine.loading import context_limit
+from specchat.engine.prompt import chat_prompt_ids
 
 from .errors import ApiError, bad_request, busy
 from .requests import ApiRequest
@@ -42,13 +43,7 @@ class EngineBackend:
         """The request's tokens: the chat template over its messages, or the prompt encoded as is."""
         tokenizer = self.engine.tokenizer
         if request.kind == "chat":
-            kwargs = dict(request.template_kwargs)
-            if enable_thinking is not None:
-                kwargs["enable_thinking"] = enable_thinking
-            messages = list(request.messages)
-            if system_prompt:
-                messages.insert(0, {"role": "system", "content": system_prompt})
-            ids = list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, **kwargs))
+            ids = chat_prompt_ids(tokenizer, request.messages, system_prompt, enable_thinking, request.template_kwargs)
         elif isinstance(request.prompt, tuple):
             ids = list(request.prompt)
         else:

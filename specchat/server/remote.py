@@ -12,18 +12,14 @@ from dataclasses import asdict, dataclass, field
 import httpx
 
 from specchat.engine.config import GenerationConfig
-from specchat.engine.engine import GenerationResult
-from specchat.engine.errors import EngineError
-from specchat.engine.events import Event, Failed, Finished
+from specchat.engine.engine import GenerationResult, result_of
+from specchat.engine.errors import ErrorKind, RemoteError
+from specchat.engine.events import Event, Failed
 
 from .wire import event_from_json
 
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 600.0  # a long prompt's prefill may send nothing for minutes
-
-
-class RemoteError(EngineError):
-    """The server could not be reached, refused the key, or answered with an error."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,8 @@ class RemoteTokenizer:
 
     def apply_chat_template(self, messages, add_generation_prompt: bool = True, **kwargs) -> list[int]:
         """Token ids of the conversation, as the server's chat template makes them."""
-        return self.engine.post("/specchat/v1/tokenize", {"messages": list(messages), "template_kwargs": kwargs})["ids"]
+        body = {"messages": list(messages), "template_kwargs": kwargs, "add_generation_prompt": add_generation_prompt}
+        return self.engine.post("/specchat/v1/tokenize", body)["ids"]
 
     def encode(self, text: str) -> list[int]:
         """Token ids of text, encoded as is."""
@@ -116,13 +113,8 @@ class RemoteEngine:
 
     def generate(self, prompt_ids: list[int], cfg: GenerationConfig,
                  cancel: threading.Event | None = None) -> GenerationResult:
-        """Run stream() to its end, as Engine.generate does; raises on failure."""
-        for event in self.stream(prompt_ids, cfg, cancel):
-            if isinstance(event, Failed):
-                raise RemoteError(event.message)
-            if isinstance(event, Finished):
-                return GenerationResult(list(event.tokens), event.text, event.stats, event.cancelled)
-        raise RemoteError("the server ended the generation without a result")
+        """Run stream() to its end, as Engine.generate does; raises the failure's own error class."""
+        return result_of(self.stream(prompt_ids, cfg, cancel))
 
     def reset(self) -> None:
         """Nothing to drop here: the server keeps its own caches."""
@@ -158,9 +150,9 @@ class RemoteEngine:
                         raise RemoteError(_error_text(response))
                     yield from _events(response, cancel)
         except httpx.HTTPError as exc:
-            yield Failed(f"The server at {self.url} could not be reached: {exc}", "RemoteError")
+            yield Failed(f"The server at {self.url} could not be reached: {exc}", ErrorKind.REMOTE)
         except RemoteError as exc:
-            yield Failed(str(exc), "RemoteError")
+            yield Failed(str(exc), ErrorKind.REMOTE)
 
     def _headers(self) -> dict:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}

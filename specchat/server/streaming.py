@@ -8,6 +8,7 @@ import json
 
 from starlette.requests import Request
 
+from specchat.engine.errors import ErrorKind
 from specchat.engine.events import Failed, Finished, TextChunk
 from specchat.engine.owner import JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued
 
@@ -54,7 +55,7 @@ class JobStream:
                 elif isinstance(event, JobProgress):
                     yield event.event
                 elif isinstance(event, JobFailed):
-                    yield Failed(event.message, event.error_type)
+                    yield Failed(event.message, event.kind)
                     return
                 elif isinstance(event, (JobFinished, JobCancelled)):
                     return
@@ -112,6 +113,6 @@ def _data(body: dict) -> dict:
 
 def _engine_error(event: Failed) -> ApiError:
     """A failed generation: a bad setting is the client's (400), anything else the server's (500)."""
-    if event.error_type == "ConfigError":
+    if event.kind is ErrorKind.CONFIG:
         return ApiError(400, event.message)
     return ApiError(500, event.message, "server_error")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, fields
 
+from specchat.engine.errors import ErrorKind
 from specchat.engine.events import (Failed, Finished, GenerationStats, PrefillProgress, Rejection, RoundResult,
                                TextChunk)
 
@@ -30,7 +31,17 @@ def event_from_json(body: dict):
         values["stats"] = _known(GenerationStats, values.get("stats") or {})
     if cls is RoundResult and values.get("rejection"):
         values["rejection"] = Rejection(**values["rejection"])
+    if cls is Failed:
+        values["kind"] = _error_kind(body.get("kind"))
     return cls(**values)
+
+
+def _error_kind(value: object) -> ErrorKind:
+    """The kind a stream's Failed event names; ENGINE for one this version does not know."""
+    try:
+        return ErrorKind(value)
+    except ValueError:
+        return ErrorKind.ENGINE
 
 
 def _known(cls, values: dict):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from specchat.engine.prompt import user_prompt_ids
 from specchat.jsonfile import write_json_atomic
 from specchat.paths import AppPaths
 
@@ -81,8 +82,7 @@ def measure_baseline_tps(engine, max_tokens: int = MEASURE_MAX_TOKENS, prompt: s
     """Plain-decode tok/s of the engine's target on a fixed prompt (after a short warmup); call off the UI thread."""
     from specchat.engine.config import GenerationConfig
 
-    ids = list(engine.tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
-                                                    add_generation_prompt=True, enable_thinking=False))
+    ids = user_prompt_ids(engine.tokenizer, prompt)
     engine.generate(ids, GenerationConfig("baseline", max_tokens=4), cancel)  # warm up kernels and caches
     engine.reset()
     result = engine.generate(ids, GenerationConfig("baseline", max_tokens=max_tokens), cancel)

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 from specchat.engine.config import LIMITS, GenerationConfig, check_draft_tokens
 from specchat.engine.errors import ConfigError, EngineError
+from specchat.engine.prompt import user_prompt_ids
 from specchat.engine.runner import common_prefix_len
 from .sweep_prompts import SweepPrompt, builtin_prompts
 from .sweep_results import (
@@ -175,8 +176,7 @@ class SweepRunner:
 
     def prompt_ids(self, prompt: SweepPrompt) -> list[int]:
         """The prompt through the target's chat template, thinking off."""
-        return list(self.engine.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt.text}], add_generation_prompt=True, enable_thinking=False))
+        return user_prompt_ids(self.engine.tokenizer, prompt.text)
 
     def _prompt(self, prompt: SweepPrompt, start_source: str):
         ids = self.prompt_ids(prompt)

@@ -15,7 +15,7 @@ from specchat.paths import AppPaths
 from .dashboard import Dashboard, SweepView
 from .engine_client import EngineClient
 from .screen_fit import available, fit_to_screen, keep_on_screen, largest_size
-from .worker import LoadedPair
+from .engine_client import LoadedPair
 
 DASHBOARD_SHORTCUT = "Ctrl+Shift+B"
 SWEEP_SHORTCUT = "Ctrl+Shift+K"
@@ -50,10 +50,10 @@ class AnalysisDocks(QObject):
         self._connect()
 
     def _connect(self) -> None:
-        worker = self.client.worker
-        worker.event.connect(self.dashboard.on_worker_event)
-        worker.baselineMeasured.connect(self._baseline_measured)
-        worker.baselineFailed.connect(self._baseline_failed)
+        client = self.client
+        client.event.connect(self.dashboard.on_request_event)
+        client.baselineMeasured.connect(self._baseline_measured)
+        client.baselineFailed.connect(self._baseline_failed)
         self.dashboard.baselineRequested.connect(self.request_baseline)
         self.sweep_view.bestKSaved.connect(self.bestKSaved)
 

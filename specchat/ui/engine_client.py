@@ -1,48 +1,165 @@
-"""The UI thread's handle on the engine: its host (one thread, one job queue), the Qt adapter, the reply."""
+"""The one Qt adapter of the engine host: it submits jobs and re-emits their events as signals on the UI thread.
+
+Every piece of MLX work (a reply, a load, a baseline measurement, a sweep, an A/B run) is a job on the
+host's one thread (specchat/engine/owner); this object only turns job events into signals. Cancel is the
+job's threading.Event, set directly from the UI thread. A reply has one failure channel: whatever
+stops it (an engine error inside the stream, or the job itself failing before the stream began) arrives
+as a Failed engine event on `event`.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 
-from specchat.engine import GenerationConfig
-from specchat.engine.owner import EngineHost
+from PySide6.QtCore import QObject, Qt, Signal
 
-from .worker import EngineWorker, QtJob
+from specchat.engine import EngineError, Failed, Finished, GenerationConfig, GenerationStats
+from specchat.engine.owner import (TERMINAL, EngineHost, JobCancelled, JobContext, JobEvent, JobFailed,
+                                   JobFinished, JobHandle, JobProgress, JobStarted, LoadedPair, LoadMessage,
+                                   QueueState, load_pair_job, reply_job)
+from specchat.system.memory import read_mlx_memory
+from specchat.tuning.baseline import measure_baseline_tps
+
+from .draft_check import DraftChecker
+
+__all__ = ["EngineClient", "LoadedPair", "QtJob", "queue_text"]
+KIND_NAMES = {"reply": "reply", "load": "load", "baseline": "plain-decode measurement", "sweep": "sweep",
+              "ab": "A/B"}
+
+
+class QtJob(QObject):
+    """One submitted job seen from the UI thread: its events arrive on `event`, in order, ending with one of
+    JobFinished, JobFailed (its message and kind: the job's one failure channel) or JobCancelled."""
+
+    event = Signal(object)  # JobQueued, JobStarted, JobProgress..., then the terminal event
+
+    def __init__(self, host: EngineHost, kind: str, work: Callable, relay: Callable[[JobEvent], None]):
+        super().__init__()
+        self._host = host
+        self.handle: JobHandle = host.submit(kind, work, listener=relay)
+
+    @property
+    def id(self) -> int:
+        """The job's id (a reply's request id)."""
+        return self.handle.id
+
+    def cancel(self) -> None:
+        """Cancel it: a queued job never runs, a running one stops at its next check."""
+        self._host.cancel(self.handle)
+
+    def wait(self, ms: int) -> bool:
+        """Block until the job ended on the engine thread (tests, shutdown); False after ms."""
+        return self.handle.wait(ms / 1000)
 
 
 class EngineClient(QObject):
-    """Owns (or shares) an EngineHost and its EngineWorker; every MLX job goes through it, in order."""
+    """Owns (or shares) an EngineHost; submits every MLX job there, in order, and re-emits what they report."""
 
-    def __init__(self, parent=None, host: EngineHost | None = None):
+    loadStarted = Signal(str)
+    loadProgress = Signal(str)
+    loaded = Signal(object)            # LoadedPair
+    loadFailed = Signal(str)
+    event = Signal(int, object)        # request id, engine event (TextChunk, RoundResult, Finished, Failed, ...)
+    memoryChanged = Signal(int)        # active MLX memory in bytes
+    draftsChecked = Signal(str, object)  # target path, list[DraftCandidate]
+    baselineMeasured = Signal(str, float)  # model key, plain-decode tokens per second
+    baselineFailed = Signal(str, str)      # model key, message
+    queueChanged = Signal(object)      # QueueState: what runs and what waits
+    _relay = Signal(object)            # a job event, from any thread, to the UI thread
+    _state_relay = Signal()
+
+    def __init__(self, parent: QObject | None = None, host: EngineHost | None = None):
         super().__init__(parent)
         self._owns_host = host is None
         self.host = host or EngineHost()
-        self.worker = EngineWorker(self.host)
         self.current: QtJob | None = None  # the reply queued or running
+        self._jobs: dict[int, QtJob] = {}
+        self.drafts = DraftChecker(self)
+        self.drafts.checked.connect(self.draftsChecked)
+        self._relay.connect(self._dispatch, Qt.ConnectionType.QueuedConnection)
+        self._state_relay.connect(self._state_changed, Qt.ConnectionType.QueuedConnection)
+        self.host.add_observer(self._observe)
 
-    def submit(self, kind: str, work) -> QtJob:
-        """Queue any job (a sweep, an A/B run): work(ctx) runs on the engine thread after the jobs before it."""
-        return self.worker.submit(kind, work)
+    @property
+    def engine(self):
+        """The host's current engine (for identity checks; only jobs may call it)."""
+        return self.host.engine
+
+    def submit(self, kind: str, work: Callable) -> QtJob:
+        """Queue work(ctx: JobContext) on the engine thread after the jobs before it; its events arrive on
+        the returned job's `event`."""
+        job = QtJob(self.host, kind, work, self._relay.emit)
+        self._jobs[job.id] = job
+        return job
+
+    def _dispatch(self, event: JobEvent) -> None:
+        job = self._jobs.get(event.job.id)
+        if job is None:
+            return
+        if isinstance(event, TERMINAL):
+            del self._jobs[event.job.id]
+        job.event.emit(event)
+
+    def _observe(self, _event: JobEvent) -> None:
+        """Any job's lifecycle event (on any thread): the queue display needs refreshing."""
+        try:
+            self._state_relay.emit()
+        except RuntimeError:  # this adapter was deleted with its window; the host lives on
+            self.host.remove_observer(self._observe)
+
+    def _state_changed(self) -> None:
+        self.queueChanged.emit(self.host.state())
+
+    # --- loads ---
 
     def load_pair(self, target: str, draft: str | None = None) -> QtJob:
-        """Load models after the queued jobs (loadStarted / loaded / loadFailed follow); the old pair stays
-        loaded until the new one is ready."""
-        return self.worker.load_pair(target, draft)
+        """Load a pair after the queued jobs; the old pair stays loaded until the new one is ready
+        (loadStarted / loadProgress / loaded / loadFailed follow)."""
+        return self.load_with(target, load_pair_job(target, draft))
 
-    def check_drafts(self, target: str, candidates: list[str]) -> None:
-        """Ask which candidate folders can draft for target (draftsChecked follows)."""
-        self.worker.check_drafts(target, list(candidates))
+    def load_with(self, what: str, work: Callable) -> QtJob:
+        """Queue any job that installs an engine (a pair, a server) and returns its LoadedPair; `what` names
+        it in messages. loadStarted / loadProgress / loaded / loadFailed follow, as for a pair."""
+        job = self.submit("load", work)
+        job.event.connect(partial(self._load_event, what))
+        return job
 
-    def measure_baseline(self, model_key: str) -> QtJob:
-        """Measure the loaded target's plain-decode speed (baselineMeasured / baselineFailed follow)."""
-        return self.worker.measure_baseline(model_key)
+    def _load_event(self, target: str, event: JobEvent) -> None:
+        if isinstance(event, JobStarted):
+            self.loadStarted.emit(target)
+        elif isinstance(event, JobProgress) and isinstance(event.event, LoadMessage):
+            self.loadProgress.emit(event.event.text)
+        elif isinstance(event, JobFinished):
+            self.loaded.emit(event.result)
+        elif isinstance(event, JobFailed):
+            self.loadFailed.emit(event.message)
+        elif isinstance(event, JobCancelled):
+            self.loadFailed.emit(f"loading {Path(target).name} was cancelled")
+        if isinstance(event, TERMINAL):
+            self._memory_changed()
+
+    # --- replies ---
 
     def generate(self, messages: list[dict], cfg: GenerationConfig, system_prompt: str = "",
                  enable_thinking: bool = False) -> int:
         """Queue a reply (cancelling one still going); returns its request id (its events carry it)."""
         self.cancel()
-        self.current = self.worker.generate([dict(m) for m in messages], cfg, system_prompt, enable_thinking)
-        return self.current.id
+        job = self.submit("reply", reply_job([dict(m) for m in messages], cfg, system_prompt, enable_thinking))
+        job.event.connect(partial(self._reply_event, job.id))  # no reference back to the job: it can go
+        self.current = job
+        return job.id
+
+    def _reply_event(self, request_id: int, event: JobEvent) -> None:
+        if isinstance(event, JobProgress):
+            self.event.emit(request_id, event.event)
+        elif isinstance(event, JobFailed):  # failed before its stream began (no model, a template error)
+            self.event.emit(request_id, Failed(event.message, event.kind))
+        elif isinstance(event, JobCancelled):  # cancelled while queued: it never ran
+            self.event.emit(request_id, Finished((), "", GenerationStats(stop_reason="cancelled"), True))
+        if isinstance(event, TERMINAL):
+            self._memory_changed()
 
     def cancel(self) -> None:
         """Stop the reply: a queued one never runs, a running one stops at its next round."""
@@ -54,8 +171,54 @@ class EngineClient(QObject):
         if self.current is not None and self.current.id == request_id:
             self.current = None
 
+    # --- the plain-decode baseline ---
+
+    def measure_baseline(self, model_key: str) -> QtJob:
+        """Measure the loaded target's plain-decode speed (baselineMeasured / baselineFailed follow)."""
+
+        def work(ctx: JobContext) -> float:
+            if str(ctx.engine.target.path) != model_key:
+                raise EngineError(f"cannot measure {Path(model_key).name}: it is not the loaded target")
+            tps = measure_baseline_tps(ctx.engine, cancel=ctx.cancel)
+            if not tps > 0:
+                raise EngineError(f"the plain-decode measurement of {Path(model_key).name} gave no speed")
+            return float(tps)
+
+        job = self.submit("baseline", work)
+        job.event.connect(partial(self._baseline_event, model_key))
+        return job
+
+    def _baseline_event(self, model_key: str, event: JobEvent) -> None:
+        if isinstance(event, JobFinished):
+            self.baselineMeasured.emit(model_key, event.result)
+        elif isinstance(event, JobFailed):
+            self.baselineFailed.emit(model_key, event.message)
+        elif isinstance(event, JobCancelled):
+            self.baselineFailed.emit(model_key, "the measurement was cancelled")
+
+    # --- no MLX work ---
+
+    def check_drafts(self, target: str, candidates: list[str]) -> None:
+        """Ask which candidate folders can draft for target, off the engine queue (draftsChecked follows)."""
+        self.drafts.check(target, list(candidates))
+
     def shutdown(self, timeout_ms: int = 30000) -> None:
         """Cancel every job and release the engine (when this client owns the host)."""
         self.cancel()
         if self._owns_host:
             self.host.shutdown(timeout_ms / 1000)
+
+    def _memory_changed(self) -> None:
+        active, _peak, _cache = read_mlx_memory()
+        if active is not None:
+            self.memoryChanged.emit(active)
+
+
+def queue_text(state: QueueState) -> str:
+    """'Running: reply · queued: sweep, A/B' (empty when the engine is idle)."""
+    parts = []
+    if state.running is not None:
+        parts.append(f"Running: {KIND_NAMES.get(state.running.kind, state.running.kind)}")
+    if state.queued:
+        parts.append("queued: " + ", ".join(KIND_NAMES.get(i.kind, i.kind) for i in state.queued))
+    return " · ".join(parts)

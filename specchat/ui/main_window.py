@@ -32,7 +32,7 @@ from .speculation_control import SpeculationControl
 from .speculation_menu import AUTO, SpeculationMenu
 from .startup import open_storage
 from .theme_switch import follow
-from .worker import LoadedPair, queue_text
+from .engine_client import LoadedPair, queue_text
 
 DEFAULT_SIZE = (1280, 820)
 MODELS_SHORTCUT = "Ctrl+Shift+M"
@@ -45,8 +45,8 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
                  autoload: bool = True):
         super().__init__()
         storage = open_storage(paths or AppPaths.default())  # never raises: what went wrong comes back as notices
+        self.storage = storage  # holds the scratch folder (if any) alive until the window goes
         self.paths = storage.paths  # unwritable folders swapped for a scratch folder deleted at exit
-        self._scratch = storage.scratch
         self.settings: Settings = storage.settings
         self.read_only = storage.read_only
         # what to load first: the given pair, else the saved one; settings change only once a pair loaded
@@ -166,13 +166,13 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.legend.setVisible(self.settings.color_draft_tokens)
 
     def _connect(self) -> None:
-        worker = self.client.worker
-        worker.loadProgress.connect(self.model_bar.set_loading)
-        worker.loaded.connect(self._on_loaded)
-        worker.loadFailed.connect(self._on_load_failed)
-        worker.memoryChanged.connect(self.model_bar.set_memory)
-        worker.draftsChecked.connect(self._on_drafts_checked)
-        worker.queueChanged.connect(lambda state: self.queue_label.setText(queue_text(state)))
+        client = self.client
+        client.loadProgress.connect(self.model_bar.set_loading)
+        client.loaded.connect(self._on_loaded)
+        client.loadFailed.connect(self._on_load_failed)
+        client.memoryChanged.connect(self.model_bar.set_memory)
+        client.draftsChecked.connect(self._on_drafts_checked)
+        client.queueChanged.connect(lambda state: self.queue_label.setText(queue_text(state)))
         self.chat.replyFailed.connect(lambda message: self.banner.show_message(message, "error"))
         self.chat.settingsRejected.connect(lambda message: self.banner.show_message(message, "error"))
         self.chat.busyChanged.connect(self._on_busy)

@@ -9,7 +9,7 @@ from specchat.hub.chat_template import has_thinking_switch
 
 from .model_folders import local_models
 from .plain_words import draft_refusal
-from .worker import LoadedPair
+from .engine_client import LoadedPair
 
 NO_THINKING = "This model's chat template has no thinking switch (enable_thinking), so it cannot be told to think"
 

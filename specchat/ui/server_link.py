@@ -9,7 +9,8 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QLabel, QMainWindow
 
 from specchat.server.connect import connect_job
-from specchat.server.remote import RemoteEngine, RemoteError
+from specchat.engine.errors import RemoteError
+from specchat.server.remote import RemoteEngine
 
 from .server_menu import ServeChoice, ServeDialog, ServerController, ServerMenu
 
@@ -77,7 +78,7 @@ class ServerLink(QObject):
         self.menu.localRequested.connect(self._use_local)
         self.controller.stateChanged.connect(self._state)
         self.controller.failed.connect(self._failed)
-        self.controller.requestEvent.connect(window.docks.dashboard.on_worker_event)
+        self.controller.requestEvent.connect(window.docks.dashboard.on_request_event)
         self.poller = RemoteStatusPoller(self)
         self.poller.status.connect(lambda st: window.docks.dashboard.set_cluster(st.ranks, st.degraded))
 
@@ -96,7 +97,7 @@ class ServerLink(QObject):
         window.settings.server_url = url
         window.model_bar.set_loading(f"Connecting to {url}…")
         window.composer.set_ready(False, "Connecting to the server")
-        window.client.worker.load_with(url, connect_job(url, api_key))
+        window.client.load_with(url, connect_job(url, api_key))
 
     def stop(self) -> None:
         """Stop serving and polling (window closing)."""

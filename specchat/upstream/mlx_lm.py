@@ -40,6 +40,7 @@ __all__ = [
     "apply_min_p", "apply_top_k", "apply_top_p", "load", "load_tokenizer", "make_prompt_cache",
     "arrays_cache_state", "set_arrays_cache_state", "rotating_cache_state", "set_rotating_cache_state",
     "gated_delta_layers", "is_gated_delta_layer", "gated_delta_update_of", "wrap_gated_delta_update",
+    "RecordingRotatingKVCache", "record_rotating_inserts", "stop_recording_inserts", "insert_unrecorded",
     "swap_conv_class", "model_classes", "self_check", "model_check",
 ]
 
@@ -114,6 +115,36 @@ def wrap_gated_delta_update(layer, make_wrapper) -> bool:
     setattr(wrapper, WRAPPED_MARK, fn)
     module.gated_delta_update = wrapper
     return True
+
+
+class RecordingRotatingKVCache(RotatingKVCache):
+    """A RotatingKVCache that remembers the keys/values inserted while `inserted` is a list (one round)."""
+
+    inserted: list | None = None
+
+    def update_and_fetch(self, keys, values):
+        if self.inserted is not None:
+            self.inserted.append((keys, values))
+        return super().update_and_fetch(keys, values)
+
+
+def record_rotating_inserts(cache) -> None:
+    """Make a RotatingKVCache remember what is inserted from now on (its class becomes the recording one)."""
+    if type(cache) is RotatingKVCache:
+        cache.__class__ = RecordingRotatingKVCache
+    cache.inserted = []
+
+
+def stop_recording_inserts(cache) -> list:
+    """The (keys, values) inserted since record_rotating_inserts, in order; recording stops."""
+    inserted = getattr(cache, "inserted", None) or []
+    cache.inserted = None
+    return inserted
+
+
+def insert_unrecorded(cache, keys, values) -> None:
+    """Insert keys/values into a RotatingKVCache the way mlx-lm does, without recording them."""
+    RotatingKVCache.update_and_fetch(cache, keys, values)
 
 
 def swap_conv_class(layer, subclass_for) -> None:

@@ -9,7 +9,8 @@ import pytest
 
 from specchat.engine import Finished, GenerationConfig, PrefillProgress, TextChunk
 from specchat.engine.owner import load_pair_job, prompt_job
-from specchat.engine.owner import (EngineHost, JobCancelled, JobCancelledError, JobError, JobFailed, JobFinished,
+from specchat.engine.errors import EngineError, ErrorKind, ModelLoadError
+from specchat.engine.owner import (EngineHost, JobCancelled, JobCancelledError, JobFailed, JobFinished,
                              JobProgress, JobQueued, JobStarted)
 
 
@@ -74,8 +75,10 @@ def test_an_exception_fails_the_job_and_the_next_one_runs(host):
     good = host.submit("good", lambda ctx: threading.current_thread().name)
     assert good.result(10) == "engine"
     assert isinstance(bad.outcome, JobFailed) and bad.outcome.message == "KeyError: 'boom'"
-    with pytest.raises(JobError, match="boom"):
+    assert bad.outcome.kind is ErrorKind.INTERNAL  # not an engine error: a bug, its type named
+    with pytest.raises(EngineError, match="KeyError: 'boom'") as raised:
         bad.result(1)
+    assert type(raised.value) is EngineError
 
 
 def test_each_consumer_gets_only_its_own_jobs_events(host):
@@ -110,7 +113,7 @@ def test_a_failed_load_keeps_the_previous_pair(host, dense_target, dense_draft_p
     assert pair.draft == str(dense_draft_partial) and engine.owner is host.thread
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.json").write_text("{}")
-    with pytest.raises(JobError, match="no model.*safetensors"):
+    with pytest.raises(ModelLoadError, match="no model.*safetensors"):
         host.submit("load", load_pair_job(tmp_path / "broken")).result(60)
     assert host.engine is engine
     ids = engine.tokenizer.encode("hello")

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from specchat.engine import ConfigError, Engine, Failed, Finished, PrefillProgress, TextChunk
+from specchat.engine import ConfigError, Engine, ErrorKind, Failed, Finished, PrefillProgress, TextChunk
 from specchat.engine.loading import context_limit
 
 from .helpers import greedy, prompt_ids
@@ -63,7 +63,7 @@ def test_a_prompt_beyond_the_context_is_refused_before_any_work(engine):
     engine.generate(ids, greedy("baseline", n=4))
     held = list(engine.runner.tokens)
     events = list(engine.stream([ids[0]] * (limit + 5), greedy("baseline", n=4)))
-    assert len(events) == 1 and isinstance(events[0], Failed) and events[0].error_type == "ConfigError"
+    assert len(events) == 1 and isinstance(events[0], Failed) and events[0].kind is ErrorKind.CONFIG
     assert "32773 tokens" in events[0].message and "at most 32768" in events[0].message
     assert "text_config.max_position_embeddings" in events[0].message
     assert engine.runner.tokens == held  # nothing ran, nothing was dropped

@@ -5,7 +5,8 @@ import pytest
 from specchat.engine.owner import EngineHost, reply_job
 from specchat.engine.events import Finished, RoundResult, TextChunk
 from specchat.server.connect import connect_job
-from specchat.server.remote import RemoteEngine, RemoteError
+from specchat.engine.errors import RemoteError
+from specchat.server.remote import RemoteEngine
 from specchat.tuning.ab_compare import run_ab
 
 from .conftest import API_KEY, DEFAULTS, chat_ids
@@ -45,6 +46,17 @@ def test_ab_runs_unchanged_against_the_server(remote_host, host):
     by_mode = {r.mode: r for r in rows}
     assert by_mode["draft"].identical and by_mode["draft"].acceptance_rate is not None
     assert "no MTP head" in (by_mode["mtp"].unavailable or "")
+
+
+def test_the_remote_chat_template_honours_add_generation_prompt(remote_host, host):
+    local, remote = host.engine.tokenizer, remote_host.engine.tokenizer
+    conversation = [*MESSAGES, {"role": "assistant", "content": "A fox ran."}]
+    for opening in (True, False):
+        assert remote.apply_chat_template(conversation, add_generation_prompt=opening) == list(
+            local.apply_chat_template(conversation, add_generation_prompt=opening))
+    with_opening = remote.apply_chat_template(conversation, add_generation_prompt=True)
+    without = remote.apply_chat_template(conversation, add_generation_prompt=False)
+    assert len(with_opening) > len(without) and with_opening[:len(without)] == without
 
 
 def test_connecting_to_nothing_or_with_a_wrong_key_says_so(server):

@@ -67,7 +67,7 @@ def test_stop_mid_reply_saves_the_partial_reply(qtbot, open_window, dense_target
             if len(chunks) == 3:
                 window.composer.stop_button.click()
 
-    window.client.worker.event.connect(on_event)
+    window.client.event.connect(on_event)
     finished = send(qtbot, window, "Tell me a long story.")
     assert finished.cancelled and 3 <= len(finished.tokens) < 4000
     saved = window.store.messages(window.chat.conversation_id)[-1]

@@ -26,11 +26,11 @@ def test_a_failed_load_keeps_the_pair_in_use_and_the_settings(qtbot, open_window
     first = window.pair
     assert load_settings(paths).settings.target_path == first.target == str(dense_target)
     broken = broken_model_folder(tmp_path)
-    with qtbot.waitSignal(window.client.worker.loadFailed, timeout=LOAD_TIMEOUT_MS):
+    with qtbot.waitSignal(window.client.loadFailed, timeout=LOAD_TIMEOUT_MS):
         window.load_models(str(broken))
     assert window.banner.level == "error" and "broken-model" in window.banner.message
     assert "Still using dense_target" in window.banner.message
-    assert window.pair is first and window.client.worker.engine is not None
+    assert window.pair is first and window.client.engine is not None
     saved = load_settings(paths).settings
     assert (saved.target_path, saved.draft_path) == (str(dense_target), None)  # nothing saved
     assert window.model_bar.target_path() == str(dense_target)
@@ -38,7 +38,7 @@ def test_a_failed_load_keeps_the_pair_in_use_and_the_settings(qtbot, open_window
     finished = send(qtbot, window, "Still there?")  # the previous pair still answers
     assert finished.tokens and not finished.cancelled and finished.stats.mode == "baseline"
     # a later load that succeeds replaces the pair, saves it and clears the banner
-    with qtbot.waitSignal(window.client.worker.loaded, timeout=LOAD_TIMEOUT_MS):
+    with qtbot.waitSignal(window.client.loaded, timeout=LOAD_TIMEOUT_MS):
         window.load_models(str(dense_target), str(dense_draft_partial))
     assert window.pair.draft == str(dense_draft_partial) and not window.banner.isVisible()
     assert load_settings(paths).settings.draft_path == str(dense_draft_partial)

@@ -1,5 +1,6 @@
 """Failures become banners and the window keeps working; corrupt settings are set aside."""
 
+from specchat.engine import ErrorKind, Failed
 from specchat.engine.session import ChatSession
 from specchat.settings import load_settings
 
@@ -18,10 +19,14 @@ def test_a_worker_exception_shows_a_banner_and_the_next_reply_works(qtbot, open_
         return original(self, messages)
 
     monkeypatch.setattr(ChatSession, "prompt_ids", broken_once)
+    events = []
+    window.client.event.connect(lambda request_id, event: events.append((request_id, event)))
     with qtbot.waitSignal(window.chat.replyFailed, timeout=30_000) as blocker:
         window.composer.text.setPlainText("hello")
         window.composer.send_button.click()
     assert blocker.args == ["RuntimeError: template exploded"]
+    # the job failed before its stream began: it still reaches the views as the reply's Failed event
+    assert [e for _, e in events] == [Failed("RuntimeError: template exploded", ErrorKind.INTERNAL)]
     assert window.banner.isVisible() and window.banner.level == "error"
     assert "template exploded" in window.banner.label.text()
     assert window.composer.send_button.isVisible() and window.transcript.views[-1].role == "user"

@@ -45,7 +45,7 @@ def test_dashboard_gets_the_pair_a_baseline_and_every_round_of_a_reply(qtbot, op
     entry = BaselineCache.for_paths(paths).get(window.pair.target)
     assert entry is not None and entry.tokens_per_s == tps and entry.source == "measured"
     rounds = []
-    window.client.worker.event.connect(lambda _id, e: rounds.append(e) if isinstance(e, RoundResult) else None)
+    window.client.event.connect(lambda _id, e: rounds.append(e) if isinstance(e, RoundResult) else None)
     finished = send(qtbot, window, "Count from one to twenty.")
     dash.redraw()
     assert finished.stats.mode == "draft" and len(rounds) == finished.stats.rounds > 0
@@ -201,7 +201,7 @@ def test_models_window_opens_from_the_menu_and_its_choices_load(qtbot, open_wind
     assert models is not None and models.isVisible()
     qtbot.waitUntil(lambda: not models.runner.busy, timeout=LOAD_TIMEOUT_MS)
     loads = []
-    window.client.worker.loadStarted.connect(loads.append)
+    window.client.loadStarted.connect(loads.append)
     models.use_as_target.emit(str(dense_target))
     qtbot.waitUntil(lambda: window.pair is not None, timeout=LOAD_TIMEOUT_MS)
     assert window.model_bar.target_path() == str(dense_target) and window.pair.draft is None

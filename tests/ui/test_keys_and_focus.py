@@ -34,7 +34,7 @@ def test_esc_with_focus_in_the_sidebar_stops_the_streaming_reply(qtbot, open_win
                 window.sidebar.list.setFocus()
                 qtbot.keyClick(window.sidebar.list, Qt.Key.Key_Escape)
 
-    window.client.worker.event.connect(on_event)
+    window.client.event.connect(on_event)
     finished = send(qtbot, window, "Tell me a long story.")
     assert not window.composer.hasFocus() and not window.composer.text.hasFocus()
     assert finished.cancelled and 3 <= len(finished.tokens) < 4000

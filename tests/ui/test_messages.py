@@ -24,7 +24,7 @@ def regenerate(qtbot, window):
 
 def test_prefill_progress_shows_on_the_card_and_stop_ends_it_before_any_text(qtbot, open_window, dense_target):
     window = open_window(dense_target)
-    runner = window.client.worker.engine.runner
+    runner = window.client.engine.runner
     runner.prefill_chunk = 8
     gate = threading.Event()
     chunks = runner.prefill_chunks
@@ -50,7 +50,7 @@ def test_prefill_progress_shows_on_the_card_and_stop_ends_it_before_any_text(qtb
                 window.composer.stop_button.click()
                 gate.set()
 
-    window.client.worker.event.connect(on_event)
+    window.client.event.connect(on_event)
     finished = send(qtbot, window, LONG_PROMPT)
     assert finished.cancelled and finished.tokens == () and len(seen) >= 2
     total = seen[0][1]

@@ -55,7 +55,7 @@ def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target,
     try:
         window = open_window(dense_target)
         saved_target = window.settings.target_path
-        with qtbot.waitSignal(window.client.worker.loaded, timeout=30_000):
+        with qtbot.waitSignal(window.client.loaded, timeout=30_000):
             window.server.connect_to(server.url, "remote-key")
         assert window.pair.remote == server.url and window.pair.draft  # the server's pair, draft included
         assert f"on {server.url}" in window.model_bar.state.text()
@@ -73,7 +73,7 @@ def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target,
         window.server.poller.poll()
         qtbot.waitUntil(lambda: "rank 1 (mac-b): 2.0 GB, peak 2.2 GB" in cluster.text(), timeout=10_000)
         assert cluster.isVisibleTo(window.docks.dashboard) and "rank 0 (mac-a): 2.1 GB" in cluster.text()
-        with qtbot.waitSignal(window.client.worker.loaded, timeout=60_000):
+        with qtbot.waitSignal(window.client.loaded, timeout=60_000):
             window.server.menu.local_action.trigger()
         assert window.pair.remote is None and not cluster.isVisibleTo(window.docks.dashboard)
     finally:

@@ -24,6 +24,11 @@ MACHINE = {"chip": "Test Chip", "memory_total": "1 GB", "os": "TestOS"}
 SWEEP_TIMEOUT_MS = 180_000
 
 
+def row_texts(table, row: int) -> list[str]:
+    """The texts of one row of the sweep table, as a reader sees them."""
+    return [table.item(row, c).text() for c in range(table.columnCount())]
+
+
 @pytest.fixture(scope="module")
 def loaded(hybrid_target, hybrid_draft_partial):
     """An engine host with the hybrid pair loaded, shared by the module's views, and the pair."""
@@ -64,7 +69,7 @@ def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, loaded, 
     cells = [(p.name, c) for p in result.prompts for c in p.cells]
     assert len(cells) == view.table.rowCount() == 2 * 3
     for row, (name, cell) in enumerate(cells):
-        texts = view.table.row_texts(row)
+        texts = row_texts(view.table, row)
         assert texts[:2] == [name, cell.label]
         assert texts[2] == (f"{cell.median_tokens_per_s:.1f}" if cell.median_tokens_per_s is not None else "—")
         assert len(cell.reps) == 1 and len(cell.warmups) == 1
@@ -82,9 +87,9 @@ def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, loaded, 
     for prompt in result.prompts:  # the best row (plain decoding when the best is Off) is bold and says so
         choice = best[prompt.name] or None
         row = [n for n, _ in cells].index(prompt.name) + [c.k for c in prompt.cells].index(choice)
-        assert view.table.row_texts(row)[-1].startswith("★ best K" if choice else "★ best: Off")
+        assert row_texts(view.table, row)[-1].startswith("★ best K" if choice else "★ best: Off")
         assert view.table.item(row, 0).font().bold()
-    assert all(view.table.row_texts(row)[6] == "n/a" for row in range(len(cells)))  # 1 rep: no CV
+    assert all(row_texts(view.table, row)[6] == "n/a" for row in range(len(cells)))  # 1 rep: no CV
     assert "MAD" in view.table.horizontalHeaderItem(6).toolTip()
     csv_rows = list(csv.DictReader(view.export_csv(tmp_path / "sweep.csv").open()))
     assert [(r["prompt"], r["k"]) for r in csv_rows] == [(n, c.label) for n, c in cells]
@@ -108,9 +113,9 @@ def test_noisy_and_differing_cells_are_marked(qtbot, paths, loaded):
     view.cells = {"structured": [base, noisy, differs]}
     view._show_cells()
     assert noisy.noisy and differs.identical is False
-    assert view.table.item(1, 6).background().color() == NOISY_BG and "noisy" in view.table.row_texts(1)[-1]
+    assert view.table.item(1, 6).background().color() == NOISY_BG and "noisy" in row_texts(view.table, 1)[-1]
     assert view.table.item(2, 2).background().color() == DIFFERS_BG
-    assert view.table.row_texts(2)[2] == "—" and "output differs" in view.table.row_texts(2)[-1]
+    assert row_texts(view.table, 2)[2] == "—" and "output differs" in row_texts(view.table, 2)[-1]
     marked = view.chart.markers["structured"].data
     assert len(marked) == 1 and marked["y"][0] == 0.0
 
@@ -129,7 +134,7 @@ def test_cancel_keeps_a_partial_result(qtbot, paths, loaded):
     result = run_sweep(qtbot, view)
     assert result.cancelled and view.progress.value() == 1 < view.progress.maximum()
     assert [len(p.cells) for p in result.prompts] == [1]  # only the baseline cell measured anything
-    assert view.table.rowCount() == 1 and view.table.row_texts(0)[1] == "baseline"
+    assert view.table.rowCount() == 1 and row_texts(view.table, 0)[1] == "baseline"
     assert view.best_label.text().startswith("Cancelled") and view.run_button.isEnabled()
 
 
@@ -189,7 +194,7 @@ def test_a_slower_k_makes_off_the_best_and_chart_axes_carry_plain_units(qtbot, p
     view.ks = (1,)
     view.cells = {"chat": [base, slower]}
     view._show_cells()  # no result yet: nothing is marked best
-    assert not any(view.table.row_texts(r)[-1].startswith("★") for r in range(2))
+    assert not any(row_texts(view.table, r)[-1].startswith("★") for r in range(2))
     from specchat.tuning.sweep_results import PromptResult
     assert PromptResult("chat", "", 1, "", (base, slower)).best_choice() == 0
     item = view.chart.plot.getPlotItem()

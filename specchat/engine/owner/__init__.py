@@ -9,11 +9,11 @@ the command line and an HTTP server all adapt the same queue.
 from .engine_jobs import LoadedPair, LoadMessage, adopt_job, load_pair_job, prompt_job, reply_job
 from .events import (TERMINAL, JobCancelled, JobEvent, JobFailed, JobFinished, JobInfo, JobProgress, JobQueued,
                      JobStarted, QueueState)
-from .handle import NO_MODEL, JobCancelledError, JobContext, JobError, JobHandle
+from .handle import NO_MODEL, JobCancelledError, JobContext, JobHandle
 from .host import EngineHost
 
 __all__ = [
-    "EngineHost", "JobHandle", "JobContext", "JobError", "JobCancelledError", "NO_MODEL", "JobInfo", "JobQueued",
+    "EngineHost", "JobHandle", "JobContext", "JobCancelledError", "NO_MODEL", "JobInfo", "JobQueued",
     "JobStarted", "JobProgress", "JobFinished", "JobFailed", "JobCancelled", "JobEvent", "TERMINAL", "QueueState",
     "LoadedPair", "LoadMessage", "load_pair_job", "adopt_job", "reply_job", "prompt_job",
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import ErrorKind
+
 
 @dataclass(frozen=True)
 class JobInfo:
@@ -46,11 +48,11 @@ class JobFinished:
 
 @dataclass(frozen=True)
 class JobFailed:
-    """The job's work raised; message is meant for the user."""
+    """The job's work raised; message is meant for the user, kind says what failed."""
 
     job: JobInfo
     message: str
-    error_type: str
+    kind: ErrorKind
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ..errors import EngineError
+from ..errors import EngineError, error_from
 from .events import TERMINAL, JobCancelled, JobEvent, JobFailed, JobInfo, JobProgress
 
 if TYPE_CHECKING:
@@ -18,12 +18,10 @@ log = logging.getLogger(__name__)
 NO_MODEL = "no model is loaded: choose a target model folder and press Load"
 
 
-class JobError(EngineError):
-    """A job failed; the message is the job's own error message."""
-
-
-class JobCancelledError(JobError):
+class JobCancelledError(EngineError):
     """The job was cancelled (before it started, or its work raised this to say so)."""
+
+
 class JobContext:
     """What a job's work gets: the host (and its engine), the cancel event and emit(event)."""
 
@@ -39,7 +37,7 @@ class JobContext:
 
     def emit(self, event: object) -> None:
         """Send a progress event to the job's consumer."""
-        self.handle._deliver(JobProgress(self.handle.info, event))
+        self.handle.deliver(JobProgress(self.handle.info, event))
 
 
 class JobHandle:
@@ -52,7 +50,7 @@ class JobHandle:
         self._events: queue.SimpleQueue | None = None if listener else queue.SimpleQueue()
         self._done = threading.Event()
         self.outcome: JobEvent | None = None
-        self._pending_end: JobEvent | None = None  # set by the host when the work ends
+        self._end: JobEvent | None = None
 
     @property
     def id(self) -> int:
@@ -69,7 +67,19 @@ class JobHandle:
         """True once the job finished, failed or was cancelled."""
         return self._done.is_set()
 
-    def _deliver(self, event: JobEvent) -> None:
+    @property
+    def end(self) -> JobEvent:
+        """The terminal event the host left when the work ended (published once the job stopped running)."""
+        if self._end is None:
+            raise EngineError(f"job {self.id} ({self.kind}) has not ended")
+        return self._end
+
+    def set_end(self, event: JobEvent) -> None:
+        """Record the terminal event (the host, when the work returns, raises or was cancelled)."""
+        self._end = event
+
+    def deliver(self, event: JobEvent) -> None:
+        """Hand one event to the job's listener or its events() queue (any thread)."""
         if isinstance(event, TERMINAL):
             self.outcome = event
         if self._listener is None:
@@ -100,12 +110,13 @@ class JobHandle:
         return self._done.wait(timeout)
 
     def result(self, timeout: float | None = None):
-        """The job's result; JobError when it failed, JobCancelledError when cancelled, TimeoutError."""
+        """The job's result; the failure's own error class (ConfigError, ModelLoadError, ...) when it failed,
+        JobCancelledError when cancelled, TimeoutError when it did not end in time."""
         if not self.wait(timeout):
             raise TimeoutError(f"job {self.id} ({self.kind}) did not end within {timeout} s")
         outcome = self.outcome
         if isinstance(outcome, JobFailed):
-            raise JobError(outcome.message)
+            raise error_from(outcome.kind, outcome.message)
         if isinstance(outcome, JobCancelled):
             raise JobCancelledError(f"the {self.kind} job was cancelled")
         return outcome.result

@@ -10,7 +10,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from ..errors import EngineError
+from ..errors import EngineError, error_kind, user_message
 from .events import (JobCancelled, JobEvent, JobFailed, JobFinished, JobInfo, JobQueued, JobStarted,
                      QueueState)
 from .handle import JobCancelledError, JobContext, JobHandle
@@ -106,7 +106,7 @@ class EngineHost:
         return self._parked.wait(timeout)
 
     def _publish(self, handle: JobHandle, event: JobEvent) -> None:
-        handle._deliver(event)
+        handle.deliver(event)
         for observer in list(self._observers):
             try:
                 observer(event)
@@ -126,17 +126,17 @@ class EngineHost:
             finally:
                 with self._cond:
                     self._running = None
-                self._publish(handle, handle._pending_end)
+                self._publish(handle, handle.end)
         self._engine = None
         _release_memory()
         self._parked.set()
         threading.Event().wait()  # parked for good (see shutdown)
 
     def _run(self, handle: JobHandle) -> None:
-        """Run one job; its terminal event is left in handle._pending_end (published once it stopped running)."""
+        """Run one job; its terminal event is left in handle.end (published once the job stopped running)."""
         info = handle.info
         if handle.cancel.is_set():
-            handle._pending_end = JobCancelled(info)
+            handle.set_end(JobCancelled(info))
             return
         self._publish(handle, JobStarted(info))
         ctx = JobContext(self, handle)
@@ -144,14 +144,13 @@ class EngineHost:
             result = handle.work(ctx)
             if inspect.isgenerator(result):
                 result = _drive(result, ctx)
-            handle._pending_end = JobFinished(info, result)
+            handle.set_end(JobFinished(info, result))
         except JobCancelledError:
-            handle._pending_end = JobCancelled(info)
+            handle.set_end(JobCancelled(info))
         except Exception as exc:  # the job fails; the thread lives on for the next one
             if not isinstance(exc, EngineError):
                 log.exception("job %s (%s) failed", info.id, info.kind)
-            message = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
-            handle._pending_end = JobFailed(info, message, type(exc).__name__)
+            handle.set_end(JobFailed(info, user_message(exc), error_kind(exc)))
 
 
 def _drive(generator, ctx: JobContext):

@@ -56,8 +56,7 @@ class ChatController(QObject):
         self.conversation_id: int | None = None
         self.active: ActiveReply | None = None
         self.last_trace: ReplyTrace | None = None
-        client.worker.event.connect(self._on_event)
-        client.worker.generationError.connect(self._on_error)
+        client.event.connect(self._on_event)
         composer.sendRequested.connect(self.send)
         composer.stopRequested.connect(self.stop)
         transcript.regenerateRequested.connect(self.regenerate)
@@ -192,10 +191,6 @@ class ChatController(QObject):
             self.replyFinished.emit(event)
         elif isinstance(event, Failed):
             self._fail(event.message)
-
-    def _on_error(self, request_id: int, message: str) -> None:
-        if self.active is not None and request_id == self.active.request_id:
-            self._fail(message)
 
     def _finish(self, text: str, stats: dict | None, cancelled: bool) -> None:
         active, self.active = self.active, None

@@ -125,11 +125,6 @@ class MessageView(QFrame):
         """Put the whole message on the clipboard."""
         QGuiApplication.clipboard().setText(self.full_text())
 
-    def set_text(self, text: str) -> None:
-        """Replace the message text (a finished or loaded message)."""
-        self.text = text
-        self.render()
-
     def set_footer(self, text: str) -> None:
         """Show the stats line under the reply."""
         self.footer.setText(text)

@@ -93,11 +93,6 @@ class ReplyTrace:
         end = self.token_starts[index + 1] if index + 1 < len(self.token_starts) else len(self.text)
         return start, end
 
-    @property
-    def accepted_chars(self) -> int:
-        """How many characters came from accepted drafts."""
-        return sum(self.char_from_draft)
-
     def _add_chunk(self, chunk: TextChunk) -> None:
         start = len(self.text)
         lengths = self._piece_lengths(chunk)
@@ -154,11 +149,6 @@ class SavedTrace:
     def rejection_chars(self) -> dict[int, RejectedSpot]:
         """Char offset of each rejected position -> the rejection."""
         return dict(self._spots)
-
-    @property
-    def accepted_chars(self) -> int:
-        """How many characters came from accepted drafts."""
-        return sum(self.char_from_draft)
 
 
 def saved_trace(text: str, data: dict | None) -> SavedTrace | None:

@@ -7,6 +7,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainT
                                QVBoxLayout, QWidget)
 
 from specchat.engine.config import LIMITS, MTP_MAX_DEPTH
+from specchat.engine.prompt import user_prompt_ids
 from .. import theme
 from ..theme_switch import follow
 from ..settings_panel import limited_spin_box
@@ -14,7 +15,7 @@ from specchat.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
 from specchat.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
                              JobStarted)
 
-from ..worker import QtJob
+from ..engine_client import QtJob
 
 DEFAULT_PROMPT = "Write a Python function that merges two sorted lists, with a docstring."
 
@@ -136,7 +137,7 @@ class ABPanel(QWidget):
         if client is self.client:
             return
         self.client = client
-        client.worker.queueChanged.connect(self._queue_changed)
+        client.queueChanged.connect(self._queue_changed)
         self._refresh_button()
 
     def set_pair(self, pair) -> None:
@@ -161,8 +162,7 @@ class ABPanel(QWidget):
 
         def work(ctx):
             engine = ctx.engine
-            ids = list(engine.tokenizer.apply_chat_template([{"role": "user", "content": text}],
-                                                            add_generation_prompt=True, enable_thinking=False))
+            ids = user_prompt_ids(engine.tokenizer, text)
             return run_ab(engine, ids, k, max_tokens, cancel=ctx.cancel, on_row=ctx.emit)
 
         self.rows = []
@@ -182,7 +182,7 @@ class ABPanel(QWidget):
 
     def wait(self, ms: int = 60_000) -> bool:
         """Wait until the comparison's job ended on the engine thread (tests, shutdown)."""
-        return self.job.handle.wait(ms / 1000) if self.job is not None else True
+        return self.job.wait(ms) if self.job is not None else True
 
     def _queue_changed(self, state) -> None:
         ahead = state.ahead_of(self.job.id) if self.job is not None else None

@@ -173,9 +173,14 @@ class Dashboard(QWidget):
                 self.rounds.add(event)
         self._dirty = True
 
+    @property
+    def generating(self) -> bool:
+        """True from a reply's first event until its Finished or Failed."""
+        return self._generating
+
     @Slot(int, object)
-    def on_worker_event(self, request_id: int, event) -> None:
-        """EngineWorker.event carries (request id, event); the id does not matter here."""
+    def on_request_event(self, request_id: int, event) -> None:
+        """EngineClient.event carries (request id, event); the id does not matter here."""
         self.on_event(event)
 
     @Slot(object)

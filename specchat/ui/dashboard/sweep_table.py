@@ -103,10 +103,6 @@ class SweepTable(QTableWidget):
             item.setFont(font)
         return item
 
-    def row_texts(self, row: int) -> list[str]:
-        """The texts of one row (tests and exports)."""
-        return [self.item(row, c).text() for c in range(self.columnCount())]
-
 
 class SpeedupChart(ChartCard):
     """Grouped bars: speedup over plain decoding for each K, one colour per prompt type."""

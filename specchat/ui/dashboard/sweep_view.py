@@ -23,7 +23,7 @@ from .. import theme
 from ..theme_switch import follow
 from ..banner import Banner
 from .ab_panel import ABPanel
-from ..worker import QtJob
+from ..engine_client import QtJob
 from .sweep_export import write_csv
 from .sweep_table import SpeedupChart, SweepTable
 
@@ -138,7 +138,7 @@ class SweepView(QWidget):
         if client is self.client:
             return
         self.client = client
-        client.worker.queueChanged.connect(self._queue_changed)
+        client.queueChanged.connect(self._queue_changed)
         self.ab.set_client(client)
         self._refresh_button()
 
@@ -207,7 +207,7 @@ class SweepView(QWidget):
 
     def wait(self, ms: int = 120_000) -> bool:
         """Wait until the sweep's job ended on the engine thread (tests, shutdown)."""
-        return self.job.handle.wait(ms / 1000) if self.job is not None else True
+        return self.job.wait(ms) if self.job is not None else True
 
     def _set_running(self, running: bool) -> None:
         self._refresh_button()

@@ -93,11 +93,11 @@ def fmt_gb(n_bytes: float | None) -> str:
 
 def _speed(dash) -> tuple[float | None, str]:
     """The headline speed: rolling while rounds come in, else the last reply's decode speed."""
-    if dash._generating and len(dash.rounds):
+    if dash.generating and len(dash.rounds):
         return float(dash.rounds.rolling_tokens_per_s()[-1]), f"rolling, last {dash.rounds.window} rounds"
-    if dash.last_stats is not None and not dash._generating:
+    if dash.last_stats is not None and not dash.generating:
         return dash.last_stats.decode_tokens_per_s, f"last reply ({dash.last_stats.mode})"
-    return None, "generating…" if dash._generating else "no reply yet"
+    return None, "generating…" if dash.generating else "no reply yet"
 
 
 def fill_tiles(dash) -> None:
@@ -112,7 +112,7 @@ def fill_tiles(dash) -> None:
     if totals["rounds"]:
         rate = totals["accepted"] / totals["drafted"] if totals["drafted"] else None
         tiles["acceptance"].set(fmt_pct(rate), f"{totals['accepted']:.0f} of {totals['drafted']:.0f} drafted")
-        stats = None if dash._generating else dash.last_stats
+        stats = None if dash.generating else dash.last_stats
         drafting = sum(stats.k_rounds.values()) if stats is not None and stats.k_rounds else 0
         if drafting and drafting != totals["rounds"]:  # auto K's plain bursts are rounds that drafted nothing
             tiles["per_round"].set(f"{stats.mean_accepted_per_round:.2f}",
@@ -140,7 +140,7 @@ def _fill_vs_plain(tile: StatTile, dash, speed: float | None) -> None:
         tile.set(DASH, line)
         return
     result = compare(speed, ref)
-    live = dash._generating  # a rolling rate over rounds: not the reply's own clock, so no verdict yet
+    live = dash.generating  # a rolling rate over rounds: not the reply's own clock, so no verdict yet
     tile.set(f"{result.ratio:.2f}×", ("live; " if live else "") + line,
              None if live else VERDICT_COLORS.get(result.verdict))
 
