@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 import statistics
 import sys
-import time
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path

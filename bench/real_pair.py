@@ -24,11 +24,10 @@ import time
 from pathlib import Path
 
 import mlx.core as mx
-
 from common import chat_ids
-from tests.engine.helpers import mlx_lm_speculative_tokens
 
 from specchat.engine import Engine, GenerationConfig
+from tests.engine.helpers import mlx_lm_speculative_tokens
 
 PROMPTS = {
     "code": "Write a Python function that merges two sorted lists into one sorted list, with a docstring "

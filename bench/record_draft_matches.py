@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 import mlx.core as mx
-
 from real_pair import FOLLOW_UPS, PROMPTS
 
 from specchat.engine import Engine, GenerationConfig

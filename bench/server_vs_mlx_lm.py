@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 
 import httpx
-from openai import OpenAI
-
 from common import ROOT, Paired, build_cheap_draft_pair, median
+from openai import OpenAI
 
 TURNS = ("Write a Python function that merges two sorted lists, with a docstring.",
          "Now add type hints and a short test.",

@@ -16,7 +16,6 @@ from specchat.engine import (
     RoundResult,
     TextChunk,
 )
-
 from specchat.engine.engine import whole_characters
 
 from .helpers import greedy, prompt_ids

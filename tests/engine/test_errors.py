@@ -5,8 +5,18 @@ import json
 import pytest
 
 from specchat.engine import Engine, GenerationConfig
-from specchat.engine.errors import (ConfigError, EngineError, ErrorKind, IncompatibleDraftError, ModelLoadError,
-                                    RemoteError, RollbackError, error_from, error_kind, user_message)
+from specchat.engine.errors import (
+    ConfigError,
+    EngineError,
+    ErrorKind,
+    IncompatibleDraftError,
+    ModelLoadError,
+    RemoteError,
+    RollbackError,
+    error_from,
+    error_kind,
+    user_message,
+)
 from specchat.engine.events import Failed
 from specchat.server.wire import event_from_json, event_to_json
 

@@ -2,8 +2,7 @@
 
 import pytest
 
-from specchat.engine import Engine, RoundResult, TextChunk
-from specchat.engine import speculative
+from specchat.engine import Engine, RoundResult, TextChunk, speculative
 
 from .helpers import greedy, mlx_lm_greedy, prompt_ids
 

@@ -8,10 +8,19 @@ import weakref
 import pytest
 
 from specchat.engine import Finished, GenerationConfig, PrefillProgress, TextChunk
-from specchat.engine.owner import load_pair_job, prompt_job
 from specchat.engine.errors import EngineError, ErrorKind, ModelLoadError
-from specchat.engine.owner import (EngineHost, JobCancelled, JobCancelledError, JobFailed, JobFinished,
-                             JobProgress, JobQueued, JobStarted)
+from specchat.engine.owner import (
+    EngineHost,
+    JobCancelled,
+    JobCancelledError,
+    JobFailed,
+    JobFinished,
+    JobProgress,
+    JobQueued,
+    JobStarted,
+    load_pair_job,
+    prompt_job,
+)
 
 
 @pytest.fixture
@@ -84,8 +93,7 @@ def test_an_exception_fails_the_job_and_the_next_one_runs(host):
 def test_each_consumer_gets_only_its_own_jobs_events(host):
     def counting(n):
         def work(ctx):
-            for i in range(n):
-                yield i
+            yield from range(n)
             return n
         return work
 

@@ -230,7 +230,7 @@ def test_catch_up_projects_only_the_last_position_with_the_same_numbers(engines,
 
 
 def test_catch_up_fixtures_cover_tied_and_untied_projections(engines):
-    ties = {getattr(engines[n].target.model, "language_model").args.tie_word_embeddings for n in HEADS}
+    ties = {engines[n].target.model.language_model.args.tie_word_embeddings for n in HEADS}
     assert ties == {True, False}
 
 

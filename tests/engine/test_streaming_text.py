@@ -1,9 +1,9 @@
 """Text chunks never split a multi-byte character, whatever the token boundaries."""
 
 from specchat.engine import Engine
-from specchat.engine.stats import StatsRecorder
 from specchat.engine.config import GenerationConfig
 from specchat.engine.speculative import Step
+from specchat.engine.stats import StatsRecorder
 
 TEXT = "日本語 café naïve 🙂 done"
 

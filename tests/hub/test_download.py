@@ -10,8 +10,14 @@ from huggingface_hub import constants, scan_cache_dir
 from specchat.engine.loading import load_model
 from specchat.hub.config import HubConfig
 from specchat.hub.download import download_bundle, download_model
-from specchat.hub.errors import (AuthRequiredError, CorruptFileError, DownloadCancelled, HubError,
-                            NotEnoughDiskError, OfflineError)
+from specchat.hub.errors import (
+    AuthRequiredError,
+    CorruptFileError,
+    DownloadCancelled,
+    HubError,
+    NotEnoughDiskError,
+    OfflineError,
+)
 from specchat.hub.transfer import storage_folder
 from tests.hub.conftest import DRAFT_REPO, TARGET_REPO, point_hub_at
 from tests.hub.hub_server import FakeRepo, HubServer

@@ -5,8 +5,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from specchat.hub.pairing import (INCOMPATIBLE, OK, WARNING, compatible_drafts, draft_options,
-                             pair_report, template_family)
+from specchat.hub.pairing import (
+    INCOMPATIBLE,
+    OK,
+    WARNING,
+    compatible_drafts,
+    draft_options,
+    pair_report,
+    template_family,
+)
 from specchat.hub.store import describe_folder
 from specchat.hub.tokenizer_info import VocabHashCache
 

@@ -5,8 +5,8 @@ import time
 from specchat.hub.catalog import load_catalog
 from specchat.hub.config import HubConfig
 from specchat.hub.search import search_models
-from tests.hub.hub_server import FakeRepo, HubServer
 from tests.hub.conftest import point_hub_at
+from tests.hub.hub_server import FakeRepo, HubServer
 
 CATALOG_8B = "mlx-community/Qwen3-8B-4bit"
 

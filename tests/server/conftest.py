@@ -5,8 +5,7 @@ from dataclasses import dataclass
 import pytest
 
 from specchat.engine import Finished, GenerationConfig, TextChunk
-from specchat.engine.owner import load_pair_job
-from specchat.engine.owner import EngineHost
+from specchat.engine.owner import EngineHost, load_pair_job
 from specchat.server.app import ServerOptions
 from specchat.server.backend import EngineBackend
 from specchat.server.running import BackgroundServer, free_port

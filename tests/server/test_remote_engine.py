@@ -2,10 +2,10 @@
 
 import pytest
 
-from specchat.engine.owner import EngineHost, reply_job
-from specchat.engine.events import Finished, RoundResult, TextChunk
-from specchat.server.connect import connect_job
 from specchat.engine.errors import RemoteError
+from specchat.engine.events import Finished, RoundResult, TextChunk
+from specchat.engine.owner import EngineHost, reply_job
+from specchat.server.connect import connect_job
 from specchat.server.remote import RemoteEngine
 from specchat.tuning.ab_compare import run_ab
 

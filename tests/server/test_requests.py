@@ -3,10 +3,10 @@
 import pytest
 
 from specchat.engine import GenerationConfig
+from specchat.engine.events import GenerationStats
 from specchat.server.errors import ApiError
 from specchat.server.requests import parse_request
 from specchat.server.responses import ResponseShape, StopMatcher, usage
-from specchat.engine.events import GenerationStats
 
 MODELS = ["tiny-target"]
 DEFAULTS = GenerationConfig(mode="draft", num_draft_tokens="auto", max_tokens=64)

@@ -12,14 +12,14 @@ from importlib import metadata
 import pytest
 
 from specchat.engine import ConfigError, Engine
+from specchat.paths import AppPaths
+from specchat.system.power import PowerStatus
+from specchat.tuning.best_k import best_k, pair_key, save_best_k, save_sweep, tuning_entry
 from specchat.tuning.sweep import OnBatteryError, SweepConfig, SweepRunner
 from specchat.tuning.sweep_prompts import BUILTIN_PROMPTS, SweepPrompt, builtin_prompts, load_prompt_file, merge_prompts
 from specchat.tuning.sweep_report import TABLE_HEADER, to_json, to_markdown
 from specchat.tuning.sweep_results import CellDone, RunDone, SweepFinished, SweepStarted
 from specchat.tuning.sweep_stats import is_noisy, mad, median, robust_cv, speedup_pct
-from specchat.tuning.best_k import best_k, pair_key, save_best_k, save_sweep, tuning_entry
-from specchat.paths import AppPaths
-from specchat.system.power import PowerStatus
 
 AC = PowerStatus("ac", None, None, "test: mains")
 BATTERY = PowerStatus("battery", 80.0, False, "test: battery 80%")

@@ -6,6 +6,10 @@ import pytest
 
 from specchat.paths import AppPaths
 
+# The hub tests' fixtures (HF cache in tmp_path, a loopback hub serving the tiny target and draft), for the
+# Models window tests.
+from tests.hub.conftest import draft_repo, hub, hub_config, hub_env, target_repo  # noqa: F401
+
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MAX_TOKENS = 24
 LOAD_TIMEOUT_MS = 60_000

@@ -7,7 +7,6 @@ from PySide6.QtGui import QColor, QGuiApplication
 from specchat.ui import theme
 from specchat.ui.chat.highlight import colour_spans
 from specchat.ui.theme_switch import switch
-
 from tests.hub.conftest import hub_env  # noqa: F401  (HF cache in tmp_path, no network)
 
 from .conftest import screenshot, send

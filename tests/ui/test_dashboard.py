@@ -7,9 +7,9 @@ import pytest
 
 from specchat.engine import Engine, GenerationConfig
 from specchat.engine.events import Finished, GenerationStats, RoundResult, TextChunk
-from specchat.tuning.baseline import BaselineCache
 from specchat.system.memory import MemorySample
 from specchat.system.power import PowerStatus
+from specchat.tuning.baseline import BaselineCache
 from specchat.ui.dashboard import Dashboard
 from specchat.ui.dashboard.poller import SystemPoller
 from specchat.ui.dashboard.tiles import DASH

@@ -6,9 +6,9 @@ import pytest
 
 from specchat.engine.events import RoundResult
 from specchat.engine.owner import JobStarted
-from specchat.tuning.best_k import save_best_k
 from specchat.settings import Settings, load_settings, save_settings, settings_from_dict
 from specchat.tuning.baseline import BaselineCache
+from specchat.tuning.best_k import save_best_k
 from specchat.ui.speculation_menu import AUTO
 
 # HF cache in tmp_path and a hub endpoint that does not answer: nothing reaches the internet.

@@ -9,8 +9,8 @@ from PySide6.QtGui import QAction, QKeySequence
 
 from specchat.settings import load_settings
 from specchat.ui.chat.composer import THINKING_TIP
-from specchat.ui.pair_control import NO_THINKING
 from specchat.ui.model_bar import CHOOSE_TARGET
+from specchat.ui.pair_control import NO_THINKING
 
 from .conftest import send
 

@@ -20,11 +20,8 @@ from specchat.ui.models import ModelsWindow, open_models_window, workers
 from specchat.ui.models.planned_fit import PLANNED_NOTE
 from specchat.ui.models.rows import CANCELLED, COMPLETE, FAILED, NOT_DOWNLOADED, PARTIAL, row_key
 from specchat.ui.models.table_model import NAME, PROGRESS, STATUS
-
-# The hub tests' fixtures: HF cache in tmp_path, a loopback hub serving the tiny target and draft.
 from tests.fixtures.tiny_models import build_dense
-from tests.hub.conftest import (DRAFT_REPO, TARGET_REPO, draft_repo, hub, hub_config,  # noqa: F401
-                                hub_env, target_repo)
+from tests.hub.conftest import DRAFT_REPO, TARGET_REPO  # the hub fixtures come through tests/ui/conftest.py
 from tests.hub.hub_server import FakeRepo
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

@@ -6,11 +6,10 @@ import json
 import pytest
 from PySide6.QtGui import QImage
 
-from specchat.engine.owner import LoadedPair, load_pair_job
-from specchat.engine.owner import EngineHost
-from specchat.tuning.sweep_results import RunRecord, summarize_cell
-from specchat.tuning.best_k import best_k
+from specchat.engine.owner import EngineHost, LoadedPair, load_pair_job
 from specchat.system.power import PowerStatus
+from specchat.tuning.best_k import best_k
+from specchat.tuning.sweep_results import RunRecord, summarize_cell
 from specchat.ui.dashboard import SweepView
 from specchat.ui.dashboard.sweep_table import DIFFERS_BG, NOISY_BG
 from specchat.ui.dashboard.sweep_view import parse_ks

@@ -1,8 +1,8 @@
 """'vs plain decode' divides by this session's plain replies of the same target, coloured by its noise band."""
 
 from specchat.engine.events import Finished, GenerationStats
-from specchat.ui.dashboard.tiles import VERDICT_COLORS
 from specchat.tuning.reference import FASTER, SLOWER
+from specchat.ui.dashboard.tiles import VERDICT_COLORS
 
 from .test_dashboard import AC, BATTERY, make_dashboard
 

@@ -7,8 +7,8 @@ import pytest
 from mlx_lm.models.cache import ArraysCache, RotatingKVCache
 from optiq.runtime.mtp import artifacts
 
-from specchat.engine.runner import ModelRunner
 from specchat.engine.loading import load_model
+from specchat.engine.runner import ModelRunner
 from specchat.upstream import hf_hub, mlx_lm, mlx_optiq
 
 MLX_LM = metadata.version("mlx-lm")
