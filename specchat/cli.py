@@ -8,7 +8,10 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import asdict
+from types import FrameType
+from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .engine import MODES, EngineError, GenerationConfig
@@ -17,14 +20,19 @@ from .engine.summary import NO_ACCEPTANCE, auto_k_text, stop_text
 from .logs import setup_logging
 from .paths import AppPaths
 
+if TYPE_CHECKING:
+    from .engine import Finished
+    from .engine.owner import JobHandle
+
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
 EXTRA_COMMAND_MODULES = ("specchat.hub.cli", "specchat.tuning.sweep_cli", "specchat.server.cli", "specchat.cluster.cli")
+Register = Callable[["argparse._SubParsersAction[OneLineParser]"], None]  # one module's register(subparsers)
 
 
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (no usage block), exit status 2."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
 INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
 
@@ -66,11 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _extra_commands():
+def _extra_commands() -> list[Register]:
     """Subcommands that live beside their part (each module has register(subparsers))."""
     import importlib
 
-    found = []
+    found: list[Register] = []
     for name in EXTRA_COMMAND_MODULES:
         try:
             found.append(importlib.import_module(name).register)
@@ -84,10 +92,10 @@ def draft_tokens_arg(text: str) -> int | str:
     """K as an integer in range, or 'auto' (the MTP depth is checked once the mode is known)."""
     if text == AUTO:
         return AUTO
-    return LIMITS["num_draft_tokens"].arg_type()(text)
+    return int(LIMITS["num_draft_tokens"].arg_type()(text))  # an integer limit: parses to an int
 
 
-def generation_config(args) -> GenerationConfig:
+def generation_config(args: argparse.Namespace) -> GenerationConfig:
     """The GenerationConfig that `generate` flags ask for."""
     mode = args.mode or ("draft" if args.draft else "baseline")
     return GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens,
@@ -95,7 +103,7 @@ def generation_config(args) -> GenerationConfig:
                             min_p=args.min_p, seed=args.seed, mtp_history=args.mtp_history)
 
 
-def run_generate(args) -> int:
+def run_generate(args: argparse.Namespace) -> int:
     """Load the models, generate, print text (streamed) or JSON. Ctrl-C stops at the next round: the text
     so far and the stats line are printed and the exit code is 130."""
     from .engine import Failed, Finished, TextChunk
@@ -106,9 +114,9 @@ def run_generate(args) -> int:
     cfg = generation_config(args)
     host = EngineHost()
     interrupted = threading.Event()
-    current: list = []
+    current: list[JobHandle] = []
 
-    def on_sigint(_signum, _frame):
+    def on_sigint(_signum: int, _frame: FrameType | None) -> None:
         interrupted.set()
         for handle in current:
             host.cancel(handle)
@@ -146,7 +154,7 @@ def run_generate(args) -> int:
         host.shutdown()
 
 
-def _print_finished(event, as_json: bool) -> int:
+def _print_finished(event: Finished, as_json: bool) -> int:
     stats = asdict(event.stats)
     if as_json:
         print(json.dumps({"tokens": list(event.tokens), "text": event.text, "stats": stats,
@@ -183,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     return open_app(args, parser)
 
 
-def open_app(args, parser) -> int:
+def open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """No subcommand: open the desktop app (or print help while it is not installed)."""
     try:
         from .ui.app import run_app

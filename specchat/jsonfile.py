@@ -25,6 +25,6 @@ def write_text_atomic(path: Path, text: str) -> Path:
     return path
 
 
-def write_json_atomic(path: Path, data) -> None:
+def write_json_atomic(path: Path, data: object) -> None:
     """Write data as indented JSON, atomically."""
     write_text_atomic(path, json.dumps(data, indent=2) + "\n")

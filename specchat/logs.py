@@ -7,11 +7,13 @@ import logging.handlers
 import sys
 import threading
 from pathlib import Path
+from types import TracebackType
 
 LOGGER_NAME = "specchat"
 MAX_BYTES = 1_000_000
 BACKUPS = 3
 FORMAT = "%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"
+MARK = "specchat"  # an attribute set True on our handlers and hooks, so they are found again
 
 _state: dict[str, Path | None] = {"path": None}
 _lock = threading.Lock()
@@ -27,14 +29,14 @@ def setup_logging(log_file: Path) -> Path | None:
     with _lock:
         try:
             Path(log_file).parent.mkdir(parents=True, exist_ok=True)
-            handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=MAX_BYTES, backupCount=BACKUPS,
-                                                           encoding="utf-8")
+            handler: logging.Handler = logging.handlers.RotatingFileHandler(
+                log_file, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
         except OSError:  # no file log: the records go nowhere (not to Python's last-resort stderr printer)
             handler = logging.NullHandler()
-            handler.specchat = True
+            _mark(handler)
             logger.addHandler(handler)
             return None
-        handler.specchat = True
+        _mark(handler)
         handler.setLevel(logging.WARNING)
         handler.setFormatter(logging.Formatter(FORMAT))
         logger.addHandler(handler)
@@ -49,7 +51,7 @@ def stop_logging() -> None:
     """Close the log file (tests; the app keeps it open until it exits)."""
     logger = logging.getLogger(LOGGER_NAME)
     with _lock:
-        for handler in [h for h in logger.handlers if getattr(h, "specchat", False)]:
+        for handler in [h for h in logger.handlers if getattr(h, MARK, False)]:
             logger.removeHandler(handler)
             handler.close()
         _state["path"] = None
@@ -68,20 +70,26 @@ def details_note() -> str:
 
 def _log_uncaught() -> None:
     """Uncaught exceptions (main thread and others) go to the log too, then on to the default hooks."""
-    if getattr(sys.excepthook, "specchat", False):
+    if getattr(sys.excepthook, MARK, False):
         return
     previous_hook, previous_thread_hook = sys.excepthook, threading.excepthook
     logger = logging.getLogger(LOGGER_NAME)
 
-    def hook(kind, value, tb):
+    def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         logger.error("uncaught exception", exc_info=(kind, value, tb))
         previous_hook(kind, value, tb)
 
-    def thread_hook(args):
+    def thread_hook(args: threading.ExceptHookArgs) -> None:
         if args.exc_type is not SystemExit:
+            value = args.exc_value  # None only when threading.excepthook is called by hand without one
             logger.error("uncaught exception in thread %s", getattr(args.thread, "name", "?"),
-                         exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+                         exc_info=(args.exc_type, value, args.exc_traceback) if value is not None else None)
         previous_thread_hook(args)
 
-    hook.specchat = True
+    _mark(hook)
     sys.excepthook, threading.excepthook = hook, thread_hook
+
+
+def _mark(obj: object) -> None:
+    """Tag a handler or hook as ours (stop_logging and a second setup find it by this)."""
+    setattr(obj, MARK, True)

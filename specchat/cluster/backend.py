@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from specchat.engine.owner import TERMINAL, JobFailed, JobInfo
+from specchat.engine.config import GenerationConfig
+from specchat.engine.owner import TERMINAL, EngineHost, JobContext, JobEvent, JobFailed, JobHandle, JobInfo
 from specchat.server.backend import EngineBackend
 from specchat.server.errors import ApiError
 
 from .leader import ClusterState, lead_generation, ping
+from .protocol import ClusterError, RankMemory
 
 
 def degraded_error(state: ClusterState) -> ApiError:
@@ -20,13 +22,13 @@ def degraded_error(state: ClusterState) -> ApiError:
 class Gate:
     """A job's listener that the watchdog can close with a failure when the engine thread is stuck."""
 
-    def __init__(self, listener: Callable, registry: dict[int, "Gate"]):
+    def __init__(self, listener: Callable[[JobEvent], None], registry: dict[int, Gate]):
         self.listener, self.registry = listener, registry
         self.info: JobInfo | None = None
         self._closed = False
         self._lock = threading.Lock()
 
-    def __call__(self, event) -> None:
+    def __call__(self, event: JobEvent) -> None:
         with self._lock:
             if self._closed:
                 return
@@ -44,13 +46,13 @@ class Gate:
             if self._closed or self.info is None:
                 return
             self._closed = True
-        self.listener(JobFailed(self.info, message, "ClusterError"))
+        self.listener(JobFailed(self.info, message, ClusterError.kind))
 
 
 class ClusterBackend(EngineBackend):
     """EngineBackend whose jobs run in lockstep on every rank; pings the ranks while idle."""
 
-    def __init__(self, host, max_queue: int, state: ClusterState, heartbeat_s: float = 10.0):
+    def __init__(self, host: EngineHost, max_queue: int, state: ClusterState, heartbeat_s: float = 10.0):
         super().__init__(host, max_queue)
         self.state, self.heartbeat_s = state, heartbeat_s
         self._gates: dict[int, Gate] = {}
@@ -65,17 +67,18 @@ class ClusterBackend(EngineBackend):
         """Stop pinging."""
         self._stop.set()
 
-    def start(self, prompt_ids, cfg, listener):
+    def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]
+              ) -> JobHandle:
         """Queue the generation on every rank; 503 while the cluster is degraded."""
         if self.state.degraded:
             raise degraded_error(self.state)
         return super().start(prompt_ids, cfg, Gate(listener, self._gates))
 
-    def generation_work(self, prompt_ids, cfg):
+    def generation_work(self, prompt_ids: list[int], cfg: GenerationConfig) -> Callable[[JobContext], None]:
         """The job: broadcast, then run in lockstep under the watchdog."""
         state = self.state
 
-        def work(ctx):
+        def work(ctx: JobContext) -> None:
             gate = self._gates.pop(ctx.handle.id, None)
             state.begin(gate.fail if gate is not None else None)
             try:
@@ -94,7 +97,7 @@ class ClusterBackend(EngineBackend):
         handle.wait(timeout_s if timeout_s is not None else self.state.rank_timeout_s + 2)
         return handle.done and not isinstance(handle.outcome, JobFailed) and not self.state.degraded
 
-    def _ping_work(self, ctx):
+    def _ping_work(self, ctx: JobContext) -> list[RankMemory]:
         self.state.begin()
         try:
             return ping(self.state)
@@ -107,6 +110,6 @@ class ClusterBackend(EngineBackend):
             if self.state.degraded is None and queue.running is None and not queue.queued:
                 self.host.submit("cluster-ping", self._ping_work)
 
-    def extra_status(self) -> dict:
+    def extra_status(self) -> dict[str, object]:
         """The cluster's ranks (host, pid, memory), and whether it is degraded and how to restart it."""
         return {"cluster": self.state.snapshot()}

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 
-def register(subparsers) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add --rank-timeout and --heartbeat to `serve` and route it to the cluster when launched."""
     serve = subparsers.choices.get("serve")
     if serve is None:
@@ -16,7 +19,7 @@ def register(subparsers) -> None:
     serve.set_defaults(func=lambda args: run_serve(args, single))
 
 
-def run_serve(args, single) -> int:
+def run_serve(args: argparse.Namespace, single: Callable[[argparse.Namespace], int]) -> int:
     """The cluster under mlx.launch with several ranks; the single-process server otherwise."""
     from .group import ClusterGroup
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 
+from specchat.engine.config import GenerationConfig
 from specchat.engine.engine import Engine
 from specchat.engine.events import TextChunk
 
 from .group import ClusterGroup
-from .protocol import GENERATE, PING, STOP, ClusterError, Lockstep, align_engines, gather_memory, receive_job
+from .protocol import GENERATE, PING, STOP, ClusterError, Job, Lockstep, align_engines, gather_memory, receive_job
 
 
-def follow(group: ClusterGroup, engine: Engine, log=None, record=None) -> int:
+def follow(group: ClusterGroup, engine: Engine, log: Callable[[str], None] | None = None,
+           record: Callable[[Job, list[int]], None] | None = None) -> int:
     """Serve rank 0's jobs; the process exit status (0 when rank 0 said stop, 1 when it went away).
     record(job, tokens), when given, gets each generation's tokens (tests compare them with rank 0's)."""
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -21,6 +24,7 @@ def follow(group: ClusterGroup, engine: Engine, log=None, record=None) -> int:
             if job.kind == STOP:
                 return 0
             if job.kind == GENERATE:
+                assert job.cfg is not None  # send_job sends every generation with its config
                 tokens = follow_generation(group, engine, job.prompt, job.cfg)
                 if record is not None:
                     record(job, tokens)
@@ -31,7 +35,8 @@ def follow(group: ClusterGroup, engine: Engine, log=None, record=None) -> int:
             return 1
 
 
-def follow_generation(group: ClusterGroup, engine: Engine, prompt, cfg) -> list[int]:
+def follow_generation(group: ClusterGroup, engine: Engine, prompt: Sequence[int], cfg: GenerationConfig
+                      ) -> list[int]:
     """Run one generation on this rank as rank 0 runs it; the tokens this rank produced."""
     align_engines(group, engine)
     lock = Lockstep(group)

@@ -30,7 +30,7 @@ def settle() -> None:
 class ClusterGroup:
     """An mx.distributed group with each rank's host name and process id."""
 
-    def __init__(self, group):
+    def __init__(self, group: mx.distributed.Group):
         self.group = group
         self.rank, self.size = group.rank(), group.size()
         self.calls = 0  # gather_ints calls so far: the same on every rank, since all run the same collectives

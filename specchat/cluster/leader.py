@@ -5,12 +5,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from specchat.engine.events import Failed
+from specchat.engine.config import GenerationConfig
+from specchat.engine.events import Event, Failed
 
 from .group import ClusterGroup
-from .protocol import (GENERATE, PING, STOP, ClusterError, Job, Lockstep, align_engines, gather_memory,
-                       is_link_error, send_job, shared_config)
+from .protocol import (GENERATE, PING, STOP, ClusterError, Job, Lockstep, RankMemory, align_engines,
+                       gather_memory, is_link_error, send_job, shared_config)
+
+if TYPE_CHECKING:
+    from specchat.engine.engine import Engine
 
 RESTART = ("stop every rank (Ctrl-C where mlx.launch runs; `kill -INT` the rank-0 process if it runs detached) "
            "and start the same mlx.launch command again")
@@ -21,7 +26,7 @@ class ClusterState:
 
     def __init__(self, group: ClusterGroup, rank_timeout_s: float):
         self.group, self.rank_timeout_s = group, rank_timeout_s
-        self.memory: list[dict] = []
+        self.memory: list[RankMemory] = []
         self.degraded: str | None = None
         self._lock = threading.Lock()
         self._busy_since: float | None = None
@@ -61,10 +66,10 @@ class ClusterState:
             on_fault(message)
         return True
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, object]:
         """The cluster's part of /specchat/v1/status."""
-        ranks = self.memory or [{"rank": r, "host": h, "pid": p} for r, (h, p)
-                                in enumerate(zip(self.group.hosts, self.group.pids))]
+        ranks: list[RankMemory] = self.memory or [{"rank": r, "host": h, "pid": p} for r, (h, p)
+                                                  in enumerate(zip(self.group.hosts, self.group.pids))]
         return {"size": self.group.size, "ranks": ranks, "degraded": self.degraded is not None,
                 "degraded_reason": self.degraded, "restart": RESTART if self.degraded else None,
                 "rank_timeout_s": self.rank_timeout_s}
@@ -92,8 +97,8 @@ class Watchdog:
             self.state.check_stall()
 
 
-def lead_generation(state: ClusterState, engine, prompt: list[int], cfg, cancel: threading.Event,
-                    job_id: int = 0) -> Iterator:
+def lead_generation(state: ClusterState, engine: Engine, prompt: list[int], cfg: GenerationConfig,
+                    cancel: threading.Event, job_id: int = 0) -> Iterator[Event]:
     """Broadcast one generation and yield rank 0's engine events, checked with every rank after each."""
     group, cfg = state.group, shared_config(cfg)
     try:
@@ -114,7 +119,7 @@ def lead_generation(state: ClusterState, engine, prompt: list[int], cfg, cancel:
         raise ClusterError(state.degrade(f"lost the link to {group.others()} ({exc})")) from None
 
 
-def ping(state: ClusterState) -> list[dict]:
+def ping(state: ClusterState) -> list[RankMemory]:
     """Ask every rank for its memory (also proves they still answer); ClusterError when one is gone."""
     try:
         send_job(state.group, Job(PING))

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import mlx.core as mx
 import numpy as np
@@ -20,13 +21,18 @@ import numpy as np
 from specchat.engine.autok import AutoK
 from specchat.engine.config import MODES, GenerationConfig
 from specchat.engine.errors import EngineError
-from specchat.engine.events import Failed, TextChunk
+from specchat.engine.events import Event, Failed, TextChunk
 
 from .group import ClusterGroup
+
+if TYPE_CHECKING:
+    from specchat.engine.engine import Engine
 
 GENERATE, PING, STOP = 1, 2, 3
 HEADER = 3
 DIGEST_MOD = 2_147_483_647  # a prime below 2**31
+
+RankMemory = dict[str, int | str]  # one rank's rank, host, pid (and memory bytes) for the status
 
 
 class ClusterError(EngineError):
@@ -71,14 +77,14 @@ def is_link_error(message: str) -> bool:
     return any(tag in message for tag in ("[ring]", "[jaccl]", "[mpi]", "connection to a peer"))
 
 
-def digest(tokens, start: int = 0) -> int:
+def digest(tokens: Iterable[int], start: int = 0) -> int:
     """A rolling hash of token ids, continued from `start`."""
     for token in tokens:
         start = (start * 1_000_003 + int(token) + 1) % DIGEST_MOD
     return start
 
 
-def align_engines(group: ClusterGroup, engine) -> bool:
+def align_engines(group: ClusterGroup, engine: Engine) -> bool:
     """Before a job: if any rank's cached tokens differ from rank 0's, every rank drops its caches (a
     different cache means a different prefill, whose collectives would pair with the wrong ones).
     True when they had to."""
@@ -99,7 +105,7 @@ class Lockstep:
         self.agreed_cancel = threading.Event()  # what the engine sees: set only where every rank sets it
         self.count = self.digest = 0
 
-    def run(self, events: Iterator) -> Iterator:
+    def run(self, events: Iterator[Event]) -> Iterator[Event]:
         """Yield the events after checking each with the other ranks; ClusterError on disagreement."""
         for event in events:
             if isinstance(event, TextChunk):
@@ -123,7 +129,7 @@ class Lockstep:
             self.agreed_cancel.set()
 
 
-def gather_memory(group: ClusterGroup) -> list[dict]:
+def gather_memory(group: ClusterGroup) -> list[RankMemory]:
     """Every rank's MLX memory now and at its peak, by rank."""
     rows = group.gather_ints([mx.get_active_memory(), mx.get_peak_memory()])
     return [{"rank": r, "host": group.hosts[r], "pid": group.pids[r], "active_memory_bytes": a,
@@ -137,7 +143,7 @@ class SharedAutoK(AutoK):
     AutoK decides from measured time, which differs between machines; a different K on one rank
     would pair its collectives with the wrong ones on the others."""
 
-    group: ClusterGroup | None = None
+    group: ClusterGroup = field(kw_only=True)  # required; keyword-only since AutoK's fields have defaults
 
     def choose(self) -> int:
         """Rank 0's K for the next round, on every rank."""
@@ -151,6 +157,6 @@ class SharedAutoK(AutoK):
         return int(self.group.broadcast(np.array([mine]) if self.group.rank == 0 else None, 1)[0])
 
 
-def share_decisions(engine, group: ClusterGroup) -> None:
+def share_decisions(engine: Engine, group: ClusterGroup) -> None:
     """Make every timing-based decision of the engine rank 0's (today: auto K, per mode)."""
     engine.auto_k = {mode: SharedAutoK(group=group) for mode in MODES}

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -19,6 +23,9 @@ from .leader import ClusterState, Watchdog, stop_followers
 from .protocol import share_decisions
 from .sharding import load_sharded
 
+if TYPE_CHECKING:
+    from specchat.engine.owner import JobContext
+
 LOAD_WAIT_S = 600.0  # how long rank 0 waits, once loaded, for the others to finish loading their shards
 
 
@@ -29,10 +36,11 @@ def build_engine(group: ClusterGroup, target: str, draft: str | None) -> Engine:
     return engine
 
 
-def load_job(group: ClusterGroup, target: str, draft: str | None):
+def load_job(group: ClusterGroup, target: str, draft: str | None
+             ) -> Callable[[JobContext], dict[str, str | None]]:
     """A host job that builds this rank's engine on the host's thread and installs it."""
 
-    def work(ctx):
+    def work(ctx: JobContext) -> dict[str, str | None]:
         engine = build_engine(group, target, draft)
         ctx.host.install(engine)
         return engine.available_modes()
@@ -48,12 +56,12 @@ class ClusterServer(uvicorn.Server):
     stops it); if every rank answers, SIGTERM came from someone else and the server stops as usual.
     """
 
-    def __init__(self, config, backend: ClusterBackend):
+    def __init__(self, config: uvicorn.Config, backend: ClusterBackend):
         super().__init__(config)
         self.backend = backend
         self._told = False
 
-    def handle_exit(self, sig, frame) -> None:
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if sig != signal.SIGTERM:
             return super().handle_exit(sig, frame)
         threading.Thread(target=self._stop_unless_degraded, name="sigterm-probe", daemon=True).start()
@@ -67,7 +75,7 @@ class ClusterServer(uvicorn.Server):
                   "staying up to answer with a clear error; Ctrl-C stops the server", file=sys.stderr, flush=True)
 
 
-def run_cluster_serve(args, group: ClusterGroup) -> int:
+def run_cluster_serve(args: argparse.Namespace, group: ClusterGroup) -> int:
     """Serve the sharded pair: HTTP on rank 0, the follower loop elsewhere; the exit status."""
     if group.rank > 0:
         try:
@@ -79,7 +87,7 @@ def run_cluster_serve(args, group: ClusterGroup) -> int:
     return _serve_rank0(args, group)
 
 
-def _serve_rank0(args, group: ClusterGroup) -> int:
+def _serve_rank0(args: argparse.Namespace, group: ClusterGroup) -> int:
     from specchat.engine.owner import EngineHost
     from specchat.server.app import ServerOptions, create_app
     from specchat.server.cli import serve_defaults

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import mlx.core as mx
 
@@ -35,7 +36,7 @@ def check_divisible(config: dict, ranks: int, name: str) -> None:
                              f"not a multiple of {ranks}")
 
 
-def load_sharded(path: str | Path, group) -> LoadedModel:
+def load_sharded(path: str | Path, group: mx.distributed.Group) -> LoadedModel:
     """Load a model folder and keep only this rank's shard of each layer (embeddings and head replicated)."""
     path = Path(path).expanduser().resolve()
     if not path.is_dir():
@@ -45,7 +46,9 @@ def load_sharded(path: str | Path, group) -> LoadedModel:
         raise ModelLoadError(f"{path} has no model*.safetensors weights")
     check_divisible(config, group.size(), path.name)
     try:
-        model, tokenizer, config = mlx_load(str(path), lazy=True, return_config=True, trust_remote_code=False)
+        loaded = mlx_load(str(path), lazy=True, return_config=True, trust_remote_code=False)
+        # mlx-lm annotates load() as its 2- or its 3-tuple; return_config=True gives the 3-tuple
+        model, tokenizer, config = cast(tuple[Any, Any, dict[str, Any]], loaded)
     except Exception as exc:  # mlx-lm raises ValueError/KeyError/OSError for bad folders
         raise ModelLoadError(f"cannot load {path}: {type(exc).__name__}: {exc}") from exc
     if not hasattr(model, "shard"):

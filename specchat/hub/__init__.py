@@ -9,6 +9,7 @@ Names below are imported lazily so `import specchat.hub` stays cheap.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 _EXPORTS = {
     "HubConfig": "config", "load_catalog": "catalog", "Catalog": "catalog",
@@ -22,7 +23,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # the export named, imported on first use
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'specchat.hub' has no attribute {name!r}")

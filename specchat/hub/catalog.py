@@ -14,9 +14,9 @@ CATALOG_RESOURCE = "catalog.json"  # read with specchat.resources from inside th
 ROLES = ("target", "draft", "both")
 ARCHITECTURES = ("dense", "hybrid")
 PAIR_MODES = ("draft", "mtp")
-_MODEL_FIELDS = {"repo_id": str, "family": str, "params": str, "role": str, "architecture": str,
-                 "mtp": bool, "quantization": str, "approx_size_gb": (int, float),
-                 "context_length": int}
+_MODEL_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "repo_id": str, "family": str, "params": str, "role": str, "architecture": str, "mtp": bool,
+    "quantization": str, "approx_size_gb": (int, float), "context_length": int}
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def validate_catalog(data: object) -> list[str]:
     return problems
 
 
-def _is_a(value: object, kind) -> bool:
+def _is_a(value: object, kind: type | tuple[type, ...]) -> bool:
     """isinstance, except that True/False only count as bool (not as numbers)."""
     return isinstance(value, kind) and (isinstance(value, bool) == (kind is bool))
 

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import DownloadCancelled, HubError
 from .progress import DownloadProgress
 from .units import format_bytes, format_duration
 
+if TYPE_CHECKING:  # imported where used, so `specchat models` starts fast
+    from .config import HubConfig
+    from .search import SearchResult
+    from .store import LocalModel
+
 BAR_WIDTH = 24
 DEFAULT_CONTEXT = 8192
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `models` subcommand and its actions."""
     models = subparsers.add_parser("models", help="list, search, download, delete and pair models")
     actions = models.add_subparsers(dest="models_action", required=True)
@@ -45,13 +52,13 @@ def register(subparsers) -> None:
     pair.set_defaults(func=run_pair)
 
 
-def _config():
+def _config() -> HubConfig:
     from .config import HubConfig
 
     return HubConfig.from_env()
 
 
-def _local_models(vocab: bool = True):
+def _local_models(vocab: bool = True) -> list[LocalModel]:
     """Cached and user-folder models, vocab hashes cached under the app's cache folder."""
     from specchat.paths import AppPaths
     from specchat.settings import load_settings
@@ -70,7 +77,7 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
-def run_list(args) -> int:
+def run_list(args: argparse.Namespace) -> int:
     """Print one line per local model."""
     models = _local_models(vocab=not args.no_vocab)
     if not models:
@@ -87,7 +94,7 @@ def run_list(args) -> int:
     return 0
 
 
-def run_add(args) -> int:
+def run_add(args: argparse.Namespace) -> int:
     """Add a folder to the settings' model folders after checking it holds MLX models."""
     from specchat.paths import AppPaths
     from specchat.settings import load_settings, save_settings
@@ -121,13 +128,13 @@ def run_add(args) -> int:
     return 0
 
 
-def search_status(result) -> str:
+def search_status(result: SearchResult) -> str:
     """The first line of a search: "online", or "offline: why" (the state said once)."""
     message = result.message.removeprefix(result.state + ":").strip()
     return result.state + (f": {message}" if message else "")
 
 
-def run_search(args) -> int:
+def run_search(args: argparse.Namespace) -> int:
     """Print the hub state, then catalog and hub hits (or that nothing matched)."""
     from .catalog import load_catalog
     from .search import search_models
@@ -166,7 +173,7 @@ def _print_progress(p: DownloadProgress) -> None:
     print("\r" + progress_line(p).ljust(110), end="", file=sys.stderr, flush=True)
 
 
-def _preflight(repos: list[str], args) -> None:
+def _preflight(repos: list[str], args: argparse.Namespace) -> None:
     """Disk space and memory fit before any weights are fetched (raises NotEnoughDiskError)."""
     from .download import check_disk_space, fetch_config, plan_bundle
     from .memory_fit import memory_fit, planned_memory
@@ -182,7 +189,7 @@ def _preflight(repos: list[str], args) -> None:
     print(f"memory {fit.summary()}", file=sys.stderr)
 
 
-def _repo_ids(args) -> list[str]:
+def _repo_ids(args: argparse.Namespace) -> list[str]:
     """The target (and draft) repo ids from ids or pasted hub URLs; BadRepoIdError naming a bad one."""
     from .repo_ids import parse_repo_id
 
@@ -190,11 +197,11 @@ def _repo_ids(args) -> list[str]:
     return [parse_repo_id(text, hosts) for text in [args.repo] + ([args.draft] if args.draft else [])]
 
 
-def _context_problem(args) -> str | None:
+def _context_problem(args: argparse.Namespace) -> str | None:
     return f"--context must be at least 1 token, got {args.context}" if args.context < 1 else None
 
 
-def run_download(args) -> int:
+def run_download(args: argparse.Namespace) -> int:
     """Download in a worker thread; Ctrl-C cancels and keeps partial files for a resume."""
     from .download import download_bundle
     from .repo_ids import BadRepoIdError
@@ -209,14 +216,15 @@ def run_download(args) -> int:
         _preflight(repos, args)
     except HubError as exc:
         return _fail(str(exc))
-    cancel, box = threading.Event(), {}
+    cancel = threading.Event()
+    paths: list[Path] = []
+    errors: list[BaseException] = []
 
     def work() -> None:
         try:
-            box["paths"] = download_bundle(repos, _config(), _print_progress, cancel,
-                                           revision=args.revision)
+            paths.extend(download_bundle(repos, _config(), _print_progress, cancel, revision=args.revision))
         except BaseException as exc:
-            box["error"] = exc
+            errors.append(exc)
 
     worker = threading.Thread(target=work, name="download", daemon=True)
     worker.start()
@@ -227,19 +235,19 @@ def run_download(args) -> int:
         cancel.set()
         worker.join()
     print(file=sys.stderr)
-    error = box.get("error")
+    error = errors[0] if errors else None
     if isinstance(error, DownloadCancelled):
         return _fail("cancelled; partial files are kept, run the same command to resume", 130)
     if isinstance(error, HubError):
         return _fail(str(error))
     if error is not None:
         raise error
-    for path in box["paths"]:
+    for path in paths:
         print(path)
     return 0
 
 
-def run_delete(args) -> int:
+def run_delete(args: argparse.Namespace) -> int:
     """Delete a cached model after asking y/N (or with --yes)."""
     from .store import delete_model, find_model
 
@@ -269,7 +277,7 @@ def _resolve_folder(name: str) -> Path | None:
     return model.path if model else None
 
 
-def run_pair(args) -> int:
+def run_pair(args: argparse.Namespace) -> int:
     """Print the compatibility report and the memory fit of a target and a draft."""
     from .memory_fit import memory_fit, model_memory
     from .pairing import pair_report
@@ -277,9 +285,9 @@ def run_pair(args) -> int:
     if problem := _context_problem(args):
         return _fail(problem, 2)
     target, draft = _resolve_folder(args.target), _resolve_folder(args.draft)
-    for name, folder in ((args.target, target), (args.draft, draft)):
-        if folder is None:
-            return _fail(f"{name} is neither a model folder nor a downloaded model")
+    if target is None or draft is None:
+        name = args.target if target is None else args.draft
+        return _fail(f"{name} is neither a model folder nor a downloaded model")
     report = pair_report(target, draft)
     print(f"target {target}\ndraft  {draft}")
     for check in report.checks:

@@ -96,9 +96,11 @@ def download_bundle(repo_ids: Sequence[str], config: HubConfig,
     return [snapshot_path(config, p) for p in plans]
 
 
-def download_model(repo_id: str, config: HubConfig, **kwargs) -> Path:
+def download_model(repo_id: str, config: HubConfig, *, on_progress: ProgressCallback | None = None,
+                   cancel: threading.Event | None = None, free: FreeSpace | None = None,
+                   revision: str = "main") -> Path:
     """Download one repo; see download_bundle."""
-    return download_bundle([repo_id], config, **kwargs)[0]
+    return download_bundle([repo_id], config, on_progress, cancel, free, revision)[0]
 
 
 def _download_plan(plan: RepoPlan, config: HubConfig, tracker: ProgressTracker,

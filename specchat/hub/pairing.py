@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import HubError
 from .model_facts import facts_from_config, read_config, weights_bytes
@@ -45,7 +46,7 @@ class PairReport:
         return "; ".join(f"{c.name}: {c.detail}" for c in self.checks if c.status == INCOMPATIBLE)
 
 
-def template_family(tokenizer) -> str:
+def template_family(tokenizer: object) -> str:
     """"chatml" (Qwen), "llama3", "gemma", "mistral", "other", or "none" without a template."""
     template = getattr(tokenizer, "chat_template", None)
     if not template:
@@ -54,7 +55,7 @@ def template_family(tokenizer) -> str:
     return next((family for marker, family in _TEMPLATE_MARKERS if marker in text), "other")
 
 
-def check_template(target_tok, draft_tok) -> PairCheck:
+def check_template(target_tok: object, draft_tok: object) -> PairCheck:
     """Same chat format family; a different one still works but drafts worse."""
     t, d = template_family(target_tok), template_family(draft_tok)
     if t == d:
@@ -64,7 +65,7 @@ def check_template(target_tok, draft_tok) -> PairCheck:
                      "so the draft will guess less well")
 
 
-def _mlx_supports(config: dict) -> str | None:
+def _mlx_supports(config: dict[str, Any]) -> str | None:
     """None when mlx-lm has a model class for the config, else why not."""
     if not config.get("model_type"):
         return "config.json has no model_type"
@@ -107,7 +108,7 @@ def check_weights(target: Path, draft: Path) -> PairCheck:
     return PairCheck("weights", OK, "every safetensors file is as long as its header says")
 
 
-def pair_report(target: Path, draft: Path, tokenizers: dict | None = None) -> PairReport:
+def pair_report(target: Path, draft: Path, tokenizers: dict[Path, Any] | None = None) -> PairReport:
     """Weights, vocabulary, special tokens (specchat.engine.compat), chat template, architecture and size."""
     from specchat.engine.compat import check_pair
 
@@ -125,7 +126,7 @@ def pair_report(target: Path, draft: Path, tokenizers: dict | None = None) -> Pa
     return PairReport(target, draft, tuple(checks))
 
 
-def _tokenizer(folder: Path, cache: dict):
+def _tokenizer(folder: Path, cache: dict[Path, Any]) -> Any:  # mlx-lm's TokenizerWrapper
     key = folder.resolve()
     if key not in cache:
         cache[key] = load_local_tokenizer(folder)
@@ -140,8 +141,8 @@ def draft_options(target: LocalModel, candidates: list[LocalModel]) -> list[Draf
 
     Models whose vocab hash already differs are ruled out without loading tokenizers.
     """
-    tokenizers: dict = {}
-    options = []
+    tokenizers: dict[Path, Any] = {}
+    options: list[DraftOption] = []
     for model in candidates:
         if model.path.resolve() == target.path.resolve() or not model.complete:
             continue

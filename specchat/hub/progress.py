@@ -7,6 +7,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Literal, Self
 
 from .errors import DownloadCancelled
 
@@ -100,13 +101,13 @@ def tqdm_hook(tracker: ProgressTracker, cancel: threading.Event | None) -> type:
     """
 
     class _Hook:
-        def __init__(self, *args, **kwargs):
-            self.n = kwargs.get("initial", 0) or 0
+        def __init__(self, *args: object, **kwargs: Any):
+            self.n: int = kwargs.get("initial", 0) or 0
 
-        def __enter__(self):
+        def __enter__(self) -> Self:
             return self
 
-        def __exit__(self, *exc) -> bool:
+        def __exit__(self, *exc: object) -> Literal[False]:
             return False
 
         def update(self, n: int | float | None = 1) -> None:
@@ -118,7 +119,7 @@ def tqdm_hook(tracker: ProgressTracker, cancel: threading.Event | None) -> type:
         def close(self) -> None:
             pass
 
-        def set_postfix_str(self, *args, **kwargs) -> None:
+        def set_postfix_str(self, *args: object, **kwargs: object) -> None:
             pass
 
     return _Hook

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from specchat.upstream.hf_hub import CacheNotFound, cached_repo_tree, scan_cache_dir
 
@@ -33,6 +35,30 @@ class LocalModel:
     vocab_hash: str | None
     mtp_available: bool | None
     mtp_reason: str
+
+
+class CachedRevision(Protocol):
+    """What we read of huggingface_hub's CachedRevisionInfo (only specchat.upstream imports huggingface_hub)."""
+
+    @property
+    def commit_hash(self) -> str: ...
+    @property
+    def snapshot_path(self) -> Path: ...
+    @property
+    def refs(self) -> Set[str]: ...
+    @property
+    def last_modified(self) -> float: ...
+
+
+class CachedRepo(Protocol):
+    """What we read of huggingface_hub's CachedRepoInfo."""
+
+    @property
+    def repo_id(self) -> str: ...
+    @property
+    def repo_path(self) -> Path: ...
+    @property
+    def revisions(self) -> Set[CachedRevision]: ...
 
 
 def detect_mtp_head(folder: Path) -> tuple[bool | None, str]:
@@ -91,7 +117,7 @@ def describe_folder(folder: Path, name: str | None = None, source: str = "folder
                       facts, vocab_hash, mtp, reason)
 
 
-def _expected_files(repo, revision, cache_dir: Path) -> dict[str, int] | None:
+def _expected_files(repo: CachedRepo, revision: CachedRevision, cache_dir: Path) -> dict[str, int] | None:
     """{path: size} the revision should hold: our manifest, else huggingface_hub's tree cache."""
     listed = read_manifest(repo.repo_path, revision.commit_hash)
     if listed is not None:
@@ -102,13 +128,13 @@ def _expected_files(repo, revision, cache_dir: Path) -> dict[str, int] | None:
         return None
 
 
-def _pick_revision(repo):
+def _pick_revision(repo: CachedRepo) -> CachedRevision | None:
     """The revision main points at, else the newest."""
     revisions = sorted(repo.revisions, key=lambda r: r.last_modified, reverse=True)
     return next((r for r in revisions if "main" in r.refs), revisions[0] if revisions else None)
 
 
-def _describe_cached(repo, cache_dir: Path, vocab: VocabHashCache | None) -> LocalModel | None:
+def _describe_cached(repo: CachedRepo, cache_dir: Path, vocab: VocabHashCache | None) -> LocalModel | None:
     revision = _pick_revision(repo)
     if revision is None:
         return None
@@ -136,7 +162,7 @@ def scan_hf_cache(config: HubConfig, vocab: VocabHashCache | None = None) -> lis
     return sorted((m for m in models if m is not None), key=lambda m: m.name.lower())
 
 
-def scan_local_models(config: HubConfig, extra_folders: list[str | Path] = (),
+def scan_local_models(config: HubConfig, extra_folders: Sequence[str | Path] = (),
                       vocab: VocabHashCache | None = None, home: Path | None = None) -> list[LocalModel]:
     """HF cache models, LM Studio's MLX models (under home), then each user folder (a model folder,
     or a folder of model folders); each folder once."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 from specchat.engine.loading import missing_tokenizer  # noqa: F401 (re-exported for the hub)
 
@@ -13,7 +14,7 @@ from .errors import HubError
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 
 
-def load_local_tokenizer(folder: Path):
+def load_local_tokenizer(folder: Path) -> Any:  # mlx-lm's TokenizerWrapper; only specchat.upstream imports mlx-lm
     """mlx-lm's TokenizerWrapper for a local folder; trust_remote_code is always False."""
     folder = Path(folder)
     if not folder.is_dir():  # mlx-lm would treat a missing path as a repo id and download it

@@ -89,6 +89,8 @@ def fetch_file(plan: RepoPlan, remote: RemoteFile, config: HubConfig,
                                     endpoint=config.endpoint)
     except Exception as exc:
         raise translate_error(exc, plan.repo_id, config) from exc
+    if meta.etag is None:  # the blob is named by it
+        raise HubError(f"{plan.repo_id}: the hub sent no ETag for {remote.path}")
     blob = storage_folder(config, plan.repo_id) / "blobs" / meta.etag
     if not blob.exists():
         _fetch_blob(plan, remote, config, blob, meta.location or url, tracker, cancel)

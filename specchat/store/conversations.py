@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .migrations import LATEST_VERSION, migrate, user_version
 from .versions import VersionsMixin
@@ -59,11 +60,11 @@ class StoredMessage:
     position: int
     role: str
     content: str
-    stats: dict | None = None
+    stats: dict[str, Any] | None = None
     cancelled: bool = False
     created_at: float = field(default=0.0, compare=False)
     complete: bool = True
-    trace: dict | None = field(default=None, compare=False)
+    trace: dict[str, Any] | None = field(default=None, compare=False)
     version: int = 0
 
     def as_chat(self) -> dict[str, str]:
@@ -147,7 +148,7 @@ class ConversationStore(VersionsMixin):
             cur = self._db.execute(
                 "INSERT INTO conversations (title, system_prompt, created_at, updated_at) VALUES (?, ?, ?, ?)",
                 (title, system_prompt, now, now))
-        return self.get(cur.lastrowid)
+        return self.get(_inserted_id(cur))
 
     def get(self, conversation_id: int) -> Conversation:
         """One conversation; KeyError when there is none with this id."""
@@ -159,7 +160,7 @@ class ConversationStore(VersionsMixin):
     def conversations(self, search: str = "") -> list[Conversation]:
         """Conversations, most recently updated first; search matches titles and message text."""
         query = "SELECT * FROM conversations"
-        args: tuple = ()
+        args: tuple[str, ...] = ()
         if search.strip():
             pattern = f"%{_escape_like(search.strip())}%"
             query += (" WHERE title LIKE ? ESCAPE '\\' OR id IN (SELECT conversation_id FROM messages"
@@ -192,13 +193,13 @@ class ConversationStore(VersionsMixin):
         return [_message(r) for r in rows]
 
     def add_message(self, conversation_id: int, role: str, content: str,
-                    stats: dict | None = None, cancelled: bool = False) -> StoredMessage:
+                    stats: dict[str, Any] | None = None, cancelled: bool = False) -> StoredMessage:
         """Append a complete message (or a reply that was stopped: cancelled=True)."""
         _check_role(role)
         self.get(conversation_id)
         with self._transaction():
             message_id = self._insert(conversation_id, role, content, stats, cancelled, complete=True)
-        return self._message(message_id)
+        return self._written(message_id)
 
     def replace_from(self, conversation_id: int, position: int, role: str, content: str) -> StoredMessage:
         """Edit-and-resend: drop the messages from `position` on and append this one, in one transaction."""
@@ -207,22 +208,22 @@ class ConversationStore(VersionsMixin):
         with self._transaction() as db:
             db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?", (conversation_id, position))
             message_id = self._insert(conversation_id, role, content, None, False, complete=True)
-        return self._message(message_id)
+        return self._written(message_id)
 
     def begin_reply(self, conversation_id: int) -> StoredMessage:
         """Append an empty assistant row marked incomplete; update_reply fills it while the reply streams."""
         self.get(conversation_id)
         with self._transaction():
             message_id = self._insert(conversation_id, "assistant", "", None, False, complete=False)
-        return self._message(message_id)
+        return self._written(message_id)
 
     def update_reply(self, message_id: int, content: str) -> None:
         """Save the text a streaming reply has so far (the row stays incomplete)."""
         with self._transaction() as db:
             db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
 
-    def finish_reply(self, message_id: int, content: str, stats: dict | None, cancelled: bool,
-                     trace: dict | None = None) -> StoredMessage | None:
+    def finish_reply(self, message_id: int, content: str, stats: dict[str, Any] | None, cancelled: bool,
+                     trace: dict[str, Any] | None = None) -> StoredMessage | None:
         """Save a reply's final text, stats and trace and mark it complete (None if its conversation was deleted);
         a regenerated reply's result is also kept as its newest version."""
         with self._transaction() as db:
@@ -242,8 +243,8 @@ class ConversationStore(VersionsMixin):
             db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?", (conversation_id, keep))
             db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), conversation_id))
 
-    def _insert(self, conversation_id: int, role: str, content: str, stats: dict | None, cancelled: bool,
-                complete: bool) -> int:
+    def _insert(self, conversation_id: int, role: str, content: str, stats: dict[str, Any] | None,
+                cancelled: bool, complete: bool) -> int:
         """Append a message at the next position and touch the conversation; call inside a transaction."""
         now = time.time()
         position = self._db.execute(
@@ -254,11 +255,18 @@ class ConversationStore(VersionsMixin):
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (conversation_id, position, role, content, _to_json(stats), int(cancelled), now, int(complete)))
         self._db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
-        return cur.lastrowid
+        return _inserted_id(cur)
 
     def _message(self, message_id: int) -> StoredMessage | None:
         row = self._db.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
         return _message(row) if row is not None else None
+
+    def _written(self, message_id: int) -> StoredMessage:
+        """A message this call has just written (so it exists)."""
+        message = self._message(message_id)
+        if message is None:
+            raise KeyError(f"no message with id {message_id}")
+        return message
 
     # --- recovery ---
 
@@ -266,7 +274,7 @@ class ConversationStore(VersionsMixin):
         """The column names of one of the store's tables."""
         return [row[1] for row in self._db.execute(f"PRAGMA table_info({table})")]
 
-    def import_rows(self, table: str, columns: list[str], rows: list[tuple]) -> int:
+    def import_rows(self, table: str, columns: list[str], rows: list[tuple[object, ...]]) -> int:
         """Insert rows recovered from a damaged file, keeping their ids; returns how many went in.
 
         Rows that break a constraint are skipped; messages whose conversation was lost get a new one.
@@ -286,7 +294,7 @@ class ConversationStore(VersionsMixin):
             db.executemany(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
             return db.total_changes - before
 
-    def _adopt_orphans(self, conversation_ids: set) -> None:
+    def _adopt_orphans(self, conversation_ids: set[object]) -> None:
         now = time.time()
         for cid in conversation_ids:
             if isinstance(cid, int) and self._db.execute(
@@ -294,7 +302,7 @@ class ConversationStore(VersionsMixin):
                 self._db.execute("INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
                                  (cid, f"Recovered conversation {cid}", now, now))
 
-    def _update(self, conversation_id: int, column: str, value) -> None:
+    def _update(self, conversation_id: int, column: str, value: str) -> None:
         self.get(conversation_id)
         with self._transaction():
             # not a new activity: the list order (by updated_at) stays as it was
@@ -310,8 +318,15 @@ def _message(row: sqlite3.Row) -> StoredMessage:
     return StoredMessage(**data)
 
 
-def _to_json(stats: dict | None) -> str | None:
+def _to_json(stats: dict[str, Any] | None) -> str | None:
     return json.dumps(stats) if stats is not None else None
+
+
+def _inserted_id(cur: sqlite3.Cursor) -> int:
+    """The rowid an INSERT just made (sqlite3 types lastrowid as optional: None only before any INSERT)."""
+    if cur.lastrowid is None:
+        raise sqlite3.OperationalError("the INSERT made no row")
+    return cur.lastrowid
 
 
 def _check_role(role: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 
 def _v1_conversations_and_messages(db: sqlite3.Connection) -> None:
@@ -64,10 +64,12 @@ LATEST_VERSION = len(MIGRATIONS)
 
 def user_version(db: sqlite3.Connection) -> int:
     """The schema version stamped in the database file."""
-    return db.execute("PRAGMA user_version").fetchone()[0]
+    version: int = db.execute("PRAGMA user_version").fetchone()[0]
+    return version
 
 
-def migrate(db: sqlite3.Connection, migrations=MIGRATIONS) -> int:
+def migrate(db: sqlite3.Connection,
+            migrations: Sequence[Callable[[sqlite3.Connection], None]] = MIGRATIONS) -> int:
     """Run every migration the database lacks, one transaction each; returns the version reached.
 
     The connection must be in autocommit mode (isolation_level=None) so BEGIN/COMMIT here are the only ones.

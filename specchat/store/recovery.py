@@ -139,10 +139,10 @@ def _shared_columns(db: sqlite3.Connection, store: ConversationStore, table: str
     return [column for column in ours if column in theirs]
 
 
-def _readable_rows(db: sqlite3.Connection, table: str, columns: list[str]) -> list[tuple]:
+def _readable_rows(db: sqlite3.Connection, table: str, columns: list[str]) -> list[tuple[object, ...]]:
     """Every row that can still be read: a scan from each end, then one lookup per rowid between the two stops."""
     select = f"SELECT rowid, {', '.join(columns)} FROM {table}"
-    rows: dict[int, tuple] = {}
+    rows: dict[int, tuple[object, ...]] = {}
     for order in ("ASC", "DESC"):
         try:
             for row in db.execute(f"{select} ORDER BY rowid {order}"):

@@ -9,7 +9,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .conversations import StoredMessage
 
 
 @dataclass(frozen=True)
@@ -18,15 +23,20 @@ class ReplyVersion:
 
     number: int
     content: str
-    stats: dict | None
+    stats: dict[str, Any] | None
     cancelled: bool
-    trace: dict | None
+    trace: dict[str, Any] | None
 
 
 class VersionsMixin:
     """Version and delete operations; the host class provides _db, _transaction() and _message()."""
 
     _db: sqlite3.Connection
+
+    if TYPE_CHECKING:  # provided by the host class (ConversationStore)
+        def _transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+        def _message(self, message_id: int) -> StoredMessage | None: ...
 
     def versions(self, message_id: int) -> list[ReplyVersion]:
         """Every saved version of a reply, oldest first; [] for a reply never regenerated."""
@@ -73,8 +83,9 @@ class VersionsMixin:
         self._db.execute("UPDATE messages SET version = ? WHERE id = ?", (count, message_id))
 
     def _version_count(self, message_id: int) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM reply_versions WHERE message_id = ?",
-                                (message_id,)).fetchone()[0]
+        count: int = self._db.execute("SELECT COUNT(*) FROM reply_versions WHERE message_id = ?",
+                                      (message_id,)).fetchone()[0]
+        return count
 
     def delete_with_reply(self, message_id: int) -> list[int]:
         """Delete a message (a user message takes the reply after it along) in one transaction; the later
@@ -101,5 +112,8 @@ class VersionsMixin:
         return positions
 
 
-def _loads(text: str | None):
-    return json.loads(text) if text else None
+def _loads(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    data: dict[str, Any] = json.loads(text)
+    return data

@@ -113,7 +113,7 @@ def read_mlx_memory(mx_module: Any | None = None) -> tuple[int | None, int | Non
     mx = mx_module if mx_module is not None else _import_mlx()
     if mx is None:
         return None, None, None
-    readings = []
+    readings: list[int | None] = []
     for name in ("get_active_memory", "get_peak_memory", "get_cache_memory"):
         try:
             readings.append(int(getattr(mx, name)()))

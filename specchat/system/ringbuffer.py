@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 DEFAULT_ROLLING_WINDOW = 8
+
+Numbers = Sequence[float] | np.ndarray  # a list of numbers, or a 1-d array
+
+
+class Round(Protocol):
+    """What RoundSeries reads of a round (specchat.engine's RoundResult)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def drafted(self) -> int: ...
+    @property
+    def accepted(self) -> int: ...
+    @property
+    def emitted(self) -> int: ...
+    @property
+    def draft_s(self) -> float: ...
+    @property
+    def verify_s(self) -> float: ...
 
 
 class RingBuffer:
@@ -60,7 +80,7 @@ class RingBuffer:
         self._start = self._size = 0
 
 
-def safe_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> np.ndarray:
+def safe_ratio(numerators: Numbers, denominators: Numbers) -> np.ndarray:
     """numerators / denominators element-wise; NaN where a denominator is not positive."""
     num = np.asarray(numerators, dtype=float)
     den = np.asarray(denominators, dtype=float)
@@ -69,12 +89,12 @@ def safe_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> np
     return out
 
 
-def rolling_mean(values: Sequence[float], window: int) -> np.ndarray:
+def rolling_mean(values: Numbers, window: int) -> np.ndarray:
     """At each point, the mean of the last `window` values (fewer at the start)."""
     return rolling_rate(values, np.ones(len(values)), window)
 
 
-def rolling_rate(numerators: Sequence[float], denominators: Sequence[float], window: int) -> np.ndarray:
+def rolling_rate(numerators: Numbers, denominators: Numbers, window: int) -> np.ndarray:
     """At each point, sum of the last `window` numerators over the sum of their denominators."""
     if window < 1:
         raise ValueError(f"a rolling window must be at least 1, got {window}")
@@ -89,7 +109,7 @@ def _window_sums(values: np.ndarray, window: int) -> np.ndarray:
     return totals[ends] - totals[np.maximum(ends - window, 0)]
 
 
-def cumulative_ratio(numerators: Sequence[float], denominators: Sequence[float],
+def cumulative_ratio(numerators: Numbers, denominators: Numbers,
                      offset_num: float = 0.0, offset_den: float = 0.0) -> np.ndarray:
     """At each point, (offset + running sum of numerators) / (offset + running sum of denominators)."""
     num = offset_num + np.cumsum(np.asarray(numerators, dtype=float))
@@ -110,7 +130,7 @@ class RoundSeries:
     def __len__(self) -> int:
         return len(self.buffer)
 
-    def add(self, round_result) -> None:
+    def add(self, round_result: Round) -> None:
         """Add a RoundResult (anything with index, drafted, accepted, emitted, draft_s, verify_s)."""
         r = round_result
         dropped = self.buffer.append(r.index, r.drafted, r.accepted, r.emitted, r.draft_s + r.verify_s)

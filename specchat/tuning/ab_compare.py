@@ -5,9 +5,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specchat.engine.config import MTP_MAX_DEPTH, GenerationConfig
 from specchat.engine.runner import common_prefix_len
+
+from .engine_like import TuningEngine
+
+if TYPE_CHECKING:
+    from specchat.engine.engine import GenerationResult
 
 AB_MODES = ("baseline", "draft", "mtp")
 MODE_TITLES = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP head"}
@@ -33,7 +39,7 @@ class ABRow:
         return MODE_TITLES.get(self.mode, self.mode)
 
 
-def run_ab(engine, prompt_ids: list[int], k: int, max_tokens: int, temperature: float = 0.0,
+def run_ab(engine: TuningEngine, prompt_ids: list[int], k: int, max_tokens: int, temperature: float = 0.0,
            cancel: threading.Event | None = None,
            on_row: Callable[[ABRow], None] | None = None) -> list[ABRow]:
     """Generate the prompt once per mode from a fresh cache; outputs are compared with Off when greedy."""
@@ -60,14 +66,14 @@ def run_ab(engine, prompt_ids: list[int], k: int, max_tokens: int, temperature: 
     return rows
 
 
-def _draft_tokens(mode: str, k: int) -> int:
+def _draft_tokens(mode: str, k: int) -> int | str:
     """K for a mode: the MTP head drafts at most MTP_MAX_DEPTH (as in the chat); baseline ignores K."""
     if mode == "baseline":
         return GenerationConfig().num_draft_tokens
     return min(k, MTP_MAX_DEPTH) if mode == "mtp" else k
 
 
-def _row(mode: str, result, tokens: list[int], reference: list[int] | None) -> ABRow:
+def _row(mode: str, result: GenerationResult, tokens: list[int], reference: list[int] | None) -> ABRow:
     stats = result.stats
     speculative = mode != "baseline"
     identical = mismatch = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 from specchat.engine.prompt import user_prompt_ids
 from specchat.jsonfile import write_json_atomic
 from specchat.paths import AppPaths
+
+from .engine_like import TuningEngine
 
 CACHE_NAME = "baseline_tps.json"
 SCHEMA_VERSION = 1
@@ -67,7 +70,7 @@ class BaselineCache:
         return entry
 
 
-def _entry(raw) -> BaselineEntry | None:
+def _entry(raw: object) -> BaselineEntry | None:
     if not isinstance(raw, dict):
         return None
     tps = raw.get("tokens_per_s")
@@ -77,8 +80,8 @@ def _entry(raw) -> BaselineEntry | None:
     return BaselineEntry(float(tps), str(raw.get("measured_at", "")), str(raw.get("source", "")), **optional)
 
 
-def measure_baseline_tps(engine, max_tokens: int = MEASURE_MAX_TOKENS, prompt: str = MEASURE_PROMPT,
-                         cancel=None) -> float:
+def measure_baseline_tps(engine: TuningEngine, max_tokens: int = MEASURE_MAX_TOKENS,
+                         prompt: str = MEASURE_PROMPT, cancel: threading.Event | None = None) -> float:
     """Plain-decode tok/s of the engine's target on a fixed prompt (after a short warmup); call off the UI thread."""
     from specchat.engine.config import GenerationConfig
 

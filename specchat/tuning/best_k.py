@@ -5,17 +5,21 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specchat.engine.config import LIMITS
 from specchat.jsonfile import write_json_atomic
 from specchat.paths import AppPaths
+
+if TYPE_CHECKING:
+    from .sweep_results import PromptResult, SweepResult
 
 SCHEMA_VERSION = 1
 MTP = "mtp"
 OFF = 0  # a saved best K of 0: no K beat plain decoding, so speculation is off for that prompt type
 
 
-def _is_off(k) -> bool:
+def _is_off(k: object) -> bool:
     """A saved K of 0: speculation off (an int, not a bool)."""
     return isinstance(k, int) and not isinstance(k, bool) and k == OFF
 
@@ -79,13 +83,18 @@ def save_best_k(paths: AppPaths, target: str | Path, drafter: str | Path, best: 
     return paths.tuning_file
 
 
-def save_sweep(paths: AppPaths, result) -> Path | None:
+def save_sweep(paths: AppPaths, result: SweepResult) -> Path | None:
     """Save a SweepResult's best K per prompt for its pair; None when no cell was usable."""
     if not result.target or not result.drafter:
         raise ValueError("the sweep result does not name its target and drafter folders")
     best = result.best_k()
     if not best:
         return None
-    speedups = {p.name: 0.0 if best[p.name] == OFF else p.best_cell().speedup_pct
-                for p in result.prompts if p.name in best}
+    speedups = {p.name: 0.0 if best[p.name] == OFF else _best_speedup(p) for p in result.prompts if p.name in best}
     return save_best_k(paths, result.target, result.drafter, best, speedups, result.tag)
+
+
+def _best_speedup(prompt: PromptResult) -> float | None:
+    """The speedup of a prompt's fastest K (a prompt with a best K has one)."""
+    cell = prompt.best_cell()
+    return cell.speedup_pct if cell is not None else None

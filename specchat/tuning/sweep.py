@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
 
 from specchat.engine.config import LIMITS, GenerationConfig, check_draft_tokens
 from specchat.engine.errors import ConfigError, EngineError
@@ -24,6 +25,15 @@ from .sweep_results import (
     SweepStarted,
     summarize_cell,
 )
+
+from .engine_like import TuningEngine
+
+if TYPE_CHECKING:
+    from specchat.engine.engine import GenerationResult
+    from specchat.system.power import PowerStatus
+
+Generate = Callable[[list[int], GenerationConfig, threading.Event], "GenerationResult"]
+MachineInfo = dict[str, str | int | None]
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
 DEFAULT_MTP_KS = (1, 2, 3, 4)  # the head drafts at most MTP_MAX_DEPTH
@@ -62,7 +72,7 @@ class SweepConfig:
     tag: str | None = None
     mtp_history: bool = False  # MTP only: the head attends over the whole sequence (GenerationConfig)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.mode not in ("draft", "mtp"):
             raise ConfigError(f"a sweep compares baseline with 'draft' or 'mtp', got mode {self.mode!r}")
         if not self.ks:
@@ -89,19 +99,19 @@ class SweepConfig:
         return GenerationConfig(self.mode, k, self.max_tokens, self.temperature, mtp_history=self.mtp_history)
 
 
-def _folder(loaded) -> str:
+def _folder(loaded: object) -> str:
     """A LoadedModel's folder as text ("" when there is none)."""
     path = getattr(loaded, "path", None)
     return str(path) if path is not None else ""
 
 
-def _default_power():
+def _default_power() -> PowerStatus:
     from specchat.system.power import read_power
 
     return read_power()
 
 
-def _default_machine() -> dict:
+def _default_machine() -> MachineInfo:
     from specchat.system.machine import machine_info
 
     return machine_info()
@@ -110,24 +120,24 @@ def _default_machine() -> dict:
 class SweepRunner:
     """Runs a sweep on one engine; generate, power and machine readers can be injected (tests)."""
 
-    def __init__(self, engine, config: SweepConfig, *, target: str = "", drafter: str = "",
-                 generate: Callable | None = None, read_power: Callable | None = None,
-                 machine_info: Callable[[], dict] | None = None,
+    def __init__(self, engine: TuningEngine, config: SweepConfig, *, target: str = "", drafter: str = "",
+                 generate: Generate | None = None, read_power: Callable[[], PowerStatus] | None = None,
+                 machine_info: Callable[[], MachineInfo] | None = None,
                  cancel: threading.Event | None = None):
         self.engine = engine
         self.config = config
         self.target = target or _folder(getattr(engine, "target", None))
         self.drafter = "mtp" if config.mode == "mtp" else (drafter or _folder(getattr(engine, "draft", None)))
-        self.generate = generate or engine.generate
+        self.generate: Generate = generate or engine.generate
         self.read_power = read_power or _default_power
         self.machine_info = machine_info or _default_machine
         self.cancel = cancel or threading.Event()
         self._done = 0
-        self._header: dict | None = None  # what SweepResult needs besides the prompts, once started
+        self._header: dict[str, Any] | None = None  # what SweepResult needs besides the prompts, once started
         self._prompts: list[PromptResult] = []  # finished prompts
         self._open: PromptResult | None = None  # the prompt being measured, its finished cells
 
-    def check(self):
+    def check(self) -> PowerStatus:
         """Raise when the mode is unavailable or the machine is on battery; returns the power status."""
         reason = self.engine.available_modes().get(self.config.mode, "unknown mode")
         if reason:
@@ -178,7 +188,7 @@ class SweepRunner:
         """The prompt through the target's chat template, thinking off."""
         return user_prompt_ids(self.engine.tokenizer, prompt.text)
 
-    def _prompt(self, prompt: SweepPrompt, start_source: str):
+    def _prompt(self, prompt: SweepPrompt, start_source: str) -> Generator[SweepEvent, None, PromptResult]:
         ids = self.prompt_ids(prompt)
         reference: list[int] | None = None
         cells: list[CellResult] = []
@@ -211,7 +221,8 @@ class SweepRunner:
         text = self.engine.tokenizer.decode(reference) if reference else ""
         return PromptResult(prompt.name, prompt.text, len(ids), text, tuple(cells))
 
-    def _run_once(self, ids: list[int], k: int | None, index: int, reference: list[int] | None):
+    def _run_once(self, ids: list[int], k: int | None, index: int, reference: list[int] | None
+                  ) -> tuple[list[int], RunRecord | None]:
         gen_cfg = self.config.generation_config(k)
         power = self.read_power()
         if hasattr(self.engine, "reset"):

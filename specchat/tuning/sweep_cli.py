@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, TextIO
 
 from specchat.engine.config import LIMITS
 from specchat.engine.errors import ConfigError
-from .sweep_results import CellDone, RunDone, SweepStarted
+from .sweep_results import CellDone, RunDone, SweepEvent, SweepStarted
+
+if TYPE_CHECKING:
+    from .sweep_prompts import SweepPrompt
 
 BAR_WIDTH = 24
 INTERRUPTED = 130  # the shell's status for a run stopped by Ctrl-C
@@ -22,7 +26,7 @@ def _ks(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `sweep` subcommand."""
     p = subparsers.add_parser("sweep", help="benchmark draft lengths K against plain decoding")
     p.add_argument("--target", required=True, help="local mlx-lm target model folder")
@@ -48,7 +52,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_sweep)
 
 
-def _prompts(args):
+def _prompts(args: argparse.Namespace) -> list[SweepPrompt]:
     from .sweep_prompts import DEFAULT_PROMPTS, builtin_prompts, load_prompt_file, merge_prompts
 
     names = args.prompts if args.prompts is not None else ("" if args.prompt_file else ",".join(DEFAULT_PROMPTS))
@@ -56,7 +60,7 @@ def _prompts(args):
     return merge_prompts(builtin_prompts(names) if names else [], *files)
 
 
-def run_sweep(args) -> int:
+def run_sweep(args: argparse.Namespace) -> int:
     """Check the outputs, load the pair, run the sweep with a progress bar (writing the files after every
     cell), print the tables, save the best K."""
     from specchat.paths import AppPaths
@@ -81,10 +85,11 @@ def run_sweep(args) -> int:
     runner = SweepRunner(engine, config)  # the pair's folders come from the loaded engine
     bar = ProgressBar(sys.stderr)
 
-    def on_event(event) -> None:
+    def on_event(event: SweepEvent) -> None:
         bar.update(event)
-        if isinstance(event, CellDone):
-            _warn(bar, outputs.write(runner.snapshot()))
+        snapshot = runner.snapshot() if isinstance(event, CellDone) else None
+        if snapshot is not None:  # always, once a cell is done
+            _warn(bar, outputs.write(snapshot))
 
     try:
         result = runner.run(on_event)
@@ -118,11 +123,11 @@ def _warn(bar: "ProgressBar", problems: list[str]) -> None:
 class ProgressBar:
     """A one-line text progress bar, redrawn after every run."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: TextIO):
         self.stream = stream
         self.drawn = False
 
-    def update(self, event) -> None:
+    def update(self, event: SweepEvent) -> None:
         """Redraw for a SweepStarted or RunDone event; others are ignored."""
         if isinstance(event, SweepStarted):
             self._draw(0, event.total_runs, f"power {event.power_source}")

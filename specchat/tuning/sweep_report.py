@@ -59,7 +59,7 @@ def prompt_table(prompt: PromptResult) -> str:
     lines = [f"### {prompt.name} ({prompt.prompt_tokens} prompt tokens)", "", TABLE_HEADER]
     lines += [cell_row(c) for c in prompt.cells]
     choice, fastest = prompt.best_choice(), prompt.best_cell()
-    if choice is None:
+    if choice is None or fastest is None:  # a choice is only made with a fastest cell
         lines += ["", "Best K: none (no K cell, or no plain-decoding cell, has a usable speed)"]
     elif choice == OFF:
         lines += ["", f"Best: **Off** (plain decoding): the fastest K, {fastest.k} "
@@ -107,7 +107,7 @@ def to_markdown(result: SweepResult) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _finite(value):
+def _finite(value: object) -> object:
     """JSON has no Infinity / NaN: map them to None, recursively."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -118,12 +118,12 @@ def _finite(value):
     return value
 
 
-def to_json(result: SweepResult) -> dict:
+def to_json(result: SweepResult) -> dict[str, object]:
     """The whole sweep as a JSON-ready dict: every cell's summary and every raw run."""
     data = asdict(result)
     data["schema_version"] = JSON_SCHEMA_VERSION
     data["best_k"] = result.best_k()
-    return _finite(data)
+    return {key: _finite(value) for key, value in data.items()}
 
 
 def write_json(result: SweepResult, path: str | Path) -> Path:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from specchat.engine.events import GenerationStats
 from .sweep_stats import beats_plain, is_noisy, median, robust_cv, speedup_pct
+
+if TYPE_CHECKING:
+    from specchat.system.power import PowerStatus
 
 OFF = 0  # the best choice when no K beats plain decoding beyond the noise: speculation off
 
@@ -30,8 +34,8 @@ class RunRecord:
     first_mismatch: int | None = None  # first token index that differs from the baseline output
 
     @classmethod
-    def from_stats(cls, index: int, warmup: bool, stats: GenerationStats, power, identical,
-                   first_mismatch) -> "RunRecord":
+    def from_stats(cls, index: int, warmup: bool, stats: GenerationStats, power: PowerStatus,
+                   identical: bool | None, first_mismatch: int | None) -> RunRecord:
         """A record from an engine generation's stats and a PowerStatus."""
         return cls(index, warmup, stats.decode_tokens_per_s, stats.generated_tokens, stats.decode_s,
                    stats.rounds, stats.drafted, stats.accepted, stats.peak_memory_bytes,
@@ -80,7 +84,7 @@ def summarize_cell(k: int | None, reps: list[RunRecord], warmups: list[RunRecord
     identical = None if all(c is None for c in checks) else all(c is not False for c in checks)
     mismatches = [r.first_mismatch for r in (*warmups, *reps) if r.first_mismatch is not None]
     speed = None if identical is False else measured
-    base_ok = baseline is not None and baseline.usable
+    base_speed = baseline.median_tokens_per_s if baseline is not None and baseline.usable else None
     peak = max((r.peak_memory_bytes for r in reps), default=0)
     sources = tuple(r.power_source for r in (*warmups, *reps))
     drafted, accepted, rounds = (sum(getattr(r, f) for r in reps) for f in ("drafted", "accepted", "rounds"))
@@ -90,7 +94,7 @@ def summarize_cell(k: int | None, reps: list[RunRecord], warmups: list[RunRecord
         measured_median_tokens_per_s=measured,
         cv=cv,
         noisy=is_noisy(cv),
-        speedup_pct=speedup_pct(speed, baseline.median_tokens_per_s) if speed is not None and base_ok else None,
+        speedup_pct=speedup_pct(speed, base_speed) if speed is not None and base_speed is not None else None,
         acceptance_rate=accepted / drafted if k is not None and drafted else None,
         mean_accepted_per_round=accepted / rounds if k is not None and rounds else None,
         peak_memory_bytes=peak,
@@ -102,6 +106,11 @@ def summarize_cell(k: int | None, reps: list[RunRecord], warmups: list[RunRecord
         reps=tuple(reps),
         warmups=tuple(warmups),
     )
+
+
+def _speed(cell: CellResult) -> float:
+    """A cell's median speed; -inf when it has none (a cell whose output differed sorts last)."""
+    return cell.median_tokens_per_s if cell.median_tokens_per_s is not None else float("-inf")
 
 
 def is_best(cell: CellResult, choice: int | None) -> bool:
@@ -129,7 +138,7 @@ class PromptResult:
     def best_cell(self) -> CellResult | None:
         """The fastest K whose speed is usable; None when no K cell is (it may still be slower than plain)."""
         usable = [c for c in self.cells if c.k is not None and c.usable]
-        return max(usable, key=lambda c: c.median_tokens_per_s, default=None)
+        return max(usable, key=_speed, default=None)
 
     def best_choice(self) -> int | None:
         """The K to use (sweep_stats.BEST_RULE), OFF when none beats plain decoding beyond the noise,
@@ -137,7 +146,7 @@ class PromptResult:
         fastest, base = self.best_cell(), self.baseline
         if fastest is None or base is None or not base.usable:
             return None
-        if beats_plain(fastest.median_tokens_per_s, fastest.cv, base.median_tokens_per_s, base.cv):
+        if beats_plain(_speed(fastest), fastest.cv, _speed(base), base.cv):  # both usable: both have a speed
             return fastest.k
         return OFF
 

@@ -80,7 +80,7 @@ def test_the_gate_delivers_one_failure_and_drops_what_follows():
     gate.fail("cluster degraded: rank 1 on host mini did not answer within 5 s")
     gate(JobFinished(info, None))  # the stuck thread came back late
     assert seen == [JobQueued(info, 0), JobFailed(info, "cluster degraded: rank 1 on host mini did not answer "
-                                                       "within 5 s", "ClusterError")]
+                                                       "within 5 s", ClusterError.kind)]
 
 
 def test_sampling_gets_one_seed_for_every_rank():
