@@ -5,13 +5,17 @@ from __future__ import annotations
 import hmac
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from sse_starlette.sse import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.base import RequestResponseEndpoint
 from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
 
 from specchat.engine.config import GenerationConfig
 from specchat.engine.errors import ConfigError
@@ -54,11 +58,13 @@ routes = APIRouter()
 
 
 def _backend(request: Request) -> EngineBackend:
-    return request.app.state.backend
+    backend: EngineBackend = request.app.state.backend  # Starlette's app.state holds Any
+    return backend
 
 
 def _options(request: Request) -> ServerOptions:
-    return request.app.state.options
+    options: ServerOptions = request.app.state.options
+    return options
 
 
 async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -71,7 +77,7 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(ApiError(exc.status_code, str(exc.detail)).body(), status_code=exc.status_code)
 
 
-async def _check_key(request: Request, call_next):
+async def _check_key(request: Request, call_next: RequestResponseEndpoint) -> Response:
     """401 unless the request carries the server's key (when it has one)."""
     key = _options(request).api_key
     if key and not _key_matches(request, key):
@@ -81,7 +87,7 @@ async def _check_key(request: Request, call_next):
 
 
 @routes.get("/v1/models")
-async def list_models(request: Request) -> dict:
+async def list_models(request: Request) -> dict[str, Any]:
     """OpenAI's model list: the loaded target."""
     created = int(time.time())
     return {"object": "list", "data": [{"id": m, "object": "model", "created": created, "owned_by": "specchat"}
@@ -89,13 +95,13 @@ async def list_models(request: Request) -> dict:
 
 
 @routes.post("/v1/chat/completions")
-async def chat_completions(request: Request):
+async def chat_completions(request: Request) -> Response:
     """OpenAI's chat completions, streamed or whole."""
     return await _openai(request, "chat")
 
 
 @routes.post("/v1/completions")
-async def completions(request: Request):
+async def completions(request: Request) -> Response:
     """OpenAI's legacy completions, streamed or whole."""
     return await _openai(request, "completion")
 
@@ -113,14 +119,14 @@ async def generate(request: Request) -> EventSourceResponse:
 
 
 @routes.post("/specchat/v1/tokenize")
-async def tokenize(request: Request) -> dict:
+async def tokenize(request: Request) -> dict[str, Any]:
     """Token ids of a text or of messages through the chat template."""
     body = await _json_body(request, _options(request).max_body_bytes)
     return {"ids": _tokenize(_backend(request), body)}
 
 
 @routes.post("/specchat/v1/decode")
-async def decode(request: Request) -> dict:
+async def decode(request: Request) -> dict[str, Any]:
     """The text of token ids."""
     body = await _json_body(request, _options(request).max_body_bytes)
     ids = body.get("ids") if isinstance(body, dict) else None
@@ -130,10 +136,10 @@ async def decode(request: Request) -> dict:
 
 
 @routes.get("/specchat/v1/status")
-async def status(request: Request) -> dict:
+async def status(request: Request) -> dict[str, Any]:
     """What is loaded, what runs and waits, and how many requests were served."""
     backend = _backend(request)
-    engine = backend.host.engine
+    engine = backend.loaded()
     state = backend.host.state()
     return {"models": backend.models(), "loaded": engine is not None,
             "target": engine.target.name if engine else None,
@@ -144,7 +150,7 @@ async def status(request: Request) -> dict:
             **backend.extra_status()}
 
 
-async def _openai(request: Request, kind: str):
+async def _openai(request: Request, kind: str) -> Response:
     backend, options = _backend(request), _options(request)
     body = await _json_body(request, options.max_body_bytes)
     req = parse_request(kind, body, backend.models(), options.defaults)
@@ -156,7 +162,7 @@ async def _openai(request: Request, kind: str):
     return JSONResponse(await openai_whole(stream, req, len(ids)))
 
 
-async def _event_stream(stream: JobStream):
+async def _event_stream(stream: JobStream) -> AsyncIterator[dict[str, str]]:
     async for event in stream.events(include_queue=True):
         yield {"data": json.dumps(event if isinstance(event, dict) else event_to_json(event))}
 
@@ -200,7 +206,8 @@ def _tokenize(backend: EngineBackend, body: object) -> list[int]:
     return chat_prompt_ids(tokenizer, req.messages, template_kwargs=kwargs, add_generation_prompt=opening)
 
 
-def _specchat_request(body: object, backend: EngineBackend, defaults: GenerationConfig):
+def _specchat_request(body: object, backend: EngineBackend, defaults: GenerationConfig
+                      ) -> tuple[ApiRequest, str, bool | None]:
     """SpecChat's own request: messages (or prompt_ids), a config dict, system prompt and thinking."""
     if not isinstance(body, dict):
         raise bad_request("The request body must be a JSON object")
@@ -211,7 +218,7 @@ def _specchat_request(body: object, backend: EngineBackend, defaults: Generation
         raise bad_request(f"config has unknown fields: {', '.join(unknown)}", "config")
     try:
         cfg = replace(defaults, **config)
-    except (ConfigError, TypeError) as exc:
+    except (ConfigError, TypeError, OverflowError) as exc:  # OverflowError: an integer too large for the limits
         raise bad_request(str(exc), "config") from None
     if "prompt_ids" in body:
         ids = body["prompt_ids"]

@@ -5,16 +5,50 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 from specchat.engine.config import GenerationConfig
-from specchat.engine.owner import EngineHost, JobHandle
 from specchat.engine.loading import context_limit
-from specchat.engine.prompt import chat_prompt_ids
+from specchat.engine.owner import EngineHost, JobContext, JobEvent, JobHandle
+from specchat.engine.prompt import ChatTemplate, chat_prompt_ids
 
 from .errors import ApiError, bad_request, busy
 from .requests import ApiRequest
 
 NOT_LOADED = "No model is loaded on this server"
+
+
+class ServedTokenizer(ChatTemplate, Protocol):
+    """What the server asks of the engine's tokenizer (mlx-lm's wrapper, or a RemoteTokenizer)."""
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: list[int]) -> str: ...
+
+
+class ServedModel(Protocol):
+    """A loaded model as the server shows it: its name and its config.json."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> dict[str, Any]: ...
+
+
+class ServedEngine(Protocol):
+    """What the server reads of the host's engine (an Engine, or a RemoteEngine it relays to)."""
+
+    @property
+    def tokenizer(self) -> ServedTokenizer: ...
+
+    @property
+    def target(self) -> ServedModel: ...
+
+    @property
+    def draft(self) -> ServedModel | None: ...
+
+    def available_modes(self) -> dict[str, str | None]: ...
 
 
 class EngineBackend:
@@ -27,15 +61,21 @@ class EngineBackend:
         self._count_lock = threading.Lock()
 
     @property
-    def engine(self):
+    def engine(self) -> ServedEngine:
         """The loaded engine (tokenizer and config are read from any thread; generation only in jobs)."""
-        if self.host.engine is None:
+        engine = self.loaded()
+        if engine is None:
             raise ApiError(503, NOT_LOADED, "server_error", None, "model_not_loaded")
-        return self.host.engine
+        return engine
+
+    def loaded(self) -> ServedEngine | None:
+        """The host's engine, None before the first load."""
+        engine: ServedEngine | None = self.host.engine  # EngineHost.engine is not annotated
+        return engine
 
     def models(self) -> list[str]:
         """The ids a request may name: the target folder's name."""
-        engine = self.host.engine
+        engine = self.loaded()
         return [Path(engine.target.name).name] if engine is not None else []
 
     def prompt_ids(self, request: ApiRequest, system_prompt: str = "", enable_thinking: bool | None = None
@@ -58,7 +98,8 @@ class EngineBackend:
             raise bad_request(f"The prompt has {prompt_tokens} tokens but the model's context holds "
                               f"{limit[0]} ({limit[1]} in config.json)", "messages", "context_length_exceeded")
 
-    def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable) -> JobHandle:
+    def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]
+              ) -> JobHandle:
         """Queue the generation; 503 when the queue is full. listener gets the job's events."""
         state = self.host.state()
         if len(state.queued) >= self.max_queue:
@@ -67,11 +108,11 @@ class EngineBackend:
             self.requests_served += 1
         return self.host.submit("api", self.generation_work(prompt_ids, cfg), listener)
 
-    def generation_work(self, prompt_ids: list[int], cfg: GenerationConfig) -> Callable:
+    def generation_work(self, prompt_ids: list[int], cfg: GenerationConfig) -> Callable[[JobContext], None]:
         """The job that streams one generation (a cluster backend runs it on every rank)."""
         observers = list(self.observers)
 
-        def work(ctx):
+        def work(ctx: JobContext) -> None:
             for event in ctx.engine.stream(prompt_ids, cfg, ctx.cancel):
                 ctx.emit(event)
                 for observe in observers:
@@ -79,7 +120,7 @@ class EngineBackend:
 
         return work
 
-    def extra_status(self) -> dict:
+    def extra_status(self) -> dict[str, Any]:
         """More fields for /specchat/v1/status (a cluster adds its ranks)."""
         return {}
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+
+    from specchat.engine.config import GenerationConfig
 
 DEFAULT_PORT = 8080
 
@@ -26,7 +32,7 @@ def draft_tokens_arg(text: str) -> int | str:
     return k
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `serve` subcommand."""
     from specchat.engine.config import MODES
 
@@ -47,7 +53,7 @@ def register(subparsers) -> None:
     serve.set_defaults(func=run_serve)
 
 
-def serve_defaults(args):
+def serve_defaults(args: argparse.Namespace) -> tuple[str, GenerationConfig]:
     """The mode and the requests' default GenerationConfig from serve's flags; ValueError / EngineError
     (the caller prints it and exits 2) when the address needs a key or a value is out of range."""
     from specchat.engine import GenerationConfig
@@ -59,7 +65,7 @@ def serve_defaults(args):
     return mode, GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens)
 
 
-def run_serve(args) -> int:
+def run_serve(args: argparse.Namespace) -> int:
     """Load the pair on an engine host, then serve until Ctrl-C."""
     import uvicorn
 

@@ -3,12 +3,14 @@ every later job (replies, A/B, sweeps, the plain-decode measurement) runs on the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from specchat.engine.owner import JobContext, LoadedPair, LoadMessage
 
 from .remote import RemoteEngine
 
 
-def connect_job(url: str, api_key: str | None = None):
+def connect_job(url: str, api_key: str | None = None) -> Callable[[JobContext], LoadedPair]:
     """A job that connects to `url`; the local engine is released only once the server answered."""
 
     def work(ctx: JobContext) -> LoadedPair:

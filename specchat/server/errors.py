@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ApiError(Exception):
     """A request the server refuses; `status` is the HTTP status, the rest OpenAI's error fields."""
 
     def __init__(self, status: int, message: str, type_: str = "invalid_request_error",
-                 param: str | None = None, code: str | None = None, headers: dict | None = None):
+                 param: str | None = None, code: str | None = None, headers: dict[str, str] | None = None):
         super().__init__(message)
         self.status, self.message, self.type, self.param, self.code = status, message, type_, param, code
         self.headers = headers or {}
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         """The JSON body OpenAI clients parse."""
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import httpx
 
@@ -28,7 +29,7 @@ class RemoteModel:
 
     name: str
     path: str
-    config: dict = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,10 @@ class RemoteStatus:
     url: str
     target: str | None
     draft: str | None
-    available_modes: dict
+    available_modes: dict[str, str | None]
     queued: int
     requests_served: int
-    ranks: tuple["RankMemory", ...] = ()  # a cluster's ranks (empty for one process)
+    ranks: tuple[RankMemory, ...] = ()  # a cluster's ranks (empty for one process)
     degraded: str | None = None  # why the cluster cannot serve (None when it can)
 
 
@@ -62,21 +63,25 @@ class RankMemory:
 class RemoteTokenizer:
     """The server's tokenizer: chat template, encode and decode are asked of the server."""
 
-    def __init__(self, engine: "RemoteEngine"):
+    def __init__(self, engine: RemoteEngine):
         self.engine = engine
 
-    def apply_chat_template(self, messages, add_generation_prompt: bool = True, **kwargs) -> list[int]:
+    def apply_chat_template(self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = True,
+                            **kwargs: Any) -> list[int]:
         """Token ids of the conversation, as the server's chat template makes them."""
         body = {"messages": list(messages), "template_kwargs": kwargs, "add_generation_prompt": add_generation_prompt}
-        return self.engine.post("/specchat/v1/tokenize", body)["ids"]
+        ids: list[int] = self.engine.post("/specchat/v1/tokenize", body)["ids"]
+        return ids
 
     def encode(self, text: str) -> list[int]:
         """Token ids of text, encoded as is."""
-        return self.engine.post("/specchat/v1/tokenize", {"text": text})["ids"]
+        ids: list[int] = self.engine.post("/specchat/v1/tokenize", {"text": text})["ids"]
+        return ids
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Iterable[int]) -> str:
         """Text of token ids."""
-        return self.engine.post("/specchat/v1/decode", {"ids": [int(t) for t in ids]})["text"]
+        text: str = self.engine.post("/specchat/v1/decode", {"ids": [int(t) for t in ids]})["text"]
+        return text
 
 
 class RemoteEngine:
@@ -122,15 +127,15 @@ class RemoteEngine:
     def adopt(self) -> None:
         """Any thread may use a remote engine."""
 
-    def get(self, path: str) -> dict:
+    def get(self, path: str) -> dict[str, Any]:
         """GET a JSON endpoint; RemoteError naming the server when it fails."""
         return self._json(lambda client: client.get(self.url + path, headers=self._headers()))
 
-    def post(self, path: str, body: dict) -> dict:
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST a JSON endpoint; RemoteError naming the server when it fails."""
         return self._json(lambda client: client.post(self.url + path, json=body, headers=self._headers()))
 
-    def _json(self, call) -> dict:
+    def _json(self, call: Callable[[httpx.Client], httpx.Response]) -> dict[str, Any]:
         try:
             with httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)) as client:
                 response = call(client)
@@ -138,9 +143,19 @@ class RemoteEngine:
             raise RemoteError(f"The server at {self.url} could not be reached: {exc}") from None
         if response.status_code != 200:
             raise RemoteError(_error_text(response))
-        return response.json()
+        return self._object(response)
 
-    def _stream(self, body: dict, cancel: threading.Event | None) -> Iterator[Event]:
+    def _object(self, response: httpx.Response) -> dict[str, Any]:
+        """The answer's JSON object; RemoteError when it is none (not a SpecChat server at that address)."""
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise RemoteError(f"The server at {self.url} did not answer with JSON: is it a SpecChat server?")
+        return body
+
+    def _stream(self, body: dict[str, Any], cancel: threading.Event | None) -> Iterator[Event]:
         try:
             with httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)) as client:
                 with client.stream("POST", self.url + "/specchat/v1/generate", json=body,
@@ -154,7 +169,7 @@ class RemoteEngine:
         except RemoteError as exc:
             yield Failed(str(exc), ErrorKind.REMOTE)
 
-    def _headers(self) -> dict:
+    def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from specchat.engine.config import LIMITS, MODES, GenerationConfig, check_draft_tokens
 from specchat.engine.errors import ConfigError
@@ -22,12 +23,12 @@ class ApiRequest:
     kind: str                      # "chat" or "completion"
     model: str
     cfg: GenerationConfig
-    messages: tuple[dict, ...] = ()
+    messages: tuple[dict[str, str], ...] = ()
     prompt: str | tuple[int, ...] = ""
     stop: tuple[str, ...] = ()
     stream: bool = False
     include_usage: bool = False
-    template_kwargs: dict = field(default_factory=dict)
+    template_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_request(kind: str, body: object, models: list[str], defaults: GenerationConfig) -> ApiRequest:
@@ -41,17 +42,17 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
     options = body.get("stream_options") or {}
     if not isinstance(options, dict):
         raise bad_request("stream_options must be an object", "stream_options")
-    common = dict(kind=kind, model=model, cfg=_config(body, defaults), stop=_stop(body.get("stop")),
-                  stream=stream, include_usage=stream and bool(options.get("include_usage")))
+    base = ApiRequest(kind, model, _config(body, defaults), stop=_stop(body.get("stop")), stream=stream,
+                      include_usage=stream and bool(options.get("include_usage")))
     if kind == "chat":
         kwargs = body.get("chat_template_kwargs") or {}
         if not isinstance(kwargs, dict):
             raise bad_request("chat_template_kwargs must be an object", "chat_template_kwargs")
-        return ApiRequest(messages=_messages(body.get("messages")), template_kwargs=dict(kwargs), **common)
-    return ApiRequest(prompt=_prompt(body.get("prompt")), **common)
+        return replace(base, messages=_messages(body.get("messages")), template_kwargs=dict(kwargs))
+    return replace(base, prompt=_prompt(body.get("prompt")))
 
 
-def _model(body: dict, models: list[str]) -> str:
+def _model(body: dict[str, Any], models: list[str]) -> str:
     name = body.get("model")
     if name is None:
         return models[0]
@@ -61,8 +62,8 @@ def _model(body: dict, models: list[str]) -> str:
     return name
 
 
-def _config(body: dict, defaults: GenerationConfig) -> GenerationConfig:
-    values: dict = {}
+def _config(body: dict[str, Any], defaults: GenerationConfig) -> GenerationConfig:
+    values: dict[str, Any] = {}
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     if max_tokens is not None:
         values["max_tokens"] = _integer(max_tokens, "max_tokens")
@@ -87,13 +88,13 @@ def _config(body: dict, defaults: GenerationConfig) -> GenerationConfig:
                           "depth" in str(exc) else None) from None
 
 
-def _speculation(spec: object) -> dict:
+def _speculation(spec: object) -> dict[str, Any]:
     if spec is None:
         return {}
     if not isinstance(spec, dict):
         raise bad_request("speculation must be an object: {\"mode\": ..., \"num_draft_tokens\": K or \"auto\"}",
                           "speculation")
-    values = {}
+    values: dict[str, Any] = {}
     if "mode" in spec:
         if spec["mode"] not in MODES:
             raise bad_request(f"speculation.mode must be one of {', '.join(MODES)}, got {spec['mode']!r}",
@@ -105,10 +106,10 @@ def _speculation(spec: object) -> dict:
     return values
 
 
-def _messages(messages: object) -> tuple[dict, ...]:
+def _messages(messages: object) -> tuple[dict[str, str], ...]:
     if not isinstance(messages, list) or not messages:
         raise bad_request("messages must be a non-empty list of {role, content}", "messages")
-    out = []
+    out: list[dict[str, str]] = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in CHAT_ROLES:
             raise bad_request(f"messages[{i}].role must be one of {', '.join(CHAT_ROLES)}", f"messages[{i}].role")
@@ -148,7 +149,7 @@ def _stop(stop: object) -> tuple[str, ...]:
     return tuple(stops)
 
 
-def _bool(body: dict, name: str) -> bool:
+def _bool(body: dict[str, Any], name: str) -> bool:
     value = body.get(name, False)
     if not isinstance(value, bool):
         raise bad_request(f"{name} must be true or false, got {value!r}", name)
@@ -158,11 +159,21 @@ def _bool(body: dict, name: str) -> bool:
 def _integer(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise bad_request(f"{name} must be an integer, got {value!r}", name)
+    if not _finite(value):  # the limits compare as floats: one this large would raise OverflowError there
+        raise bad_request(f"{name} is out of range, got {value!r}", name)
     return value
 
 
 def _number(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
         raise bad_request(f"{name} must be a finite number, got {value!r}", name)
     return float(value)
+
+
+def _finite(value: int | float) -> bool:
+    """math.isfinite, and False for an integer too large for a float (where isfinite raises)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 

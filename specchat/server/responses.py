@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 from specchat.engine.events import GenerationStats
 
@@ -44,11 +45,12 @@ def finish_reason(stats: GenerationStats | None, stopped_by_sequence: bool) -> s
     return "length" if stats.stop_reason == "length" else "stop"
 
 
-def usage(prompt_tokens: int, stats: GenerationStats | None, completion_tokens: int | None = None) -> dict:
+def usage(prompt_tokens: int, stats: GenerationStats | None, completion_tokens: int | None = None
+          ) -> dict[str, Any]:
     """OpenAI's usage fields plus what speculation did for this request."""
     completion = completion_tokens if completion_tokens is not None else (stats.generated_tokens if stats else 0)
-    body = {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-            "total_tokens": prompt_tokens + completion}
+    body: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                            "total_tokens": prompt_tokens + completion}
     if stats is not None:
         drafted = stats.drafted
         body["speculation"] = {
@@ -72,8 +74,9 @@ class ResponseShape:
         self.id = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
         self.created = int(time.time())
 
-    def whole(self, text: str, reason: str, usage_body: dict) -> dict:
+    def whole(self, text: str, reason: str, usage_body: dict[str, Any]) -> dict[str, Any]:
         """The non-streamed response."""
+        choice: dict[str, Any]
         if self.kind == "chat":
             choice = {"index": 0, "message": {"role": "assistant", "content": text},
                       "finish_reason": reason, "logprobs": None}
@@ -82,24 +85,26 @@ class ResponseShape:
         return self._envelope("chat.completion" if self.kind == "chat" else "text_completion",
                               [choice], usage=usage_body)
 
-    def chunk(self, text: str | None = None, reason: str | None = None, first: bool = False) -> dict:
+    def chunk(self, text: str | None = None, reason: str | None = None, first: bool = False) -> dict[str, Any]:
         """One streamed chunk: new text, or the final one carrying finish_reason."""
         if self.kind == "chat":
-            delta = {"role": "assistant"} if first else {}
+            delta: dict[str, str] = {"role": "assistant"} if first else {}
             if text is not None:
                 delta["content"] = text
-            choice = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
+            choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
             return self._envelope("chat.completion.chunk", [choice])
         choice = {"index": 0, "text": text or "", "finish_reason": reason, "logprobs": None}
         return self._envelope("text_completion", [choice])
 
-    def usage_chunk(self, usage_body: dict) -> dict:
+    def usage_chunk(self, usage_body: dict[str, Any]) -> dict[str, Any]:
         """The last chunk when stream_options.include_usage is set: no choices, the usage."""
         kind = "chat.completion.chunk" if self.kind == "chat" else "text_completion"
         return self._envelope(kind, [], usage=usage_body)
 
-    def _envelope(self, obj: str, choices: list, usage: dict | None = None) -> dict:
-        body = {"id": self.id, "object": obj, "created": self.created, "model": self.model, "choices": choices}
+    def _envelope(self, obj: str, choices: list[dict[str, Any]], usage: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
+        body: dict[str, Any] = {"id": self.id, "object": obj, "created": self.created, "model": self.model,
+                                "choices": choices}
         if usage is not None:
             body["usage"] = usage
         return body

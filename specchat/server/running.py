@@ -35,7 +35,8 @@ def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nobody listens on right now."""
     with socket.socket() as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]  # socket's address is untyped (its shape depends on the family)
+        return port
 
 
 class BackgroundServer:

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.requests import Request
 
+from specchat.engine.config import GenerationConfig
 from specchat.engine.errors import ErrorKind
-from specchat.engine.events import Failed, Finished, TextChunk
-from specchat.engine.owner import JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued
+from specchat.engine.events import Event, Failed, Finished, GenerationStats, TextChunk
+from specchat.engine.owner import JobCancelled, JobEvent, JobFailed, JobFinished, JobHandle, JobProgress, JobQueued
 
 from .backend import EngineBackend
 from .errors import ApiError
 from .requests import ApiRequest
 from .responses import ResponseShape, StopMatcher, finish_reason, usage
+from .wire import ENGINE_EVENTS
 
 DISCONNECT_POLL_S = 0.25
 
@@ -25,34 +29,38 @@ class JobStream:
 
     def __init__(self, backend: EngineBackend, request: Request):
         self.backend, self.request = backend, request
-        self.handle = None
-        self._queue: asyncio.Queue = asyncio.Queue()
+        self.handle: JobHandle | None = None
+        self._queue: asyncio.Queue[JobEvent] = asyncio.Queue()
 
-    async def start(self, prompt_ids: list[int], cfg) -> None:
+    async def start(self, prompt_ids: list[int], cfg: GenerationConfig) -> None:
         """Queue the job (503 when the queue is full)."""
         loop = asyncio.get_running_loop()
-        self.handle = self.backend.start(prompt_ids, cfg, lambda e: loop.call_soon_threadsafe(self._queue.put_nowait, e))
+
+        def deliver(event: JobEvent) -> None:  # on the engine thread
+            loop.call_soon_threadsafe(self._queue.put_nowait, event)
+
+        self.handle = self.backend.start(prompt_ids, cfg, deliver)
 
     def cancel(self) -> None:
         """Stop the job (it leaves the queue, or stops at the next round)."""
         if self.handle is not None and not self.handle.done:
             self.backend.cancel(self.handle)
 
-    async def events(self, include_queue: bool = False):
+    async def events(self, include_queue: bool = False) -> AsyncIterator[Event | dict[str, Any]]:
         """Engine events until the job ends (and {"type": "Queued", "ahead": n} when asked);
         cancels the job when the client disconnects or this generator is closed early."""
         try:
             while True:
                 try:
                     event = await asyncio.wait_for(self._queue.get(), DISCONNECT_POLL_S)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     if await self.request.is_disconnected():
                         self.cancel()
                         return
                     continue
                 if isinstance(event, JobQueued) and include_queue:
                     yield {"type": "Queued", "ahead": event.ahead}
-                elif isinstance(event, JobProgress):
+                elif isinstance(event, JobProgress) and isinstance(event.event, ENGINE_EVENTS):  # all a job emits
                     yield event.event
                 elif isinstance(event, JobFailed):
                     yield Failed(event.message, event.kind)
@@ -63,10 +71,11 @@ class JobStream:
             self.cancel()
 
 
-async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> dict:
+async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> dict[str, Any]:
     """Run the job to its end and build the non-streamed response."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
-    text, stats = [], None
+    text: list[str] = []
+    stats: GenerationStats | None = None
     async for event in stream.events():
         if isinstance(event, TextChunk):
             text.append(stops.feed(event.text))
@@ -80,10 +89,11 @@ async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -
     return shape.whole("".join(text), finish_reason(stats, stops.stopped), usage(prompt_tokens, stats))
 
 
-async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int):
+async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> AsyncIterator[dict[str, str]]:
     """The streamed response: a chunk per piece of text, the finish chunk, usage if asked, [DONE]."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
-    first, stats = True, None
+    first = True
+    stats: GenerationStats | None = None
     async for event in stream.events():
         if isinstance(event, TextChunk):
             piece = stops.feed(event.text)
@@ -107,7 +117,7 @@ async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int):
     yield {"data": "[DONE]"}
 
 
-def _data(body: dict) -> dict:
+def _data(body: dict[str, Any]) -> dict[str, str]:
     return {"data": json.dumps(body)}
 
 

@@ -3,30 +3,38 @@
 from __future__ import annotations
 
 from dataclasses import asdict, fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from specchat.engine.errors import ErrorKind
-from specchat.engine.events import (Failed, Finished, GenerationStats, PrefillProgress, Rejection, RoundResult,
-                               TextChunk)
+from specchat.engine.events import (Event, Failed, Finished, GenerationStats, PrefillProgress, Rejection,
+                                    RoundResult, TextChunk)
 
-EVENT_TYPES = {cls.__name__: cls for cls in (TextChunk, RoundResult, PrefillProgress, Finished, Failed)}
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
+
+ENGINE_EVENTS = (TextChunk, RoundResult, PrefillProgress, Finished, Failed)
+EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in ENGINE_EVENTS}
 
 
-def event_to_json(event) -> dict:
+def event_to_json(event: Event) -> dict[str, Any]:
     """{"type": "TextChunk", ...its fields} for one engine event."""
     body = asdict(event)
     body["type"] = type(event).__name__
     return body
 
 
-def event_from_json(body: dict):
+def event_from_json(body: dict[str, Any]) -> Event:
     """The engine event a dict from event_to_json describes; ValueError for an unknown type."""
-    cls = EVENT_TYPES.get(body.get("type"))
+    name = body.get("type")
+    cls = EVENT_TYPES.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise ValueError(f"unknown event type {body.get('type')!r}")
+        raise ValueError(f"unknown event type {name!r}")
     values = {f.name: body[f.name] for f in fields(cls) if f.name in body}
-    for name, value in values.items():
+    for key, value in values.items():
         if isinstance(value, list):
-            values[name] = tuple(value)
+            values[key] = tuple(value)
     if cls is Finished:
         values["stats"] = _known(GenerationStats, values.get("stats") or {})
     if cls is RoundResult and values.get("rejection"):
@@ -38,13 +46,15 @@ def event_from_json(body: dict):
 
 def _error_kind(value: object) -> ErrorKind:
     """The kind a stream's Failed event names; ENGINE for one this version does not know."""
+    if not isinstance(value, str):
+        return ErrorKind.ENGINE
     try:
         return ErrorKind(value)
     except ValueError:
         return ErrorKind.ENGINE
 
 
-def _known(cls, values: dict):
+def _known(cls: type[T], values: dict[str, Any]) -> T:
     """cls built from the fields it knows (a newer server may send more)."""
     names = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in values.items() if k in names})
