@@ -107,9 +107,8 @@ def run_generate(args: argparse.Namespace) -> int:
     """Load the models, generate, print text (streamed) or JSON. Ctrl-C stops at the next round: the text
     so far and the stats line are printed and the exit code is 130."""
     from .engine import Failed, Finished, TextChunk
-    from .engine.owner import load_pair_job, prompt_job
+    from .engine.owner import EngineHost, JobFailed, JobProgress, load_pair_job, prompt_job
     from .engine.prompt import user_prompt_ids
-    from .engine.owner import EngineHost, JobFailed, JobProgress
 
     cfg = generation_config(args)
     host = EngineHost()

@@ -23,8 +23,6 @@ from specchat.system.memory import (
     MemorySample,
     format_gb,
     metal_working_set_bytes,
-    parse_sysctl_memsize,
-    parse_vm_stat,
     read_machine_memory,
     read_memory_sample,
     read_mlx_memory,
@@ -49,28 +47,11 @@ def fake_mx(available: bool, info: dict | None = None, new_api: bool = True):
     return mx
 
 
-# --- memory parsers ---
 
 
-def test_parse_sysctl_memsize() -> None:
-    assert parse_sysctl_memsize(recorded("sysctl_hw_memsize.txt")) == 34_359_738_368
-    assert parse_sysctl_memsize("17179869184\n") == 17_179_869_184
-    assert parse_sysctl_memsize("sysctl: unknown oid 'hw.memsize'") is None
 
 
-def test_parse_vm_stat_counts_free_inactive_speculative_purgeable() -> None:
-    expected = (12345 + 345678 + 6789 + 2345) * 16384
-    assert parse_vm_stat(recorded("vm_stat.txt")) == expected
 
-
-def test_parse_vm_stat_uses_page_size_from_header() -> None:
-    text = "Mach Virtual Memory Statistics: (page size of 4096 bytes)\nPages free: 10.\n"
-    assert parse_vm_stat(text) == 40_960
-
-
-@pytest.mark.parametrize("text", ["", "Pages free: 10.", "garbage (page size of 4096 bytes)"])
-def test_parse_vm_stat_rejects_odd_output(text: str) -> None:
-    assert parse_vm_stat(text) is None
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ from specchat.system.ringbuffer import (
     RingBuffer,
     RoundSeries,
     cumulative_ratio,
-    rolling_mean,
     rolling_rate,
     safe_ratio,
 )
@@ -53,12 +52,6 @@ def test_safe_ratio_marks_empty_denominators():
     assert out[0] == 0.5 and math.isnan(out[1]) and math.isnan(out[2])
 
 
-def test_rolling_mean_over_a_window():
-    assert rolling_mean([2, 4, 6, 8, 10], 2).tolist() == [2.0, 3.0, 5.0, 7.0, 9.0]
-    assert rolling_mean([2, 4, 6, 8], 3).tolist() == [2.0, 3.0, 4.0, 6.0]
-    assert rolling_mean([5, 7], 10).tolist() == [5.0, 6.0]
-    with pytest.raises(ValueError, match="at least 1"):
-        rolling_mean([1.0], 0)
 
 
 def test_rolling_rate_weights_by_time():

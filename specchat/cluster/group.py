@@ -40,7 +40,7 @@ class ClusterGroup:
         self.pids = [row[0] for row in pids]
 
     @classmethod
-    def init(cls) -> "ClusterGroup | None":
+    def init(cls) -> ClusterGroup | None:
         """The group of this launch, or None when this process runs alone."""
         if not launched():
             return None

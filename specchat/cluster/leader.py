@@ -11,8 +11,20 @@ from specchat.engine.config import GenerationConfig
 from specchat.engine.events import Event, Failed
 
 from .group import ClusterGroup
-from .protocol import (GENERATE, PING, STOP, ClusterError, Job, Lockstep, RankMemory, align_engines,
-                       gather_memory, is_link_error, send_job, shared_config)
+from .protocol import (
+    GENERATE,
+    PING,
+    STOP,
+    ClusterError,
+    Job,
+    Lockstep,
+    RankMemory,
+    align_engines,
+    gather_memory,
+    is_link_error,
+    send_job,
+    shared_config,
+)
 
 if TYPE_CHECKING:
     from specchat.engine.engine import Engine
@@ -83,7 +95,7 @@ class Watchdog:
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="cluster-watchdog", daemon=True)
 
-    def start(self) -> "Watchdog":
+    def start(self) -> Watchdog:
         """Start watching."""
         self.thread.start()
         return self

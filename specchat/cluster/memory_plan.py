@@ -14,6 +14,7 @@ from specchat.hub.model_facts import read_config, text_config
 from specchat.system.memory import MachineMemory
 
 DEFAULT_WEIGHT_BYTES = 2  # bf16 when config.json names no quantization
+PLANNED_CONTEXT = 8192  # the context `serve` plans each rank's memory for (as `models pair` does by default)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -15,11 +16,13 @@ import uvicorn
 from specchat.engine.engine import Engine
 from specchat.engine.errors import EngineError
 from specchat.engine.loading import load_model
+from specchat.hub.errors import HubError
 
 from .backend import ClusterBackend
 from .follower import follow
 from .group import ClusterGroup
 from .leader import ClusterState, Watchdog, stop_followers
+from .memory_plan import PLANNED_CONTEXT, rank_fit
 from .protocol import share_decisions
 from .sharding import load_sharded
 
@@ -87,6 +90,15 @@ def run_cluster_serve(args: argparse.Namespace, group: ClusterGroup) -> int:
     return _serve_rank0(args, group)
 
 
+def rank_memory_line(target: str, draft: str | None, ranks: int) -> str:
+    """What each rank needs for its share of the target and the whole draft, against this Mac's memory."""
+    try:
+        fit = rank_fit(Path(target), Path(draft) if draft else None, PLANNED_CONTEXT, ranks)
+    except (HubError, OSError, ValueError) as exc:  # the load that follows names what is wrong with the folder
+        return f"Memory per rank: not known ({exc})"
+    return f"Memory per rank (1/{ranks} of the target, the whole draft): {fit.summary()}"
+
+
 def _serve_rank0(args: argparse.Namespace, group: ClusterGroup) -> int:
     from specchat.engine.owner import EngineHost
     from specchat.server.app import ServerOptions, create_app
@@ -97,6 +109,7 @@ def _serve_rank0(args: argparse.Namespace, group: ClusterGroup) -> int:
     except (ValueError, EngineError) as exc:
         print(f"specchat serve: {exc}", file=sys.stderr)
         return 2
+    print(rank_memory_line(args.target, args.draft, group.size), flush=True)
     host = EngineHost()
     state = ClusterState(group, args.rank_timeout)
     backend = ClusterBackend(host, args.max_queue, state, args.heartbeat)

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-_SYSCTL_MEMSIZE = re.compile(r"^\s*hw\.memsize\s*[:=]\s*(\d+)\s*$", re.MULTILINE)
-_VM_STAT_PAGE_SIZE = re.compile(r"page size of (\d+) bytes")
-_VM_STAT_LINE = re.compile(r'^\s*"?([^":]+?)"?\s*:\s*(\d+)\.?\s*$', re.MULTILINE)
-_VM_STAT_AVAILABLE = ("Pages free", "Pages inactive", "Pages speculative", "Pages purgeable")
 
 
 @dataclass(frozen=True)
@@ -30,25 +24,8 @@ def format_gb(n_bytes: int | float | None) -> str:
     return f"{n_bytes / 1e9:.1f} GB"
 
 
-def parse_sysctl_memsize(text: str) -> int | None:
-    """Total RAM in bytes from `sysctl hw.memsize` (or bare `sysctl -n hw.memsize`) output."""
-    match = _SYSCTL_MEMSIZE.search(text or "")
-    if match:
-        return int(match.group(1))
-    bare = (text or "").strip()
-    return int(bare) if bare.isdigit() else None
 
 
-def parse_vm_stat(text: str) -> int | None:
-    """Available bytes from macOS `vm_stat`: (free + inactive + speculative + purgeable) pages."""
-    page_match = _VM_STAT_PAGE_SIZE.search(text or "")
-    if page_match is None:
-        return None
-    counts = {name.strip(): int(value) for name, value in _VM_STAT_LINE.findall(text)}
-    if "Pages free" not in counts:
-        return None
-    pages = sum(counts.get(name, 0) for name in _VM_STAT_AVAILABLE)
-    return pages * int(page_match.group(1))
 
 
 def metal_working_set_bytes(mx_module: Any | None = None) -> int | None:

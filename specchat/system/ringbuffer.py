@@ -89,9 +89,6 @@ def safe_ratio(numerators: Numbers, denominators: Numbers) -> np.ndarray:
     return out
 
 
-def rolling_mean(values: Numbers, window: int) -> np.ndarray:
-    """At each point, the mean of the last `window` values (fewer at the start)."""
-    return rolling_rate(values, np.ones(len(values)), window)
 
 
 def rolling_rate(numerators: Numbers, denominators: Numbers, window: int) -> np.ndarray:

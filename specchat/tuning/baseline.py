@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from specchat.engine.prompt import user_prompt_ids
@@ -38,7 +38,7 @@ class BaselineCache:
         self.path = Path(path)
 
     @classmethod
-    def for_paths(cls, paths: AppPaths) -> "BaselineCache":
+    def for_paths(cls, paths: AppPaths) -> BaselineCache:
         """The cache in the app's data folder."""
         return cls(paths.data_dir / CACHE_NAME)
 
@@ -62,7 +62,7 @@ class BaselineCache:
         """Save (replace) one model's speed; other models are kept."""
         if not tokens_per_s > 0:
             raise ValueError(f"a plain-decode speed must be a positive number, got {tokens_per_s!r}")
-        entry = BaselineEntry(float(tokens_per_s), datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        entry = BaselineEntry(float(tokens_per_s), datetime.now(UTC).isoformat(timespec="seconds"),
                               source, power_source, sampling)
         models = {key: vars(e) for key, e in self.load().items()}
         models[model_key] = vars(entry)

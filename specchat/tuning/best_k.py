@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,7 +77,7 @@ def save_best_k(paths: AppPaths, target: str | Path, drafter: str | Path, best: 
         "best_k": dict(best),
         "speedup_pct": dict(speedup_pct or {}),
         "tag": tag,
-        "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "saved_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     write_json_atomic(paths.tuning_file, {"schema_version": SCHEMA_VERSION, "pairs": pairs})
     return paths.tuning_file

@@ -5,13 +5,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from specchat.engine.config import LIMITS, GenerationConfig, check_draft_tokens
 from specchat.engine.errors import ConfigError, EngineError
 from specchat.engine.prompt import user_prompt_ids
 from specchat.engine.runner import common_prefix_len
+
+from .engine_like import TuningEngine
 from .sweep_prompts import SweepPrompt, builtin_prompts
 from .sweep_results import (
     CellDone,
@@ -25,8 +27,6 @@ from .sweep_results import (
     SweepStarted,
     summarize_cell,
 )
-
-from .engine_like import TuningEngine
 
 if TYPE_CHECKING:
     from specchat.engine.engine import GenerationResult
@@ -165,7 +165,7 @@ class SweepRunner:
         settings["ks"] = list(cfg.ks)
         self._header = dict(target=self.target, drafter=self.drafter, mode=cfg.mode, settings=settings,
                             machine=self.machine_info(), power_at_start=asdict(power), tag=cfg.tag,
-                            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                            started_at=datetime.now(UTC).isoformat(timespec="seconds"))
         self._prompts, self._open = [], None
         yield SweepStarted(cfg.total_runs, tuple(p.name for p in cfg.prompts), cfg.ks, power.source)
         for prompt in cfg.prompts:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from specchat.engine.config import LIMITS
 from specchat.engine.errors import ConfigError
+
 from .sweep_results import CellDone, RunDone, SweepEvent, SweepStarted
 
 if TYPE_CHECKING:
@@ -63,13 +64,13 @@ def _prompts(args: argparse.Namespace) -> list[SweepPrompt]:
 def run_sweep(args: argparse.Namespace) -> int:
     """Check the outputs, load the pair, run the sweep with a progress bar (writing the files after every
     cell), print the tables, save the best K."""
+    from specchat.engine import Engine
     from specchat.paths import AppPaths
 
-    from specchat.engine import Engine
+    from .best_k import save_sweep
     from .sweep import DEFAULT_KS, DEFAULT_MTP_KS, SweepConfig, SweepRunner
     from .sweep_output import SweepOutputs, check_writable
     from .sweep_report import to_markdown
-    from .best_k import save_sweep
 
     ks = args.draft_tokens or (DEFAULT_MTP_KS if args.mtp else DEFAULT_KS)
     config = SweepConfig(mode="mtp" if args.mtp else "draft", ks=ks, reps=args.reps,
@@ -113,7 +114,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warn(bar: "ProgressBar", problems: list[str]) -> None:
+def _warn(bar: ProgressBar, problems: list[str]) -> None:
     """Print each problem on its own line, below the progress bar."""
     for problem in problems:
         bar.close()

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 from specchat.engine.errors import ConfigError
+
 from .sweep_report import write_json, write_markdown
 from .sweep_results import SweepResult
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from specchat.engine.events import GenerationStats
+
 from .sweep_stats import beats_plain, is_noisy, median, robust_cv, speedup_pct
 
 if TYPE_CHECKING:

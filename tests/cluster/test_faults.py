@@ -31,6 +31,13 @@ def cluster(dense_target, dense_draft_partial, tmp_path):
         process.stop()
 
 
+def test_rank_0_says_what_each_rank_needs_before_it_loads(cluster, tmp_path):
+    log = (tmp_path / "serve.log").read_text()
+    line = next(line for line in log.splitlines() if line.startswith("Memory per rank"))
+    assert "1/2 of the target" in line and "at 8192 tokens" in line and "target weights" in line
+    assert log.index("Memory per rank") < log.index("Serving")
+
+
 def client(cluster):
     return openai.OpenAI(base_url=cluster.url + "/v1", api_key="none", max_retries=0, timeout=60)
 
