@@ -17,7 +17,7 @@ from specchat.engine.engine import GenerationResult, result_of
 from specchat.engine.errors import ErrorKind, RemoteError
 from specchat.engine.events import Event, Failed
 
-from .wire import event_from_json
+from .wire import EVENT_TYPES, event_from_json
 
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 600.0  # a long prompt's prefill may send nothing for minutes
@@ -180,7 +180,7 @@ def _events(response: httpx.Response, cancel: threading.Event | None) -> Iterato
         if not line.startswith("data: "):
             continue
         body = json.loads(line[6:])
-        if body.get("type") == "Queued":
+        if body.get("type") not in EVENT_TYPES:  # "Queued", or an event a newer server added: not ours to show
             continue
         yield event_from_json(body)
 

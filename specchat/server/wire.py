@@ -6,8 +6,16 @@ from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from specchat.engine.errors import ErrorKind
-from specchat.engine.events import (Event, Failed, Finished, GenerationStats, PrefillProgress, Rejection,
-                                    RoundResult, TextChunk)
+from specchat.engine.events import (
+    Event,
+    Failed,
+    Finished,
+    GenerationStats,
+    PrefillProgress,
+    Rejection,
+    RoundResult,
+    TextChunk,
+)
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

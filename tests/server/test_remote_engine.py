@@ -64,3 +64,22 @@ def test_connecting_to_nothing_or_with_a_wrong_key_says_so(server):
         RemoteEngine(server.url, "wrong")
     with pytest.raises(RemoteError, match="could not be reached"):
         RemoteEngine("http://127.0.0.1:9", API_KEY)
+
+
+class RecordedStream:
+    """What httpx's streamed response yields line by line: a stream recorded from a newer server."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+
+    def iter_lines(self):
+        return iter(self.lines)
+
+
+def test_events_a_newer_server_added_are_skipped_not_fatal():
+    from specchat.engine.events import PrefillProgress
+    from specchat.server.remote import _events
+
+    lines = ['data: {"type": "Queued", "ahead": 1}', 'data: {"type": "SpeculationHint", "k": 3}', "",
+             'data: {"type": "PrefillProgress", "done": 4, "total": 8}']
+    assert list(_events(RecordedStream(lines), None)) == [PrefillProgress(4, 8)]
