@@ -104,7 +104,13 @@ class AnalysisDocks(QObject):
         need = getattr(self.main_window, "chat_column_need", None)
         if need is not None:
             return need(CHAT_MIN)
-        return self.main_window.centralWidget().minimumSizeHint().width() + CHAT_ROOM
+        return self._central().minimumSizeHint().width() + CHAT_ROOM
+
+    def _central(self) -> QWidget:
+        """The window's central widget (MainWindow's splitter, set before any dock is shown)."""
+        central = self.main_window.centralWidget()
+        assert central is not None
+        return central
 
     def width_beside(self, dock: QDockWidget) -> int:
         """The window width that fits the chat (at least CHAT_MIN wide) and the dock side by side."""
@@ -124,7 +130,7 @@ class AnalysisDocks(QObject):
         """A saved layout (from a wider screen, or a dock dragged wide) that leaves the chat column under
         CHAT_MIN: share the width again, or float the dock when the screen has no room for both."""
         for dock in (self.dashboard_dock, self.sweep_dock):
-            squeezed = self.main_window.centralWidget().width() < self._central_need()
+            squeezed = self._central().width() < self._central_need()
             if dock.isVisible() and not dock.isFloating() and squeezed:
                 self.show_dock(dock)
 

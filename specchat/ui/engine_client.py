@@ -33,7 +33,9 @@ class QtJob(QObject):
     """One submitted job seen from the UI thread: its events arrive on `event`, in order, ending with one of
     JobFinished, JobFailed (its message and kind: the job's one failure channel) or JobCancelled."""
 
-    event = Signal(object)  # JobQueued, JobStarted, JobProgress..., then the terminal event
+    # JobQueued, JobStarted, JobProgress..., then the terminal event. The name hides QObject.event(QEvent) from
+    # Python callers only: Qt's own event delivery still reaches the C++ handler (a signal is no override).
+    event = Signal(object)  # type: ignore[assignment]
 
     def __init__(self, host: EngineHost, kind: str, work: Callable, relay: Callable[[JobEvent], None]):
         super().__init__()
@@ -61,7 +63,8 @@ class EngineClient(QObject):
     loadProgress = Signal(str)
     loaded = Signal(object)            # LoadedPair
     loadFailed = Signal(str)
-    event = Signal(int, object)        # request id, engine event (TextChunk, RoundResult, Finished, Failed, ...)
+    # request id, engine event (TextChunk, RoundResult, Finished, Failed, ...); hides QObject.event as QtJob's does
+    event = Signal(int, object)  # type: ignore[assignment]
     memoryChanged = Signal(int)        # active MLX memory in bytes
     draftsChecked = Signal(str, object)  # target path, list[DraftCandidate]
     baselineMeasured = Signal(str, float)  # model key, plain-decode tokens per second

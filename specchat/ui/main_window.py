@@ -70,8 +70,9 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         notice = storage.banner()
         if notice:
             self.banner.show_message(notice[1], notice[0])
-        if autoload and self.requested[0]:
-            self.load_models(*self.requested)
+        target, draft = self.requested
+        if autoload and target:
+            self.load_models(target, draft)
 
     # --- construction ---
 
@@ -243,6 +244,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
             if short <= 0:
                 break
             widget = self.splitter.widget(i)
+            assert widget is not None  # the splitter holds the list, the chat column and the panel
             give = min(short, max(0, sizes[i] - widget.minimumWidth())) if not widget.isHidden() else 0
             sizes[i] -= give
             sizes[1] += give
@@ -328,8 +330,8 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         if not self.models.close():
             event.ignore()  # the user kept a download running
             return
-        self.settings.window_geometry = base64.b64encode(bytes(self.saveGeometry())).decode("ascii")
-        self.settings.window_state = base64.b64encode(bytes(self.saveState())).decode("ascii")
+        self.settings.window_geometry = base64.b64encode(self.saveGeometry().data()).decode("ascii")
+        self.settings.window_state = base64.b64encode(self.saveState().data()).decode("ascii")
         self.save()
         self.docks.stop()
         self.server.stop()

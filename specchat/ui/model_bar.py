@@ -86,7 +86,8 @@ class ModelBar(QToolBar):
         """Offer drafts; those with a reason (incompatible) are greyed with it as tooltip."""
         self.draft.clear()
         self.draft.addItem(NO_DRAFT, None)
-        model: QStandardItemModel = self.draft.model()
+        model = self.draft.model()
+        assert isinstance(model, QStandardItemModel)  # a combo box's own model
         for folder in _with(folders, current):
             self.draft.addItem(self.label(folder), folder)
             reason = reasons.get(folder)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
 from specchat.paths import AppPaths
 from specchat.settings import Settings
+
+if TYPE_CHECKING:
+    from .models.window import ModelsWindow
 
 
 class ModelsLink(QObject):
@@ -23,11 +27,11 @@ class ModelsLink(QObject):
         super().__init__(parent)
         self.parent_widget, self.paths, self.settings = parent, paths, settings
         self.current = current  # the pickers' (target, draft)
-        self.window = None      # the Models window, once opened
+        self.window: ModelsWindow | None = None  # the Models window, once opened
         self._picked: dict[str, str] = {}
         self._timer = QTimer(self, singleShot=True, interval=0, timeout=self._apply)
 
-    def open(self):
+    def open(self) -> ModelsWindow:
         """Show the Models window (made on first use, again after it was closed) and return it."""
         # the hub stack (huggingface_hub) loads on first use, not at start
         from .models import open_models_window

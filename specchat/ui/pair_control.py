@@ -3,19 +3,54 @@ loaded or why not, offer the drafts that fit, remember folders. A mixin of MainW
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specchat.hub.chat_template import has_thinking_switch
 
 from .model_folders import local_models
 from .plain_words import draft_refusal
-from .engine_client import LoadedPair
+from .engine_client import EngineClient, LoadedPair
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QAction
+
+    from specchat.settings import Settings
+
+    from .analysis_docks import AnalysisDocks
+    from .banner import Banner
+    from .chat.composer import Composer
+    from .chat.controller import ChatController
+    from .chat.transcript import TranscriptView
+    from .model_bar import ModelBar
+    from .server_link import ServerLink
+    from .speculation_menu import SpeculationMenu
 
 NO_THINKING = "This model's chat template has no thinking switch (enable_thinking), so it cannot be told to think"
 
 
 class PairControl:
     """Loading and offering models; MainWindow supplies the widgets, settings and client it uses."""
+
+    # what MainWindow supplies (declared for the type checker; nothing is set here)
+    settings: Settings
+    client: EngineClient
+    pair: LoadedPair | None
+    chat: ChatController
+    composer: Composer
+    model_bar: ModelBar
+    transcript: TranscriptView
+    speculation: SpeculationMenu
+    banner: Banner
+    server: ServerLink
+    docks: AnalysisDocks
+    thinking_action: QAction
+    _load_banner: bool
+    _cli_target: str | None
+    save: Callable[[], None]
+    _update_mode_label: Callable[[], None]
+    _refresh_tuned_k: Callable[[], None]  # SpeculationControl's
 
     def load_models(self, target: str, draft: str | None = None) -> None:
         """Load a target and optional draft on the engine thread, beside the pair in use.

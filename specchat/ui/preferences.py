@@ -117,9 +117,9 @@ class PreferencesDialog(QDialog):
         self.data_label.setText(text)
         self.default_button.setEnabled(folder is not None)
 
-    def values(self) -> dict:
+    def values(self) -> dict[str, object]:
         """The chosen preferences as Settings field values."""
-        values = {name: box.value() for name, box in self.sampling.items()}
+        values: dict[str, object] = {name: box.value() for name, box in self.sampling.items()}
         values.update(enter_sends=self.send_key.currentData(), theme=self.theme.currentData(),
                       power_policy=self.power.currentData(), data_dir=self.data_dir,
                       dashboard_charts=[name for name, box in self.charts.items() if box.isChecked()])

@@ -4,15 +4,19 @@ count, API requests on the dashboard, and "Connect to server…" (a server elsew
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtWidgets import QDialog, QLabel, QMainWindow
+from PySide6.QtWidgets import QDialog, QLabel
 
 from specchat.server.connect import connect_job
 from specchat.engine.errors import RemoteError
 from specchat.server.remote import RemoteEngine
 
 from .server_menu import ServeChoice, ServeDialog, ServerController, ServerMenu
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
 
 
 STATUS_POLL_MS = 5000  # how often a connected server's ranks and memory are read
@@ -63,7 +67,7 @@ class RemoteStatusPoller(QObject):
 class ServerLink(QObject):
     """Owns the Server menu and controller for `window` (a MainWindow)."""
 
-    def __init__(self, window: QMainWindow):
+    def __init__(self, window: MainWindow):
         super().__init__(window)
         self.window = window
         self.menu = ServerMenu(window)

@@ -76,7 +76,7 @@ class ServerController(QObject):
         self._announce()
 
     def _announce(self) -> None:
-        if self.server is not None:
+        if self.server is not None and self.backend is not None:  # set and cleared together
             count = self.backend.requests_served
             self.stateChanged.emit(f"API {self.server.url}/v1 · {count} request{'s' if count != 1 else ''}")
 

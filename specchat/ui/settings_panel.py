@@ -89,9 +89,10 @@ def _heading(text: str) -> QLabel:
 
 def limited_spin_box(limit: Limit, **kwargs) -> QSpinBox | QDoubleSpinBox:
     """A spin box whose range and step are the setting's Limit (its off value shown as "off")."""
+    box: QSpinBox | QDoubleSpinBox
     if limit.integer:
-        options = dict(minimum=int(limit.spin_min), maximum=int(limit.high), singleStep=int(limit.step))
-        box = QSpinBox(**(options | kwargs))
+        whole = dict(minimum=int(limit.spin_min), maximum=int(limit.high), singleStep=int(limit.step))
+        box = QSpinBox(**(whole | kwargs))
     else:
         options = dict(minimum=limit.spin_min, maximum=limit.high, singleStep=limit.step, decimals=limit.decimals)
         box = QDoubleSpinBox(**(options | kwargs))

@@ -3,21 +3,47 @@ policy), the Speculation menu's choices and the pair's tuned K. A mixin of MainW
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from specchat.engine import GenerationConfig
 from specchat.engine.config import LIMITS, MTP_MAX_DEPTH
 
-from .speculation_menu import AUTO, TUNED_OFF, tuned_k
+from .speculation_menu import AUTO, TUNED_OFF, KChoice, tuned_k
+
+if TYPE_CHECKING:
+    from specchat.paths import AppPaths
+    from specchat.settings import Mode, Settings
+
+    from .banner import Banner
+    from .chat.composer import Composer
+    from .engine_client import LoadedPair
+    from .preferences_link import PreferencesLink
+    from .settings_panel import SettingsPanel
+    from .speculation_menu import SpeculationMenu
 
 
 class SpeculationControl:
     """What the next reply runs with; MainWindow supplies the menu, panel, settings and paths."""
 
+    # what MainWindow supplies (declared for the type checker; nothing is set here)
+    settings: Settings
+    paths: AppPaths
+    pair: LoadedPair | None
+    panel: SettingsPanel
+    speculation: SpeculationMenu
+    preferences: PreferencesLink
+    banner: Banner
+    composer: Composer
+    save: Callable[[], None]
+    _update_mode_label: Callable[[], None]
+
     def reply_settings(self) -> tuple[GenerationConfig, bool]:
         """The config and thinking switch of the next reply."""
         self.panel.flush()
         s = self.settings
-        mode, k = self.speculation.checked_mode(), self.speculation.current_k
-        mode, note = self.preferences.power.reply_mode(mode)  # Preferences ▸ On battery
+        k = self.speculation.current_k
+        mode, note = self.preferences.power.reply_mode(self.speculation.checked_mode())  # Preferences ▸ On battery
         if note:
             self.banner.show_message(note, "info")
         if mode == "mtp" and k != AUTO:
@@ -27,7 +53,7 @@ class SpeculationControl:
                                top_k=s.top_k, min_p=s.min_p, mtp_history=s.mtp_history)
         return cfg, self.composer.thinking.isChecked() and self.composer.thinking.isEnabled()
 
-    def _mode_chosen(self, mode: str) -> None:
+    def _mode_chosen(self, mode: Mode) -> None:
         self.settings.mode = mode
         self._refresh_tuned_k()
         self.save()
@@ -37,8 +63,8 @@ class SpeculationControl:
         self.settings.mtp_history = on
         self.save()
 
-    def _k_chosen(self, k: int | str) -> None:
-        self.settings.num_draft_tokens = k if k == AUTO else min(k, LIMITS["num_draft_tokens"].high)
+    def _k_chosen(self, k: KChoice) -> None:
+        self.settings.num_draft_tokens = k if k == AUTO else min(k, int(LIMITS["num_draft_tokens"].high))
         self.save()
         self._update_mode_label()
 

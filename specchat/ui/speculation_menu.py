@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Final, Literal
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
@@ -10,14 +11,16 @@ from PySide6.QtWidgets import QMenu
 
 from specchat.engine.config import LIMITS
 from specchat.paths import AppPaths
+from specchat.settings import Mode
 
 from .plain_words import mode_reason
 
-MODE_LABELS = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP (model's own head)",
+MODE_LABELS: dict[Mode, str] = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP (model's own head)",
                "lookup": "Prompt lookup (no model)"}
 MODE_SHORTCUTS = {"baseline": "Ctrl+0", "draft": "Ctrl+1", "mtp": "Ctrl+2", "lookup": "Ctrl+3"}
-K_CHOICES = (1, 2, 3, 4, 6, 8, LIMITS["num_draft_tokens"].high)
-AUTO = "auto"
+K_CHOICES = (1, 2, 3, 4, 6, 8, int(LIMITS["num_draft_tokens"].high))
+AUTO: Final = "auto"
+KChoice = int | Literal["auto"]  # a draft length K, or AUTO
 TUNED_OFF = 0  # a tuned K of 0: the sweep's best choice was speculation off
 AUTO_SHORTCUT = "Ctrl+Shift+A"
 AUTO_TIP = ("Choose K each round from the measured acceptance and draft/verify costs; "
@@ -40,7 +43,7 @@ class SpeculationMenu(QMenu):
         super().__init__("&Speculation", parent)
         self.setToolTipsVisible(True)
         self.mode_group = QActionGroup(self, exclusive=True)
-        self.mode_actions: dict[str, QAction] = {}
+        self.mode_actions: dict[Mode, QAction] = {}
         for mode, label in MODE_LABELS.items():
             action = QAction(label, self, checkable=True)
             action.setShortcut(QKeySequence(MODE_SHORTCUTS[mode]))
@@ -73,7 +76,7 @@ class SpeculationMenu(QMenu):
         self.history_action.setToolTip(HISTORY_TIP)
         self.history_action.triggered.connect(lambda: self.mtpHistoryChosen.emit(self.history_action.isChecked()))
         self.addAction(self.history_action)
-        self.current_k: int | str = 4
+        self.current_k: KChoice = 4
         self._build_k_actions()
         self.set_available(None)
 
@@ -87,15 +90,15 @@ class SpeculationMenu(QMenu):
             action.setToolTip(tip if reason is None else f"Unavailable: {plain}" + (f" ({detail})" if detail else ""))
             action.setStatusTip(action.toolTip())
 
-    def set_mode(self, mode: str) -> None:
+    def set_mode(self, mode: Mode) -> None:
         """Check a mode without emitting."""
         self.mode_actions[mode].setChecked(True)
 
-    def checked_mode(self) -> str:
+    def checked_mode(self) -> Mode:
         """The checked mode."""
         return next(m for m, a in self.mode_actions.items() if a.isChecked())
 
-    def set_k(self, k: int | str) -> None:
+    def set_k(self, k: KChoice) -> None:
         """Check a K or "auto" without emitting (adds a K that is not a listed choice)."""
         self.current_k = k
         if k != AUTO and k not in self.k_actions:
@@ -137,7 +140,7 @@ class SpeculationMenu(QMenu):
             self.k_actions[k] = action
         self._check_current()
 
-    def _choose_k(self, k: int | str) -> None:
+    def _choose_k(self, k: KChoice) -> None:
         self.current_k = k
         self.draftTokensChosen.emit(k)
 

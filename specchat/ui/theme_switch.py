@@ -55,7 +55,7 @@ class ThemeSwitch(QObject):
         self.applied = palette
         theme.use(palette)
         app = QApplication.instance()
-        if app is not None:
+        if isinstance(app, QGuiApplication):
             app.setPalette(qt_palette(palette))
         self.changed.emit(palette)
 

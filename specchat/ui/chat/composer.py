@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
                                QToolButton, QVBoxLayout)
 
@@ -58,7 +58,8 @@ class Composer(QFrame):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Enter / Shift+Enter in the text box: send or a new line, as the setting says."""
-        if watched is self.text and event.type() == QEvent.Type.KeyPress and event.key() in SEND_KEYS:
+        if (watched is self.text and event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent)
+                and event.key() in SEND_KEYS):
             modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
             if modifiers == Qt.KeyboardModifier.NoModifier and self.enter_sends:
                 self._send()

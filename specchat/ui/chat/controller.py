@@ -87,7 +87,7 @@ class ChatController(QObject):
         self.composer.leave_edit()
         self.transcript.clear()
         self.sidebar.list.clearSelection()
-        self.sidebar.list.setCurrentItem(None)
+        self.sidebar.list.setCurrentRow(-1)  # no current item (what setCurrentItem(None) does)
 
     def system_prompt(self) -> str:
         """The open conversation's system prompt."""
@@ -160,18 +160,20 @@ class ChatController(QObject):
     def _start_reply(self, settings: tuple[GenerationConfig, bool], again: StoredMessage | None = None) -> None:
         """Start a reply after the saved messages, or regenerate `again` (the last reply) from those before it."""
         cfg, thinking = settings
-        history = self.store.messages(self.conversation_id)
+        conversation_id = self.conversation_id
+        assert conversation_id is not None  # send() saved it first; regenerate() needs one
+        history = self.store.messages(conversation_id)
         messages = [m.as_chat() for m in history if again is None or m.position < again.position]
         trace = ReplyTrace(self.decode)
         if again is None:
             view = self.transcript.start_reply(trace)
-            message_id = view.message_id = self.store.begin_reply(self.conversation_id).id
+            message_id = view.message_id = self.store.begin_reply(conversation_id).id
         else:
             self.store.begin_regenerate(again.id)
             self.transcript.restart_reply(again.position, trace)
             message_id = again.id
         request_id = self.client.generate(messages, cfg, self.system_prompt(), thinking)
-        self.active = ActiveReply(request_id, self.conversation_id, trace, message_id, time.monotonic(),
+        self.active = ActiveReply(request_id, conversation_id, trace, message_id, time.monotonic(),
                                   again is not None)
         self.last_trace = trace
         self._set_busy(True)
@@ -194,6 +196,7 @@ class ChatController(QObject):
 
     def _finish(self, text: str, stats: dict | None, cancelled: bool) -> None:
         active, self.active = self.active, None
+        assert active is not None  # only the active reply finishes
         self.client.finished(active.request_id)
         shown = active.conversation_id == self.conversation_id
         if text or not cancelled:
@@ -205,7 +208,7 @@ class ChatController(QObject):
             self.store.restore_shown_version(active.message_id)
             if shown:
                 self.transcript.finish_reply("", "")
-                self.open(self.conversation_id)
+                self.open(active.conversation_id)
         else:
             self.store.delete_message(active.message_id)  # stopped before it said anything
             if shown:
@@ -220,6 +223,7 @@ class ChatController(QObject):
             active.saved_at = now
 
     def _fail(self, message: str) -> None:
+        assert self.active is not None  # only the active reply fails
         partial = self.active.trace.text
         self._finish(partial, error_stats(message), True)
         self.replyFailed.emit(message)

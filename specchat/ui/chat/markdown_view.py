@@ -108,6 +108,7 @@ class MarkdownView(QTextBrowser):
         while block.isValid():
             fmt = block.blockFormat()
             cursor = self._cursor
+            assert cursor is not None  # styled inside _edit_block()
             cursor.setPosition(block.position())
             is_code = fmt.hasProperty(QTextFormat.Property.BlockCodeFence)
             if code_run and not is_code:
@@ -186,14 +187,14 @@ class MarkdownView(QTextBrowser):
                 run_start = None
         shown = {src: i for i, src in enumerate(mapping) if src is not None}
         for offset, spot in rejections.items():
-            i = shown.get(offset)
-            if i is None:
+            at = shown.get(offset)
+            if at is None:
                 continue
             mark = QTextCharFormat()
             mark.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
             mark.setUnderlineColor(QColor(theme.REJECT))
             mark.setToolTip(spot.tooltip)
-            self._apply(i, i + 1, mark)
+            self._apply(at, at + 1, mark)
             self._tooltips[offset] = spot.tooltip
 
     def _apply(self, start: int, end: int, fmt: QTextCharFormat) -> None:

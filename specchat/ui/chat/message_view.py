@@ -144,7 +144,7 @@ class MessageView(QFrame):
         self.next_button.setEnabled(edit and self.version < self.version_count - 1)
         self.regenerate_button.setVisible(self.role == "assistant" and regenerate)
 
-    def render(self) -> None:
+    def render(self) -> None:  # type: ignore[override]  # hides QWidget.render(target), unused on a card
         """Draw the current text (and the draft tints when enabled)."""
         if self.role == "user":
             self.body.set_plain(self.text)
@@ -152,9 +152,9 @@ class MessageView(QFrame):
         text = self.full_text()
         reading = self._render_prefill(text)
         parts = split_thinking(text)
-        colored = self.trace is not None and self.color_drafts
-        flags = self.trace.char_from_draft if colored else None
-        rejections = self.trace.rejection_chars() if colored else {}
+        trace = self.trace if self.color_drafts else None
+        flags = trace.char_from_draft if trace is not None else None
+        rejections = trace.rejection_chars() if trace is not None else {}
         self.body.set_markdown_text(parts.answer, _slice(flags, parts.answer_start, len(parts.answer)),
                                     _shift(rejections, parts.answer_start, len(parts.answer)))
         self.body.setVisible((bool(parts.answer) or parts.thinking is None) and not reading)

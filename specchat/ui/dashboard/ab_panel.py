@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
                                QVBoxLayout, QWidget)
@@ -158,7 +160,7 @@ class ABPanel(QWidget):
         if not text:
             self.status.setText("Type a prompt to compare.")
             return
-        k, max_tokens = self.k.value(), self.max_tokens.value()
+        k, max_tokens = int(self.k.value()), int(self.max_tokens.value())  # whole-number limits: QSpinBoxes
 
         def work(ctx):
             engine = ctx.engine
@@ -195,9 +197,9 @@ class ABPanel(QWidget):
         elif isinstance(event, JobStarted):
             self.status.setText("Running Off, then Draft, then MTP…")
         elif isinstance(event, JobProgress):
-            self._row_done(event.event)
+            self._row_done(cast(ABRow, event.event))  # what run_ab's on_row emits
         elif isinstance(event, JobFinished):
-            self._done(event.result)
+            self._done(cast("list[ABRow]", event.result))  # what run_ab returns
         elif isinstance(event, JobFailed):
             self.status.setText(f"A/B failed: {event.message}")
         elif isinstance(event, JobCancelled):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -134,7 +135,7 @@ class ChartCard(QFrame):
     """A card: a title, a caption on the right, and a plot with a centred note shown when it is empty."""
 
     def __init__(self, title: str, plot: pg.PlotWidget, empty_text: str,
-                 legend: list[tuple[str, str, str]] = (), parent=None):
+                 legend: Sequence[tuple[str, str, str]] = (), parent=None):
         super().__init__(parent)
         follow(self, lambda: self.setStyleSheet(card_style()))
         self.plot = plot
@@ -149,7 +150,7 @@ class ChartCard(QFrame):
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setWordWrap(True)
         self.empty.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
-        header = QHBoxLayout()
+        header = self.header_row = QHBoxLayout()
         header.setSpacing(14)
         header.addWidget(self.title)
         header.addStretch(1)
@@ -157,7 +158,7 @@ class ChartCard(QFrame):
         body = QGridLayout()
         body.addWidget(plot, 0, 0)
         body.addWidget(self.empty, 0, 0)  # overlaid on the plot, same cell
-        column = QVBoxLayout(self)
+        column = self.column = QVBoxLayout(self)  # the card's layout: the header row, legend and plot
         column.setContentsMargins(12, 10, 12, 10)
         column.setSpacing(4)
         column.addLayout(header)

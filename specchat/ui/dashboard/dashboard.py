@@ -30,7 +30,7 @@ from specchat.ui.chat.footer import MODE_NAMES
 from .. import theme
 from ..theme_switch import follow
 from ..banner import Banner
-from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL
+from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL, ChartCard
 from .panels import (
     MEMORY_COLUMNS,
     POWER_COLUMNS,
@@ -56,6 +56,8 @@ class Dashboard(QWidget):
     """Feed on_event() with the worker's engine events; the charts redraw on a timer, never per token."""
 
     baselineRequested = Signal(str)  # model key: measure its plain-decode speed, then call set_baseline_tps
+    # the body's scroll area: the name hides QWidget.scroll(dx, dy), which nothing calls on the dashboard
+    scroll: QScrollArea  # type: ignore[assignment]
 
     def __init__(self, paths: AppPaths | None = None, parent=None, *, poller: SystemPoller | None = None,
                  redraw_interval_ms: int = REDRAW_INTERVAL_MS, start_polling: bool = True):
@@ -142,8 +144,8 @@ class Dashboard(QWidget):
         self.cluster.setStyleSheet(f"color: {theme.REJECT};" if degraded else "")
         self.cluster.setVisible(bool(lines))
 
-    def _plotted_cards(self) -> list:
-        cards = [self.throughput, self.acceptance, self.memory_chart]
+    def _plotted_cards(self) -> list[ChartCard]:
+        cards: list[ChartCard] = [self.throughput, self.acceptance, self.memory_chart]
         return cards if self.power_chart.compact else cards + [self.power_chart]
 
     def _place_power(self) -> None:
@@ -207,7 +209,7 @@ class Dashboard(QWidget):
         self.last_plain_sample = None
         entry = self.baselines.get(model_key) if model_key else None
         known = any(s.model_key == model_key for s in self.plain.samples)
-        if entry is not None and not known:
+        if model_key and entry is not None and not known:
             self.plain.add_measurement(model_key, entry.tokens_per_s, EARLIER, parse_time(entry.measured_at),
                                        entry.sampling, entry.power_source)
         self.remeasure.setEnabled(model_key is not None)

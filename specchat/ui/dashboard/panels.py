@@ -183,7 +183,7 @@ class PowerChart(ChartCard):
         self.battery_curve = item.plot(pen=pen(ORANGE, 2.4), symbolBrush=ORANGE, antialias=True, **dots)
         self.note = QLabel(objectName="chartCaption")
         self.note.setWordWrap(True)  # one line where it fits; two rather than cut off in a narrow dock
-        self.layout().itemAt(0).layout().insertWidget(1, self.note, 100)  # ahead of the header's stretch
+        self.header_row.insertWidget(1, self.note, 100)  # ahead of the header's stretch
         self.compact = False
         self.set_empty("Reading power…")
 
@@ -205,9 +205,9 @@ class PowerChart(ChartCard):
             part.setVisible(not self.compact)
         self.empty.hide()
         if self.compact:  # tighter: the line fits a laptop's narrow dock
-            self.layout().setContentsMargins(6, 5, 6, 5)
+            self.column.setContentsMargins(6, 5, 6, 5)
         else:
-            self.layout().setContentsMargins(12, 10, 12, 10)
-        self.layout().itemAt(0).layout().setSpacing(8 if self.compact else 14)
+            self.column.setContentsMargins(12, 10, 12, 10)
+        self.header_row.setSpacing(8 if self.compact else 14)
         vertical = QSizePolicy.Policy.Fixed if self.compact else QSizePolicy.Policy.Preferred
         self.setSizePolicy(QSizePolicy.Policy.Preferred, vertical)

@@ -7,9 +7,13 @@ never has to grow to fit the arrangement a wide one would use.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QSize
 from PySide6.QtWidgets import QGridLayout, QLayout, QSizePolicy, QStackedLayout, QTabWidget, QWidget
+
+if TYPE_CHECKING:
+    from .charts import ChartCard
 
 SPACING = 8
 
@@ -96,10 +100,10 @@ class ReflowGrid(QWidget):
 class ChartDeck(QWidget):
     """Charts in a two-column grid when there is room for it, else one chart at a time in tabs."""
 
-    def __init__(self, cards: list[QWidget], min_size: QSize, parent=None):
+    def __init__(self, cards: list[ChartCard], min_size: QSize, parent=None):
         super().__init__(parent)
         self.min_size = min_size  # the smallest a chart may be and stay readable
-        self.cards: list[QWidget] = []
+        self.cards: list[ChartCard] = []
         self.mode = ""
         self.grid_page = QWidget()
         self.grid = QGridLayout(self.grid_page)
@@ -114,7 +118,7 @@ class ChartDeck(QWidget):
         self.stack.addWidget(self.tabs)
         self.set_cards(cards)
 
-    def set_cards(self, cards: list[QWidget]) -> None:
+    def set_cards(self, cards: list[ChartCard]) -> None:
         """Show these charts (in this order); cards left out are removed from the deck."""
         if cards == self.cards:
             return

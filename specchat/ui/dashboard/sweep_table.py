@@ -64,7 +64,9 @@ class SweepTable(QTableWidget):
         super().__init__(0, len(COLUMNS), parent)
         self.setHorizontalHeaderLabels(COLUMNS)
         for column, name in enumerate(COLUMNS):
-            self.horizontalHeaderItem(column).setToolTip(COLUMN_HELP[name])
+            item = self.horizontalHeaderItem(column)
+            assert item is not None  # setHorizontalHeaderLabels made one per column
+            item.setToolTip(COLUMN_HELP[name])
         self.verticalHeader().hide()
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QLineEdit,
@@ -69,8 +70,8 @@ class SweepView(QWidget):
         self.ks_edit.setMaximumWidth(110)
         self.reps = QSpinBox(minimum=1, maximum=50, value=3, prefix="reps ")
         self.warmup = QSpinBox(minimum=0, maximum=10, value=1, prefix="warmup ")
-        self.max_tokens = QSpinBox(minimum=LIMITS["max_tokens"].low, maximum=LIMITS["max_tokens"].high, value=128,
-                                   suffix=" tokens")
+        self.max_tokens = QSpinBox(minimum=int(LIMITS["max_tokens"].low), maximum=int(LIMITS["max_tokens"].high),
+                                   value=128, suffix=" tokens")
         self.prompt_boxes = {name: QCheckBox(name, checked=True) for name in BUILTIN_PROMPTS}
         self.allow_battery = QCheckBox("run on battery")
         self.run_button = QPushButton("Run sweep", objectName="primary", clicked=self.start)
@@ -227,7 +228,7 @@ class SweepView(QWidget):
         elif isinstance(event, JobProgress):
             self._sweep_event(event.event)
         elif isinstance(event, JobFinished):
-            self.show_result(event.result)
+            self.show_result(cast(SweepResult, event.result))  # what the sweep job returns
         elif isinstance(event, JobFailed):
             self.banner.show_message(event.message, "error")
             self.progress_label.setText("")

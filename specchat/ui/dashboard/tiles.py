@@ -114,7 +114,8 @@ def fill_tiles(dash) -> None:
         tiles["acceptance"].set(fmt_pct(rate), f"{totals['accepted']:.0f} of {totals['drafted']:.0f} drafted")
         stats = None if dash.generating else dash.last_stats
         drafting = sum(stats.k_rounds.values()) if stats is not None and stats.k_rounds else 0
-        if drafting and drafting != totals["rounds"]:  # auto K's plain bursts are rounds that drafted nothing
+        # auto K's plain bursts are rounds that drafted nothing (drafting is 0 without stats)
+        if stats is not None and drafting and drafting != totals["rounds"]:
             tiles["per_round"].set(f"{stats.mean_accepted_per_round:.2f}",
                                    f"over {drafting} drafting rounds (+{totals['rounds'] - drafting:.0f} plain)")
         else:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from .rows import CANCELLED, DONE, DOWNLOADING, FAILED, QUEUED, ModelRow, Transfer
+from .rows import CANCELLED, DONE, DOWNLOADING, FAILED, QUEUED, ModelRow, Transfer, repo_ids
 from .table_model import ModelTableModel
 from .workers import Downloader, DownloadJob
 
@@ -32,7 +32,7 @@ class DownloadRows(QObject):
         rows = [r for r in rows if r.downloadable]
         if not rows:
             return None
-        job = self.downloader.submit([r.repo_id for r in rows], [r.key for r in rows])
+        job = self.downloader.submit(repo_ids(rows), [r.key for r in rows])
         self.table.set_transfer(job.keys, Transfer(QUEUED))
         return job
 

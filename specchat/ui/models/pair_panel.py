@@ -244,7 +244,7 @@ class PairPanel(QFrame):
     def check_now(self) -> None:
         """Run the report and the memory fit for the current choice off the UI thread."""
         if self.planned is not None:
-            self._check_planned_now()
+            self._check_planned_now(self.planned)
             return
         target, draft, context = self.target_path(), self.draft_path(), self.context.value()
         if target is None:
@@ -270,8 +270,8 @@ class PairPanel(QFrame):
         self.use_button.setEnabled(compatible)
         self.checked.emit(result)
 
-    def _check_planned_now(self) -> None:
-        repo_ids, context, config, read_memory = self.planned, self.context.value(), self.config, self.read_memory
+    def _check_planned_now(self, repo_ids: tuple[str, ...]) -> None:
+        context, config, read_memory = self.context.value(), self.config, self.read_memory
         self._pending = ("planned", repo_ids, context)
         self.planned_result = None
         self.verdict.setText("<span style='color:#6b7280'>Asking Hugging Face for sizes and config.json…</span>")
@@ -353,7 +353,8 @@ class PairPanel(QFrame):
             for pair in self.catalog.pairs_for(target.repo_id):
                 if pair.mode == "mtp":
                     text = f"Catalog: this target drafts with its own MTP head (depth {pair.k})."
-                elif draft is not None and draft.repo_id and pair.draft.lower() == draft.repo_id.lower():
+                elif (draft is not None and draft.repo_id and pair.draft is not None  # a "draft" pair names one
+                      and pair.draft.lower() == draft.repo_id.lower()):
                     text = f"Catalog: a recommended pair; K = {pair.k} draft tokens is known to work."
         self.recommendation.setText(text)
 

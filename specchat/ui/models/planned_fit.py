@@ -21,7 +21,7 @@ from specchat.hub.remote import RepoPlan
 from specchat.hub.units import format_bytes
 from specchat.system.memory import MachineMemory
 
-from .rows import QUEUED, ModelRow, Transfer
+from .rows import QUEUED, ModelRow, Transfer, repo_ids
 
 PLANNED_NOTE = "planned (from config.json and repo size)"
 WEIGHT_SUFFIX = ".safetensors"
@@ -83,8 +83,8 @@ class DownloadGate(QObject):
         if len(rows) > 2:  # more than a target and a draft has no single fit
             self.start(rows)
             return
-        repo_ids, context = [r.repo_id for r in rows], self.panel.context.value()
-        planned = self.panel.known_plan(repo_ids, context)
+        repos, context = repo_ids(rows), self.panel.context.value()
+        planned = self.panel.known_plan(repos, context)
         if planned is not None:
             self._decide(rows, planned)
             return
@@ -92,7 +92,7 @@ class DownloadGate(QObject):
         self._checking |= keys
         self.table.set_transfer(list(keys), Transfer(QUEUED))  # the click shows at once
         config, read_memory = self.panel.config, self.panel.read_memory
-        self.runner.run(lambda: plan_fit(repo_ids, config, context, read_memory()),
+        self.runner.run(lambda: plan_fit(repos, config, context, read_memory()),
                         lambda p: self._checked(rows, keys, p),
                         lambda _message: self._checked(rows, keys, None))
 

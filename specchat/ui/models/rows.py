@@ -83,6 +83,11 @@ class ModelRow:
         return self.repo_id is not None and self.status != COMPLETE and not self.busy
 
 
+def repo_ids(rows: Iterable[ModelRow]) -> list[str]:
+    """The rows' hub repos (a folder the user added has none and is left out)."""
+    return [r.repo_id for r in rows if r.repo_id is not None]
+
+
 def row_key(repo_id: str) -> str:
     """Rows of the same repo merge, whatever its capitalisation."""
     return repo_id.lower()

@@ -36,7 +36,7 @@ from ..screen_fit import fit_to_screen
 from .downloads import DownloadRows
 from .pair_panel import PairPanel
 from .planned_fit import DownloadGate
-from .rows import ModelRow, build_rows
+from .rows import ModelRow, build_rows, repo_ids
 from ..theme_switch import follow
 from .style import state_pill, style_sheet
 from .table_model import ModelTableModel
@@ -285,7 +285,7 @@ class ModelsWindow(QWidget):
         """A target (and a draft) not downloaded yet: their planned memory fit in the pair builder."""
         rows = self.selected_rows()
         if 1 <= len(rows) <= 2 and all(r.downloadable for r in rows):
-            self.pair_panel.check_planned([r.repo_id for r in rows])
+            self.pair_panel.check_planned(repo_ids(rows))
         else:
             self.pair_panel.check_local()
 
@@ -303,7 +303,7 @@ class ModelsWindow(QWidget):
     def _double_clicked(self, index) -> None:
         row = self.table.row_at(index)
         if row.usable:
-            self.pair_panel.choose(target=str(row.local.path))
+            self.pair_panel.choose(target=_folder(row))
 
     def _single_usable(self) -> ModelRow | None:
         rows = self.selected_rows()
@@ -312,22 +312,22 @@ class ModelsWindow(QWidget):
     def _emit_target(self) -> None:
         row = self._single_usable()
         if row is not None:
-            self.use_as_target.emit(str(row.local.path))
+            self.use_as_target.emit(_folder(row))
 
     def _emit_draft(self) -> None:
         row = self._single_usable()
         if row is not None:
-            self.use_as_draft.emit(str(row.local.path))
+            self.use_as_draft.emit(_folder(row))
 
     def _pair_target(self) -> None:
         row = self._single_usable()
         if row is not None:
-            self.pair_panel.choose(target=str(row.local.path))
+            self.pair_panel.choose(target=_folder(row))
 
     def _pair_draft(self) -> None:
         row = self._single_usable()
         if row is not None:
-            self.pair_panel.choose(draft=str(row.local.path))
+            self.pair_panel.choose(draft=_folder(row))
 
     def _use_pair(self, target: str, draft: str | None) -> None:
         self.use_as_target.emit(target)
@@ -362,6 +362,7 @@ class ModelsWindow(QWidget):
         if len(rows) != 1 or not rows[0].deletable:
             return
         model = rows[0].local
+        assert model is not None  # a deletable row is on disk
         answer = QMessageBox.question(
             self, "Delete model?",
             f"Delete {model.name} ({format_bytes(model.size_bytes)}) from the Hugging Face cache?\n\n"
@@ -401,6 +402,12 @@ class ModelsWindow(QWidget):
                 return
         self.shutdown()
         super().closeEvent(event)
+
+
+def _folder(row: ModelRow) -> str:
+    """A usable row's model folder (usable means complete on disk)."""
+    assert row.local is not None
+    return str(row.local.path)
 
 
 def open_models_window(parent, paths: AppPaths, settings: Settings) -> ModelsWindow:

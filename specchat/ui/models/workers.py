@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
 
@@ -20,6 +21,7 @@ from specchat.hub.download import FreeSpace, download_bundle
 from specchat.hub.errors import DownloadCancelled, HubError
 
 _job_ids = itertools.count(1)
+T = TypeVar("T")  # what a TaskRunner task returns
 
 
 def error_text(exc: BaseException) -> str:
@@ -158,13 +160,13 @@ class TaskRunner(QObject):
         super().__init__(parent)
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max_threads)
-        self._callbacks: dict[int, tuple[Callable[[object], None], Callable[[str], None]]] = {}
+        # each on_done takes what its own fn returned: Any, as the results travel through one signal
+        self._callbacks: dict[int, tuple[Callable[[Any], None], Callable[[str], None]]] = {}
         self._ids = itertools.count(1)
         self.taskDone.connect(self._deliver_result)
         self.taskFailed.connect(self._deliver_error)
 
-    def run(self, fn: Callable[[], object], on_done: Callable[[object], None],
-            on_failed: Callable[[str], None]) -> None:
+    def run(self, fn: Callable[[], T], on_done: Callable[[T], None], on_failed: Callable[[str], None]) -> None:
         """Start fn(); on_done(result) or on_failed(message) is called on the UI thread."""
         task_id = next(self._ids)
         self._callbacks[task_id] = (on_done, on_failed)
