@@ -13,9 +13,8 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QWidget
 from specchat.paths import AppPaths
 
 from .dashboard import Dashboard, SweepView
-from .engine_client import EngineClient
+from .engine_client import EngineClient, LoadedPair
 from .screen_fit import available, fit_to_screen, keep_on_screen, largest_size
-from .engine_client import LoadedPair
 
 DASHBOARD_SHORTCUT = "Ctrl+Shift+B"
 SWEEP_SHORTCUT = "Ctrl+Shift+K"

@@ -16,9 +16,23 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt, Signal
 
 from specchat.engine import EngineError, Failed, Finished, GenerationConfig, GenerationStats
-from specchat.engine.owner import (TERMINAL, EngineHost, JobCancelled, JobContext, JobEvent, JobFailed,
-                                   JobFinished, JobHandle, JobProgress, JobStarted, LoadedPair, LoadMessage,
-                                   QueueState, load_pair_job, reply_job)
+from specchat.engine.owner import (
+    TERMINAL,
+    EngineHost,
+    JobCancelled,
+    JobContext,
+    JobEvent,
+    JobFailed,
+    JobFinished,
+    JobHandle,
+    JobProgress,
+    JobStarted,
+    LoadedPair,
+    LoadMessage,
+    QueueState,
+    load_pair_job,
+    reply_job,
+)
 from specchat.system.memory import read_mlx_memory
 from specchat.tuning.baseline import measure_baseline_tps
 

@@ -20,7 +20,7 @@ from .chat.controller import ChatController
 from .chat.conversation_list import ConversationList
 from .chat.footer import MODE_NAMES
 from .chat.transcript import TranscriptView
-from .engine_client import EngineClient
+from .engine_client import EngineClient, LoadedPair, queue_text
 from .model_bar import ModelBar
 from .models_link import ModelsLink
 from .pair_control import PairControl
@@ -32,7 +32,6 @@ from .speculation_control import SpeculationControl
 from .speculation_menu import AUTO, SpeculationMenu
 from .startup import open_storage
 from .theme_switch import follow
-from .engine_client import LoadedPair, queue_text
 
 DEFAULT_SIZE = (1280, 820)
 MODELS_SHORTCUT = "Ctrl+Shift+M"

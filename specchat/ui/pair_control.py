@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from specchat.hub.chat_template import has_thinking_switch
 
+from .engine_client import EngineClient, LoadedPair
 from .model_folders import local_models
 from .plain_words import draft_refusal
-from .engine_client import EngineClient, LoadedPair
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction

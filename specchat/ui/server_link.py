@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QLabel
 
-from specchat.server.connect import connect_job
 from specchat.engine.errors import RemoteError
+from specchat.server.connect import connect_job
 from specchat.server.remote import RemoteEngine
 
 from .server_menu import ServeChoice, ServeDialog, ServerController, ServerMenu

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QMenu, QSpinBox,
-                               QWidget)
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QMenu, QSpinBox, QWidget
 
 from specchat.engine.config import GenerationConfig
 from specchat.server.app import ServerOptions

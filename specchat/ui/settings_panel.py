@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import (QDoubleSpinBox, QFormLayout, QFrame, QLabel, QPlainTextEdit, QSpinBox,
-                               QVBoxLayout)
+from PySide6.QtWidgets import QDoubleSpinBox, QFormLayout, QFrame, QLabel, QPlainTextEdit, QSpinBox, QVBoxLayout
 
 from specchat.engine.config import LIMITS, SAMPLING_FIELDS, Limit
 from specchat.settings import Settings

@@ -55,3 +55,19 @@ def screenshot(widget, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     assert widget.grab().save(str(path)), f"could not save {path}"
     return path
+
+
+def char_format(doc, position: int):
+    """The character format of the character at `position` of a QTextDocument."""
+    from PySide6.QtGui import QTextCursor
+
+    cursor = QTextCursor(doc)
+    cursor.setPosition(position + 1)  # a cursor reports the format of the character before it
+    return cursor.charFormat()
+
+
+def document_tooltips(text_view) -> dict[int, str]:
+    """The hover text of each character of a rendered text view that has one, by position in the document."""
+    doc = text_view.document()
+    tips = {i: char_format(doc, i).toolTip() for i in range(doc.characterCount() - 1)}
+    return {i: tip for i, tip in tips.items() if tip}

@@ -10,7 +10,7 @@ from specchat.engine import GenerationConfig, PrefillProgress
 from specchat.store import ConversationStore
 from specchat.ui import theme
 
-from .conftest import REPLY_TIMEOUT_MS, screenshot, send
+from .conftest import REPLY_TIMEOUT_MS, char_format, document_tooltips, screenshot, send
 from .test_chat_window import fresh_reply
 
 LONG_PROMPT = "Tell me about the river and the old mill by the bridge. " * 8
@@ -148,10 +148,7 @@ def _tints(view):
 
 
 def _background(doc, position):
-    from PySide6.QtGui import QTextCursor
-    cursor = QTextCursor(doc)
-    cursor.setPosition(position + 1)
-    return cursor.charFormat().background().color()
+    return char_format(doc, position).background().color()
 
 
 def test_tints_and_rejection_marks_come_back_when_the_conversation_is_reopened(qtbot, open_window, dense_target,
@@ -163,14 +160,14 @@ def test_tints_and_rejection_marks_come_back_when_the_conversation_is_reopened(q
     spots = trace.rejection_chars()
     view = window.transcript.views[-1]
     tinted = _tints(view)
-    tooltips = {o: view.body.tooltip_at_source(o) for o in spots}
-    assert tinted and spots and any(tooltips.values())
+    tooltips = document_tooltips(view.body)
+    assert tinted and spots and tooltips
     window.close()
     again = open_window()
     reopened = again.transcript.views[-1]
     assert again.color_action.isChecked() and reopened.text == trace.text
     assert _tints(reopened) == tinted
-    assert {o: reopened.body.tooltip_at_source(o) for o in spots} == tooltips
+    assert document_tooltips(reopened.body) == tooltips
 
 
 def test_a_reopened_long_conversation_shows_its_last_message(qtbot, open_window, paths):

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication, QToolTip
 from specchat.ui import theme
 from specchat.ui.chat.message_view import MessageView
 
-from .conftest import screenshot, send
+from .conftest import char_format, document_tooltips, screenshot, send
 
 REPLY = "Here is **code**:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nDone."
 
@@ -52,9 +52,9 @@ def test_drafted_characters_are_tinted_and_rejections_explain_themselves(qtbot, 
     tinted = [i for i in range(doc.characterCount() - 1) if _background(doc, i) == QColor(theme.DRAFT_BG)]
     assert tinted, "no accepted-draft character is tinted"
     spots = trace.rejection_chars()
-    shown = [o for o in spots if view.body.tooltip_at_source(o)]
-    assert shown and view.body.tooltip_at_source(shown[0]) == spots[shown[0]].tooltip
-    assert spots[shown[0]].tooltip.startswith("Drafter proposed ")
+    shown = document_tooltips(view.body)  # what hovering the marked characters shows
+    assert shown and set(shown.values()) <= {spot.tooltip for spot in spots.values()}
+    assert all(tip.startswith("Drafter proposed ") for tip in shown.values())
     screenshot(window, "main_window_draft_colours")
     window.color_action.setChecked(False)
     assert not [i for i in range(doc.characterCount() - 1) if _background(doc, i) == QColor(theme.DRAFT_BG)]
@@ -118,9 +118,7 @@ def test_real_model_screenshot(qtbot, open_window, smollm_dir):
 
 
 def _background(doc, position: int) -> QColor:
-    cursor = QTextCursor(doc)
-    cursor.setPosition(position + 1)
-    return cursor.charFormat().background().color()
+    return char_format(doc, position).background().color()
 
 
 def test_code_blocks_are_syntax_highlighted_and_keep_their_copy_link(qtbot):

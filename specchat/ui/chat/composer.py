@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
-                               QToolButton, QVBoxLayout)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+)
 
 from .markdown_view import body_font
-
 
 SEND_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
 THINKING_TIP = "Qwen3 enable_thinking: the model reasons first; the reasoning is shown collapsed"

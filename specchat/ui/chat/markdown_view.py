@@ -7,14 +7,23 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 
 from PySide6.QtCore import QSize, Qt, QUrl, Signal
-from PySide6.QtGui import (QColor, QDesktopServices, QFont, QFontDatabase, QGuiApplication, QTextBlockFormat,
-                           QTextCharFormat, QTextCursor, QTextFormat)
+from PySide6.QtGui import (
+    QColor,
+    QDesktopServices,
+    QFont,
+    QFontDatabase,
+    QGuiApplication,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextFormat,
+)
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
 
+from .. import theme
 from .highlight import colour_spans
 from .markdown_source import copy_index, prepare_markdown
 from .trace import RejectedSpot, align
-from .. import theme
 
 
 class MarkdownView(QTextBrowser):
@@ -26,7 +35,6 @@ class MarkdownView(QTextBrowser):
         super().__init__(parent)
         self.code_blocks: list[str] = []
         self.muted = muted
-        self._tooltips: dict[int, str] = {}
         self._cursor: QTextCursor | None = None
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setOpenLinks(False)
@@ -65,10 +73,6 @@ class MarkdownView(QTextBrowser):
             if draft_flags is not None or rejections:
                 self._overlay(list(range(len(text))), draft_flags, rejections or {})
         self._fit_height()
-
-    def tooltip_at_source(self, offset: int) -> str:
-        """The hover text shown over the character that shows source offset `offset` (tests)."""
-        return self._tooltips.get(offset, "")
 
     # --- layout ---
 
@@ -174,7 +178,6 @@ class MarkdownView(QTextBrowser):
 
     def _overlay(self, mapping: list[int | None], draft_flags, rejections: dict[int, RejectedSpot]) -> None:
         """Tint shown characters whose source came from a draft; mark rejected spots with a tooltip."""
-        self._tooltips.clear()
         tint = QTextCharFormat()
         tint.setBackground(QColor(theme.DRAFT_BG))
         run_start = None
@@ -195,7 +198,6 @@ class MarkdownView(QTextBrowser):
             mark.setUnderlineColor(QColor(theme.REJECT))
             mark.setToolTip(spot.tooltip)
             self._apply(at, at + 1, mark)
-            self._tooltips[offset] = spot.tooltip
 
     def _apply(self, start: int, end: int, fmt: QTextCharFormat) -> None:
         cursor = self._cursor or QTextCursor(self.document())

@@ -5,19 +5,26 @@ from __future__ import annotations
 from typing import cast
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from specchat.engine.config import LIMITS, MTP_MAX_DEPTH
+from specchat.engine.owner import TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued, JobStarted
 from specchat.engine.prompt import user_prompt_ids
-from .. import theme
-from ..theme_switch import follow
-from ..settings_panel import limited_spin_box
 from specchat.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
-from specchat.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
-                             JobStarted)
 
+from .. import theme
 from ..engine_client import QtJob
+from ..settings_panel import limited_spin_box
+from ..theme_switch import follow
 
 DEFAULT_PROMPT = "Write a Python function that merges two sorted lists, with a docstring."
 

@@ -119,7 +119,7 @@ def legend_html(entries: list[tuple[str, str, str]]) -> str:
     """Rich text for a legend: (colour, kind of swatch, label) entries; it wraps between entries."""
     parts = [f'<span style="color:{color}; font-weight:700">{SWATCHES[kind]}</span>&nbsp;{label}'
              for color, kind, label in entries]
-    return '<span style="color:%s">%s</span>' % (theme.MUTED, "&nbsp;&nbsp; ".join(parts))
+    return f'<span style="color:{theme.MUTED}">{"&nbsp;&nbsp; ".join(parts)}</span>'
 
 
 def horizontal_line(color: str, label: str = "") -> pg.InfiniteLine:

@@ -18,18 +18,26 @@ from PySide6.QtWidgets import (
 )
 
 from specchat.engine.events import Failed, Finished, GenerationStats, RoundResult
-from specchat.paths import AppPaths
 from specchat.engine.summary import speculation_text, stop_text
-from specchat.tuning.baseline import BaselineCache
-from specchat.tuning.reference import EARLIER, MEASURED, MIN_REPLY_TOKENS, PlainReference, PlainSample, Reference, parse_time
+from specchat.paths import AppPaths
 from specchat.system.memory import MemorySample
 from specchat.system.power import PowerStatus
 from specchat.system.ringbuffer import RingBuffer, RoundSeries
+from specchat.tuning.baseline import BaselineCache
+from specchat.tuning.reference import (
+    EARLIER,
+    MEASURED,
+    MIN_REPLY_TOKENS,
+    PlainReference,
+    PlainSample,
+    Reference,
+    parse_time,
+)
 from specchat.ui.chat.footer import MODE_NAMES
 
 from .. import theme
-from ..theme_switch import follow
 from ..banner import Banner
+from ..theme_switch import follow
 from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL, ChartCard
 from .panels import (
     MEMORY_COLUMNS,

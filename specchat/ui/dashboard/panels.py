@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtWidgets import QLabel, QSizePolicy
 
 from specchat.system.ringbuffer import RingBuffer, RoundSeries
 
-from PySide6.QtWidgets import QLabel, QSizePolicy
-
-from .charts import (BLUE, BLUE_LIGHT, GREEN, GREEN_LIGHT, GREY, HEADROOM, ORANGE, PURPLE, RED, TEAL, ChartCard,
-                     horizontal_line, make_plot, pen, style_axis)
+from .charts import (
+    BLUE,
+    BLUE_LIGHT,
+    GREEN,
+    GREEN_LIGHT,
+    GREY,
+    HEADROOM,
+    ORANGE,
+    PURPLE,
+    RED,
+    TEAL,
+    ChartCard,
+    horizontal_line,
+    make_plot,
+    pen,
+    style_axis,
+)
 
 GB = 1e9
 MEMORY_COLUMNS = ("time", "active", "peak", "available", "rss")

@@ -6,25 +6,37 @@ from pathlib import Path
 from typing import cast
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QLineEdit,
-                               QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
-from specchat.engine.errors import ConfigError
 from specchat.engine.config import LIMITS
-from specchat.engine.owner import (TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued,
-                              JobStarted)
+from specchat.engine.errors import ConfigError
+from specchat.engine.owner import TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued, JobStarted
+from specchat.paths import AppPaths
+from specchat.tuning.best_k import save_sweep
 from specchat.tuning.sweep import SweepConfig, SweepRunner, parse_ks
 from specchat.tuning.sweep_prompts import BUILTIN_PROMPTS, builtin_prompts
 from specchat.tuning.sweep_report import choice_text, write_json
 from specchat.tuning.sweep_results import CellDone, CellResult, RunDone, SweepFinished, SweepResult, SweepStarted
-from specchat.tuning.best_k import save_sweep
-from specchat.paths import AppPaths
 
 from .. import theme
-from ..theme_switch import follow
 from ..banner import Banner
-from .ab_panel import ABPanel
 from ..engine_client import QtJob
+from ..theme_switch import follow
+from .ab_panel import ABPanel
 from .sweep_export import write_csv
 from .sweep_table import SpeedupChart, SweepTable
 

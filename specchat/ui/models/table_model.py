@@ -29,6 +29,7 @@ ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # the ModelRow
 FRACTION_ROLE = Qt.ItemDataRole.UserRole + 2  # float 0..1 for the progress bar, None for no bar
 STATE_ROLE = Qt.ItemDataRole.UserRole + 3  # row.status / transfer state, for colours
 SORT_ROLE = Qt.ItemDataRole.UserRole + 4
+ROOT = QModelIndex()  # the invisible root: a flat table has no parents
 
 _TEXT: dict[int, Callable[[ModelRow], str]] = {
     NAME: lambda r: r.name, ROLE: role_text, ARCHITECTURE: architecture_text, MTP: mtp_text,
@@ -53,10 +54,10 @@ class ModelTableModel(QAbstractTableModel):
 
     # --- Qt model interface ---
 
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = ROOT) -> int:
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = ROOT) -> int:
         return 0 if parent.isValid() else len(HEADERS)
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):

@@ -33,11 +33,11 @@ from specchat.system.memory import MachineMemory, read_machine_memory
 
 from ..banner import Banner
 from ..screen_fit import fit_to_screen
+from ..theme_switch import follow
 from .downloads import DownloadRows
 from .pair_panel import PairPanel
 from .planned_fit import DownloadGate
 from .rows import ModelRow, build_rows, repo_ids
-from ..theme_switch import follow
 from .style import state_pill, style_sheet
 from .table_model import ModelTableModel
 from .table_view import ModelsTable
