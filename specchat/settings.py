@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
@@ -214,6 +215,20 @@ def settings_from_dict(data: Any) -> Settings:
     return Settings(**values)
 
 
+def settings_keeping_valid(data: dict[str, Any]) -> tuple[Settings, list[str]]:
+    """Settings from the fields that pass their check, and what was wrong with each field that did not."""
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, check in _CHECKS.items():
+        if name not in data:
+            continue
+        try:
+            values[name] = check(name, data[name])
+        except SettingsError as error:
+            problems.append(str(error))
+    return Settings(**values), problems
+
+
 def settings_to_dict(settings: Settings) -> dict[str, Any]:
     """Plain JSON-ready dict of the settings, always stamped with the current schema."""
     data = asdict(settings)
@@ -236,14 +251,37 @@ def load_settings(
     except OSError as error:
         return LoadedSettings(Settings(), f"Could not read {path} ({error}); using defaults.")
     try:
-        return LoadedSettings(settings_from_dict(json.loads(raw.decode("utf-8"))))
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        problem = "the file is not UTF-8 text"
+        return LoadedSettings(Settings(), _set_aside(path, "the file is not UTF-8 text", now()))
     except json.JSONDecodeError as error:
-        problem = f"the file is not valid JSON ({error})"
-    except SettingsError as error:
-        problem = str(error)
-    return LoadedSettings(Settings(), _set_aside(path, problem, now()))
+        return LoadedSettings(Settings(), _set_aside(path, f"the file is not valid JSON ({error})", now()))
+    if not isinstance(data, dict):
+        problem = f"settings must be a JSON object, got {type(data).__name__}"
+        return LoadedSettings(Settings(), _set_aside(path, problem, now()))
+    if "schema_version" in data:
+        try:
+            _schema_version("schema_version", data["schema_version"])
+        except SettingsError as error:  # a newer app's file: its fields may mean other things now
+            return LoadedSettings(Settings(), _set_aside(path, str(error), now()))
+    settings, problems = settings_keeping_valid(data)
+    if not problems:
+        return LoadedSettings(settings)
+    return LoadedSettings(settings, _keep_valid_fields(paths, settings, problems, now()))
+
+
+def _keep_valid_fields(paths: AppPaths, settings: Settings, problems: list[str], when: datetime) -> str:
+    """Back up a file with bad fields, rewrite it with the good ones, and say which fields were reset."""
+    path = paths.settings_file
+    which = "That setting is" if len(problems) == 1 else "Those settings are"
+    reset = f"Settings in {path}: {'; '.join(problems)}. {which} back to the default, every other setting is kept"
+    backup = _backup_path(path, when)
+    try:
+        shutil.copy2(path, backup)
+        save_settings(paths, settings)
+    except OSError as error:
+        return f"{reset}; the file could not be backed up or rewritten ({error})."
+    return f"{reset}; the old file was saved as {backup}."
 
 
 def _set_aside(path: Path, problem: str, when: datetime) -> str:

@@ -165,14 +165,25 @@ def test_non_utf8_file_is_backed_up(paths: AppPaths) -> None:
         ("window_geometry", "not base64!!"),
     ],
 )
-def test_invalid_value_backs_up_and_warns_naming_field(
+def test_a_wrong_field_is_reset_alone_named_and_the_file_backed_up(
     paths: AppPaths, field: str, bad_value: object
 ) -> None:
-    old_bytes = write_settings(paths, {"schema_version": 1, "max_tokens": 99, field: bad_value})
+    old_bytes = write_settings(paths, {"schema_version": 1, "max_tokens": 99, "theme": "dark", field: bad_value})
     loaded = load(paths)
     assert (paths.config_dir / BACKUP_NAME).read_bytes() == old_bytes
-    assert loaded.settings == Settings()
-    assert loaded.warning is not None and field in loaded.warning
+    kept = {"max_tokens": 99, "theme": "dark"}
+    kept.pop(field, None)
+    assert loaded.settings == Settings(**kept)
+    assert loaded.warning is not None and field in loaded.warning and "every other setting is kept" in loaded.warning
+    assert str(paths.config_dir / BACKUP_NAME) in loaded.warning
+    assert load(paths).warning is None  # the file was rewritten with the kept values: said once
+
+
+def test_two_wrong_fields_are_both_named(paths: AppPaths) -> None:
+    write_settings(paths, {"temperature": "hot", "top_p": 7, "mode": "draft"})
+    loaded = load(paths)
+    assert loaded.settings == Settings(mode="draft")
+    assert "temperature" in loaded.warning and "top_p" in loaded.warning and "Those settings are" in loaded.warning
 
 
 def test_newer_schema_is_backed_up_with_warning(paths: AppPaths) -> None:
