@@ -14,6 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
+from .cli_args import model_folder
 from .engine import MODES, EngineError, GenerationConfig
 from .engine.config import AUTO, LIMITS
 from .engine.summary import NO_ACCEPTANCE, auto_k_text, stop_text
@@ -45,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--draft", dest="app_draft", metavar="DIR", help="and this draft model folder")
     sub = parser.add_subparsers(dest="command")
     gen = sub.add_parser("generate", help="generate text from a prompt")
-    gen.add_argument("--target", required=True, help="local mlx-lm model folder")
-    gen.add_argument("--draft", help="local draft model folder (same vocabulary)")
+    gen.add_argument("--target", required=True, type=model_folder, help="local mlx-lm model folder")
+    gen.add_argument("--draft", type=model_folder, help="local draft model folder (same vocabulary)")
     gen.add_argument("--mode", choices=MODES, help="default: draft when --draft is given, else baseline")
     gen.add_argument("--draft-tokens", type=draft_tokens_arg, default=4,
                      help="tokens drafted per round (K), or 'auto' to choose K each round")

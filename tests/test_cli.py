@@ -73,3 +73,24 @@ def test_ctrl_c_stops_cleanly_with_the_text_so_far_and_the_stats_line(dense_targ
     match = re.search(r"\[(\d+) tokens, stopped by Ctrl-C, .* tok/s decode", err)
     assert match and 0 < int(match.group(1)) < 30000, err
     assert len(first + out) > 0
+
+
+def test_bad_arguments_are_refused_in_one_line_before_any_model_work(tmp_path, dense_target):
+    a_file = tmp_path / "config.json"
+    a_file.write_text("{}")
+    target = str(dense_target)
+    cases = [
+        (["serve", "--target", str(a_file)], "--target", "is a file; give the model's folder"),
+        (["serve", "--target", str(tmp_path / "missing")], "--target", "model folder not found"),
+        (["serve", "--target", target, "--port", "99999"], "--port", "from 1 to 65535, got 99999"),
+        (["serve", "--target", target, "--max-queue", "-1"], "--max-queue", "at least 0, got -1"),
+        (["generate", "--target", str(a_file), "--prompt", "hi"], "--target", "is a file"),
+        (["generate", "--target", target, "--draft", str(a_file), "--prompt", "hi"], "--draft", "is a file"),
+        (["sweep", "--target", target, "--reps", "0"], "--reps", "at least 1, got 0"),
+    ]
+    for args, flag, words in cases:
+        proc = run_cli(*args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        error = proc.stderr.strip().splitlines()[-1]
+        assert error.startswith(f"specchat {args[0]}: error: argument {flag}") and words in error, (args, error)
+        assert "Traceback" not in proc.stderr and not proc.stdout

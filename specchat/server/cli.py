@@ -34,20 +34,22 @@ def draft_tokens_arg(text: str) -> int | str:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `serve` subcommand."""
+    from specchat.cli_args import model_folder, port_number, whole_number
     from specchat.engine.config import MODES
 
     serve = subparsers.add_parser("serve", help="serve the model over an OpenAI-compatible API (with speculation)")
-    serve.add_argument("--target", required=True, help="local mlx-lm model folder")
-    serve.add_argument("--draft", help="local draft model folder (same vocabulary)")
+    serve.add_argument("--target", required=True, type=model_folder, help="local mlx-lm model folder")
+    serve.add_argument("--draft", type=model_folder, help="local draft model folder (same vocabulary)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
+    serve.add_argument("--port", type=port_number, default=DEFAULT_PORT)
     serve.add_argument("--api-key", default=os.environ.get("SPECCHAT_API_KEY"),
                        help="clients must send 'Authorization: Bearer KEY' (required off loopback; "
                             "default: $SPECCHAT_API_KEY)")
     serve.add_argument("--mode", choices=MODES, help="default speculation: draft when --draft is given, else baseline")
     serve.add_argument("--draft-tokens", type=draft_tokens_arg, default="auto", help="K per round, or 'auto'")
-    serve.add_argument("--max-tokens", type=int, default=1024, help="a request's default max_tokens")
-    serve.add_argument("--max-queue", type=int, default=8, help="requests that may wait; more get 503")
+    serve.add_argument("--max-tokens", type=whole_number(1), default=1024, help="a request's default max_tokens")
+    serve.add_argument("--max-queue", type=whole_number(0), default=8,
+                       help="requests that may wait behind the running one; more get 503 (0: none wait)")
     serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                        help="allow browser pages from ORIGIN (repeatable; default: CORS off)")
     serve.set_defaults(func=run_serve)

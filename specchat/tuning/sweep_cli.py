@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from specchat.cli_args import model_folder, whole_number
 from specchat.engine.config import LIMITS
 from specchat.engine.errors import ConfigError
 
@@ -30,16 +31,16 @@ def _ks(text: str) -> tuple[int, ...]:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `sweep` subcommand."""
     p = subparsers.add_parser("sweep", help="benchmark draft lengths K against plain decoding")
-    p.add_argument("--target", required=True, help="local mlx-lm target model folder")
+    p.add_argument("--target", required=True, type=model_folder, help="local mlx-lm target model folder")
     drafter = p.add_mutually_exclusive_group(required=True)
-    drafter.add_argument("--draft", help="local draft model folder")
+    drafter.add_argument("--draft", type=model_folder, help="local draft model folder")
     drafter.add_argument("--mtp", action="store_true", help="sweep the target's MTP head instead of a draft")
     p.add_argument("--mtp-history", action="store_true",
                    help="with --mtp: the head attends over the whole conversation (as in `generate --mtp-history`)")
     p.add_argument("--draft-tokens", type=_ks, metavar="K,K,...",
                    help="draft lengths to try (default 1,2,4,8,16; with --mtp 1,2,3,4)")
-    p.add_argument("--reps", type=int, default=5, help="measured runs per cell (default 5)")
-    p.add_argument("--warmup", type=int, default=1, help="discarded runs before each cell (default 1)")
+    p.add_argument("--reps", type=whole_number(1), default=5, help="measured runs per cell (default 5)")
+    p.add_argument("--warmup", type=whole_number(0), default=1, help="discarded runs before each cell (default 1)")
     p.add_argument("--prompts", help="built-in prompts: structured,open (default both, unless --prompt-file)")
     p.add_argument("--prompt-file", action="append", default=[], metavar="F",
                    help='more prompts: a text file (one prompt, named after the file) or JSON {"name": "text"}')

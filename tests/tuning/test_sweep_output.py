@@ -32,8 +32,10 @@ def test_a_path_under_a_file_or_a_folder_path_is_refused_with_its_name(a_file, t
 
 @pytest.mark.parametrize("where", ["--json", "--markdown", "data folder"])
 def test_the_cli_refuses_an_unwritable_output_before_loading_models(where, a_file, tmp_path):
-    """The target folder does not exist: the output check must speak first, in one line."""
+    """The folders hold no model: the output check must speak first, in one line, before any load."""
     home, extra = tmp_path / "home", []
+    (tmp_path / "no-model").mkdir()
+    (tmp_path / "no-draft").mkdir()
     if where == "data folder":
         home = a_file
     else:
@@ -43,7 +45,7 @@ def test_the_cli_refuses_an_unwritable_output_before_loading_models(where, a_fil
                           capture_output=True, text=True, timeout=60, env={**os.environ, "SPECCHAT_HOME": str(home)})
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: cannot write the ")
-    assert f"{a_file} is a file, not a folder" in proc.stderr and "not found" not in proc.stderr
+    assert f"{a_file} is a file, not a folder" in proc.stderr and "safetensors" not in proc.stderr
     if where == "data folder":
         assert f"{a_file}/data/tuned_k.json" in proc.stderr and "--no-save" in proc.stderr
 

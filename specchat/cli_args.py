@@ -1,0 +1,37 @@
+"""Argument types the subcommands share: argparse refuses a bad value in one line, before any model work."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+MAX_PORT = 65535
+
+
+def whole_number(low: int, high: int | None = None):
+    """An argparse type: a whole number from low to high (no upper bound when high is None)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            span = f"from {low} to {high}" if high is not None else f"of at least {low}"
+            raise argparse.ArgumentTypeError(f"expected a whole number {span}, got {value}")
+        return value
+
+    return parse
+
+
+port_number = whole_number(1, MAX_PORT)
+
+
+def model_folder(text: str) -> str:
+    """An argparse type: an existing folder (a model folder is a directory, not one of its files)."""
+    path = Path(text).expanduser()
+    if path.is_file():
+        raise argparse.ArgumentTypeError(f"{text} is a file; give the model's folder (the one holding config.json)")
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"model folder not found: {text}")
+    return text
