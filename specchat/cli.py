@@ -14,7 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
-from .cli_args import model_folder
+from .cli_args import model_folder, utf8_text
 from .engine import MODES, EngineError, GenerationConfig
 from .engine.config import AUTO, LIMITS
 from .engine.summary import NO_ACCEPTANCE, auto_k_text, stop_text
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int)
     gen.add_argument("--raw", action="store_true", help="no chat template: encode the prompt as is")
     gen.add_argument("--thinking", action="store_true", help="let Qwen3 think (enable_thinking=True)")
-    gen.add_argument("--prompt", required=True)
+    gen.add_argument("--prompt", required=True, type=utf8_text, help="the prompt (UTF-8 text)")
     gen.add_argument("--json", action="store_true", help='print {"tokens", "text", "stats"}')
     gen.set_defaults(func=run_generate)
     for register in _extra_commands():

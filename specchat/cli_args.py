@@ -27,6 +27,17 @@ def whole_number(low: int, high: int | None = None):
 port_number = whole_number(1, MAX_PORT)
 
 
+def utf8_text(text: str) -> str:
+    """An argparse type: text that is valid UTF-8 (Python keeps undecodable argv bytes as lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        at = len(text[:exc.start].encode("utf-8", "surrogateescape"))
+        byte = text[exc.start].encode("utf-8", "surrogateescape")[0]
+        raise argparse.ArgumentTypeError(f"not valid UTF-8 text: byte {at} is 0x{byte:02x}") from None
+    return text
+
+
 def model_folder(text: str) -> str:
     """An argparse type: an existing folder (a model folder is a directory, not one of its files)."""
     path = Path(text).expanduser()

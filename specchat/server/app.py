@@ -184,9 +184,35 @@ async def _json_body(request: Request, limit: int) -> object:
         if len(data) > limit:
             raise ApiError(413, f"The request body is over the limit of {limit} bytes")
     try:
-        return json.loads(bytes(data) or b"null")
+        body = json.loads(bytes(data) or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad_request(f"The request body is not valid JSON: {exc}") from None
+    where = lone_surrogate_at(body)
+    if where is not None:
+        raise bad_request(f"{where} holds a lone UTF-16 surrogate (an escape like \\ud800 without its pair): "
+                          "it is not text", where)
+    return body
+
+
+def lone_surrogate_at(value: object, where: str = "body") -> str | None:
+    """The path of the first string in parsed JSON that cannot be UTF-8 (a lone surrogate), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    items: list[tuple[str, object]] = []
+    if isinstance(value, dict):
+        items = [(f"{where}.{key}" if where != "body" else str(key), item) for key, item in value.items()]
+        items += [(f"{where} key", key) for key in value]
+    elif isinstance(value, list):
+        items = [(f"{where}[{i}]", item) for i, item in enumerate(value)]
+    for path, item in items:
+        found = lone_surrogate_at(item, path)
+        if found is not None:
+            return found
+    return None
 
 
 def _tokenize(backend: EngineBackend, body: object) -> list[int]:

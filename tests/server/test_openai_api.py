@@ -131,6 +131,21 @@ def test_malformed_json_and_oversized_bodies(host):
         server.stop()
 
 
+def test_a_lone_surrogate_is_a_400_naming_where_it_is(server):
+    for path, body in (
+        ("/v1/chat/completions", b'{"messages": [{"role": "user", "content": "hi \\ud800"}]}'),
+        ("/v1/completions", b'{"prompt": "\\udfff", "max_tokens": 2}'),
+        ("/specchat/v1/tokenize", b'{"text": "a\\ud800b"}'),
+    ):
+        answer = httpx.post(server.url + path, content=body, timeout=30,
+                            headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"})
+        assert answer.status_code == 400, (path, answer.text)
+        error = answer.json()["error"]
+        assert "lone UTF-16 surrogate" in error["message"]
+        assert error["param"] == {"/v1/chat/completions": "messages[0].content", "/v1/completions": "prompt",
+                                  "/specchat/v1/tokenize": "text"}[path]
+
+
 def test_a_full_queue_answers_503_with_retry_after(host):
     server = start_server(host, max_queue=0)
     try:
