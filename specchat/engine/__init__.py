@@ -14,7 +14,6 @@ from .errors import (
     error_from,
     user_message,
 )
-from .prompt import chat_prompt_ids, user_prompt_ids
 from .events import (
     Failed,
     Finished,
@@ -24,6 +23,7 @@ from .events import (
     RoundResult,
     TextChunk,
 )
+from .prompt import chat_prompt_ids, user_prompt_ids
 
 __all__ = [
     "MODES", "GenerationConfig", "Engine", "GenerationResult", "ConfigError", "EngineError", "EngineThreadError",

@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass
 
 from .errors import IncompatibleDraftError
+from .tokenizer import Vocabulary
 
 SPECIAL_FIELDS = ("eos_token", "bos_token", "pad_token")
 CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>")
@@ -37,12 +38,12 @@ class CompatReport:
         return next((c.detail for c in self.checks if not c.ok), "")
 
 
-def id_to_token(tokenizer) -> dict[int, str]:
+def id_to_token(tokenizer: Vocabulary) -> dict[int, str]:
     """The tokenizer's full id->token map, added tokens included."""
     return {i: t for t, i in tokenizer.get_vocab().items()}
 
 
-def vocab_hash(tokenizer) -> str:
+def vocab_hash(tokenizer: Vocabulary) -> str:
     """A short sha256 of the sorted id->token mapping."""
     digest = hashlib.sha256()
     for i, tok in sorted(id_to_token(tokenizer).items()):
@@ -50,7 +51,7 @@ def vocab_hash(tokenizer) -> str:
     return digest.hexdigest()[:16]
 
 
-def first_vocab_difference(target, draft) -> str | None:
+def first_vocab_difference(target: Vocabulary, draft: Vocabulary) -> str | None:
     """Describe the first id whose token differs between the two tokenizers, or None."""
     t_map, d_map = id_to_token(target), id_to_token(draft)
     for i in sorted(set(t_map) | set(d_map)):
@@ -60,7 +61,7 @@ def first_vocab_difference(target, draft) -> str | None:
     return None
 
 
-def special_tokens(tokenizer) -> dict[str, object]:
+def special_tokens(tokenizer: Vocabulary) -> dict[str, object]:
     """The special tokens that decide where generation stops and how chat is framed."""
     specials: dict[str, object] = {f: getattr(tokenizer, f, None) for f in SPECIAL_FIELDS}
     vocab = tokenizer.get_vocab()
@@ -71,7 +72,7 @@ def special_tokens(tokenizer) -> dict[str, object]:
     return specials
 
 
-def check_pair(target, draft) -> CompatReport:
+def check_pair(target: Vocabulary, draft: Vocabulary) -> CompatReport:
     """Compare the target's and the draft's tokenizers and return the report."""
     diff = first_vocab_difference(target, draft)
     t_hash, d_hash = vocab_hash(target), vocab_hash(draft)
@@ -85,7 +86,8 @@ def check_pair(target, draft) -> CompatReport:
     return CompatReport((vocab, Check("special tokens", not bad, detail)))
 
 
-def ensure_compatible(target, draft, target_name: str = "target", draft_name: str = "draft") -> None:
+def ensure_compatible(target: Vocabulary, draft: Vocabulary, target_name: str = "target",
+                      draft_name: str = "draft") -> None:
     """Raise IncompatibleDraftError naming the first difference when the draft cannot serve."""
     report = check_pair(target, draft)
     if not report.compatible:

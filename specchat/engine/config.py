@@ -6,6 +6,7 @@ import argparse
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .errors import ConfigError
 
@@ -13,6 +14,7 @@ MODES = ("baseline", "draft", "mtp", "lookup")
 AUTO = "auto"
 MTP_MAX_DEPTH = 4
 AUTO_MAX_DRAFT_TOKENS = 8  # the deepest an auto-K round drafts (draft and lookup modes)
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ class Limit:
         whole = "a whole number " if self.integer else ""
         return f"{whole}{low}" + (f", or {_num(self.off)} ({self.off_means})" if self.off is not None else "")
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value: object) -> bool:
         """True when value is a number of the right kind inside the limit."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return False
@@ -53,13 +55,13 @@ class Limit:
         above = value > self.low if self.low_open else value >= self.low
         return above and value <= self.high
 
-    def check(self, value):
+    def check(self, value: _V) -> _V:
         """Return value when accepted; otherwise raise ConfigError naming the setting and its range."""
         if not self.accepts(value):
             raise ConfigError(self.message(value))
         return value
 
-    def message(self, value) -> str:
+    def message(self, value: object) -> str:
         """The one-line complaint about a rejected value."""
         return f"{self.label} must be {self.allowed()}, got {value!r}"
 
@@ -110,7 +112,7 @@ LIMITS: dict[str, Limit] = {
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
 
 
-def check_draft_tokens(mode: str, k) -> None:
+def check_draft_tokens(mode: str, k: object) -> None:
     """Raise ConfigError unless k is "auto" or a K that mode accepts (MTP drafts at most MTP_MAX_DEPTH)."""
     limit = LIMITS["mtp_depth" if mode == "mtp" else "num_draft_tokens"]
     if k != AUTO and not limit.accepts(k):
@@ -134,7 +136,7 @@ class GenerationConfig:
     # cache, as it was trained (one head pass per new token: costs more where compute scales with tokens).
     mtp_history: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         check_draft_tokens(self.mode, self.num_draft_tokens)
@@ -149,9 +151,9 @@ class GenerationConfig:
     @property
     def max_draft_tokens(self) -> int:
         """The largest K a round may use."""
-        if self.auto_k:
-            return MTP_MAX_DEPTH if self.mode == "mtp" else AUTO_MAX_DRAFT_TOKENS
-        return self.num_draft_tokens
+        if isinstance(self.num_draft_tokens, int):
+            return self.num_draft_tokens
+        return MTP_MAX_DEPTH if self.mode == "mtp" else AUTO_MAX_DRAFT_TOKENS  # "auto", the only str accepted
 
     @property
     def greedy(self) -> bool:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import mlx.core as mx
 
-from .runner import ModelRunner
+from .runner import ModelRunner, ProgressCallback
 from .sampling import Sampler
 
 CATCH_UP_IN_ROUND = 32  # a draft further behind (after plain bursts) is prefilled first
@@ -21,9 +22,10 @@ class Draft:
     probs: mx.array | None
 
     @classmethod
-    def from_steps(cls, tokens: list[mx.array], probs: list, sampler: Sampler) -> "Draft":
-        """A draft from per-step tokens and probabilities (the probabilities only when sampling)."""
-        return cls(mx.stack(tokens).reshape(-1), None if sampler.greedy else mx.stack(probs))
+    def from_steps(cls, tokens: list[mx.array], probs: Sequence[mx.array | None], sampler: Sampler) -> Draft:
+        """A draft from per-step tokens and probabilities (the probabilities only when sampling: None when greedy)."""
+        stacked = None if sampler.greedy else mx.stack([p for p in probs if p is not None])
+        return cls(mx.stack(tokens).reshape(-1), stacked)
 
 
 class Drafter(Protocol):
@@ -31,7 +33,7 @@ class Drafter(Protocol):
 
     name: str
 
-    def prefill(self, seq: list[int], progress=None) -> None:
+    def prefill(self, seq: list[int], progress: ProgressCallback | None = None) -> None:
         """Process the prompt ahead of the first round."""
 
     def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
@@ -52,7 +54,7 @@ class DraftModelDrafter:
     def __init__(self, runner: ModelRunner):
         self.runner = runner
 
-    def prefill(self, seq: list[int], progress=None) -> None:
+    def prefill(self, seq: list[int], progress: ProgressCallback | None = None) -> None:
         """Prefill the draft model's caches with all but the last token."""
         self.runner.prepare(seq, progress)
 

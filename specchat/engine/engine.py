@@ -7,15 +7,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-
+from .autok import AutoK
 from .compat import ensure_compatible
 from .config import GenerationConfig
-from .drafters import DraftModelDrafter, Drafter
+from .drafters import Drafter, DraftModelDrafter
 from .errors import ConfigError, EngineError, EngineThreadError, error_from, error_kind, user_message
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
 from .hooks import hook_problems
 from .loading import LoadedModel, context_limit, load_model, vocab_size
-from .autok import AutoK
 from .lookup import PromptLookupDrafter
 from .mtp import MtpDrafter, attach_head
 from .mtp_detect import MtpSupport, detect_mtp
@@ -23,6 +22,7 @@ from .runner import ModelRunner, common_prefix_len
 from .sampling import Sampler
 from .speculative import LoopContext, Step, baseline_steps, speculative_steps
 from .stats import StatsRecorder
+from .tokenizer import Detokenizer, Tokenizer
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,12 @@ class Engine:
         self.hook_problems = hook_problems(self.runner, self.drafters)  # upstream internals that do not fit
 
     @classmethod
-    def load(cls, target: str | Path, draft: str | Path | None = None) -> "Engine":
+    def load(cls, target: str | Path, draft: str | Path | None = None) -> Engine:
         """Load a target and an optional draft from local mlx-lm model folders."""
         return cls(load_model(target), load_model(draft) if draft else None)
 
     @property
-    def tokenizer(self):
+    def tokenizer(self) -> Tokenizer:
         """The target's tokenizer (encode / decode / apply_chat_template)."""
         return self.target.tokenizer
 
@@ -145,7 +145,8 @@ class Engine:
             raise ConfigError(f"mode {cfg.mode!r} is not available: {reason}")
         return self.drafters[cfg.mode]
 
-    def _stream(self, prompt, cfg, cancel, tokens) -> Iterator[Event]:
+    def _stream(self, prompt: list[int], cfg: GenerationConfig, cancel: threading.Event,
+                tokens: list[int]) -> Iterator[Event]:
         if not prompt:
             raise ConfigError("the prompt is empty: at least one token is needed")
         budget = self._budget(len(prompt), cfg.max_tokens)
@@ -171,7 +172,7 @@ class Engine:
                  else speculative_steps(self.runner, drafter, cfg.max_draft_tokens, ctx, self._controller(cfg)))
         detok = self.tokenizer.detokenizer
         detok.reset()
-        stop = None
+        stop: str | None = None
         for step in steps:
             yield from self._chunks(step, detok, tokens, stats)
             stop = step.stop
@@ -195,7 +196,7 @@ class Engine:
         return min(max_tokens, size - prompt_tokens)
 
     @staticmethod
-    def _chunks(step: Step, detok, tokens: list[int], stats: StatsRecorder) -> Iterator[Event]:
+    def _chunks(step: Step, detok: Detokenizer, tokens: list[int], stats: StatsRecorder) -> Iterator[Event]:
         for token in step.tokens:
             detok.add_token(token)
         tokens.extend(step.tokens)

@@ -10,26 +10,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from specchat.upstream import mlx_lm, mlx_optiq
+from specchat.upstream.checks import SelfCheck
 
+from .drafters import Drafter, DraftModelDrafter
 from .runner import ModelRunner
 
 SPECULATIVE_MODES = ("draft", "mtp", "lookup")
 PLAIN_STILL_WORKS = "plain decoding still works"
 
 
-def _off(check, what: str) -> str | None:
+def _off(check: SelfCheck, what: str) -> str | None:
     """None when every hook fits, else one line saying what is off and why."""
     return None if check.ok else f"{what} is off: {check.reason}; {PLAIN_STILL_WORKS}"
 
 
-def hook_problems(target: ModelRunner, drafters: Mapping[str, object]) -> dict[str, str]:
+def hook_problems(target: ModelRunner, drafters: Mapping[str, Drafter]) -> dict[str, str]:
     """Per speculative mode, why an upstream hook rules it out; modes whose hooks fit are absent."""
     problems: dict[str, str] = {}
     target_problem = _off(mlx_lm.model_check(target.model, target.caches), "speculation for this model")
     if target_problem:
         problems.update(dict.fromkeys(SPECULATIVE_MODES, target_problem))
     draft = drafters.get("draft")
-    if draft is not None and "draft" not in problems:
+    if isinstance(draft, DraftModelDrafter) and "draft" not in problems:
         runner = draft.runner
         draft_problem = _off(mlx_lm.model_check(runner.model, runner.caches),
                              f"speculation with the draft model {runner.name}")

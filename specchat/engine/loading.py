@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from specchat.upstream.mlx_lm import load as mlx_load
+from specchat.upstream.mlx_lm import load_with_config
 
 from .errors import ModelLoadError
-
+from .tokenizer import Tokenizer
 
 # tokenizer_config.json alone is not enough: transformers would quietly build a wrong tokenizer
 VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")
@@ -19,9 +21,9 @@ VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")
 class LoadedModel:
     """A model, its tokenizer, its config and the folder it came from."""
 
-    model: object
-    tokenizer: object
-    config: dict
+    model: Any  # an mlx-lm model: its layers, caches and call keywords are untyped upstream
+    tokenizer: Tokenizer
+    config: dict[str, Any]
     path: Path
 
     @property
@@ -30,15 +32,18 @@ class LoadedModel:
         return self.path.name
 
 
-def read_config(path: Path) -> dict:
+def read_config(path: Path) -> dict[str, Any]:
     """Read config.json of a model folder, with a message that names the file on failure."""
     config_file = path / "config.json"
     if not config_file.is_file():
         raise ModelLoadError(f"{path} is not a model folder: {config_file.name} is missing")
     try:
-        return json.loads(config_file.read_text(encoding="utf-8"))
+        config = json.loads(config_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"cannot read {config_file}: {exc}") from exc
+    if not isinstance(config, dict):
+        raise ModelLoadError(f"{config_file} does not hold a JSON object")
+    return config
 
 
 def missing_tokenizer(folder: Path) -> str | None:
@@ -59,7 +64,7 @@ def load_model(path: str | Path) -> LoadedModel:
     if missing := missing_tokenizer(path):
         raise ModelLoadError(f"{path} has no {missing}")
     try:
-        model, tokenizer, config = mlx_load(str(path), return_config=True, trust_remote_code=False)
+        model, tokenizer, config = load_with_config(str(path))
     except Exception as exc:  # mlx-lm raises ValueError/KeyError/OSError for bad folders
         raise ModelLoadError(f"cannot load {path}: {type(exc).__name__}: {exc}") from exc
     return LoadedModel(model, tokenizer, config, path)
@@ -71,7 +76,7 @@ def vocab_size(loaded: LoadedModel) -> int:
     return int(config.get("vocab_size") or loaded.config.get("vocab_size") or len(loaded.tokenizer.get_vocab()))
 
 
-def context_limit(config: dict) -> tuple[int, str] | None:
+def context_limit(config: Mapping[str, Any]) -> tuple[int, str] | None:
     """The model's context length and where it came from (max_position_embeddings, at the top of
     config.json or under text_config); None when the config gives none."""
     for where, section in (("max_position_embeddings", config),

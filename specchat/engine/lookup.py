@@ -5,6 +5,7 @@ from __future__ import annotations
 import mlx.core as mx
 
 from .drafters import Draft
+from .runner import ProgressCallback
 from .sampling import Sampler
 
 
@@ -27,7 +28,7 @@ class PromptLookupDrafter:
         self.vocab_size = vocab_size
         self.ngram_max = ngram_max
 
-    def prefill(self, seq: list[int], progress=None) -> None:
+    def prefill(self, seq: list[int], progress: ProgressCallback | None = None) -> None:
         """Nothing to prefill."""
 
     def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:

@@ -21,6 +21,7 @@ position, as mlx-optiq's engine drafts (one head position per draft instead of o
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import mlx.core as mx
 
@@ -30,11 +31,11 @@ from .drafters import Draft
 from .errors import ModelLoadError
 from .mtp_detect import MtpSupport, detect_mtp
 from .rollback import Transaction
-from .runner import PREFILL_CHUNK, ModelRunner, held_agreement
+from .runner import PREFILL_CHUNK, ModelRunner, ProgressCallback, held_agreement
 from .sampling import Sampler
 
 
-def attach_head(model, tokenizer, folder: Path, support: MtpSupport | None = None) -> MtpSupport:
+def attach_head(model: Any, tokenizer: object, folder: Path, support: MtpSupport | None = None) -> MtpSupport:
     """Attach a folder's MTP head (detected unless `support` is given) with mlx-optiq; raise when impossible."""
     support = support or detect_mtp(folder)
     if not support.available:
@@ -50,7 +51,7 @@ def attach_head(model, tokenizer, folder: Path, support: MtpSupport | None = Non
 class HiddenRows:
     """The target's hidden states by position, for positions the head has not consumed yet."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._chunks: list[tuple[int, mx.array]] = []
 
     def put(self, start: int, rows: mx.array) -> None:
@@ -115,13 +116,13 @@ class MtpDrafter:
     @property
     def entries(self) -> int:
         """How many positions the head's cache holds."""
-        return self.cache[0].offset
+        return int(self.cache[0].offset)
 
     def receive_hidden(self, position: int, hidden: mx.array) -> None:
         """Hidden states from a target pass (ModelRunner.hidden_sink)."""
         self.rows.put(position, hidden)
 
-    def prefill(self, seq: list[int], progress=None) -> None:
+    def prefill(self, seq: list[int], progress: ProgressCallback | None = None) -> None:
         """Feed the head every prompt position but the last (kept for the first draft)."""
         if not self.history:
             return
@@ -129,7 +130,7 @@ class MtpDrafter:
         end = len(seq) - 2
         for a in range(start, end, PREFILL_CHUNK):
             b = min(a + PREFILL_CHUNK, end)
-            self._feed(self.rows.take(a, b), seq[a + 1 : b + 1])
+            self._feed(self._rows(a, b), seq[a + 1 : b + 1])
             mx.eval([c.state for c in self.cache])
         self._consumed(seq, max(start, end))
 
@@ -143,7 +144,7 @@ class MtpDrafter:
         end = len(seq) - 1
         txn = Transaction(self.cache)
         with txn.feeding(end - start):
-            logits, hidden = self._catch_up(self.rows.take(start, end), seq[start + 1 :])
+            logits, hidden = self._catch_up(self._rows(start, end), seq[start + 1 :])
         tokens, probs = [], []
         for i in range(k):
             token, p = sampler.pick(logits[-1])
@@ -161,7 +162,7 @@ class MtpDrafter:
         last = len(seq) - 2
         self._ensure_rows(seq, last)
         self.rows.drop_before(last)
-        hidden, token = self.rows.take(last, last + 1), mx.array(seq[-1:], dtype=mx.uint32)
+        hidden, token = self._rows(last, last + 1), mx.array(seq[-1:], dtype=mx.uint32)
         tokens, probs = [], []
         for _ in range(k):
             logits, hidden = self._feed(hidden, token, own_cache=False)
@@ -181,7 +182,8 @@ class MtpDrafter:
         self.seen, self._seen_of = [], None
         self.rows.clear()
 
-    def _feed(self, hidden: mx.array, tokens, own_cache: bool = True) -> tuple[mx.array, mx.array]:
+    def _feed(self, hidden: mx.array, tokens: mx.array | list[int],
+              own_cache: bool = True) -> tuple[mx.array, mx.array]:
         """One head call over (T, H) hidden states and T next tokens: logits (T, V), hidden (T, H).
         Without its own cache the call attends only to its own positions."""
         ids = tokens if isinstance(tokens, mx.array) else mx.array(tokens, dtype=mx.uint32)
@@ -220,9 +222,15 @@ class MtpDrafter:
             # replay them (exact: the target's rollback is exact) to get their hidden states.
             self.target.rewind(min(begin, len(self.target.tokens)))
             self.target.prepare(seq)
-            if self.rows.take(begin, len(seq) - 1) is None:
-                raise ModelLoadError("the target's hidden states did not reach the MTP head; "
-                                     "is ModelRunner.hidden_sink set to MtpDrafter.receive_hidden?")
+            self._rows(begin, len(seq) - 1)  # raises when the replay did not bring them either
+
+    def _rows(self, begin: int, end: int) -> mx.array:
+        """The target's hidden states of positions [begin, end); ModelLoadError when they never came."""
+        rows = self.rows.take(begin, end)
+        if rows is None:
+            raise ModelLoadError("the target's hidden states did not reach the MTP head; "
+                                 "is ModelRunner.hidden_sink set to MtpDrafter.receive_hidden?")
+        return rows
 
     def _consumed(self, seq: list[int], entries: int) -> None:
         """After _sync(seq), the head's cache holds `entries` positions of seq: add the tokens they depend on."""

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from specchat.upstream.mlx_optiq import configured_sidecar, mtp_key_prefixes, mtp_sidecar_names
 
@@ -40,7 +41,7 @@ def is_mtp_key(key: str) -> bool:
     return key.startswith(MTP_PREFIXES)
 
 
-def config_mtp_layers(config: dict) -> int:
+def config_mtp_layers(config: Mapping[str, Any]) -> int:
     """Number of MTP layers the config declares (0 when none)."""
     for section in (config, config.get("text_config") or {}):
         if not isinstance(section, dict):
@@ -65,12 +66,12 @@ def safetensors_keys(path: Path) -> list[str]:
     return [k for k in header if k != "__metadata__"]
 
 
-def _extra_sidecar(config: dict) -> list[str]:
+def _extra_sidecar(config: Mapping[str, Any]) -> list[str]:
     named = configured_sidecar(config)
     return [named] if named else []
 
 
-def _find_sidecar(folder: Path, config: dict) -> tuple[Path | None, str]:
+def _find_sidecar(folder: Path, config: Mapping[str, Any]) -> tuple[Path | None, str]:
     """The sidecar mlx-optiq would load (the first that exists), or None; and what is wrong with it."""
     for rel in dict.fromkeys(_extra_sidecar(config) + list(SIDECARS)):
         path = folder / rel
@@ -96,7 +97,7 @@ def _embedded_mtp_keys(folder: Path) -> tuple[list[str], str]:
             return [], f"{INDEX_FILE} is unreadable ({exc})"
         return [k for k in weight_map if is_mtp_key(k)], f"the weight_map of {INDEX_FILE}"
     shards = sorted(folder.glob("model*.safetensors"))
-    found = []
+    found: list[str] = []
     for shard in shards:
         try:
             found += [k for k in safetensors_keys(shard) if is_mtp_key(k)]

@@ -12,14 +12,18 @@ Everything recorded is dropped when the round ends.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from specchat.upstream.mlx_lm import (
     ArraysCache,
+    ArraysState,
     ConcatenateKVCache,
     KVCache,
     QuantizedKVCache,
     RotatingKVCache,
+    RotatingState,
     arrays_cache_state,
     gated_delta_layers,
     gated_delta_update_of,
@@ -33,11 +37,12 @@ from specchat.upstream.mlx_lm import (
 
 from . import gdn_capture
 from .errors import RollbackError
+from .gdn_capture import GdnCall
 
 TRIMMABLE = (KVCache, QuantizedKVCache, ConcatenateKVCache)
 
 
-def check_supported(caches) -> None:
+def check_supported(caches: Sequence[Any]) -> None:
     """Raise RollbackError naming the first cache type that cannot be rolled back."""
     for i, c in enumerate(caches):
         if not isinstance(c, (*TRIMMABLE, RotatingKVCache, ArraysCache)):
@@ -46,53 +51,56 @@ def check_supported(caches) -> None:
                 "exactly; speculative decoding is not available for this model")
 
 
-def _snapshot(cache):
-    if isinstance(cache, TRIMMABLE):
-        return cache.offset
-    if isinstance(cache, RotatingKVCache):
-        record_rotating_inserts(cache)
-        return rotating_cache_state(cache)
-    if isinstance(cache, ArraysCache):
-        return arrays_cache_state(cache)
-    raise RollbackError(f"cannot roll back a {type(cache).__name__}")
-
-
 class Transaction:
     """The state of every cache of one model before a round, and the round's records."""
 
-    def __init__(self, caches):
+    def __init__(self, caches: Sequence[Any]):  # mlx-lm cache objects (untyped upstream)
         check_supported(caches)
         self.caches = caches
-        self.snapshots = [_snapshot(c) for c in caches]
+        # What a rollback restores, by cache index (a trimmable cache needs nothing: trim() moves its offset back).
+        self.rotating: dict[int, RotatingState] = {}
+        self.arrays: dict[int, ArraysState] = {}
+        self._snapshot()
         self.recorder = gdn_capture.Recorder()
         self.fed = 0
 
+    def _snapshot(self) -> None:
+        for i, cache in enumerate(self.caches):
+            if isinstance(cache, TRIMMABLE):
+                continue
+            if isinstance(cache, RotatingKVCache):
+                record_rotating_inserts(cache)
+                self.rotating[i] = rotating_cache_state(cache)
+            elif isinstance(cache, ArraysCache):
+                self.arrays[i] = arrays_cache_state(cache)
+
     @contextmanager
-    def feeding(self, num_tokens: int):
+    def feeding(self, num_tokens: int) -> Iterator[None]:
         """Wrap one forward pass of num_tokens tokens made during this round."""
         with gdn_capture.recording(self.recorder):
             yield
         self.fed += num_tokens
 
-    def commit(self, keep: int, layers: dict[int, object]) -> None:
+    def commit(self, keep: int, layers: Mapping[int, Any]) -> None:
         """Keep the first `keep` tokens fed in this round; roll back the rest.
 
         `layers` maps each linear-attention cache index to its layer (see linear_layers)."""
         if not 0 <= keep <= self.fed:
             raise RollbackError(f"cannot keep {keep} of {self.fed} tokens fed this round")
         linear = [i for i, c in enumerate(self.caches) if isinstance(c, ArraysCache)]
-        calls = _calls_per_cache(self.recorder.calls, linear, self.snapshots)
+        calls = _calls_per_cache(self.recorder.calls, linear, self.arrays)
         for i, cache in enumerate(self.caches):
             if isinstance(cache, TRIMMABLE):
                 cache.trim(self.fed - keep)
             elif isinstance(cache, RotatingKVCache):
-                _commit_rotating(cache, self.snapshots[i], keep, self.fed)
+                _commit_rotating(cache, self.rotating[i], keep, self.fed)
             else:
-                _commit_arrays(cache, self.snapshots[i], calls.get(i, []), keep, self.fed, layers.get(i))
-        self.snapshots, self.recorder = [], gdn_capture.Recorder()
+                _commit_arrays(cache, self.arrays[i], calls.get(i, []), keep, self.fed, layers.get(i))
+        self.rotating, self.arrays, self.recorder = {}, {}, gdn_capture.Recorder()
 
 
-def _calls_per_cache(calls, linear, snapshots):
+def _calls_per_cache(calls: list[GdnCall], linear: list[int],
+                     snapshots: Mapping[int, ArraysState]) -> dict[int, list[GdnCall]]:
     """Give each ArraysCache its calls: a forward pass calls the linear layers in order."""
     if not linear:
         return {}
@@ -110,12 +118,13 @@ def _calls_per_cache(calls, linear, snapshots):
     return per_cache
 
 
-def linear_layers(model) -> dict[int, object]:
+def linear_layers(model: Any) -> dict[int, Any]:
     """Map cache index -> Gated DeltaNet module, following model.layers order."""
     return gated_delta_layers(model)
 
 
-def _commit_arrays(cache, snapshot, calls, keep, fed, layer) -> None:
+def _commit_arrays(cache: Any, snapshot: ArraysState, calls: list[GdnCall], keep: int, fed: int,
+                   layer: Any) -> None:
     # Full keep and zero keep need no record of the calls: plain decoding works unhooked.
     if keep == fed:
         return
@@ -124,9 +133,10 @@ def _commit_arrays(cache, snapshot, calls, keep, fed, layer) -> None:
         return
     for call in calls:
         if keep <= call.length:
-            conv_keep = call.conv_input.shape[1] - call.length
             original = gated_delta_update_of(layer)
-            cache[0] = call.conv_state_after(keep, conv_keep)
+            if original is None:
+                raise RollbackError(f"{type(layer).__module__} has no gated_delta_update to replay a rollback with")
+            cache[0] = call.conv_state_after(keep)
             cache[1] = call.state_after(keep, original)
             return
         keep -= call.length
@@ -136,7 +146,7 @@ def _commit_arrays(cache, snapshot, calls, keep, fed, layer) -> None:
     raise RollbackError("rollback point lies past the recorded linear-attention calls")
 
 
-def _commit_rotating(cache, snapshot, keep, fed) -> None:
+def _commit_rotating(cache: Any, snapshot: RotatingState, keep: int, fed: int) -> None:
     inserted = stop_recording_inserts(cache)
     if keep == fed:
         return

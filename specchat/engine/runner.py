@@ -2,20 +2,40 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, cast
 
 import mlx.core as mx
 
-from specchat.upstream.mlx_lm import ArraysCache, arrays_cache_state, make_prompt_cache, set_arrays_cache_state
+from specchat.upstream.mlx_lm import (
+    ArraysCache,
+    ArraysState,
+    arrays_cache_state,
+    make_prompt_cache,
+    set_arrays_cache_state,
+)
 
 from . import gdn_capture
 from .rollback import TRIMMABLE, Transaction, check_supported, linear_layers
 
 PREFILL_CHUNK = 512
 MAX_CHECKPOINTS = 2
+ProgressCallback = Callable[[int, int], None]  # (done, total)
+# Per cache, in order: an ArraysCache's states, any other cache's offset.
+Checkpoint = list[ArraysState | int]
 
 
-def common_prefix_len(a, b) -> int:
+def token_ids(tokens: mx.array) -> list[int]:
+    """A 1-D integer array as a list of ints (mlx's stubs type tolist() as any nesting of any scalar)."""
+    return cast(list[int], tokens.tolist())
+
+
+def token_id(token: mx.array) -> int:
+    """A one-element integer array as an int (mlx's stubs type item() as int | float | complex)."""
+    return cast(int, token.item())
+
+
+def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common prefix of two token lists."""
     if len(a) <= len(b) and a == b[: len(a)]:  # the usual case, at C speed
         return len(a)
@@ -39,7 +59,7 @@ def held_agreement(held: list[int], seq: list[int], prefix_of: list[int] | None)
 class ModelRunner:
     """Runs one model over a token sequence; rounds are transactions on its caches."""
 
-    def __init__(self, model, name: str = "model", max_kv_size: int | None = None):
+    def __init__(self, model: Any, name: str = "model", max_kv_size: int | None = None):  # an mlx-lm model
         self.model = model
         self.name = name
         self.max_kv_size = max_kv_size
@@ -53,7 +73,7 @@ class ModelRunner:
         self._lazy: list[mx.array] = []
         self._fed: list[mx.array] = []
         self._txn: Transaction | None = None
-        self._checkpoints: list[tuple[int, list]] = []
+        self._checkpoints: list[tuple[int, Checkpoint]] = []
         self._prefix_of: list[int] | None = None  # a sequence the held tokens are known to begin
         self.prefill_chunk = PREFILL_CHUNK  # tokens per prefill step; cancel and progress act between steps
         # When set, every forward pass also hands (first position, hidden states (T, H)) to it;
@@ -70,7 +90,7 @@ class ModelRunner:
     def tokens(self) -> list[int]:
         """The tokens the caches hold, in order."""
         if self._lazy:
-            self._tokens.extend(t for arr in self._lazy for t in arr.tolist())
+            self._tokens.extend(t for arr in self._lazy for t in token_ids(arr))
             self._lazy = []
         return self._tokens
 
@@ -102,7 +122,7 @@ class ModelRunner:
         self.hidden_sink(position, hidden[0])
         return logits[0], hidden[0]
 
-    def prefill(self, tokens: list[int], progress: Callable[[int, int], None] | None = None) -> None:
+    def prefill(self, tokens: list[int], progress: ProgressCallback | None = None) -> None:
         """Process tokens in chunks, outside any round, and checkpoint the end."""
         for done, total in self.prefill_chunks(tokens):
             if progress:
@@ -122,7 +142,7 @@ class ModelRunner:
         if tokens:
             self._checkpoint()
 
-    def prepare(self, seq: list[int], progress=None, leave: int = 1) -> list[int]:
+    def prepare(self, seq: list[int], progress: ProgressCallback | None = None, leave: int = 1) -> list[int]:
         """Bring the caches to a prefix of seq; prefill all but the last `leave` missing tokens and return
         those (at least one): a caller that feeds them with its next pass saves a call and a wait.
         While rounds run on seq, the caller may only append to it (see _agreement)."""
@@ -146,7 +166,7 @@ class ModelRunner:
 
     def commit(self, seq: list[int]) -> int:
         """Close the round keeping what agrees with seq (all but its last token); returns tokens kept."""
-        fed = [t for arr in self._fed for t in arr.tolist()]
+        fed = [t for arr in self._fed for t in token_ids(arr)]
         held = self.tokens
         agree = self._agreement(seq)
         if agree == len(held):  # the held tokens begin seq: only this round's need comparing
@@ -167,6 +187,7 @@ class ModelRunner:
 
     def _close(self, keep: int) -> None:
         """Roll the caches back to the first `keep` tokens of the round and end it."""
+        assert self._txn is not None, "no round is open: begin() opens one"
         self._txn.commit(keep, self.linear_layers)
         self._txn, self._fed = None, []
 
@@ -190,7 +211,7 @@ class ModelRunner:
     def _checkpoint(self) -> None:
         if not self.hybrid:
             return
-        states = [arrays_cache_state(c) if isinstance(c, ArraysCache) else c.offset for c in self.caches]
+        states: Checkpoint = [arrays_cache_state(c) if isinstance(c, ArraysCache) else c.offset for c in self.caches]
         self._checkpoints = (self._checkpoints + [(len(self.tokens), states)])[-MAX_CHECKPOINTS:]
 
     def _restore_checkpoint(self, n: int) -> None:
@@ -200,7 +221,7 @@ class ModelRunner:
             return
         m, states = usable[-1]
         for c, s in zip(self.caches, states):
-            if isinstance(c, ArraysCache):
+            if isinstance(s, list):  # an ArraysCache's states (see _checkpoint)
                 set_arrays_cache_state(c, s)
             else:
                 c.trim(c.offset - s)

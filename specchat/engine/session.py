@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from .config import GenerationConfig
 from .engine import Engine
@@ -20,7 +21,7 @@ class ChatSession:
         self.enable_thinking = enable_thinking
         self.messages: list[dict[str, str]] = []
 
-    def prompt_ids(self, messages: list[dict[str, str]] | None = None) -> list[int]:
+    def prompt_ids(self, messages: Sequence[Mapping[str, Any]] | None = None) -> list[int]:
         """Token ids of the conversation, ending with the assistant's turn opening."""
         messages = self.messages if messages is None else messages
         return chat_prompt_ids(self.engine.tokenizer, messages, self.system_prompt or "", self.enable_thinking)
@@ -44,7 +45,7 @@ class ChatSession:
         self.messages = self.messages[:index] + [{"role": "user", "content": text}]
         yield from self._reply(cfg, cancel)
 
-    def _reply(self, cfg, cancel) -> Iterator[Event]:
+    def _reply(self, cfg: GenerationConfig, cancel: threading.Event | None) -> Iterator[Event]:
         for event in self.engine.stream(self.prompt_ids(), cfg, cancel):
             if isinstance(event, Finished):
                 self.messages.append({"role": "assistant", "content": event.text})

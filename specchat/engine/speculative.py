@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 
 import mlx.core as mx
 
 from .autok import AutoK
-from .drafters import Drafter
+from .drafters import Draft, Drafter
 from .events import Rejection, RoundResult
-from .runner import ModelRunner
+from .runner import ModelRunner, token_id, token_ids
 from .sampling import Sampler
 from .verify import verify_greedy, verify_sampled
 
@@ -41,7 +41,7 @@ class LoopContext:
 
     def take(self, candidates: list[int], generated: int) -> tuple[list[int], str | None]:
         """Append candidates to seq up to a stop token or the budget; return the emitted ones."""
-        out = []
+        out: list[int] = []
         for token in candidates:
             self.seq.append(token)
             if token in self.stop_ids:
@@ -67,7 +67,7 @@ def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
                 target.begin()
                 next_y, _ = ctx.sampler.pick(target.forward(feed)[-1])
                 mx.async_eval(next_y)
-            emitted, stop = ctx.take([y.item()], generated)
+            emitted, stop = ctx.take([token_id(y)], generated)
             generated += len(emitted)
             if stop is None and ctx.cancel.is_set():
                 stop = "cancelled"
@@ -90,7 +90,7 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
     generated, index = 0, 0
     while True:
         k = min(auto.choose() if auto else k_max, ctx.budget - generated)
-        if k == 0:  # auto chose plain decoding: a pipelined burst, reported as one K=0 round
+        if auto is not None and k == 0:  # auto chose plain decoding: a pipelined burst, reported as one K=0 round
             burst = yield from _plain_burst(target, ctx, auto, index, generated)
             generated, index = generated + burst.emitted, index + 1
             if burst.stop is not None:
@@ -102,10 +102,11 @@ def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: Lo
         mx.async_eval(draft.tokens)  # the device drafts while Python builds the verify graph
         pending = _build_verify(target, ctx, draft)
         t1 = _dispatch_verify(draft.tokens, pending)
-        drafts = draft.tokens.tolist()
+        drafts = token_ids(draft.tokens)
         if ctx.sampler.greedy:
-            verdict = verify_greedy(pending.tolist(), drafts)
+            verdict = verify_greedy(token_ids(pending), drafts)
         else:
+            assert draft.probs is not None  # a drafter gives the probabilities whenever the sampler samples
             verdict = verify_sampled(pending, drafts, draft.probs, ctx.sampler)
         emitted, stop = ctx.take(verdict.tokens, generated)
         target.commit(ctx.seq)
@@ -134,7 +135,8 @@ class _Burst:
     stop: str | None
 
 
-def _plain_burst(target: ModelRunner, ctx: LoopContext, auto: AutoK, index: int, generated: int):
+def _plain_burst(target: ModelRunner, ctx: LoopContext, auto: AutoK, index: int,
+                 generated: int) -> Generator[Step, None, _Burst]:
     """Decode up to auto.burst_length() tokens plainly; yields their steps, then one K=0 RoundResult."""
     n = min(auto.burst_length(), ctx.budget - generated)
     start, emitted, stop = time.perf_counter(), 0, None
@@ -169,7 +171,7 @@ def _dispatch_verify(drafts: mx.array, verify: mx.array) -> float:
     return time.perf_counter()
 
 
-def _build_verify(target: ModelRunner, ctx: LoopContext, draft) -> mx.array:
+def _build_verify(target: ModelRunner, ctx: LoopContext, draft: Draft) -> mx.array:
     """The target's pass over [last token] + drafts, not yet run; greedy gives its argmax, else its logits."""
     feed = mx.array(target.prepare(ctx.seq), dtype=mx.uint32)
     target.begin()

@@ -6,11 +6,14 @@ Shared by the chat footer and the CLI's stats line. Older saved dicts lack the n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 NO_ACCEPTANCE = "acceptance —"
 STOP_WORDS = {"eos": "end of turn", "cancelled": "stopped by you", "error": "error"}
 
 
-def stop_text(stats: dict | None, cancelled: bool = False) -> str:
+def stop_text(stats: Mapping[str, Any] | None, cancelled: bool = False) -> str:
     """Why the reply stopped: 'end of turn', 'max tokens (256)', 'stopped by you' or 'error'; '' if unknown."""
     reason = (stats or {}).get("stop_reason") or ("cancelled" if cancelled else "")
     if cancelled and reason != "error":
@@ -21,7 +24,7 @@ def stop_text(stats: dict | None, cancelled: bool = False) -> str:
     return STOP_WORDS.get(reason, reason)
 
 
-def acceptance_text(stats: dict) -> str:
+def acceptance_text(stats: Mapping[str, Any]) -> str:
     """'80% of drafted tokens accepted', or 'acceptance —' when nothing was drafted (never '0%')."""
     drafted = stats.get("drafted")
     if drafted is None:  # a very old dict: only the rate is known
@@ -32,7 +35,7 @@ def acceptance_text(stats: dict) -> str:
     return f"{stats.get('accepted', 0) / drafted:.0%} of drafted tokens accepted"
 
 
-def ks_text(k_rounds: dict) -> str:
+def ks_text(k_rounds: Mapping[Any, int]) -> str:  # int keys, or str ones read back from JSON
     """The drafting Ks used: 'K=2', or 'K=1–4' when rounds used several."""
     ks = sorted(int(k) for k, n in k_rounds.items() if n)
     if not ks:
@@ -40,7 +43,7 @@ def ks_text(k_rounds: dict) -> str:
     return f"K={ks[0]}" if ks[0] == ks[-1] else f"K={ks[0]}–{ks[-1]}"
 
 
-def auto_k_text(stats: dict) -> str | None:
+def auto_k_text(stats: Mapping[str, Any]) -> str | None:
     """What auto K did: 'plain decoding for 92% of tokens, K=2 for the rest'; None without the counts."""
     generated, plain = stats.get("generated_tokens", 0), stats.get("plain_tokens")
     if plain is None or not generated:
@@ -55,14 +58,14 @@ def auto_k_text(stats: dict) -> str | None:
     return f"plain decoding for {percent} of tokens, {ks_text(k_rounds)} for the rest"
 
 
-def k_text(stats: dict) -> str:
+def k_text(stats: Mapping[str, Any]) -> str:
     """'K=4', or 'K auto (mean 2.3)' when the engine chose K each round."""
     if stats.get("auto_k"):
         return f"K auto (mean {stats.get('mean_k', 0.0):.1f})"
     return f"K={stats.get('num_draft_tokens', 0)}"
 
 
-def speculation_text(stats: dict) -> str:
+def speculation_text(stats: Mapping[str, Any]) -> str:
     """How a speculative reply drafted: 'K=4; 68% of drafted tokens accepted', or for auto K
     'K auto: plain decoding for 92% of tokens, K=2 for the rest; 80% of drafted tokens accepted'."""
     if stats.get("auto_k"):

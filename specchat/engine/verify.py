@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import mlx.core as mx
 
+from .runner import token_id
 from .sampling import Sampler
 
 
@@ -27,7 +29,7 @@ def verify_greedy(choices: list[int], drafts: list[int]) -> Verdict:
     return Verdict(drafts[:n] + [choices[n]], n, rejected)
 
 
-def verify_sampled(target_logits, drafts: list[int], draft_probs, sampler: Sampler) -> Verdict:
+def verify_sampled(target_logits: mx.array, drafts: list[int], draft_probs: mx.array, sampler: Sampler) -> Verdict:
     """Speculative sampling (Leviathan et al.): accept with min(1, p/q), else sample norm(max(0, p - q))."""
     p = sampler.probs(target_logits)
     k = len(drafts)
@@ -37,7 +39,7 @@ def verify_sampled(target_logits, drafts: list[int], draft_probs, sampler: Sampl
         p_d = p[idx, ids]
         q_d = draft_probs[idx, ids]
         u = mx.random.uniform(shape=(k,), key=sampler.keys.next())
-        accepted = (u * q_d < p_d).tolist()
+        accepted = cast(list[bool], (u * q_d < p_d).tolist())  # mlx's stubs: tolist() is any nesting
     else:
         accepted = []
     n = accepted.index(False) if False in accepted else k
@@ -47,5 +49,5 @@ def verify_sampled(target_logits, drafts: list[int], draft_probs, sampler: Sampl
         dist = mx.where(total > 0, residual / mx.maximum(total, 1e-30), p[n])
     else:
         dist = p[n]
-    token = mx.random.categorical(mx.log(dist), key=sampler.keys.next()).item()
+    token = token_id(mx.random.categorical(mx.log(dist), key=sampler.keys.next()))
     return Verdict(drafts[:n] + [token], n, token if n < k else None)

@@ -76,7 +76,7 @@ def mismatch_reason(upstream: str, version: str, hook: str, problem: str) -> str
     return f"{upstream} {version} changed {hook}: {problem}"
 
 
-def missing_parameters(fn, names: Iterable[str], positional: bool = False) -> str | None:
+def missing_parameters(fn: object, names: Iterable[str], positional: bool = False) -> str | None:
     """None when fn takes every name (in this order first, when positional), else what is wrong."""
     if not callable(fn):
         return "it is gone" if fn is None else f"it is no longer callable ({type(fn).__name__})"
@@ -93,7 +93,7 @@ def missing_parameters(fn, names: Iterable[str], positional: bool = False) -> st
     return None
 
 
-def missing_attributes(obj, names: Iterable[str]) -> str | None:
+def missing_attributes(obj: object, names: Iterable[str]) -> str | None:
     """None when obj has every attribute, else which it lacks."""
     missing = [n for n in names if not hasattr(obj, n)]
     return ("it no longer has " + ", ".join(f"`{n}`" for n in missing)) if missing else None

@@ -11,10 +11,12 @@ AttributeError at import.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from huggingface_hub import constants, file_download, get_hf_file_metadata, hf_hub_download, hf_hub_url
-from huggingface_hub import scan_cache_dir
+from huggingface_hub import constants, file_download, get_hf_file_metadata, hf_hub_download, hf_hub_url, scan_cache_dir
 from huggingface_hub import utils as hf_utils
 from huggingface_hub.errors import (
     CacheNotFound,
@@ -27,6 +29,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import build_hf_headers
 
 from .checks import (
+    HookProbe,
     SelfCheck,
     UpstreamMismatch,
     installed_version,
@@ -34,6 +37,9 @@ from .checks import (
     missing_parameters,
     run_checks,
 )
+
+if TYPE_CHECKING:
+    from huggingface_hub import HfApi
 
 __all__ = [
     "CacheNotFound", "GatedRepoError", "HfHubHTTPError", "OfflineModeIsEnabled",
@@ -58,7 +64,7 @@ def default_cache_dir() -> Path:
     return Path(constants.HF_HUB_CACHE)
 
 
-def hf_api(endpoint: str, token):
+def hf_api(endpoint: str, token: str | bool | None) -> HfApi:
     """An HfApi bound to an endpoint and token (imported on first use: it is large)."""
     from huggingface_hub import HfApi
 
@@ -72,7 +78,7 @@ def cached_repo_tree(repo_id: str, commit: str, cache_dir: Path) -> dict[str, in
     return {f.path: f.size for f in get_cached_repo_tree(repo_id, revision=commit, cache_dir=cache_dir)}
 
 
-def _internal(module, name: str, qualified: str, parameters: tuple[str, ...] = ()):
+def _internal(module: ModuleType, name: str, qualified: str, parameters: tuple[str, ...] = ()) -> Any:
     """An internal, or UpstreamMismatch saying how it changed."""
     fn = getattr(module, name, None)
     problem = missing_parameters(fn, parameters) if parameters or fn is None else None
@@ -85,12 +91,12 @@ def _reason(hook: str, problem: str) -> str:
     return mismatch_reason(UPSTREAM, installed_version(DISTRIBUTION), hook, problem)
 
 
-def http_get(url: str, out, **kwargs) -> None:
+def http_get(url: str, out: BinaryIO, **kwargs: Any) -> None:
     """huggingface_hub's transfer into an open file (resume_size, headers, expected_size, tqdm_class...)."""
     _internal(file_download, "http_get", "file_download.http_get", HTTP_GET_PARAMETERS)(url, out, **kwargs)
 
 
-def weak_file_lock(path: Path):
+def weak_file_lock(path: Path) -> AbstractContextManager[Any]:
     """huggingface_hub's own lock on a cache file (a context manager)."""
     return _internal(hf_utils, "WeakFileLock", "utils.WeakFileLock", ("lock_file",))(path)
 
@@ -102,7 +108,7 @@ def repo_folder_name(repo_id: str) -> str:
     return fn(repo_id=repo_id, repo_type="model")
 
 
-def _probe(module, name: str, parameters: tuple[str, ...]):
+def _probe(module: ModuleType, name: str, parameters: tuple[str, ...]) -> HookProbe:
     return lambda: missing_parameters(getattr(module, name, None), parameters)
 
 

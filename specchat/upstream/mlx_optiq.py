@@ -13,9 +13,13 @@ mlx-optiq is a heavy import: it is imported only when a head is attached or chec
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
-from .checks import SelfCheck, missing_attributes, missing_parameters, run_checks
+import mlx.core as mx
+
+from .checks import HookProbe, SelfCheck, missing_attributes, missing_parameters, run_checks
 
 UPSTREAM, DISTRIBUTION = "mlx-optiq", "mlx-optiq"
 # mlx-optiq's lookup order (optiq.runtime.mtp.artifacts.expected_mtp_file).
@@ -25,6 +29,9 @@ MTP_KEY_PREFIXES = ("mtp.", "language_model.mtp.")
 EXTRA_TENSORS_KEY, EXTRA_MTP_FILE = "mlx_lm_extra_tensors", "mtp_file"  # a config may name its sidecar
 CORE_PARAMETERS = ("hidden_states", "next_token_ids", "mtp_cache", "emit_logits")
 FORWARD_PARAMETERS = ("hidden_states", "next_token_ids", "mtp_cache", "return_hidden")
+# The attached head without its projection: (hidden_states, next_token_ids, mtp_cache=, emit_logits=False)
+# -> (logits or None, hidden states). The mlx-lm models it attaches to are untyped: Any here.
+MtpCore = Callable[..., tuple[mx.array | None, mx.array]]
 
 
 def mtp_sidecar_names() -> tuple[str, ...]:
@@ -37,7 +44,7 @@ def mtp_key_prefixes() -> tuple[str, ...]:
     return MTP_KEY_PREFIXES
 
 
-def configured_sidecar(config: dict) -> str | None:
+def configured_sidecar(config: Mapping[str, Any]) -> str | None:
     """The sidecar a config names for mlx-optiq (mlx_lm_extra_tensors.mtp_file), if any."""
     extra = config.get(EXTRA_TENSORS_KEY)
     if isinstance(extra, dict) and isinstance(extra.get(EXTRA_MTP_FILE), str):
@@ -45,23 +52,23 @@ def configured_sidecar(config: dict) -> str | None:
     return None
 
 
-def attach_mtp_head(model, tokenizer, folder: Path) -> None:
+def attach_mtp_head(model: Any, tokenizer: object, folder: Path) -> None:
     """Attach the folder's MTP head to a loaded model in place (mlx-optiq raises when it cannot)."""
     from optiq.runtime.mtp.runtime import attach
 
     attach(model, tokenizer, folder)
 
 
-def _text_model(model):
+def _text_model(model: Any) -> Any:
     return getattr(model, "language_model", model)
 
 
-def mtp_core(model):
+def mtp_core(model: Any) -> MtpCore | None:
     """The attached head without its vocabulary projection (`_mtp_core`), or None."""
     return getattr(_text_model(model), "_mtp_core", None)
 
 
-def head_logits(model, hidden):
+def head_logits(model: Any, hidden: mx.array) -> mx.array:
     """Project head hidden states to logits the way mlx-optiq's head does (tied embeddings or lm_head)."""
     text = _text_model(model)
     if text.args.tie_word_embeddings:
@@ -105,7 +112,7 @@ def _probe_sidecars() -> str | None:
     return None
 
 
-def _probe_attached(model, attribute: str, parameters: tuple[str, ...]):
+def _probe_attached(model: Any, attribute: str, parameters: tuple[str, ...]) -> HookProbe:
     def probe() -> str | None:
         fn = getattr(_text_model(model), attribute, None)
         if fn is None:
@@ -114,15 +121,15 @@ def _probe_attached(model, attribute: str, parameters: tuple[str, ...]):
     return probe
 
 
-def _probe_cache(model) -> str | None:
+def _probe_cache(model: Any) -> str | None:
     return missing_attributes(model, ("make_mtp_cache",)) or missing_attributes(
         model.make_mtp_cache()[0], ("offset", "trim"))
 
 
-def self_check(model=None) -> SelfCheck:
+def self_check(model: Any = None) -> SelfCheck:
     """Verify the mlx-optiq hooks; with an attached model, also the head's own methods."""
-    probes = {"runtime.attach": _probe_attach, "MTP sidecar names": _probe_sidecars,
-              "MTP tensor prefixes": _probe_prefixes}
+    probes: dict[str, HookProbe] = {"runtime.attach": _probe_attach, "MTP sidecar names": _probe_sidecars,
+                                    "MTP tensor prefixes": _probe_prefixes}
     if model is not None:
         probes["mtp_forward"] = _probe_attached(model, "mtp_forward", FORWARD_PARAMETERS)
         probes["_mtp_core"] = _probe_attached(model, "_mtp_core", CORE_PARAMETERS)

@@ -7,8 +7,18 @@ the command line and an HTTP server all adapt the same queue.
 """
 
 from .engine_jobs import LoadedPair, LoadMessage, adopt_job, load_pair_job, prompt_job, reply_job
-from .events import (TERMINAL, JobCancelled, JobEvent, JobFailed, JobFinished, JobInfo, JobProgress, JobQueued,
-                     JobStarted, QueueState)
+from .events import (
+                     TERMINAL,
+                     JobCancelled,
+                     JobEvent,
+                     JobFailed,
+                     JobFinished,
+                     JobInfo,
+                     JobProgress,
+                     JobQueued,
+                     JobStarted,
+                     QueueState,
+)
 from .handle import NO_MODEL, JobCancelledError, JobContext, JobHandle
 from .host import EngineHost
 

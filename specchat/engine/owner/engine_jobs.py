@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import mlx.core as mx
 
 from ..config import GenerationConfig
 from ..engine import Engine
 from ..errors import IncompatibleDraftError
-from ..loading import load_model
+from ..events import Event
+from ..loading import LoadedModel, load_model
 from ..session import ChatSession
 from .handle import JobContext
 
@@ -36,7 +38,8 @@ class LoadMessage:
     text: str
 
 
-def load_pair_job(target: str | Path, draft: str | Path | None = None, keep_target_on_bad_draft: bool = True):
+def load_pair_job(target: str | Path, draft: str | Path | None = None,
+                  keep_target_on_bad_draft: bool = True) -> Callable[[JobContext], LoadedPair]:
     """A job that loads a target (and draft) beside the current engine and replaces it only on success.
 
     While it loads, the previous engine stays installed; a failure raises and leaves it in place.
@@ -47,7 +50,8 @@ def load_pair_job(target: str | Path, draft: str | Path | None = None, keep_targ
     def work(ctx: JobContext) -> LoadedPair:
         ctx.emit(LoadMessage(f"Loading {Path(target).name}…"))
         target_model = load_model(target)
-        draft_model = draft_error = None
+        draft_model: LoadedModel | None = None
+        draft_error: str | None = None
         if draft:
             ctx.emit(LoadMessage(f"Loading draft {Path(draft).name}…"))
             draft_model = load_model(draft)
@@ -67,7 +71,7 @@ def load_pair_job(target: str | Path, draft: str | Path | None = None, keep_targ
     return work
 
 
-def adopt_job(engine: Engine):
+def adopt_job(engine: Engine) -> Callable[[JobContext], LoadedPair]:
     """A job that makes an engine built elsewhere (a test, a script) the host's current one."""
 
     def work(ctx: JobContext) -> LoadedPair:
@@ -79,10 +83,11 @@ def adopt_job(engine: Engine):
     return work
 
 
-def reply_job(messages: list[dict], cfg: GenerationConfig, system_prompt: str = "", enable_thinking: bool = False):
+def reply_job(messages: Sequence[Mapping[str, Any]], cfg: GenerationConfig, system_prompt: str = "",
+              enable_thinking: bool = False) -> Callable[[JobContext], Iterator[Event]]:
     """A job that streams one chat reply on the current engine (its engine events are the job's progress)."""
 
-    def work(ctx: JobContext):
+    def work(ctx: JobContext) -> Iterator[Event]:
         engine = ctx.engine
         ids = ChatSession(engine, system_prompt or None, enable_thinking).prompt_ids(list(messages))
         yield from engine.stream(ids, cfg, ctx.cancel)
@@ -90,10 +95,10 @@ def reply_job(messages: list[dict], cfg: GenerationConfig, system_prompt: str = 
     return work
 
 
-def prompt_job(prompt_ids: list[int], cfg: GenerationConfig):
+def prompt_job(prompt_ids: list[int], cfg: GenerationConfig) -> Callable[[JobContext], Iterator[Event]]:
     """A job that streams a generation from token ids (the command line, a server)."""
 
-    def work(ctx: JobContext):
+    def work(ctx: JobContext) -> Iterator[Event]:
         yield from ctx.engine.stream(list(prompt_ids), cfg, ctx.cancel)
 
     return work

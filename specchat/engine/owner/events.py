@@ -63,6 +63,7 @@ class JobCancelled:
 
 
 JobEvent = JobQueued | JobStarted | JobProgress | JobFinished | JobFailed | JobCancelled
+JobEnd = JobFinished | JobFailed | JobCancelled  # a job's terminal event
 TERMINAL = (JobFinished, JobFailed, JobCancelled)
 
 

@@ -6,10 +6,10 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EngineError, error_from
-from .events import TERMINAL, JobCancelled, JobEvent, JobFailed, JobInfo, JobProgress
+from .events import TERMINAL, JobCancelled, JobEnd, JobEvent, JobFailed, JobFinished, JobInfo, JobProgress
 
 if TYPE_CHECKING:
     from .host import EngineHost
@@ -25,11 +25,11 @@ class JobCancelledError(EngineError):
 class JobContext:
     """What a job's work gets: the host (and its engine), the cancel event and emit(event)."""
 
-    def __init__(self, host: "EngineHost", handle: "JobHandle"):
+    def __init__(self, host: EngineHost, handle: JobHandle):
         self.host, self.handle, self.cancel = host, handle, handle.cancel
 
     @property
-    def engine(self):
+    def engine(self) -> Any:  # an Engine, a RemoteEngine or a cluster's: whatever the last load installed
         """The loaded engine; EngineError when none is loaded."""
         if self.host.engine is None:
             raise EngineError(NO_MODEL)
@@ -40,17 +40,23 @@ class JobContext:
         self.handle.deliver(JobProgress(self.handle.info, event))
 
 
+# A job's work: called with its context on the engine thread; returns the result, or is a generator
+# function whose yields are progress events and whose return value is the result.
+Work = Callable[[JobContext], object]
+Listener = Callable[[JobEvent], None]
+
+
 class JobHandle:
     """A submitted job: its id and kind, cancel, its events (listener or events()) and its result."""
 
-    def __init__(self, info: JobInfo, work: Callable, listener: Callable[[JobEvent], None] | None):
+    def __init__(self, info: JobInfo, work: Work, listener: Listener | None):
         self.info, self.work = info, work
         self.cancel = threading.Event()
         self._listener = listener
-        self._events: queue.SimpleQueue | None = None if listener else queue.SimpleQueue()
+        self._events: queue.SimpleQueue[JobEvent] | None = None if listener else queue.SimpleQueue()
         self._done = threading.Event()
-        self.outcome: JobEvent | None = None
-        self._end: JobEvent | None = None
+        self.outcome: JobEnd | None = None
+        self._end: JobEnd | None = None
 
     @property
     def id(self) -> int:
@@ -68,13 +74,13 @@ class JobHandle:
         return self._done.is_set()
 
     @property
-    def end(self) -> JobEvent:
+    def end(self) -> JobEnd:
         """The terminal event the host left when the work ended (published once the job stopped running)."""
         if self._end is None:
             raise EngineError(f"job {self.id} ({self.kind}) has not ended")
         return self._end
 
-    def set_end(self, event: JobEvent) -> None:
+    def set_end(self, event: JobEnd) -> None:
         """Record the terminal event (the host, when the work returns, raises or was cancelled)."""
         self._end = event
 
@@ -82,13 +88,13 @@ class JobHandle:
         """Hand one event to the job's listener or its events() queue (any thread)."""
         if isinstance(event, TERMINAL):
             self.outcome = event
-        if self._listener is None:
-            self._events.put(event)
-        else:
+        if self._listener is not None:
             try:
                 self._listener(event)
             except Exception:  # a consumer's bug must not stop the engine thread
                 log.exception("job %s: its listener raised", self.id)
+        elif self._events is not None:  # always, without a listener
+            self._events.put(event)
         if isinstance(event, TERMINAL):
             self._done.set()
 
@@ -109,7 +115,7 @@ class JobHandle:
         """Wait until the job ends; False on timeout."""
         return self._done.wait(timeout)
 
-    def result(self, timeout: float | None = None):
+    def result(self, timeout: float | None = None) -> Any:  # what the work returned: each kind of job its own
         """The job's result; the failure's own error class (ConfigError, ModelLoadError, ...) when it failed,
         JobCancelledError when cancelled, TimeoutError when it did not end in time."""
         if not self.wait(timeout):
@@ -119,4 +125,5 @@ class JobHandle:
             raise error_from(outcome.kind, outcome.message)
         if isinstance(outcome, JobCancelled):
             raise JobCancelledError(f"the {self.kind} job was cancelled")
+        assert isinstance(outcome, JobFinished)  # the only other terminal event; _done is set after one
         return outcome.result

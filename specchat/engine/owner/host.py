@@ -8,12 +8,12 @@ import itertools
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..errors import EngineError, error_kind, user_message
-from .events import (JobCancelled, JobEvent, JobFailed, JobFinished, JobInfo, JobQueued, JobStarted,
-                     QueueState)
-from .handle import JobCancelledError, JobContext, JobHandle
+from .events import JobCancelled, JobEvent, JobFailed, JobFinished, JobInfo, JobQueued, JobStarted, QueueState
+from .handle import JobCancelledError, JobContext, JobHandle, Listener, Work
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +22,7 @@ class EngineHost:
     """Owns one thread and the current engine; runs submitted jobs there one at a time, in order."""
 
     def __init__(self, name: str = "engine"):
-        self._engine = None
+        self._engine: Any = None  # an Engine, a RemoteEngine or a cluster's (see install)
         self._cond = threading.Condition(threading.RLock())
         self._queue: deque[JobHandle] = deque()
         self._running: JobHandle | None = None
@@ -34,7 +34,7 @@ class EngineHost:
         self.thread.start()
 
     @property
-    def engine(self):
+    def engine(self) -> Any:
         """The engine jobs use (None before the first load). Only jobs may call it."""
         return self._engine
 
@@ -42,7 +42,7 @@ class EngineHost:
         """True on the host's own thread."""
         return threading.current_thread() is self.thread
 
-    def install(self, engine) -> None:
+    def install(self, engine: object) -> None:
         """Make `engine` the current one (from a job); the previous one is released."""
         if not self.on_thread():
             raise EngineError("install() runs inside a job on the engine thread")
@@ -60,7 +60,7 @@ class EngineHost:
         if observer in self._observers:
             self._observers.remove(observer)
 
-    def submit(self, kind: str, work: Callable, listener: Callable[[JobEvent], None] | None = None) -> JobHandle:
+    def submit(self, kind: str, work: Work, listener: Listener | None = None) -> JobHandle:
         """Queue work(ctx); listener (any thread) gets this job's events, else iterate handle.events()."""
         with self._cond:
             if self._stopping:
@@ -153,7 +153,7 @@ class EngineHost:
             handle.set_end(JobFailed(info, user_message(exc), error_kind(exc)))
 
 
-def _drive(generator, ctx: JobContext):
+def _drive(generator: Iterator[object], ctx: JobContext) -> object:
     """Emit every value a generator yields; return its return value."""
     while True:
         try:
