@@ -332,6 +332,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.settings.window_geometry = base64.b64encode(self.saveGeometry().data()).decode("ascii")
         self.settings.window_state = base64.b64encode(self.saveState().data()).decode("ascii")
         self.save()
+        self.chat.interrupt()
         self.docks.stop()
         self.server.stop()
         self.client.shutdown()

@@ -201,3 +201,24 @@ def test_a_regeneration_stopped_before_any_text_leaves_the_reply_as_it_was(qtbot
     assert not card.version_label.isVisible() and window.transcript.notice is None
     row = window.store.messages(window.chat.conversation_id)[-1]
     assert (row.content, row.complete, row.stats["generated_tokens"]) == (reply.text, True, len(reply.tokens))
+
+
+def test_closing_the_window_mid_reply_saves_it_as_interrupted(qtbot, open_window, dense_target):
+    from specchat.engine import TextChunk
+    from specchat.ui.chat.footer import INTERRUPTED_TEXT
+
+    window = open_window(dense_target, max_tokens=4000)
+    chunks = []
+    window.client.event.connect(lambda _id, event: chunks.append(event) if isinstance(event, TextChunk) else None)
+    window.composer.text.setPlainText("Tell me a long story.")
+    window.composer.send_button.click()
+    qtbot.waitUntil(lambda: len(chunks) >= 3, timeout=REPLY_TIMEOUT_MS)
+    job, partial = window.client.current, window.chat.active.trace.text
+    window.close()
+    qtbot.waitUntil(lambda: job.handle.done, timeout=REPLY_TIMEOUT_MS)
+    qtbot.wait(100)  # the reply's last events reach the closed window now: they must touch no closed database
+    again = open_window()
+    reply = again.store.messages(again.chat.conversation_id)[-1]
+    assert reply.role == "assistant" and reply.content == partial and partial
+    assert reply.cancelled and reply.complete and reply.stats == {"stop_reason": "interrupted"}
+    assert again.transcript.views[-1].footer.text() == INTERRUPTED_TEXT

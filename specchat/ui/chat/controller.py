@@ -15,7 +15,7 @@ from specchat.store.conversations import DEFAULT_TITLE, title_from
 from ..engine_client import EngineClient
 from .composer import Composer
 from .conversation_list import ConversationList
-from .footer import error_stats, footer_text
+from .footer import error_stats, footer_text, interrupted_stats
 from .message_actions import MessageActions, stopped_notice
 from .trace import ReplyTrace, trace_data
 from .transcript import TranscriptView
@@ -148,6 +148,14 @@ class ChatController(QObject):
     def stop(self) -> None:
         """Stop the reply; what arrived so far is saved (marked stopped)."""
         self.client.cancel()
+
+    def interrupt(self) -> None:
+        """The window is closing: stop the reply and save what it wrote now, marked interrupted; the reply's
+        later events (they arrive after the store has closed) are then ignored."""
+        if self.active is None:
+            return
+        self.client.cancel()
+        self._finish(self.active.trace.text, interrupted_stats(), True)
 
     def _valid_reply_settings(self) -> tuple[GenerationConfig, bool] | None:
         """The next reply's config and thinking switch; None (and settingsRejected) when a setting is out of range."""

@@ -12,6 +12,8 @@ FOOTER_TOOLTIP = (
     "plain decoding share: tokens auto K produced without drafting · the last part says why the reply stopped.")
 
 __all__ = ["MODE_NAMES", "FOOTER_TOOLTIP", "footer_text", "error_stats", "k_text"]
+INTERRUPTED = "interrupted"
+INTERRUPTED_TEXT = "interrupted: SpecChat was closed while this reply was being written"
 
 
 def footer_text(stats: dict | None, cancelled: bool = False) -> str:
@@ -21,6 +23,8 @@ def footer_text(stats: dict | None, cancelled: bool = False) -> str:
     if stats.get("stop_reason") == "error" and "generated_tokens" not in stats:
         message = stats.get("error", "")
         return f"error: {message}" if message else "error"
+    if stats.get("stop_reason") == INTERRUPTED:
+        return INTERRUPTED_TEXT
     parts = [
         f"{stats.get('generated_tokens', 0)} tokens",
         f"{stats.get('decode_tokens_per_s', 0.0):.1f} tok/s",
@@ -35,6 +39,11 @@ def footer_text(stats: dict | None, cancelled: bool = False) -> str:
     if stop:
         parts.append(stop)
     return " · ".join(parts)
+
+
+def interrupted_stats() -> dict:
+    """The stats dict saved with a reply cut short by closing the window (its footer says so)."""
+    return {"stop_reason": INTERRUPTED}
 
 
 def error_stats(message: str) -> dict:
