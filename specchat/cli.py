@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"keep the k likeliest tokens ({LIMITS['top_k'].allowed()})")
     gen.add_argument("--min-p", type=LIMITS["min_p"].arg_type(), default=0.0,
                      help=f"drop tokens below min-p x the likeliest's probability ({LIMITS['min_p'].allowed()})")
-    gen.add_argument("--seed", type=int)
+    gen.add_argument("--seed", type=LIMITS["seed"].arg_type(), help="sampling seed (the same seed, the same reply)")
     gen.add_argument("--raw", action="store_true", help="no chat template: encode the prompt as is")
     gen.add_argument("--thinking", action="store_true", help="let Qwen3 think (enable_thinking=True)")
     gen.add_argument("--prompt", required=True, type=utf8_text, help="the prompt (UTF-8 text)")

@@ -87,6 +87,7 @@ def test_bad_arguments_are_refused_in_one_line_before_any_model_work(tmp_path, d
         (["generate", "--target", str(a_file), "--prompt", "hi"], "--target", "is a file"),
         (["generate", "--target", target, "--draft", str(a_file), "--prompt", "hi"], "--draft", "is a file"),
         (["sweep", "--target", target, "--reps", "0"], "--reps", "at least 1, got 0"),
+        (["generate", "--target", target, "--prompt", "hi", "--seed", "-5"], "--seed", "between 0 and"),
         (["generate", "--target", target, "--prompt", b"caf\xc3\xa9 \xff"], "--prompt", "byte 6 is 0xff"),
     ]
     for args, flag, words in cases:

@@ -114,3 +114,19 @@ def test_min_p_one_generates_a_reply(dense_target, dense_draft_partial):
     for mode in ("baseline", "draft"):
         cfg = GenerationConfig(mode=mode, max_tokens=8, temperature=1.0, min_p=1.0, seed=0)
         assert engine.generate(ids, cfg).tokens == greedy
+
+
+def test_the_seed_takes_what_mlx_random_keys_take():
+    from specchat.engine.sampling import KeyStream
+
+    for seed in (0, 2**64 - 1):
+        KeyStream(GenerationConfig(temperature=0.7, seed=seed).seed).next()
+    for seed in (-5, 2**64, 1.5, True, 10**400):
+        with pytest.raises(ConfigError, match=r"^seed must be a whole number between 0 and 18446744073709551615"):
+            GenerationConfig(seed=seed)
+
+
+def test_an_integer_past_any_float_is_refused_by_name_not_by_overflow():
+    for name in ("temperature", "max_tokens", "top_k"):
+        with pytest.raises(ConfigError, match=f"^{LIMITS[name].label} must be"):
+            GenerationConfig(**{name: 10**400})

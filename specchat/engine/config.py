@@ -48,7 +48,7 @@ class Limit:
             return False
         if self.integer and not isinstance(value, int):
             return False
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # an int is finite (and may be past any float)
             return False
         if self.off is not None and value == self.off:
             return True
@@ -95,7 +95,7 @@ class Limit:
 
 
 def _num(value: float) -> str:
-    return f"{value:g}"
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 LIMITS: dict[str, Limit] = {
@@ -108,6 +108,7 @@ LIMITS: dict[str, Limit] = {
     "top_k": Limit("top-k", 1, 1000, integer=True, off=0),
     # min-p 1 keeps only the likeliest token(s): mlx-lm's range, and it samples like greedy.
     "min_p": Limit("min-p", 0.0, 1.0, step=0.01, decimals=2),
+    "seed": Limit("seed", 0, 2**64 - 1, integer=True),  # MLX's random keys take an unsigned 64-bit seed
 }
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
 
@@ -142,6 +143,8 @@ class GenerationConfig:
         check_draft_tokens(self.mode, self.num_draft_tokens)
         for name in SAMPLING_FIELDS:
             LIMITS[name].check(getattr(self, name))
+        if self.seed is not None:
+            LIMITS["seed"].check(self.seed)
 
     @property
     def auto_k(self) -> bool:

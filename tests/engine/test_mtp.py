@@ -279,10 +279,10 @@ def test_switching_history_off_and_on_in_a_conversation_matches_a_fresh_engine(m
     assert result.tokens == Engine.load(mtp_partial).generate(follow, greedy(n=12)).tokens
 
 
-def test_cli_mtp_history_flag():
+def test_cli_mtp_history_flag(tmp_path):
     def cfg(*flags):
         return generation_config(build_parser().parse_args(
-            ["generate", "--target", "t", "--mode", "mtp", "--prompt", "p", *flags]))
+            ["generate", "--target", str(tmp_path), "--mode", "mtp", "--prompt", "p", *flags]))
 
     assert cfg().mtp_history is False
     assert cfg("--mtp-history").mtp_history is True

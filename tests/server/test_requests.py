@@ -56,6 +56,8 @@ def test_without_fields_the_servers_defaults_apply():
     (dict(CHAT, speculation={"mode": "mtp", "num_draft_tokens": 6}), 400, "speculation.num_draft_tokens"),
     (dict(CHAT, min_p=float("nan")), 400, "min_p"),
     (dict(CHAT, top_k=5000), 400, "top_k"),
+    (dict(CHAT, seed=-5), 400, "seed"),
+    (dict(CHAT, seed=2**64), 400, "seed"),
     (dict(CHAT, stream="yes"), 400, "stream"),
 ])
 def test_bad_values_are_refused_by_name(body, status, param):
