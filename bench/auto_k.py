@@ -41,23 +41,32 @@ def compare(engine: Engine, ids, mode: str, ks, runs: int, n: int) -> dict:
     for cell in cells:  # warm up, and let auto learn this pair's costs
         timed(engine, ids, *cell, n)
     for run in range(runs):
-        for cell in cells[run % len(cells):] + cells[:run % len(cells)]:  # rotate: no cell always goes first
+        for cell in cells[run % len(cells) :] + cells[: run % len(cells)]:  # rotate: no cell always goes first
             tokens, tps, k_used = timed(engine, ids, *cell, n)
             assert tokens == reference, f"{cell} output differs from plain decoding"
             speeds[cell].append(tps)
             mean_k = k_used if cell[1] == "auto" else mean_k
     med = {cell: median(v) for cell, v in speeds.items()}
     best_fixed = max(ks, key=lambda k: med[(mode, k)])
-    return {"plain": med[("baseline", 1)], "best_k": best_fixed, "best": med[(mode, best_fixed)],
-            "auto": med[(mode, "auto")], "mean_k": mean_k}
+    return {
+        "plain": med[("baseline", 1)],
+        "best_k": best_fixed,
+        "best": med[(mode, best_fixed)],
+        "auto": med[(mode, "auto")],
+        "mean_k": mean_k,
+    }
 
 
-REPEAT = ("Copy this list exactly, one item per line, and add nothing: apples, pears, plums, cherries, "
-          "apricots, peaches, grapes, melons, lemons, limes, oranges, figs, dates, kiwis, mangoes.")
+REPEAT = (
+    "Copy this list exactly, one item per line, and add nothing: apples, pears, plums, cherries, "
+    "apricots, peaches, grapes, melons, lemons, limes, oranges, figs, dates, kiwis, mangoes."
+)
 
-REAL_PROMPTS = {"structured": ("SmolLM2, structured prompt, early-exit draft", "draft", STRUCTURED),
-                "open": ("SmolLM2, open prompt, early-exit draft", "draft", OPEN),
-                "lookup": ("SmolLM2, prompt lookup, a list to copy", "lookup", REPEAT)}
+REAL_PROMPTS = {
+    "structured": ("SmolLM2, structured prompt, early-exit draft", "draft", STRUCTURED),
+    "open": ("SmolLM2, open prompt, early-exit draft", "draft", OPEN),
+    "lookup": ("SmolLM2, prompt lookup, a list to copy", "lookup", REPEAT),
+}
 
 
 def main() -> None:
@@ -73,11 +82,15 @@ def main() -> None:
     if "fixture" in args.cases:
         print(f"fixtures: dense target 16 layers (hidden 384), draft 2 layers; {args.tokens} tokens")
     if "real" in args.cases:
-        print(f"real: {REAL_MODEL.name}, draft = its first {args.real_draft_layers} of 30 layers, "
-              f"{args.real_tokens} tokens")
+        print(
+            f"real: {REAL_MODEL.name}, draft = its first {args.real_draft_layers} of 30 layers, "
+            f"{args.real_tokens} tokens"
+        )
     print(f"{args.runs} runs per cell, cell order rotated each run; MLX device {mx.default_device()}")
-    print("| situation | plain tok/s | best fixed K | its tok/s | auto tok/s | auto mean K | auto / best fixed "
-          "| auto / plain |")
+    print(
+        "| situation | plain tok/s | best fixed K | its tok/s | auto tok/s | auto mean K | auto / best fixed "
+        "| auto / plain |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     if "fixture" in args.cases:
         _fixture_rows(args)
@@ -89,9 +102,11 @@ def _fixture_rows(args) -> None:
     """The three situations on fixture models built here."""
     target, agreeing = build_cheap_draft_pair("dense", hidden=384, layers=16, draft_layers=2, noise=0.02)
     unrelated = build_model(target.parent / "unrelated", "dense", seed=7, hidden=384, layers=2)
-    cases = [("fixture, predictable: agreeing draft, structured prompt", agreeing, "draft", STRUCTURED),
-             ("fixture, open: unrelated draft, open prompt", unrelated, "draft", OPEN),
-             ("fixture, prompt lookup, text that repeats", None, "lookup", "one two three four. " * 6)]
+    cases = [
+        ("fixture, predictable: agreeing draft, structured prompt", agreeing, "draft", STRUCTURED),
+        ("fixture, open: unrelated draft, open prompt", unrelated, "draft", OPEN),
+        ("fixture, prompt lookup, text that repeats", None, "lookup", "one two three four. " * 6),
+    ]
     for label, draft, mode, text in cases:
         engine = Engine.load(target, draft)
         _report(label, engine, list(engine.tokenizer.encode(text)), mode, args)
@@ -112,8 +127,11 @@ def _real_rows(args) -> None:
 
 def _report(label: str, engine: Engine, ids: list[int], mode: str, args, real: bool = False) -> None:
     r = compare(engine, ids, mode, args.ks, args.runs, args.real_tokens if real else args.tokens)
-    print(f"| {label} | {r['plain']:.1f} | {r['best_k']} | {r['best']:.1f} | {r['auto']:.1f} | "
-          f"{r['mean_k']:.1f} | {r['auto'] / r['best']:.2f} | {r['auto'] / r['plain']:.2f} |", flush=True)
+    print(
+        f"| {label} | {r['plain']:.1f} | {r['best_k']} | {r['best']:.1f} | {r['auto']:.1f} | "
+        f"{r['mean_k']:.1f} | {r['auto'] / r['best']:.2f} | {r['auto'] / r['plain']:.2f} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -57,8 +57,10 @@ def rank_main(target: str, draft: str, out: str) -> int:
         group.gather_ints([loaded, mx.get_peak_memory()])
         return 0
     state = ClusterState(group, 120)
-    figures = measure(lambda: build_engine(group, target, draft),
-                      lambda engine, cfg: lead_generation(state, engine, list(range(5, 37)), cfg, threading.Event()))
+    figures = measure(
+        lambda: build_engine(group, target, draft),
+        lambda engine, cfg: lead_generation(state, engine, list(range(5, 37)), cfg, threading.Event()),
+    )
     stop_followers(state)
     rows = group.gather_ints([figures["loaded_bytes"], figures["peak_bytes"]])
     Path(out).write_text(json.dumps({"rank0": figures, "ranks": rows}))
@@ -69,17 +71,35 @@ def main() -> None:
     target, draft = build_cheap_draft_pair(ARGS.kind, hidden=1024, layers=8, draft_layers=2)
     single = measure(lambda: Engine.load(target, draft))
     out = Path(tempfile.mkdtemp()) / "ranks.json"
-    launch = [str(Path(sys.executable).with_name("mlx.launch")), "--backend", "ring", "-n", "2", "--python",
-              sys.executable, "--", str(Path(__file__)), "--kind", ARGS.kind, "--tokens", str(ARGS.tokens),
-              "--rank-run", str(target), str(draft), str(out)]
+    launch = [
+        str(Path(sys.executable).with_name("mlx.launch")),
+        "--backend",
+        "ring",
+        "-n",
+        "2",
+        "--python",
+        sys.executable,
+        "--",
+        str(Path(__file__)),
+        "--kind",
+        ARGS.kind,
+        "--tokens",
+        str(ARGS.tokens),
+        "--rank-run",
+        str(target),
+        str(draft),
+        str(out),
+    ]
     subprocess.run(launch, cwd=ROOT, check=True, timeout=900)
     cluster = json.loads(out.read_text())
     print(f"{ARGS.kind} target (hidden 1024, 8 layers) + 2-layer draft, {ARGS.tokens} tokens, this machine")
     print("| run | memory after load per rank (MB) | peak per rank (MB) | baseline tok/s | draft K=3 tok/s |")
     print("|---|---|---|---|---|")
     speeds = single["tokens_per_s"]
-    print(f"| 1 process | {single['loaded_bytes'] / MB:.0f} | {single['peak_bytes'] / MB:.0f} | "
-          f"{speeds['baseline']} | {speeds['draft']} |")
+    print(
+        f"| 1 process | {single['loaded_bytes'] / MB:.0f} | {single['peak_bytes'] / MB:.0f} | "
+        f"{speeds['baseline']} | {speeds['draft']} |"
+    )
     loaded = " / ".join(f"{row[0] / MB:.0f}" for row in cluster["ranks"])
     peak = " / ".join(f"{row[1] / MB:.0f}" for row in cluster["ranks"])
     speeds = cluster["rank0"]["tokens_per_s"]

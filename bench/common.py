@@ -25,8 +25,14 @@ def chat_ids(engine, prompt: str) -> list[int]:
     return engine.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True)
 
 
-def build_model(folder: Path, kind: str, seed: int = 0, hidden: int = 384, layers: int = 6,
-                linear_heads: tuple[int, int, int] = (8, 4, 64)) -> Path:
+def build_model(
+    folder: Path,
+    kind: str,
+    seed: int = 0,
+    hidden: int = 384,
+    layers: int = 6,
+    linear_heads: tuple[int, int, int] = (8, 4, 64),
+) -> Path:
     """A random qwen3 ("dense") or qwen3_5 ("hybrid") model folder, bigger than the test fixtures."""
     folder.mkdir(parents=True, exist_ok=True)
     tm.build_tokenizer(folder)
@@ -36,8 +42,12 @@ def build_model(folder: Path, kind: str, seed: int = 0, hidden: int = 384, layer
     else:
         config = tm.hybrid_config(hidden, layers, 2, n_tokens, eos)
         v_heads, k_heads, head_dim = linear_heads
-        config["text_config"].update(linear_num_value_heads=v_heads, linear_num_key_heads=k_heads,
-                                     linear_key_head_dim=head_dim, linear_value_head_dim=head_dim)
+        config["text_config"].update(
+            linear_num_value_heads=v_heads,
+            linear_num_key_heads=k_heads,
+            linear_key_head_dim=head_dim,
+            linear_value_head_dim=head_dim,
+        )
     tm._write_json(folder / "config.json", config)
     tm._save_weights(folder, dict(tree_flatten(tm.fresh_model(folder, seed).parameters())))
     return folder
@@ -50,8 +60,9 @@ def build_pair(kind: str, noise: float, **kw) -> tuple[Path, Path]:
     return target, tm.perturb_model(target, root / "draft", noise, seed=1)
 
 
-def build_cheap_draft_pair(kind: str = "dense", hidden: int = 384, layers: int = 16,
-                           draft_layers: int = 2, noise: float = 0.02, **kw) -> tuple[Path, Path]:
+def build_cheap_draft_pair(
+    kind: str = "dense", hidden: int = 384, layers: int = 16, draft_layers: int = 2, noise: float = 0.02, **kw
+) -> tuple[Path, Path]:
     """A pair with a realistic cost ratio: a deep target whose layers past `draft_layers` add nothing
     (zeroed output projections, still computed) and a shallow draft made of its first layers + noise."""
     import mlx.core as mx

@@ -74,11 +74,15 @@ def main() -> None:
         target, draft = build_cheap_draft_pair("dense", args.hidden, args.layers, draft_layers=2, noise=args.noise)
         engine = Engine.load(target, draft)
         ids = list(engine.tokenizer.encode(PROMPT))
-        pair = (f"dense pair: qwen3 hidden={args.hidden}, target {args.layers} layers, draft = its first 2 layers "
-                f"+ {args.noise:.0%} noise")
+        pair = (
+            f"dense pair: qwen3 hidden={args.hidden}, target {args.layers} layers, draft = its first 2 layers "
+            f"+ {args.noise:.0%} noise"
+        )
     print(f"{pair}; {args.tokens} tokens, {args.pairs} pairs of back-to-back runs, MLX device {mx.default_device()}")
-    print("| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm (median of pairs) | 95% CI | acceptance "
-          "| rows fed to target, draft: ours / mlx-lm |")
+    print(
+        "| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm (median of pairs) | 95% CI | acceptance "
+        "| rows fed to target, draft: ours / mlx-lm |"
+    )
     # K > 0: lockstep pairs; K = 0: whole runs back to back
     print("|---|---|---|---|---|---|---|")
     for k in args.ks:
@@ -86,16 +90,25 @@ def main() -> None:
         run_ours(engine, ids, k, args.tokens)  # warm up both
         if k:
             cfg = GenerationConfig(mode="draft", num_draft_tokens=k, max_tokens=args.tokens)
-            speeds = lockstep_pairs(lambda: engine_steps(engine, ids, cfg, reference),
-                                    lambda: mlx_lm_steps(engine, ids, k, args.tokens, reference), args.pairs)
+            speeds = lockstep_pairs(
+                lambda: engine_steps(engine, ids, cfg, reference),
+                lambda: mlx_lm_steps(engine, ids, k, args.tokens, reference),
+                args.pairs,
+            )
         else:
-            speeds = paired_runs(lambda: _speed(run_ours, engine, ids, k, args.tokens, reference),
-                                 lambda: _speed(run_mlx_lm, engine, ids, k, args.tokens, reference), args.pairs)
-        stats = engine.generate(ids, GenerationConfig(mode="draft" if k else "baseline", num_draft_tokens=max(k, 1),
-                                                      max_tokens=args.tokens)).stats
+            speeds = paired_runs(
+                lambda: _speed(run_ours, engine, ids, k, args.tokens, reference),
+                lambda: _speed(run_mlx_lm, engine, ids, k, args.tokens, reference),
+                args.pairs,
+            )
+        stats = engine.generate(
+            ids, GenerationConfig(mode="draft" if k else "baseline", num_draft_tokens=max(k, 1), max_tokens=args.tokens)
+        ).stats
         label = f"{k}" if k else "0 (plain decoding vs generate_step)"
-        print(f"| {label} | {speeds.row()} | {stats.acceptance_rate:.0%} | {work_row(engine, ids, k, args.tokens)} |",
-              flush=True)
+        print(
+            f"| {label} | {speeds.row()} | {stats.acceptance_rate:.0%} | {work_row(engine, ids, k, args.tokens)} |",
+            flush=True,
+        )
 
 
 def work_row(engine: Engine, ids: list[int], k: int, n: int) -> str:

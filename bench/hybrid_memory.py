@@ -57,11 +57,16 @@ def measure(target, draft, ids, k: int, n: int) -> dict:
     spec = peak(engine, ids, "draft", k, n)
     assert spec.tokens == base.tokens, "draft mode output differs from baseline"
     states = recurrent_state_bytes(engine.runner) + recurrent_state_bytes(engine.drafters["draft"].runner)
-    row = {"n": n, "base": base.stats.peak_memory_bytes, "spec": spec.stats.peak_memory_bytes,
-           "weights": weight_bytes(engine.draft.model), "states": states,
-           "draft_kv": kv_cache_bytes(engine.drafters["draft"].runner),
-           "all_kv": kv_cache_bytes(engine.drafters["draft"].runner) + kv_cache_bytes(engine.runner),
-           "acceptance": spec.stats.acceptance_rate}
+    row = {
+        "n": n,
+        "base": base.stats.peak_memory_bytes,
+        "spec": spec.stats.peak_memory_bytes,
+        "weights": weight_bytes(engine.draft.model),
+        "states": states,
+        "draft_kv": kv_cache_bytes(engine.drafters["draft"].runner),
+        "all_kv": kv_cache_bytes(engine.drafters["draft"].runner) + kv_cache_bytes(engine.runner),
+        "acceptance": spec.stats.acceptance_rate,
+    }
     row["budget"] = row["base"] * 1.05 + row["weights"] + (k + 1) * states
     return row
 
@@ -78,26 +83,36 @@ def memory_args(doc: str) -> argparse.Namespace:
 def main() -> None:
     args = memory_args(__doc__)
     shape = dict(hidden=args.hidden, layers=args.layers, linear_heads=(16, 8, 64))
-    pairs = {"same-size draft": build_pair("hybrid", 0.004, **shape),
-             "2-layer draft": build_cheap_draft_pair("hybrid", draft_layers=2, noise=0.004, **shape)}
-    print(f"hybrid pairs: qwen3_5 target hidden={args.hidden} layers={args.layers} (linear 16x64 value heads); "
-          f"K={args.k}, MLX device {mx.default_device()}")
-    print("| pair | tokens | baseline peak GB | draft-mode peak GB | draft weights GB | recurrent states GB "
-          "(target+draft) | draft KV cache GB | budget GB | within budget | budget + draft KV | "
-          "peak minus all KV caches GB | acceptance |")
+    pairs = {
+        "same-size draft": build_pair("hybrid", 0.004, **shape),
+        "2-layer draft": build_cheap_draft_pair("hybrid", draft_layers=2, noise=0.004, **shape),
+    }
+    print(
+        f"hybrid pairs: qwen3_5 target hidden={args.hidden} layers={args.layers} (linear 16x64 value heads); "
+        f"K={args.k}, MLX device {mx.default_device()}"
+    )
+    print(
+        "| pair | tokens | baseline peak GB | draft-mode peak GB | draft weights GB | recurrent states GB "
+        "(target+draft) | draft KV cache GB | budget GB | within budget | budget + draft KV | "
+        "peak minus all KV caches GB | acceptance |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label, (target, draft) in pairs.items():
         ids = list(Engine.load(target).tokenizer.encode("Write a long story about the sea."))
         rows = [measure(target, draft, ids, args.k, n) for n in (64, 512)]
         for r in rows:
-            print(f"| {label} | {r['n']} | {r['base'] / GB:.4f} | {r['spec'] / GB:.4f} | {r['weights'] / GB:.4f} | "
-                  f"{r['states'] / GB:.4f} | {r['draft_kv'] / GB:.4f} | {r['budget'] / GB:.4f} | "
-                  f"{'yes' if r['spec'] <= r['budget'] else 'NO'} | "
-                  f"{'yes' if r['spec'] <= r['budget'] + r['draft_kv'] else 'NO'} | "
-                  f"{(r['spec'] - r['all_kv']) / GB:.4f} | {r['acceptance']:.0%} |")
+            print(
+                f"| {label} | {r['n']} | {r['base'] / GB:.4f} | {r['spec'] / GB:.4f} | {r['weights'] / GB:.4f} | "
+                f"{r['states'] / GB:.4f} | {r['draft_kv'] / GB:.4f} | {r['budget'] / GB:.4f} | "
+                f"{'yes' if r['spec'] <= r['budget'] else 'NO'} | "
+                f"{'yes' if r['spec'] <= r['budget'] + r['draft_kv'] else 'NO'} | "
+                f"{(r['spec'] - r['all_kv']) / GB:.4f} | {r['acceptance']:.0%} |"
+            )
         leak = (rows[1]["spec"] - rows[1]["all_kv"]) - (rows[0]["spec"] - rows[0]["all_kv"])
-        print(f"{label}: draft-mode peak minus every KV cache, 512 vs 64 tokens: {leak / 1e6:+.2f} MB "
-              "(what per-round rollback state could leak; KV caches grow in every mode)")
+        print(
+            f"{label}: draft-mode peak minus every KV cache, 512 vs 64 tokens: {leak / 1e6:+.2f} MB "
+            "(what per-round rollback state could leak; KV caches grow in every mode)"
+        )
 
 
 if __name__ == "__main__":

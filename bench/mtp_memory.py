@@ -43,9 +43,15 @@ def measure(folder: Path, plain: Path, ids, k: int, n: int, history: bool) -> di
     engine = Engine.load(folder)
     spec = peak(engine, ids, "mtp", k, n, mtp_history=history)
     assert spec.tokens == base.tokens, "MTP output differs from baseline"
-    row = {"n": n, "base": base.stats.peak_memory_bytes, "spec": spec.stats.peak_memory_bytes,
-           "head": weight_bytes(engine.target.model) - plain_weights, "states": recurrent_state_bytes(engine.runner),
-           "head_kv": head_cache_bytes(engine), "acceptance": spec.stats.acceptance_rate}
+    row = {
+        "n": n,
+        "base": base.stats.peak_memory_bytes,
+        "spec": spec.stats.peak_memory_bytes,
+        "head": weight_bytes(engine.target.model) - plain_weights,
+        "states": recurrent_state_bytes(engine.runner),
+        "head_kv": head_cache_bytes(engine),
+        "acceptance": spec.stats.acceptance_rate,
+    }
     row["budget"] = row["base"] * 1.05 + row["head"] + (k + 1) * row["states"]
     row["overhead"] = row["spec"] - row["base"] - row["head_kv"]
     return row
@@ -57,21 +63,30 @@ def main() -> None:
     folder = build_hybrid_mtp(root / "model", head="agree", fc_noise=0.3, hidden=args.hidden, layers=args.layers)
     plain = without_head(folder, root / "no_head")
     ids = list(Engine.load(plain).tokenizer.encode("Write a long story about the sea."))
-    print(f"hybrid qwen3_5 hidden={args.hidden} layers={args.layers} + 1 MTP layer (sidecar); depth {args.k}; "
-          f"baseline = the same folder without the sidecar; MLX device {mx.default_device()}")
-    print("| head history | tokens | baseline peak GB | MTP-mode peak GB | head weights GB | recurrent states MB "
-          "| budget GB | within budget | head KV cache MB | MTP peak - baseline peak - head KV, MB | acceptance |")
+    print(
+        f"hybrid qwen3_5 hidden={args.hidden} layers={args.layers} + 1 MTP layer (sidecar); depth {args.k}; "
+        f"baseline = the same folder without the sidecar; MLX device {mx.default_device()}"
+    )
+    print(
+        "| head history | tokens | baseline peak GB | MTP-mode peak GB | head weights GB | recurrent states MB "
+        "| budget GB | within budget | head KV cache MB | MTP peak - baseline peak - head KV, MB | acceptance |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for history in (False, True):
         rows = [measure(folder, plain, ids, args.k, n, history) for n in (64, 512)]
         for r in rows:
-            print(f"| {'on' if history else 'off'} | {r['n']} | {r['base'] / GB:.4f} | {r['spec'] / GB:.4f} | "
-                  f"{r['head'] / GB:.4f} | {r['states'] / 1e6:.3f} | {r['budget'] / GB:.4f} | "
-                  f"{'yes' if r['spec'] <= r['budget'] else 'NO'} | {r['head_kv'] / 1e6:.2f} | "
-                  f"{r['overhead'] / 1e6:.2f} | {r['acceptance']:.0%} |", flush=True)
+            print(
+                f"| {'on' if history else 'off'} | {r['n']} | {r['base'] / GB:.4f} | {r['spec'] / GB:.4f} | "
+                f"{r['head'] / GB:.4f} | {r['states'] / 1e6:.3f} | {r['budget'] / GB:.4f} | "
+                f"{'yes' if r['spec'] <= r['budget'] else 'NO'} | {r['head_kv'] / 1e6:.2f} | "
+                f"{r['overhead'] / 1e6:.2f} | {r['acceptance']:.0%} |",
+                flush=True,
+            )
         growth = rows[1]["overhead"] - rows[0]["overhead"]
-        print(f"history {'on' if history else 'off'}: MTP-mode overhead over baseline (head KV cache aside), "
-              f"512 vs 64 tokens: {growth / 1e6:+.2f} MB")
+        print(
+            f"history {'on' if history else 'off'}: MTP-mode overhead over baseline (head KV cache aside), "
+            f"512 vs 64 tokens: {growth / 1e6:+.2f} MB"
+        )
 
 
 if __name__ == "__main__":

@@ -29,8 +29,9 @@ PROMPT = "def merge_sorted(a: list[int], b: list[int]) -> list[int]:\n    "
 HEADS = {"agree": 0.0, "partial": 0.3}
 
 
-def run_ours(engine: Engine, ids: list[int], depth: int, n: int,
-             history: bool = True) -> tuple[list[int], float, float]:
+def run_ours(
+    engine: Engine, ids: list[int], depth: int, n: int, history: bool = True
+) -> tuple[list[int], float, float]:
     """Tokens, wall time and acceptance of one MTP generation from empty caches."""
     engine.reset()
     start = time.perf_counter()
@@ -64,31 +65,42 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--depths", type=int, nargs="+", default=[1, 2, 3, 4])
-    parser.add_argument("--history", nargs="+", choices=["on", "off"], default=["on", "off"],
-                        help="run ours with the head's history (on), without (off), or both")
+    parser.add_argument(
+        "--history",
+        nargs="+",
+        choices=["on", "off"],
+        default=["on", "off"],
+        help="run ours with the head's history (on), without (off), or both",
+    )
     parser.add_argument("--heads", nargs="+", choices=list(HEADS), default=list(HEADS))
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="specchat-bench-mtp-"))
-    print(f"hybrid qwen3_5 hidden={args.hidden} layers={args.layers} + 1 MTP layer (sidecar); "
-          f"{args.tokens} tokens, {args.pairs} pairs of back-to-back runs, MLX device {mx.default_device()}")
-    print("| head | depth | ours: head history | ours tok/s | optiq tok/s | ratio ours/optiq (median of pairs) "
-          "| 95% CI | acceptance ours | acceptance optiq |")
+    print(
+        f"hybrid qwen3_5 hidden={args.hidden} layers={args.layers} + 1 MTP layer (sidecar); "
+        f"{args.tokens} tokens, {args.pairs} pairs of back-to-back runs, MLX device {mx.default_device()}"
+    )
+    print(
+        "| head | depth | ours: head history | ours tok/s | optiq tok/s | ratio ours/optiq (median of pairs) "
+        "| 95% CI | acceptance ours | acceptance optiq |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for head in args.heads:
         noise = HEADS[head]
-        folder = build_hybrid_mtp(root / head, head="agree", fc_noise=noise,
-                                  hidden=args.hidden, layers=args.layers)
+        folder = build_hybrid_mtp(root / head, head="agree", fc_noise=noise, hidden=args.hidden, layers=args.layers)
         ours_engine, optiq_engine = Engine.load(folder), OptiqEngine(str(folder))
         ids = list(ours_engine.tokenizer.encode(PROMPT))
         for depth in args.depths:
             reference, _, acc_b = run_optiq(optiq_engine, ids, depth, args.tokens)
             for history in args.history:
                 acc_a = run_ours(ours_engine, ids, depth, args.tokens, history == "on")[2]  # also warms up
-                cfg = GenerationConfig(mode="mtp", num_draft_tokens=depth, max_tokens=args.tokens,
-                                       mtp_history=history == "on")
+                cfg = GenerationConfig(
+                    mode="mtp", num_draft_tokens=depth, max_tokens=args.tokens, mtp_history=history == "on"
+                )
                 speeds = lockstep_pairs(
                     lambda: engine_steps(ours_engine, ids, cfg, reference),
-                    lambda: optiq_steps(optiq_engine, ids, depth, args.tokens, reference), args.pairs)
+                    lambda: optiq_steps(optiq_engine, ids, depth, args.tokens, reference),
+                    args.pairs,
+                )
                 print(f"| {head} | {depth} | {history} | {speeds.row()} | {acc_a:.0%} | {acc_b:.0%} |", flush=True)
 
 

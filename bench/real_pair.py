@@ -31,7 +31,7 @@ from tests.engine.helpers import mlx_lm_speculative_tokens
 
 PROMPTS = {
     "code": "Write a Python function that merges two sorted lists into one sorted list, with a docstring "
-            "and type hints.",
+    "and type hints.",
     "open": "Tell me a short story about a lighthouse keeper who finds a message in a bottle.",
 }
 FOLLOW_UPS = {
@@ -69,7 +69,7 @@ def situation(engine: Engine, prompt: str, n: int, plan: list, reps: int) -> dic
     speeds: dict[str, list[float]] = {label: [] for label, _, _ in plan}
     details: dict[str, object] = {}
     for rep in range(reps):
-        order = plan[rep % len(plan):] + plan[:rep % len(plan)]
+        order = plan[rep % len(plan) :] + plan[: rep % len(plan)]
         for label, kind, k in order:
             tokens, tps, stats = run_cell(engine, ids, kind, k, n)
             assert tokens == reference, f"{label}: output differs from plain decoding"
@@ -100,8 +100,13 @@ def conversation(engine: Engine, kind: str, n: int, ks: list[int]) -> list[tuple
         assert len(texts) == 1, "a side wrote a different reply"
         history.append({"role": "assistant", "content": texts.pop()})
         out.append((len(result.tokens), row))
-        print(f"  turn {len(out)}: " + ", ".join(f"{label} {len(result.tokens) / v:.2f}" for label, v in row.items())
-              + " tok/s", file=sys.stderr, flush=True)
+        print(
+            f"  turn {len(out)}: "
+            + ", ".join(f"{label} {len(result.tokens) / v:.2f}" for label, v in row.items())
+            + " tok/s",
+            file=sys.stderr,
+            flush=True,
+        )
     return out
 
 
@@ -121,15 +126,19 @@ def report(name: str, n: int, result: dict, ks: list[int]) -> None:
     fixed = {label: v for label, v in med.items() if label.startswith("ours K=")}
     best_label = max(fixed, key=fixed.get)
     auto = result["details"]["auto"]
+
     def ratio(label: str) -> str:
         return f"{med[label] / plain:.2f}x" if label in med else "—"
 
     cols = [f"{plain:.2f}"] + [ratio(f"ours K={k}") for k in ks]
     cols += [ratio(f"stock K={k}") for k in ks] if any(label.startswith("stock") for label in med) else []
-    cols += [f"{med['auto'] / plain:.2f}x", f"{med['lookup auto'] / plain:.2f}x",
-             f"{paired(result['speeds'], 'auto', best_label)} ({best_label[5:]})",
-             paired(result['speeds'], 'auto', 'plain'),
-             f"{auto.plain_tokens}/{auto.generated_tokens} plain, {auto.accepted}/{auto.drafted} accepted"]
+    cols += [
+        f"{med['auto'] / plain:.2f}x",
+        f"{med['lookup auto'] / plain:.2f}x",
+        f"{paired(result['speeds'], 'auto', best_label)} ({best_label[5:]})",
+        paired(result["speeds"], "auto", "plain"),
+        f"{auto.plain_tokens}/{auto.generated_tokens} plain, {auto.accepted}/{auto.drafted} accepted",
+    ]
     print(f"| {name} | {n} | " + " | ".join(cols) + " |", flush=True)
 
 
@@ -139,21 +148,29 @@ def main() -> None:
     parser.add_argument("--draft", default=os.environ.get("QWEN_DRAFT"))
     parser.add_argument("--lengths", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 3, 4])
-    parser.add_argument("--long-ks", type=int, nargs="+", default=None,
-                        help="fixed Ks for replies over 64 tokens (default: --ks)")
+    parser.add_argument(
+        "--long-ks", type=int, nargs="+", default=None, help="fixed Ks for replies over 64 tokens (default: --ks)"
+    )
     parser.add_argument("--kinds", nargs="+", default=list(PROMPTS))
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--no-stock", action="store_true")
     parser.add_argument("--conversation-tokens", type=int, default=64, help="0: no conversation rows")
-    parser.add_argument("--conversation-ks", type=int, nargs="+", default=[1, 4],
-                        help="fixed Ks beside plain and auto in the conversation (default: 1 4)")
+    parser.add_argument(
+        "--conversation-ks",
+        type=int,
+        nargs="+",
+        default=[1, 4],
+        help="fixed Ks beside plain and auto in the conversation (default: 1 4)",
+    )
     parser.add_argument("--conversation-only", action="store_true", help="skip the single-reply rows")
     args = parser.parse_args()
     if not (args.target and args.draft and Path(args.target).is_dir() and Path(args.draft).is_dir()):
         sys.exit("no real pair: run ../shared/tools/real-qwen-pair.sh, then source real-qwen-pair.env")
     engine = Engine.load(args.target, args.draft)
-    print(f"pair: {Path(args.target).name} + {Path(args.draft).name}; reps {args.reps}; tok/s = tokens / wall "
-          "time from empty caches (prefill included)\n")
+    print(
+        f"pair: {Path(args.target).name} + {Path(args.draft).name}; reps {args.reps}; tok/s = tokens / wall "
+        "time from empty caches (prefill included)\n"
+    )
     if args.conversation_only:
         conversation_table(engine, args)
         return
@@ -164,8 +181,12 @@ def main() -> None:
             print(f"{kind}, {n} tokens:", file=sys.stderr, flush=True)
             rows.append((kind, n, situation(engine, PROMPTS[kind], n, cells(ks, not args.no_stock), args.reps), ks))
     stock_head = "".join(f" stock K={k} |" for k in args.ks) if not args.no_stock else ""
-    print("| prompt | tokens | plain tok/s |" + "".join(f" ours K={k} |" for k in args.ks) + stock_head +
-          " auto | lookup auto | auto / best fixed | auto / plain | auto's choices |")
+    print(
+        "| prompt | tokens | plain tok/s |"
+        + "".join(f" ours K={k} |" for k in args.ks)
+        + stock_head
+        + " auto | lookup auto | auto / best fixed | auto / plain | auto's choices |"
+    )
     print("|---" * (3 + len(args.ks) * (1 if args.no_stock else 2) + 5) + "|")
     for kind, n, result, _ks in rows:
         report(kind, n, result, args.ks)
@@ -176,18 +197,29 @@ def main() -> None:
 def conversation_table(engine: Engine, args) -> None:
     """The conversation rows: each reply's tok/s as x plain, and auto's ratios to the goals."""
     ks = args.conversation_ks
-    print("\n| conversation | reply | plain tok/s |" + "".join(f" K={k} |" for k in ks) +
-          " auto | auto / best fixed | auto / plain |\n" + "|---" * (6 + len(ks)) + "|")
+    print(
+        "\n| conversation | reply | plain tok/s |"
+        + "".join(f" K={k} |" for k in ks)
+        + " auto | auto / best fixed | auto / plain |\n"
+        + "|---" * (6 + len(ks))
+        + "|"
+    )
     for kind in args.kinds:
         print(f"conversation, {kind}:", file=sys.stderr, flush=True)
         replies = conversation(engine, kind, args.conversation_tokens, ks)
-        replies.append((sum(n for n, _ in replies), {label: sum(r[label] for _, r in replies) for label in replies[0][1]}))
+        replies.append(
+            (sum(n for n, _ in replies), {label: sum(r[label] for _, r in replies) for label in replies[0][1]})
+        )
         for i, (tokens, seconds) in enumerate(replies, 1):
             row = {label: tokens / s for label, s in seconds.items()}
             plain, best = row["plain"], max(row[f"K={k}"] for k in ks)
             label = str(i) if i < len(replies) else "whole"
-            print(f"| {kind} | {label} | {plain:.2f} | " + " | ".join(f"{row[f'K={k}'] / plain:.2f}x" for k in ks) +
-                  f" | {row['auto'] / plain:.2f}x | {row['auto'] / best:.2f} | {row['auto'] / plain:.2f} |", flush=True)
+            print(
+                f"| {kind} | {label} | {plain:.2f} | "
+                + " | ".join(f"{row[f'K={k}'] / plain:.2f}x" for k in ks)
+                + f" | {row['auto'] / plain:.2f}x | {row['auto'] / best:.2f} | {row['auto'] / plain:.2f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -67,8 +67,10 @@ def main() -> int:
     dash.set_baseline_tps(key, measured, sampling="greedy")
     dash.redraw()
     print(f"break-even line: {shown(dash)[1]:.2f} tok/s (measured plain decode {measured:.2f})")
-    print("\n| prompt | plain decode tok/s | auto decode tok/s | auto / plain (own stats) | dashboard vs plain "
-          "| its reference | break-even line |\n|---|---|---|---|---|---|---|")
+    print(
+        "\n| prompt | plain decode tok/s | auto decode tok/s | auto / plain (own stats) | dashboard vs plain "
+        "| its reference | break-even line |\n|---|---|---|---|---|---|---|"
+    )
     failures, plain_speeds = [], []
     for kind in PROMPTS:
         plain = reply(engine, dash, kind, "baseline", args.tokens)
@@ -77,9 +79,12 @@ def main() -> int:
         tile, line = shown(dash)
         reference = sum(plain_speeds) / len(plain_speeds)  # the session's plain replies so far (same target)
         expected = auto.decode_tokens_per_s / reference
-        print(f"| {kind} | {plain.decode_tokens_per_s:.2f} | {auto.decode_tokens_per_s:.2f} | "
-              f"{auto.decode_tokens_per_s / plain.decode_tokens_per_s:.2f} | {tile} | "
-              f"{dash.reference().describe(dash.plain.clock())} | {line:.2f} |", flush=True)
+        print(
+            f"| {kind} | {plain.decode_tokens_per_s:.2f} | {auto.decode_tokens_per_s:.2f} | "
+            f"{auto.decode_tokens_per_s / plain.decode_tokens_per_s:.2f} | {tile} | "
+            f"{dash.reference().describe(dash.plain.clock())} | {line:.2f} |",
+            flush=True,
+        )
         if tile != f"{expected:.2f}×":
             failures.append(f"{kind}: the tile shows {tile}, the replies give {expected:.2f}×")
         if line is None or abs(line - reference) > 1e-6:

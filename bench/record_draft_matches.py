@@ -28,7 +28,7 @@ from specchat.engine import Engine, GenerationConfig
 def agreements(draft_model, prompt: list[int], reply: list[int]) -> str:
     """'1' where the draft's greedy guess after prompt + reply[:i] is reply[i], else '0'."""
     logits = draft_model(mx.array([prompt + reply[:-1]]))
-    guesses = mx.argmax(logits[0, len(prompt) - 1:], axis=-1).tolist()
+    guesses = mx.argmax(logits[0, len(prompt) - 1 :], axis=-1).tolist()
     return "".join("1" if guess == token else "0" for guess, token in zip(guesses, reply))
 
 
@@ -43,7 +43,10 @@ def record(engine: Engine, first_tokens: int, follow_tokens: int) -> dict[str, d
             engine.reset()
             cfg = GenerationConfig(mode="baseline", max_tokens=first_tokens if i == 0 else follow_tokens)
             result = engine.generate(ids, cfg)
-            out[f"{kind}-{i}"] = {"prompt_tokens": len(ids), "match": agreements(engine.draft.model, ids, result.tokens)}
+            out[f"{kind}-{i}"] = {
+                "prompt_tokens": len(ids),
+                "match": agreements(engine.draft.model, ids, result.tokens),
+            }
             print(kind, i, out[f"{kind}-{i}"]["match"], file=sys.stderr, flush=True)
             # the conversation goes on with the first follow_tokens of the reply, as bench/real_pair.py's does
             history.append({"role": "assistant", "content": engine.tokenizer.decode(result.tokens[:follow_tokens])})
@@ -61,7 +64,10 @@ def main() -> None:
     if not (args.target and args.draft):
         sys.exit("no real pair: run ../shared/tools/real-qwen-pair.sh, then source real-qwen-pair.env")
     engine = Engine.load(args.target, args.draft)
-    recorded = {"pair": [Path(args.target).name, Path(args.draft).name], "replies": record(engine, args.first_tokens, args.follow_tokens)}
+    recorded = {
+        "pair": [Path(args.target).name, Path(args.draft).name],
+        "replies": record(engine, args.first_tokens, args.follow_tokens),
+    }
     args.out.write_text(json.dumps(recorded, indent=1) + "\n")
 
 

@@ -22,15 +22,23 @@ import httpx
 from common import ROOT, Paired, build_cheap_draft_pair, median
 from openai import OpenAI
 
-TURNS = ("Write a Python function that merges two sorted lists, with a docstring.",
-         "Now add type hints and a short test.",
-         "Explain its complexity in two sentences.")
+TURNS = (
+    "Write a Python function that merges two sorted lists, with a docstring.",
+    "Now add type hints and a short test.",
+    "Explain its complexity in two sentences.",
+)
 
 
 def start(command: list[str], port: int) -> subprocess.Popen:
     """Start a server process and wait until it answers /v1/models."""
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     deadline = time.time() + 600
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -48,8 +56,14 @@ def ask(client: OpenAI, messages: list[dict], max_tokens: int) -> tuple[str, int
     sent = time.perf_counter()
     first = last = None
     pieces, tokens = [], 0
-    stream = client.chat.completions.create(model=client.model_name, messages=messages, max_tokens=max_tokens,
-                                            temperature=0.0, stream=True, stream_options={"include_usage": True})
+    stream = client.chat.completions.create(
+        model=client.model_name,
+        messages=messages,
+        max_tokens=max_tokens,
+        temperature=0.0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     for chunk in stream:
         if chunk.usage is not None:
             tokens = chunk.usage.completion_tokens
@@ -88,10 +102,38 @@ def main() -> None:
     k = str(args.draft_tokens)
     ports = {"ours": 18931, "mlx_lm": 18932}
     commands = {
-        "ours": [sys.executable, "-m", "app", "serve", "--target", str(target), "--draft", str(draft),
-                 "--mode", "draft", "--draft-tokens", k, "--port", str(ports["ours"])],
-        "mlx_lm": [sys.executable, "-m", "mlx_lm", "server", "--model", str(target), "--draft-model", str(draft),
-                   "--num-draft-tokens", k, "--port", str(ports["mlx_lm"]), "--log-level", "WARNING"],
+        "ours": [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--target",
+            str(target),
+            "--draft",
+            str(draft),
+            "--mode",
+            "draft",
+            "--draft-tokens",
+            k,
+            "--port",
+            str(ports["ours"]),
+        ],
+        "mlx_lm": [
+            sys.executable,
+            "-m",
+            "mlx_lm",
+            "server",
+            "--model",
+            str(target),
+            "--draft-model",
+            str(draft),
+            "--num-draft-tokens",
+            k,
+            "--port",
+            str(ports["mlx_lm"]),
+            "--log-level",
+            "WARNING",
+        ],
     }
     procs = {name: start(cmd, ports[name]) for name, cmd in commands.items()}
     try:
@@ -101,8 +143,10 @@ def main() -> None:
             client.model_name = target.name if name == "ours" else "default_model"  # mlx_lm: its --model
             clients[name] = client
         conversation(clients, 8, ["ours", "mlx_lm"])  # warm-up: loads kernels, fills no figure
-        runs = [conversation(clients, args.max_tokens, ["ours", "mlx_lm"] if r % 2 == 0 else ["mlx_lm", "ours"])
-                for r in range(args.rounds)]
+        runs = [
+            conversation(clients, args.max_tokens, ["ours", "mlx_lm"] if r % 2 == 0 else ["mlx_lm", "ours"])
+            for r in range(args.rounds)
+        ]
     finally:
         for proc in procs.values():
             proc.terminate()
@@ -113,17 +157,23 @@ def main() -> None:
 def report(runs: list[dict], target, draft, args) -> None:
     """Markdown rows: per turn, decode tok/s and TTFT of each server and their ratios."""
     same = all(run["ours"][t][0] == run["mlx_lm"][t][0] for run in runs for t in range(len(TURNS)))
-    print(f"pair: {target.name} + {draft.name}, K={args.draft_tokens}, {args.rounds} rounds, "
-          f"max_tokens {args.max_tokens}; identical text on every request: {'yes' if same else 'NO'}")
-    print("| request | ours tok/s | mlx_lm tok/s | ratio (median of pairs) | 95% CI | ours TTFT s | mlx_lm TTFT s |"
-          " TTFT ratio ours/mlx_lm |")
+    print(
+        f"pair: {target.name} + {draft.name}, K={args.draft_tokens}, {args.rounds} rounds, "
+        f"max_tokens {args.max_tokens}; identical text on every request: {'yes' if same else 'NO'}"
+    )
+    print(
+        "| request | ours tok/s | mlx_lm tok/s | ratio (median of pairs) | 95% CI | ours TTFT s | mlx_lm TTFT s |"
+        " TTFT ratio ours/mlx_lm |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for t, name in enumerate(("first", "follow-up 1", "follow-up 2")):
         speed = Paired([r["ours"][t][3] for r in runs], [r["mlx_lm"][t][3] for r in runs])
         ttft = Paired([r["ours"][t][2] for r in runs], [r["mlx_lm"][t][2] for r in runs])
         low, high = speed.ci()
-        print(f"| {name} | {median(speed.a):.1f} | {median(speed.b):.1f} | {speed.ratio:.3f} | {low:.3f}-{high:.3f} |"
-              f" {median(ttft.a):.3f} | {median(ttft.b):.3f} | {ttft.ratio:.3f} |")
+        print(
+            f"| {name} | {median(speed.a):.1f} | {median(speed.b):.1f} | {speed.ratio:.3f} | {low:.3f}-{high:.3f} |"
+            f" {median(ttft.a):.3f} | {median(ttft.b):.3f} | {ttft.ratio:.3f} |"
+        )
 
 
 if __name__ == "__main__":

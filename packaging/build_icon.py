@@ -19,8 +19,7 @@ SOURCE_ICON = REPO_ROOT / "specchat" / "assets" / "icon" / "specchat.png"
 DEFAULT_ICNS = REPO_ROOT / "build" / "icon" / "SpecChat.icns"
 MIN_SOURCE_SIZE = 1024
 # (point size, scale) pairs that iconutil expects in an .iconset folder.
-ICONSET_SLOTS = ((16, 1), (16, 2), (32, 1), (32, 2), (128, 1), (128, 2),
-                 (256, 1), (256, 2), (512, 1), (512, 2))
+ICONSET_SLOTS = ((16, 1), (16, 2), (32, 1), (32, 2), (128, 1), (128, 2), (256, 1), (256, 2), (512, 1), (512, 2))
 METHODS = ("auto", "iconutil", "pillow")
 
 
@@ -41,8 +40,10 @@ def check_source(source: Path) -> None:
 
     with Image.open(source) as im:
         if im.format != "PNG" or im.width != im.height or im.width < MIN_SOURCE_SIZE:
-            raise SystemExit(f"icon source {source} must be a square PNG of at least "
-                             f"{MIN_SOURCE_SIZE} px, got {im.format} {im.width}x{im.height}")
+            raise SystemExit(
+                f"icon source {source} must be a square PNG of at least "
+                f"{MIN_SOURCE_SIZE} px, got {im.format} {im.width}x{im.height}"
+            )
 
 
 def apple_tools_available() -> bool:
@@ -56,8 +57,11 @@ def build_with_iconutil(source: Path, output: Path) -> None:
         iconset = Path(tmp) / "SpecChat.iconset"
         iconset.mkdir()
         for name, pixels in iconset_files().items():
-            subprocess.run(["sips", "-z", str(pixels), str(pixels), str(source), "--out", str(iconset / name)],
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                ["sips", "-z", str(pixels), str(pixels), str(source), "--out", str(iconset / name)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         subprocess.run(["iconutil", "--convert", "icns", "--output", str(output), str(iconset)], check=True)
 
 

@@ -21,7 +21,7 @@ SUPERSAMPLE = 4  # draw large, scale down: smooth edges without per-shape anti-a
 # macOS (Big Sur and later) icon grid: an 824 px rounded square centred on the 1024 px canvas.
 TILE_MARGIN = 100
 TILE_RADIUS = 185
-TOP_LEFT_COLOR = (67, 56, 202)      # indigo
+TOP_LEFT_COLOR = (67, 56, 202)  # indigo
 BOTTOM_RIGHT_COLOR = (13, 148, 136)  # teal
 BUBBLE_COLOR = (255, 255, 255)
 VERIFIED_COLOR = (67, 56, 202)

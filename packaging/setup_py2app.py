@@ -31,20 +31,20 @@ MINIMUM_MACOS = "14.0"
 
 # Imported lazily or from C, so py2app's import scan misses parts of them: copied whole.
 PACKAGES = [
-    "specchat",         # subcommands imported by name (specchat/cli.py); specchat/assets comes along
-    "mlx_lm",           # mlx_lm.models.<model_type> is imported by name when a model loads
+    "specchat",  # subcommands imported by name (specchat/cli.py); specchat/assets comes along
+    "mlx_lm",  # mlx_lm.models.<model_type> is imported by name when a model loads
     "optiq",
-    "PySide6",          # Qt libraries and plugins live inside the package
+    "PySide6",  # Qt libraries and plugins live inside the package
     "shiboken6",
-    "pyqtgraph",        # picks its Qt binding and loads colormaps/icons at run time
+    "pyqtgraph",  # picks its Qt binding and loads colormaps/icons at run time
     "huggingface_hub",  # lazy module attributes
-    "transformers",     # lazy module attributes, tokenizer classes looked up by name
+    "transformers",  # lazy module attributes, tokenizer classes looked up by name
     "tokenizers",
     "safetensors",
-    "jinja2",           # chat templates
-    "platformdirs",     # the platform module is chosen at run time
+    "jinja2",  # chat templates
+    "platformdirs",  # the platform module is chosen at run time
     "psutil",
-    "pygments",         # lexers and styles are looked up by name
+    "pygments",  # lexers and styles are looked up by name
 ]
 # PEP 420 namespace packages (no __init__.py): py2app's `packages` option cannot locate them, so
 # they are copied as folders into Contents/Resources/lib/pythonX.Y (on sys.path in the bundle).
@@ -52,10 +52,20 @@ PACKAGES = [
 NAMESPACE_PACKAGES = {"mlx": ("mlx", "mlx-metal")}  # import name -> distributions (for metadata)
 INCLUDES = ["mlx_lm.models.*"]  # scan every model module for the imports it needs
 EXCLUDES = [
-    "tests", "pytest", "_pytest", "pytestqt", "importlinter",  # no test code in the app
+    "tests",
+    "pytest",
+    "_pytest",
+    "pytestqt",
+    "importlinter",  # no test code in the app
     "mlx",  # copied as a folder instead (see NAMESPACE_PACKAGES)
-    "tkinter", "PyQt5", "PyQt6", "PySide2",  # other GUI toolkits pyqtgraph could use
-    "torch", "tensorflow", "jax", "flax",  # optional transformers backends
+    "tkinter",
+    "PyQt5",
+    "PyQt6",
+    "PySide2",  # other GUI toolkits pyqtgraph could use
+    "torch",
+    "tensorflow",
+    "jax",
+    "flax",  # optional transformers backends
 ]
 QT_PLUGINS = ["platforms/libqcocoa.dylib", "styles", "imageformats", "iconengines"]
 
@@ -94,8 +104,10 @@ def namespace_package_dirs(name: str) -> list[Path]:
     """Every folder of the installed namespace package `name`; a clear error when it is missing."""
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"{name} is not installed in this Python ({sys.executable}); "
-                         "install the project first: pip install '.[macos-build]'")
+        raise SystemExit(
+            f"{name} is not installed in this Python ({sys.executable}); "
+            "install the project first: pip install '.[macos-build]'"
+        )
     return [Path(p) for p in spec.submodule_search_locations]
 
 
@@ -158,8 +170,7 @@ def setup_kwargs() -> dict:
 def main() -> None:
     """Build the bundle (macOS only): `python packaging/setup_py2app.py py2app`."""
     if sys.platform != "darwin":
-        raise SystemExit("SpecChat.app can only be built on macOS (py2app needs macOS); "
-                         f"this is {sys.platform}.")
+        raise SystemExit(f"SpecChat.app can only be built on macOS (py2app needs macOS); this is {sys.platform}.")
     sys.path.insert(0, str(PACKAGING_DIR))
     import build_icon
 

@@ -63,8 +63,10 @@ def check_tokenizers() -> str:
     import tokenizers
     import transformers
 
-    return f"transformers {transformers.__version__} ({transformers.AutoTokenizer.__name__}), " \
-           f"tokenizers {tokenizers.__version__}"
+    return (
+        f"transformers {transformers.__version__} ({transformers.AutoTokenizer.__name__}), "
+        f"tokenizers {tokenizers.__version__}"
+    )
 
 
 def check_qt() -> str:

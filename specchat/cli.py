@@ -35,6 +35,8 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
 
 
@@ -49,21 +51,48 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--target", required=True, type=model_folder, help="local mlx-lm model folder")
     gen.add_argument("--draft", type=model_folder, help="local draft model folder (same vocabulary)")
     gen.add_argument("--mode", choices=MODES, help="default: draft when --draft is given, else baseline")
-    gen.add_argument("--draft-tokens", type=draft_tokens_arg, default=4,
-                     help="tokens drafted per round (K), or 'auto' to choose K each round")
-    gen.add_argument("--mtp-history", action="store_true",
-                     help="MTP: the head attends over the whole conversation through its own cache, as it "
-                          "was trained (default: each head step sees only itself, as mlx-optiq drafts)")
-    gen.add_argument("--max-tokens", type=LIMITS["max_tokens"].arg_type(), default=256,
-                     help=f"at most this many new tokens ({LIMITS['max_tokens'].allowed()})")
-    gen.add_argument("--temperature", type=LIMITS["temperature"].arg_type(), default=0.0,
-                     help=f"sampling temperature ({LIMITS['temperature'].allowed()})")
-    gen.add_argument("--top-p", type=LIMITS["top_p"].arg_type(), default=1.0,
-                     help=f"nucleus sampling ({LIMITS['top_p'].allowed()}; 1 keeps every token)")
-    gen.add_argument("--top-k", type=LIMITS["top_k"].arg_type(), default=0,
-                     help=f"keep the k likeliest tokens ({LIMITS['top_k'].allowed()})")
-    gen.add_argument("--min-p", type=LIMITS["min_p"].arg_type(), default=0.0,
-                     help=f"drop tokens below min-p x the likeliest's probability ({LIMITS['min_p'].allowed()})")
+    gen.add_argument(
+        "--draft-tokens",
+        type=draft_tokens_arg,
+        default=4,
+        help="tokens drafted per round (K), or 'auto' to choose K each round",
+    )
+    gen.add_argument(
+        "--mtp-history",
+        action="store_true",
+        help="MTP: the head attends over the whole conversation through its own cache, as it "
+        "was trained (default: each head step sees only itself, as mlx-optiq drafts)",
+    )
+    gen.add_argument(
+        "--max-tokens",
+        type=LIMITS["max_tokens"].arg_type(),
+        default=256,
+        help=f"at most this many new tokens ({LIMITS['max_tokens'].allowed()})",
+    )
+    gen.add_argument(
+        "--temperature",
+        type=LIMITS["temperature"].arg_type(),
+        default=0.0,
+        help=f"sampling temperature ({LIMITS['temperature'].allowed()})",
+    )
+    gen.add_argument(
+        "--top-p",
+        type=LIMITS["top_p"].arg_type(),
+        default=1.0,
+        help=f"nucleus sampling ({LIMITS['top_p'].allowed()}; 1 keeps every token)",
+    )
+    gen.add_argument(
+        "--top-k",
+        type=LIMITS["top_k"].arg_type(),
+        default=0,
+        help=f"keep the k likeliest tokens ({LIMITS['top_k'].allowed()})",
+    )
+    gen.add_argument(
+        "--min-p",
+        type=LIMITS["min_p"].arg_type(),
+        default=0.0,
+        help=f"drop tokens below min-p x the likeliest's probability ({LIMITS['min_p'].allowed()})",
+    )
     gen.add_argument("--seed", type=LIMITS["seed"].arg_type(), help="sampling seed (the same seed, the same reply)")
     gen.add_argument("--raw", action="store_true", help="no chat template: encode the prompt as is")
     gen.add_argument("--thinking", action="store_true", help="let Qwen3 think (enable_thinking=True)")
@@ -99,9 +128,17 @@ def draft_tokens_arg(text: str) -> int | str:
 def generation_config(args: argparse.Namespace) -> GenerationConfig:
     """The GenerationConfig that `generate` flags ask for."""
     mode = args.mode or ("draft" if args.draft else "baseline")
-    return GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens,
-                            temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
-                            min_p=args.min_p, seed=args.seed, mtp_history=args.mtp_history)
+    return GenerationConfig(
+        mode=mode,
+        num_draft_tokens=args.draft_tokens,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        min_p=args.min_p,
+        seed=args.seed,
+        mtp_history=args.mtp_history,
+    )
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -157,13 +194,16 @@ def run_generate(args: argparse.Namespace) -> int:
 def _print_finished(event: Finished, as_json: bool) -> int:
     stats = asdict(event.stats)
     if as_json:
-        print(json.dumps({"tokens": list(event.tokens), "text": event.text, "stats": stats,
-                          "cancelled": event.cancelled}))
+        print(
+            json.dumps({"tokens": list(event.tokens), "text": event.text, "stats": stats, "cancelled": event.cancelled})
+        )
         return 0
     s = event.stats
     stopped = ", stopped by Ctrl-C" if event.cancelled else ""
-    line = (f"\n[{s.generated_tokens} tokens{stopped}, {s.decode_tokens_per_s:.1f} tok/s decode, "
-            f"ttft {s.ttft_s:.2f}s, prefill {s.prefill_tokens_per_s:.1f} tok/s, mode {s.mode}")
+    line = (
+        f"\n[{s.generated_tokens} tokens{stopped}, {s.decode_tokens_per_s:.1f} tok/s decode, "
+        f"ttft {s.ttft_s:.2f}s, prefill {s.prefill_tokens_per_s:.1f} tok/s, mode {s.mode}"
+    )
     if s.mode != "baseline":
         k = f"auto (max {s.num_draft_tokens})" if s.auto_k else s.num_draft_tokens
         line += f" K={k}"

@@ -32,7 +32,7 @@ def utf8_text(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        at = len(text[:exc.start].encode("utf-8", "surrogateescape"))
+        at = len(text[: exc.start].encode("utf-8", "surrogateescape"))
         byte = text[exc.start].encode("utf-8", "surrogateescape")[0]
         raise argparse.ArgumentTypeError(f"not valid UTF-8 text: byte {at} is 0x{byte:02x}") from None
     return text

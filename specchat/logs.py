@@ -30,7 +30,8 @@ def setup_logging(log_file: Path) -> Path | None:
         try:
             Path(log_file).parent.mkdir(parents=True, exist_ok=True)
             handler: logging.Handler = logging.handlers.RotatingFileHandler(
-                log_file, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
+                log_file, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8"
+            )
         except OSError:  # no file log: the records go nowhere (not to Python's last-resort stderr printer)
             handler = logging.NullHandler()
             _mark(handler)
@@ -82,8 +83,11 @@ def _log_uncaught() -> None:
     def thread_hook(args: threading.ExceptHookArgs) -> None:
         if args.exc_type is not SystemExit:
             value = args.exc_value  # None only when threading.excepthook is called by hand without one
-            logger.error("uncaught exception in thread %s", getattr(args.thread, "name", "?"),
-                         exc_info=(args.exc_type, value, args.exc_traceback) if value is not None else None)
+            logger.error(
+                "uncaught exception in thread %s",
+                getattr(args.thread, "name", "?"),
+                exc_info=(args.exc_type, value, args.exc_traceback) if value is not None else None,
+            )
         previous_thread_hook(args)
 
     _mark(hook)

@@ -31,8 +31,7 @@ def platform_problem(env: Mapping[str, str] | None = None, run: Runner = subproc
     if not sys.platform.startswith("linux") or requested.split(":")[0] in ALWAYS_LOADS:
         return None
     try:
-        done = run([sys.executable, "-c", PROBE_CODE], env=env, capture_output=True, text=True,
-                   timeout=PROBE_TIMEOUT_S)
+        done = run([sys.executable, "-c", PROBE_CODE], env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
     except (subprocess.TimeoutExpired, OSError):
         return None  # slow or unstartable is not a plugin failure: let the app itself try
     output = f"{done.stdout}\n{done.stderr}"
@@ -47,11 +46,12 @@ def platform_hint(qt_output: str, requested: str = "", display: str | None = Non
     plugin = found.group(1) if found else (requested.split(":")[0] or "xcb")
     start = f"Qt could not load its platform plugin '{plugin}'"
     if plugin == "xcb" and "could not connect to display" in qt_output:
-        return (f"{start}: no X display could be opened (DISPLAY is {display or 'not set'}); "
-                f"run it in a desktop session, {HEADLESS_HINT}")
+        return (
+            f"{start}: no X display could be opened (DISPLAY is {display or 'not set'}); "
+            f"run it in a desktop session, {HEADLESS_HINT}"
+        )
     if plugin == "xcb":
-        return (f"{start}: on Debian/Ubuntu install libxcb-cursor0 (apt-get install libxcb-cursor0); "
-                f"{HEADLESS_HINT}")
+        return f"{start}: on Debian/Ubuntu install libxcb-cursor0 (apt-get install libxcb-cursor0); {HEADLESS_HINT}"
     available = _AVAILABLE.search(qt_output)
     choices = f" (this Qt has: {available.group(1).strip()})" if available else ""
     return f"{start}: check QT_QPA_PLATFORM{choices}; {HEADLESS_HINT}"

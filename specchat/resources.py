@@ -31,8 +31,10 @@ def resource(name: str) -> Traversable:
     relative = _checked_relative_name(name)
     found = assets_root().joinpath(*relative.parts)
     if not found.is_file():
-        raise FileNotFoundError(f"SpecChat resource {name!r} is missing: looked for {found} "
-                                f"(the {PACKAGE!r} package's {ASSETS_DIRNAME}/ folder)")
+        raise FileNotFoundError(
+            f"SpecChat resource {name!r} is missing: looked for {found} "
+            f"(the {PACKAGE!r} package's {ASSETS_DIRNAME}/ folder)"
+        )
     return found
 
 

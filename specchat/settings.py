@@ -90,6 +90,7 @@ def _number(name: str, value: Any) -> float:
 
 def _within(limit: Limit) -> Callable[[str, Any], float | int]:
     """A check for a generation setting: its type, then the range GenerationConfig accepts."""
+
     def check(name: str, value: Any) -> float | int:
         if limit.integer and not _is_int(value):
             raise SettingsError(f"{name} must be a whole number, got {value!r}")
@@ -129,13 +130,16 @@ def _draft_tokens(name: str, value: Any) -> int | str:
     if value == AUTO_DRAFT_TOKENS:
         return value
     if not _is_int(value) or not LIMITS["num_draft_tokens"].accepts(value):
-        raise SettingsError(f"{name} must be a whole number between {MIN_DRAFT_TOKENS} and "
-                            f"{MAX_DRAFT_TOKENS} or \"{AUTO_DRAFT_TOKENS}\", got {value!r}")
+        raise SettingsError(
+            f"{name} must be a whole number between {MIN_DRAFT_TOKENS} and "
+            f'{MAX_DRAFT_TOKENS} or "{AUTO_DRAFT_TOKENS}", got {value!r}'
+        )
     return value
 
 
 def _one_of(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
     """A check that the value is one of choices."""
+
     def check(name: str, value: Any) -> str:
         if value not in choices:
             raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
@@ -172,9 +176,7 @@ def _schema_version(name: str, value: Any) -> int:
     if not _is_int(value) or value < 1:
         raise SettingsError(f"{name} must be a positive whole number, got {value!r}")
     if value > SCHEMA_VERSION:
-        raise SettingsError(
-            f"{name} {value} is newer than this app understands ({SCHEMA_VERSION})"
-        )
+        raise SettingsError(f"{name} {value} is newer than this app understands ({SCHEMA_VERSION})")
     return value
 
 
@@ -239,9 +241,7 @@ def settings_to_dict(settings: Settings) -> dict[str, Any]:
 # --- load and save ---
 
 
-def load_settings(
-    paths: AppPaths, *, now: Callable[[], datetime] = datetime.now
-) -> LoadedSettings:
+def load_settings(paths: AppPaths, *, now: Callable[[], datetime] = datetime.now) -> LoadedSettings:
     """Load settings; a bad file is renamed to a timestamped backup and defaults returned."""
     path = paths.settings_file
     try:
@@ -290,10 +290,10 @@ def _set_aside(path: Path, problem: str, when: datetime) -> str:
     try:
         os.replace(path, backup)
     except OSError as error:
-        return f"Settings in {path} were unusable: {problem}. Using defaults; " \
-            f"the file could not be backed up ({error})."
-    return f"Settings in {path} were unusable: {problem}. Using defaults; " \
-        f"the old file was saved as {backup}."
+        return (
+            f"Settings in {path} were unusable: {problem}. Using defaults; the file could not be backed up ({error})."
+        )
+    return f"Settings in {path} were unusable: {problem}. Using defaults; the old file was saved as {backup}."
 
 
 def _backup_path(path: Path, when: datetime) -> Path:

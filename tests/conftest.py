@@ -88,6 +88,7 @@ def smollm_dir() -> Path:
         pytest.skip(f"real model not found at {SMOLLM_DIR}")
     return SMOLLM_DIR
 
+
 @pytest.fixture(scope="session")
 def mtp_agree(tiny_root) -> Path:
     """Hybrid target whose MTP head (a sidecar) agrees with it on every draft."""
@@ -97,8 +98,7 @@ def mtp_agree(tiny_root) -> Path:
 @pytest.fixture(scope="session")
 def mtp_partial(tiny_root) -> Path:
     """The agreeing pair with noise in the head's fc (sidecar under optiq/): partial accept."""
-    return build_hybrid_mtp(tiny_root / "mtp_partial", head="agree", fc_noise=0.25,
-                            sidecar="optiq/mtp.safetensors")
+    return build_hybrid_mtp(tiny_root / "mtp_partial", head="agree", fc_noise=0.25, sidecar="optiq/mtp.safetensors")
 
 
 @pytest.fixture(scope="session")

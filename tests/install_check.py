@@ -31,21 +31,38 @@ print(json.dumps({"package": specchat.__file__, "paths": paths, "catalog_models"
 def isolated_env(site: Path, home: Path) -> dict[str, str]:
     """The shared venv's python with `site` first on sys.path, offline, user folders under home."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SPECCHAT_", "PYTHON"))}
-    env.update(PYTHONPATH=str(site), HF_HUB_OFFLINE="1", HF_HOME=str(home / "hf"),
-               SPECCHAT_HOME=str(home / "specchat"), PYTHONDONTWRITEBYTECODE="1")
+    env.update(
+        PYTHONPATH=str(site),
+        HF_HUB_OFFLINE="1",
+        HF_HOME=str(home / "hf"),
+        SPECCHAT_HOME=str(home / "specchat"),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     return env
 
 
 def run_app(site: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
     """`python -m specchat ARGS` importing `specchat` from site, run from home (outside the checkout)."""
-    return subprocess.run([sys.executable, "-m", "specchat", *args], cwd=home, env=isolated_env(site, home),
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "specchat", *args],
+        cwd=home,
+        env=isolated_env(site, home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def probe_resources(site: Path, home: Path, names: list[str]) -> dict:
     """RESOURCE_PROBE's answer: {"package": file, "paths": {name: path or "missing: ..."}, "catalog_models": n}."""
-    done = subprocess.run([sys.executable, "-c", RESOURCE_PROBE, json.dumps(names)], cwd=home,
-                          env=isolated_env(site, home), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", RESOURCE_PROBE, json.dumps(names)],
+        cwd=home,
+        env=isolated_env(site, home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

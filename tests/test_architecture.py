@@ -17,11 +17,14 @@ def test_import_contracts_hold():
     assert "KEPT" in proc.stdout and "BROKEN" not in proc.stdout
 
 
-@pytest.mark.parametrize("module, line", [
-    ("specchat/engine/verify.py", "import mlx_lm.models.cache"),
-    ("specchat/hub/units.py", "from huggingface_hub import constants"),
-    ("specchat/ui/theme.py", "from optiq.runtime.mtp import runtime"),
-])
+@pytest.mark.parametrize(
+    "module, line",
+    [
+        ("specchat/engine/verify.py", "import mlx_lm.models.cache"),
+        ("specchat/hub/units.py", "from huggingface_hub import constants"),
+        ("specchat/ui/theme.py", "from optiq.runtime.mtp import runtime"),
+    ],
+)
 def test_upstream_packages_are_fenced_into_specchat_upstream(tmp_path, module, line):
     """A copy of the tree with one direct import of an upstream outside specchat/upstream breaks the contract."""
     exe = shutil.which("lint-imports")

@@ -15,8 +15,21 @@ def run_cli(*args) -> subprocess.CompletedProcess:
 
 
 def test_generate_json_equals_the_engine(hybrid_target, hybrid_draft_partial):
-    proc = run_cli("generate", "--target", str(hybrid_target), "--draft", str(hybrid_draft_partial),
-                   "--draft-tokens", "3", "--max-tokens", "12", "--raw", "--prompt", "def f(x):", "--json")
+    proc = run_cli(
+        "generate",
+        "--target",
+        str(hybrid_target),
+        "--draft",
+        str(hybrid_draft_partial),
+        "--draft-tokens",
+        "3",
+        "--max-tokens",
+        "12",
+        "--raw",
+        "--prompt",
+        "def f(x):",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     engine = Engine.load(hybrid_target)
@@ -50,17 +63,44 @@ def test_a_folder_without_tokenizer_files_is_a_clear_error(tmp_path, dense_targe
 
 def test_stats_line_of_an_auto_k_reply_that_never_drafted(dense_target):
     # a raw two-token prompt: prompt lookup finds nothing to propose, so no round drafts
-    proc = run_cli("generate", "--target", str(dense_target), "--mode", "lookup", "--draft-tokens", "auto",
-                   "--max-tokens", "6", "--raw", "--prompt", "zq")
+    proc = run_cli(
+        "generate",
+        "--target",
+        str(dense_target),
+        "--mode",
+        "lookup",
+        "--draft-tokens",
+        "auto",
+        "--max-tokens",
+        "6",
+        "--raw",
+        "--prompt",
+        "zq",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "acceptance —" in proc.stderr and "0%" not in proc.stderr
     assert "stopped: max tokens (6)" in proc.stderr
 
 
 def test_ctrl_c_stops_cleanly_with_the_text_so_far_and_the_stats_line(dense_target):
-    proc = subprocess.Popen([sys.executable, "-m", "specchat", "generate", "--target", str(dense_target),
-                             "--max-tokens", "30000", "--raw", "--prompt", "def f(x):"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "specchat",
+            "generate",
+            "--target",
+            str(dense_target),
+            "--max-tokens",
+            "30000",
+            "--raw",
+            "--prompt",
+            "def f(x):",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = proc.stdout.read(1)  # text is streaming: the model is generating
         time.sleep(0.3)

@@ -12,13 +12,23 @@ from transformers import AutoTokenizer
 from tests.fixtures import tiny_models as tm
 
 MODEL_FIXTURES = [
-    "dense_target", "dense_draft_partial", "dense_draft_unrelated", "hybrid_target",
-    "hybrid_draft_partial", "hybrid_draft_unrelated", "dense_other_vocab",
+    "dense_target",
+    "dense_draft_partial",
+    "dense_draft_unrelated",
+    "hybrid_target",
+    "hybrid_draft_partial",
+    "hybrid_draft_unrelated",
+    "dense_other_vocab",
     "dense_other_eos",
 ]
 MULTIBYTE = "Un café naïve: 日本語 🙂🚀 ❤️ — привет"
-PROMPTS = ["The quick brown fox", "def fibonacci(n):", "Bonjour café 日本語",
-           "Please summarize the", "import json\nx = "]
+PROMPTS = [
+    "The quick brown fox",
+    "def fibonacci(n):",
+    "Bonjour café 日本語",
+    "Please summarize the",
+    "import json\nx = ",
+]
 
 
 @pytest.mark.parametrize("name", MODEL_FIXTURES)
@@ -51,11 +61,9 @@ def test_chat_template_renders_qwen3_style(dense_target):
     _, tok = load(str(dense_target))
     msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
     text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-    expected = ("<|im_start|>system\nBe brief.<|im_end|>\n"
-                "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    expected = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
     assert text == expected
-    off = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True,
-                                  enable_thinking=False)
+    off = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, enable_thinking=False)
     assert off == expected + "<think>\n\n</think>\n\n"
     ids = tok.apply_chat_template(msgs, add_generation_prompt=True)
     assert ids.count(tok.convert_tokens_to_ids("<|im_start|>")) == 3
@@ -140,10 +148,8 @@ def _mean_agreement(target_dir, draft_dir):
 @pytest.mark.parametrize("kind", ["dense", "hybrid"])
 def test_draft_agreement_is_in_documented_band(request, kind):
     target = request.getfixturevalue(f"{kind}_target")
-    distinct, partial = _mean_agreement(target, request.getfixturevalue(
-        f"{kind}_draft_partial"))
-    _, unrelated = _mean_agreement(target, request.getfixturevalue(
-        f"{kind}_draft_unrelated"))
+    distinct, partial = _mean_agreement(target, request.getfixturevalue(f"{kind}_draft_partial"))
+    _, unrelated = _mean_agreement(target, request.getfixturevalue(f"{kind}_draft_unrelated"))
     _, itself = _mean_agreement(target, target)
     print(f"{kind}: distinct>={distinct} partial={partial:.2f} unrelated={unrelated:.2f}")
     assert distinct > 10

@@ -20,7 +20,7 @@ def edges(name: str) -> list:
     kind = int if limit.integer else float
     values = [kind(limit.high)] + ([] if limit.low_open else [kind(limit.low)])
     if limit.low_open:
-        values.append(kind(limit.low) + 10 ** -6)
+        values.append(kind(limit.low) + 10**-6)
     if limit.off is not None:
         values.append(kind(limit.off))
     return values
@@ -66,7 +66,9 @@ def test_the_message_names_the_setting_and_its_range():
 def test_k_and_mtp_depth_share_the_table():
     GenerationConfig(mode="draft", num_draft_tokens=LIMITS["num_draft_tokens"].high)
     GenerationConfig(mode="mtp", num_draft_tokens=LIMITS["mtp_depth"].high)
-    with pytest.raises(ConfigError, match=r"draft tokens \(K\) must be a whole number between 1 and 16 or 'auto', got 17"):
+    with pytest.raises(
+        ConfigError, match=r"draft tokens \(K\) must be a whole number between 1 and 16 or 'auto', got 17"
+    ):
         GenerationConfig(mode="draft", num_draft_tokens=17)
     with pytest.raises(ConfigError, match=r"MTP depth \(K\) must be a whole number between 1 and 4 or 'auto', got 5"):
         GenerationConfig(mode="mtp", num_draft_tokens=5)
@@ -74,9 +76,19 @@ def test_k_and_mtp_depth_share_the_table():
         settings_from_dict({"num_draft_tokens": 17})
 
 
-@pytest.mark.parametrize("flag,text", [("--temperature", "nan"), ("--temperature", "inf"),
-                                       ("--temperature", "-0.5"), ("--min-p", "1.01"), ("--top-p", "0"),
-                                       ("--top-k", "2.5"), ("--max-tokens", "0"), ("--draft-tokens", "17")])
+@pytest.mark.parametrize(
+    "flag,text",
+    [
+        ("--temperature", "nan"),
+        ("--temperature", "inf"),
+        ("--temperature", "-0.5"),
+        ("--min-p", "1.01"),
+        ("--top-p", "0"),
+        ("--top-k", "2.5"),
+        ("--max-tokens", "0"),
+        ("--draft-tokens", "17"),
+    ],
+)
 def test_the_cli_refuses_a_bad_number_in_one_line_with_status_2(flag, text, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
         main(["generate", "--target", str(tmp_path), "--prompt", "x", f"{flag}={text}"])
@@ -90,11 +102,16 @@ def test_the_cli_refuses_a_bad_number_in_one_line_with_status_2(flag, text, caps
 def extreme_configs() -> list[GenerationConfig]:
     """Every sampling setting at the ends of its limit, alone and together."""
     t_lo, t_hi = LIMITS["temperature"].low, LIMITS["temperature"].high
-    return [GenerationConfig(temperature=t_lo), GenerationConfig(temperature=t_hi),
-            GenerationConfig(temperature=1.0, top_p=1e-6), GenerationConfig(temperature=1.0, min_p=1.0),
-            GenerationConfig(temperature=1.0, top_k=1), GenerationConfig(temperature=1.0, top_k=LIMITS["top_k"].high),
-            GenerationConfig(temperature=t_lo, top_p=1e-6, min_p=1.0, top_k=1),
-            GenerationConfig(temperature=t_hi, top_p=1.0, min_p=0.0, top_k=LIMITS["top_k"].high)]
+    return [
+        GenerationConfig(temperature=t_lo),
+        GenerationConfig(temperature=t_hi),
+        GenerationConfig(temperature=1.0, top_p=1e-6),
+        GenerationConfig(temperature=1.0, min_p=1.0),
+        GenerationConfig(temperature=1.0, top_k=1),
+        GenerationConfig(temperature=1.0, top_k=LIMITS["top_k"].high),
+        GenerationConfig(temperature=t_lo, top_p=1e-6, min_p=1.0, top_k=1),
+        GenerationConfig(temperature=t_hi, top_p=1.0, min_p=0.0, top_k=LIMITS["top_k"].high),
+    ]
 
 
 def test_every_accepted_extreme_gives_a_probability_vector():

@@ -27,7 +27,9 @@ def test_errors_are_written_to_a_rotating_file_in_the_log_folder(tmp_path):
     assert "ERROR specchat.ui.engine_client" in text and "generation failed" in text
     assert "Traceback (most recent call last)" in text and "ValueError: the reply broke" in text
     assert "routine detail" not in text
-    handler = next(h for h in logging.getLogger("specchat").handlers if isinstance(h, logging.handlers.RotatingFileHandler))
+    handler = next(
+        h for h in logging.getLogger("specchat").handlers if isinstance(h, logging.handlers.RotatingFileHandler)
+    )
     assert (handler.maxBytes, handler.backupCount) == (MAX_BYTES, BACKUPS) == (1_000_000, 3)
     assert details_note() == f" Details in {paths.log_file}."
 

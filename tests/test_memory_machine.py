@@ -47,13 +47,6 @@ def fake_mx(available: bool, info: dict | None = None, new_api: bool = True):
     return mx
 
 
-
-
-
-
-
-
-
 @pytest.mark.parametrize(
     ("n_bytes", "text"),
     [(12_345_678_901, "12.3 GB"), (0, "0.0 GB"), (34_359_738_368, "34.4 GB"), (None, "unknown")],
@@ -80,10 +73,8 @@ def test_metal_working_set_none_without_metal() -> None:
 
 def test_read_machine_memory_combines_psutil_and_metal() -> None:
     info = {"max_recommended_working_set_size": 25_000_000_000}
-    memory = read_machine_memory(lambda: VirtualMemory(32_000_000_000, 20_000_000_000),
-                                 fake_mx(True, info))
-    assert memory == MachineMemory(32_000_000_000, 20_000_000_000, 25_000_000_000,
-                                   "psutil + metal")
+    memory = read_machine_memory(lambda: VirtualMemory(32_000_000_000, 20_000_000_000), fake_mx(True, info))
+    assert memory == MachineMemory(32_000_000_000, 20_000_000_000, 25_000_000_000, "psutil + metal")
 
 
 def test_read_machine_memory_on_this_machine() -> None:
@@ -143,8 +134,7 @@ def test_package_version() -> None:
 
 
 def test_machine_info_has_expected_fields(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(machine, "package_version",
-                        lambda name: NOT_INSTALLED if name == "mlx-optiq" else "9.9")
+    monkeypatch.setattr(machine, "package_version", lambda name: NOT_INSTALLED if name == "mlx-optiq" else "9.9")
     info = machine_info()
     assert info["mlx"] == "9.9" and info["mlx-lm"] == "9.9"
     assert info["mlx-optiq"] == NOT_INSTALLED
@@ -158,11 +148,15 @@ def test_machine_info_has_expected_fields(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_memory_sample_combines_mlx_process_and_system() -> None:
-    mx = SimpleNamespace(get_active_memory=lambda: 3_000, get_peak_memory=lambda: 5_000,
-                         get_cache_memory=lambda: 700)
+    mx = SimpleNamespace(get_active_memory=lambda: 3_000, get_peak_memory=lambda: 5_000, get_cache_memory=lambda: 700)
     process = SimpleNamespace(memory_info=lambda: SimpleNamespace(rss=9_000))
-    sample = read_memory_sample(clock=lambda: 123.5, virtual_memory=lambda: VirtualMemory(64_000, 40_000),
-                                process=process, mx_module=mx, working_set_bytes=48_000)
+    sample = read_memory_sample(
+        clock=lambda: 123.5,
+        virtual_memory=lambda: VirtualMemory(64_000, 40_000),
+        process=process,
+        mx_module=mx,
+        working_set_bytes=48_000,
+    )
     assert sample == MemorySample(123.5, 3_000, 5_000, 700, 9_000, 64_000, 40_000, 48_000)
 
 

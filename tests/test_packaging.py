@@ -26,8 +26,19 @@ RESOURCES = REPO_ROOT / "specchat" / "assets"  # package data, read through impo
 # specchat.resources' accessors called with a literal name (not `path.read_text(...)`).
 RESOURCE_CALL = re.compile(r"""(?<![.\w])(?:resource_path|read_text|as_file)\(\s*["']([^"']+)["']""")
 # Packages py2app's import scan misses (dynamic imports, Qt plugins, data files).
-REQUIRED_PACKAGES = ("specchat", "mlx_lm", "optiq", "PySide6", "pyqtgraph", "huggingface_hub",
-                     "platformdirs", "psutil", "jinja2", "transformers", "tokenizers")
+REQUIRED_PACKAGES = (
+    "specchat",
+    "mlx_lm",
+    "optiq",
+    "PySide6",
+    "pyqtgraph",
+    "huggingface_hub",
+    "platformdirs",
+    "psutil",
+    "jinja2",
+    "transformers",
+    "tokenizers",
+)
 
 
 def load_packaging_module(name: str):
@@ -54,6 +65,7 @@ def pyproject_version() -> str:
 
 
 # --- py2app options -------------------------------------------------------------------------
+
 
 def test_setup_script_loads_without_py2app_or_building(setup_module_):
     assert "py2app" not in sys.modules
@@ -129,6 +141,7 @@ def test_setup_main_refuses_to_build_off_macos(setup_module_, monkeypatch):
 
 # --- resources the app references -----------------------------------------------------------
 
+
 def referenced_resources(*roots: Path) -> dict[str, list[Path]]:
     """resource_path("...") literal names -> the files using them, under the given folders/files."""
     found: dict[str, list[Path]] = {}
@@ -141,9 +154,9 @@ def referenced_resources(*roots: Path) -> dict[str, list[Path]]:
 
 
 def test_reference_scan_reports_missing_resources(tmp_path):
-    (tmp_path / "view.py").write_text('icon = resource_path("icon/missing.png")\n'
-                                      "style = read_text( 'style.qss' )\n"
-                                      "text = path.read_text('utf-8')\n")
+    (tmp_path / "view.py").write_text(
+        "icon = resource_path(\"icon/missing.png\")\nstyle = read_text( 'style.qss' )\ntext = path.read_text('utf-8')\n"
+    )
     refs = referenced_resources(tmp_path)
     assert sorted(refs) == ["icon/missing.png", "style.qss"]
     assert not (RESOURCES / "icon" / "missing.png").exists()
@@ -152,12 +165,16 @@ def test_reference_scan_reports_missing_resources(tmp_path):
 def test_every_referenced_resource_exists():
     refs = referenced_resources(REPO_ROOT / "specchat", PACKAGING / "specchat_launcher.py")
     assert "icon/specchat.png" in refs
-    missing = {name: [str(f.relative_to(REPO_ROOT)) for f in files]
-               for name, files in refs.items() if not (RESOURCES / name).is_file()}
+    missing = {
+        name: [str(f.relative_to(REPO_ROOT)) for f in files]
+        for name, files in refs.items()
+        if not (RESOURCES / name).is_file()
+    }
     assert not missing, f"resources referenced but not in specchat/assets/: {missing}"
 
 
 # --- resource lookup ------------------------------------------------------------------------
+
 
 def make_bundle(tmp_path: Path, setup_module_) -> tuple[Path, Path]:
     """(Contents, its lib folder) of a SpecChat.app laid out as py2app does it: every package of
@@ -222,9 +239,11 @@ def test_missing_resource_names_the_folder():
 
 # --- command line ---------------------------------------------------------------------------
 
+
 def test_python_m_app_version():
-    done = subprocess.run([sys.executable, "-m", "specchat", "--version"], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "specchat", "--version"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"SpecChat {pyproject_version()}\n"
 
@@ -242,16 +261,29 @@ def test_launcher_passes_arguments_to_the_cli_and_drops_psn(monkeypatch, capsys)
 
 def test_launcher_self_test_passes_from_the_checkout(tmp_path):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    done = subprocess.run([sys.executable, str(PACKAGING / "specchat_launcher.py"), "--self-test"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(PACKAGING / "specchat_launcher.py"), "--self-test"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert [line.split(":")[0] for line in lines[:-1]] == [
-        "ok   resources", "ok   mlx", "ok   model_modules", "ok   tokenizers", "ok   qt", "ok   metadata"]
+        "ok   resources",
+        "ok   mlx",
+        "ok   model_modules",
+        "ok   tokenizers",
+        "ok   qt",
+        "ok   metadata",
+    ]
     assert lines[-1] == "self-test passed"
 
 
 # --- icon -----------------------------------------------------------------------------------
+
 
 def test_source_icon_is_a_square_png_with_transparent_corners():
     from PIL import Image
@@ -290,14 +322,24 @@ def test_icon_build_rejects_a_bad_source(tmp_path):
 
 # --- build script ---------------------------------------------------------------------------
 
+
 def run_build_script(tmp_path: Path, fake_uname: tuple[str, str] | None, **env_vars: str):
     """Run a copy of build_macos.sh (so a stray `cd ..` stays in tmp_path), optionally faking uname."""
     (tmp_path / "packaging").mkdir(exist_ok=True)
     script = tmp_path / "packaging" / "build_macos.sh"
     shutil.copy(PACKAGING / "build_macos.sh", script)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SPECCHAT_SIGN_IDENTITY", "SPECCHAT_NOTARY_PROFILE", "APPLE_ID", "APPLE_TEAM_ID",
-                        "APPLE_APP_SPECIFIC_PASSWORD")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "SPECCHAT_SIGN_IDENTITY",
+            "SPECCHAT_NOTARY_PROFILE",
+            "APPLE_ID",
+            "APPLE_TEAM_ID",
+            "APPLE_APP_SPECIFIC_PASSWORD",
+        )
+    }
     if fake_uname:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir(exist_ok=True)
@@ -317,8 +359,12 @@ def test_build_script_stops_off_macos(tmp_path):
 
 
 def test_build_script_wants_all_three_apple_id_variables(tmp_path):
-    done = run_build_script(tmp_path, ("Darwin", "arm64"), APPLE_ID="me@example.com",
-                            SPECCHAT_SIGN_IDENTITY="Developer ID Application: Me (TEAM)")
+    done = run_build_script(
+        tmp_path,
+        ("Darwin", "arm64"),
+        APPLE_ID="me@example.com",
+        SPECCHAT_SIGN_IDENTITY="Developer ID Application: Me (TEAM)",
+    )
     assert done.returncode == 1
     assert "APPLE_TEAM_ID is not set" in done.stderr
 

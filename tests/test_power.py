@@ -107,8 +107,7 @@ def test_sysfs_battery_without_mains_entry_uses_status(tmp_path: Path) -> None:
 
 def test_sysfs_ignores_peripheral_batteries(tmp_path: Path) -> None:
     make_supply(tmp_path, "AC", type="Mains", online="1")
-    make_supply(tmp_path, "hidpp_battery_0", type="Battery", scope="Device",
-                capacity="5", status="Discharging")
+    make_supply(tmp_path, "hidpp_battery_0", type="Battery", scope="Device", capacity="5", status="Discharging")
     status = read_sysfs_power(tmp_path)
     assert status.source == "ac" and status.percent is None
     assert "no battery" in status.detail.lower()
@@ -167,8 +166,7 @@ def test_read_power_on_macos_falls_back_to_psutil_when_pmset_missing() -> None:
 def test_read_power_on_linux_prefers_sysfs(tmp_path: Path) -> None:
     make_supply(tmp_path, "AC0", type="Mains", online="0")
     make_supply(tmp_path, "BAT0", type="Battery", capacity="12", status="Discharging")
-    status = read_power(sysfs_root=tmp_path, platform="linux",
-                        sensors_battery=lambda: Battery(99, 1, True))
+    status = read_power(sysfs_root=tmp_path, platform="linux", sensors_battery=lambda: Battery(99, 1, True))
     assert (status.source, status.percent) == ("battery", 12.0)
 
 
@@ -197,10 +195,10 @@ def test_read_power_on_this_machine_returns_a_status() -> None:
     [
         ("pmset_g_laptop_lowpower_on.txt", True),
         ("pmset_g_laptop_lowpower_off.txt", False),
-        ("pmset_g_powermode_low.txt", True),    # High Power Mode Macs: powermode 1 is low power
+        ("pmset_g_powermode_low.txt", True),  # High Power Mode Macs: powermode 1 is low power
         ("pmset_g_powermode_high.txt", False),  # powermode 2 is high power
         ("pmset_g_desktop.txt", False),
-        ("pmset_g_intel_no_key.txt", None),     # no such setting: unknown
+        ("pmset_g_intel_no_key.txt", None),  # no such setting: unknown
         ("pmset_garbage.txt", None),
     ],
 )
@@ -228,8 +226,7 @@ def test_read_low_power_mode_on_macos_failures_are_unknown() -> None:
     assert read_low_power_mode(lambda *a, **k: object(), platform="darwin") is None
 
 
-@pytest.mark.parametrize(("profile", "low_power"),
-                         [("low-power", True), ("balanced", False), ("performance", False)])
+@pytest.mark.parametrize(("profile", "low_power"), [("low-power", True), ("balanced", False), ("performance", False)])
 def test_linux_platform_profile(tmp_path: Path, profile: str, low_power: bool) -> None:
     (tmp_path / "platform_profile").write_text(profile + "\n")
     assert read_platform_profile_low_power(tmp_path / "platform_profile") is low_power

@@ -22,11 +22,15 @@ Available platform plugins are: minimal, linuxfb, offscreen, xcb, wayland.
 
 def run_gui(**env_vars) -> subprocess.CompletedProcess:
     """`python -m specchat` (the GUI, no subcommand) with QT_QPA_PLATFORM and DISPLAY as given."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE")
+    }
     env.update(env_vars)
-    return subprocess.run([sys.executable, "-m", "specchat"], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "specchat"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 @linux_only
@@ -35,8 +39,9 @@ def test_an_unknown_platform_plugin_gives_one_line(tmp_path):
     assert done.returncode == 1 and done.stdout == ""
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("error: Qt could not load its platform plugin 'nosuchplugin': check "
-                               "QT_QPA_PLATFORM (this Qt has: ")
+    assert lines[0].startswith(
+        "error: Qt could not load its platform plugin 'nosuchplugin': check QT_QPA_PLATFORM (this Qt has: "
+    )
     assert "offscreen" in lines[0] and lines[0].endswith("or set QT_QPA_PLATFORM=offscreen for a headless run")
 
 
@@ -52,14 +57,16 @@ def test_xcb_without_a_display_gives_one_line(tmp_path):
 def test_the_xcb_hint_names_libxcb_cursor0():
     assert platform_hint(QT_XCB_MISSING_CURSOR) == (
         "Qt could not load its platform plugin 'xcb': on Debian/Ubuntu install libxcb-cursor0 "
-        "(apt-get install libxcb-cursor0); or set QT_QPA_PLATFORM=offscreen for a headless run")
+        "(apt-get install libxcb-cursor0); or set QT_QPA_PLATFORM=offscreen for a headless run"
+    )
 
 
 def test_no_display_is_named():
-    output = 'qt.qpa.xcb: could not connect to display :9\n' + QT_XCB_MISSING_CURSOR.splitlines()[1]
+    output = "qt.qpa.xcb: could not connect to display :9\n" + QT_XCB_MISSING_CURSOR.splitlines()[1]
     assert platform_hint(output, display=":9") == (
         "Qt could not load its platform plugin 'xcb': no X display could be opened (DISPLAY is :9); "
-        "run it in a desktop session, or set QT_QPA_PLATFORM=offscreen for a headless run")
+        "run it in a desktop session, or set QT_QPA_PLATFORM=offscreen for a headless run"
+    )
 
 
 def probe_must_not_run(*args, **kwargs):
@@ -77,10 +84,13 @@ def test_other_systems_are_not_probed(monkeypatch):
     assert platform_problem({}, run=probe_must_not_run) is None
 
 
-@pytest.mark.parametrize("returncode, stderr", [
-    (0, ""),  # Qt started
-    (1, "ModuleNotFoundError: No module named 'PySide6'"),  # not a plugin failure: the app reports it
-])
+@pytest.mark.parametrize(
+    "returncode, stderr",
+    [
+        (0, ""),  # Qt started
+        (1, "ModuleNotFoundError: No module named 'PySide6'"),  # not a plugin failure: the app reports it
+    ],
+)
 def test_only_a_plugin_failure_stops_the_start(monkeypatch, returncode, stderr):
     monkeypatch.setattr(sys, "platform", "linux")
 

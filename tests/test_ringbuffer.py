@@ -52,8 +52,6 @@ def test_safe_ratio_marks_empty_denominators():
     assert out[0] == 0.5 and math.isnan(out[1]) and math.isnan(out[2])
 
 
-
-
 def test_rolling_rate_weights_by_time():
     # tokens 3, 1, 4 over seconds 1, 1, 2: the window of 2 at the end is (1 + 4) / (1 + 2)
     assert rolling_rate([3, 1, 4], [1, 1, 2], 2).tolist() == pytest.approx([3.0, 2.0, 5 / 3])
@@ -79,8 +77,7 @@ def test_round_series_figures():
     assert series.acceptance().tolist() == pytest.approx([1.0, 0.25, 0.0, 0.75])
     assert series.cumulative_acceptance().tolist() == pytest.approx([1.0, 5 / 8, 5 / 12, 8 / 16])
     assert series.mean_accepted_per_round().tolist() == pytest.approx([4.0, 2.5, 5 / 3, 2.0])
-    assert series.totals() == pytest.approx({"rounds": 4, "drafted": 16, "accepted": 8, "emitted": 12,
-                                             "seconds": 2.0})
+    assert series.totals() == pytest.approx({"rounds": 4, "drafted": 16, "accepted": 8, "emitted": 12, "seconds": 2.0})
 
 
 def test_round_series_cumulative_figures_survive_wraparound():

@@ -67,8 +67,7 @@ class ClusterBackend(EngineBackend):
         """Stop pinging."""
         self._stop.set()
 
-    def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]
-              ) -> JobHandle:
+    def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]) -> JobHandle:
         """Queue the generation on every rank; 503 while the cluster is degraded."""
         if self.state.degraded:
             raise degraded_error(self.state)

@@ -11,10 +11,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve = subparsers.choices.get("serve")
     if serve is None:
         return
-    serve.add_argument("--rank-timeout", type=float, default=60.0, metavar="S",
-                       help="cluster only: a rank that does not answer within S seconds degrades the cluster")
-    serve.add_argument("--heartbeat", type=float, default=10.0, metavar="S",
-                       help="cluster only: ping the ranks every S seconds while idle")
+    serve.add_argument(
+        "--rank-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="cluster only: a rank that does not answer within S seconds degrades the cluster",
+    )
+    serve.add_argument(
+        "--heartbeat",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="cluster only: ping the ranks every S seconds while idle",
+    )
     single = serve.get_default("func")
     serve.set_defaults(func=lambda args: run_serve(args, single))
 

@@ -13,8 +13,12 @@ from .group import ClusterGroup
 from .protocol import GENERATE, PING, STOP, ClusterError, Job, Lockstep, align_engines, gather_memory, receive_job
 
 
-def follow(group: ClusterGroup, engine: Engine, log: Callable[[str], None] | None = None,
-           record: Callable[[Job, list[int]], None] | None = None) -> int:
+def follow(
+    group: ClusterGroup,
+    engine: Engine,
+    log: Callable[[str], None] | None = None,
+    record: Callable[[Job, list[int]], None] | None = None,
+) -> int:
     """Serve rank 0's jobs; the process exit status (0 when rank 0 said stop, 1 when it went away).
     record(job, tokens), when given, gets each generation's tokens (tests compare them with rank 0's)."""
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -35,8 +39,7 @@ def follow(group: ClusterGroup, engine: Engine, log: Callable[[str], None] | Non
             return 1
 
 
-def follow_generation(group: ClusterGroup, engine: Engine, prompt: Sequence[int], cfg: GenerationConfig
-                      ) -> list[int]:
+def follow_generation(group: ClusterGroup, engine: Engine, prompt: Sequence[int], cfg: GenerationConfig) -> list[int]:
     """Run one generation on this rank as rank 0 runs it; the tokens this rank produced."""
     align_engines(group, engine)
     lock = Lockstep(group)

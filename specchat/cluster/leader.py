@@ -29,8 +29,10 @@ from .protocol import (
 if TYPE_CHECKING:
     from specchat.engine.engine import Engine
 
-RESTART = ("stop every rank (Ctrl-C where mlx.launch runs; `kill -INT` the rank-0 process if it runs detached) "
-           "and start the same mlx.launch command again")
+RESTART = (
+    "stop every rank (Ctrl-C where mlx.launch runs; `kill -INT` the rank-0 process if it runs detached) "
+    "and start the same mlx.launch command again"
+)
 
 
 class ClusterState:
@@ -80,11 +82,17 @@ class ClusterState:
 
     def snapshot(self) -> dict[str, object]:
         """The cluster's part of /specchat/v1/status."""
-        ranks: list[RankMemory] = self.memory or [{"rank": r, "host": h, "pid": p} for r, (h, p)
-                                                  in enumerate(zip(self.group.hosts, self.group.pids))]
-        return {"size": self.group.size, "ranks": ranks, "degraded": self.degraded is not None,
-                "degraded_reason": self.degraded, "restart": RESTART if self.degraded else None,
-                "rank_timeout_s": self.rank_timeout_s}
+        ranks: list[RankMemory] = self.memory or [
+            {"rank": r, "host": h, "pid": p} for r, (h, p) in enumerate(zip(self.group.hosts, self.group.pids))
+        ]
+        return {
+            "size": self.group.size,
+            "ranks": ranks,
+            "degraded": self.degraded is not None,
+            "degraded_reason": self.degraded,
+            "restart": RESTART if self.degraded else None,
+            "rank_timeout_s": self.rank_timeout_s,
+        }
 
 
 class Watchdog:
@@ -109,8 +117,14 @@ class Watchdog:
             self.state.check_stall()
 
 
-def lead_generation(state: ClusterState, engine: Engine, prompt: list[int], cfg: GenerationConfig,
-                    cancel: threading.Event, job_id: int = 0) -> Iterator[Event]:
+def lead_generation(
+    state: ClusterState,
+    engine: Engine,
+    prompt: list[int],
+    cfg: GenerationConfig,
+    cancel: threading.Event,
+    job_id: int = 0,
+) -> Iterator[Event]:
     """Broadcast one generation and yield rank 0's engine events, checked with every rank after each."""
     group, cfg = state.group, shared_config(cfg)
     try:

@@ -46,7 +46,8 @@ def rank_share(folder: Path, ranks: int) -> RankShare:
     return RankShare(f"{whole.name} (1/{ranks})", share, whole.facts, ranks)
 
 
-def rank_fit(target: Path, draft: Path | None, context: int, ranks: int,
-             machine: MachineMemory | None = None) -> MemoryFit:
+def rank_fit(
+    target: Path, draft: Path | None, context: int, ranks: int, machine: MachineMemory | None = None
+) -> MemoryFit:
     """The memory fit of one rank: its share of the target plus the whole draft, against its machine."""
     return memory_fit(rank_share(target, ranks), model_memory(draft) if draft else None, context, machine)

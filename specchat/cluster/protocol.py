@@ -99,8 +99,9 @@ def align_engines(group: ClusterGroup, engine: Engine) -> bool:
 class Lockstep:
     """Wraps one rank's engine event stream: after each event the ranks agree on cancel and tokens."""
 
-    def __init__(self, group: ClusterGroup, job_cancel: threading.Event | None = None,
-                 beat: Callable[[], None] | None = None):
+    def __init__(
+        self, group: ClusterGroup, job_cancel: threading.Event | None = None, beat: Callable[[], None] | None = None
+    ):
         self.group, self.job_cancel, self.beat = group, job_cancel, beat or (lambda: None)
         self.agreed_cancel = threading.Event()  # what the engine sees: set only where every rank sets it
         self.count = self.digest = 0
@@ -122,9 +123,11 @@ class Lockstep:
         self.beat()
         for rank, row in enumerate(rows[1:], start=1):
             if row[1:] != rows[0][1:]:
-                raise ClusterError(f"{self.group.where(rank)} generated different tokens from rank 0 "
-                                   f"({row[1]} vs {rows[0][1]} tokens so far): the ranks' arithmetic differs; "
-                                   "the reply was stopped")
+                raise ClusterError(
+                    f"{self.group.where(rank)} generated different tokens from rank 0 "
+                    f"({row[1]} vs {rows[0][1]} tokens so far): the ranks' arithmetic differs; "
+                    "the reply was stopped"
+                )
         if rows[0][0]:
             self.agreed_cancel.set()
 
@@ -132,8 +135,10 @@ class Lockstep:
 def gather_memory(group: ClusterGroup) -> list[RankMemory]:
     """Every rank's MLX memory now and at its peak, by rank."""
     rows = group.gather_ints([mx.get_active_memory(), mx.get_peak_memory()])
-    return [{"rank": r, "host": group.hosts[r], "pid": group.pids[r], "active_memory_bytes": a,
-             "peak_memory_bytes": p} for r, (a, p) in enumerate(rows)]
+    return [
+        {"rank": r, "host": group.hosts[r], "pid": group.pids[r], "active_memory_bytes": a, "peak_memory_bytes": p}
+        for r, (a, p) in enumerate(rows)
+    ]
 
 
 @dataclass

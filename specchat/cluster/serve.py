@@ -39,8 +39,7 @@ def build_engine(group: ClusterGroup, target: str, draft: str | None) -> Engine:
     return engine
 
 
-def load_job(group: ClusterGroup, target: str, draft: str | None
-             ) -> Callable[[JobContext], dict[str, str | None]]:
+def load_job(group: ClusterGroup, target: str, draft: str | None) -> Callable[[JobContext], dict[str, str | None]]:
     """A host job that builds this rank's engine on the host's thread and installs it."""
 
     def work(ctx: JobContext) -> dict[str, str | None]:
@@ -74,8 +73,12 @@ class ClusterServer(uvicorn.Server):
             self.should_exit = True
         elif not self._told:  # mlx.launch repeats its SIGTERM: say it once
             self._told = True
-            print(f"specchat serve: SIGTERM while the cluster is degraded ({self.backend.state.degraded}); "
-                  "staying up to answer with a clear error; Ctrl-C stops the server", file=sys.stderr, flush=True)
+            print(
+                f"specchat serve: SIGTERM while the cluster is degraded ({self.backend.state.degraded}); "
+                "staying up to answer with a clear error; Ctrl-C stops the server",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def run_cluster_serve(args: argparse.Namespace, group: ClusterGroup) -> int:
@@ -125,8 +128,11 @@ def _serve_rank0(args: argparse.Namespace, group: ClusterGroup) -> int:
     watchdog = Watchdog(state).start()
     backend.start_pinging()
     options = ServerOptions(defaults, args.api_key, tuple(args.cors_origin))
-    print(f"Serving {backend.models()[0]} sharded over {group.size} ranks (rank 0 here; {group.others()}) "
-          f"on http://{args.host}:{args.port}/v1 (speculation: {mode}); Ctrl-C stops", flush=True)
+    print(
+        f"Serving {backend.models()[0]} sharded over {group.size} ranks (rank 0 here; {group.others()}) "
+        f"on http://{args.host}:{args.port}/v1 (speculation: {mode}); Ctrl-C stops",
+        flush=True,
+    )
     config = uvicorn.Config(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
     ClusterServer(config, backend).run()
     watchdog.stop()

@@ -13,8 +13,15 @@ from specchat.upstream.mlx_lm import load as mlx_load
 from specchat.upstream.mlx_lm import shard_keeping_head
 
 # config.json fields that shard(group) divides by the number of ranks
-SPLIT_FIELDS = ("num_attention_heads", "num_key_value_heads", "intermediate_size", "linear_num_key_heads",
-                "linear_num_value_heads", "moe_intermediate_size", "shared_expert_intermediate_size")
+SPLIT_FIELDS = (
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "linear_num_key_heads",
+    "linear_num_value_heads",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+)
 
 
 def text_config(config: dict) -> dict:
@@ -29,11 +36,15 @@ def check_divisible(config: dict, ranks: int, name: str) -> None:
         value = text.get(field)
         if not isinstance(value, int) or value % ranks == 0:
             continue
-        if field == "num_key_value_heads" and str(text.get("model_type", "")).startswith("qwen3_5") \
-                and ranks % value == 0:
+        if (
+            field == "num_key_value_heads"
+            and str(text.get("model_type", "")).startswith("qwen3_5")
+            and ranks % value == 0
+        ):
             continue  # qwen3_5 repeats key/value heads when there are more ranks than heads
-        raise ModelLoadError(f"{name} cannot be split over {ranks} ranks: its {field} is {value}, "
-                             f"not a multiple of {ranks}")
+        raise ModelLoadError(
+            f"{name} cannot be split over {ranks} ranks: its {field} is {value}, not a multiple of {ranks}"
+        )
 
 
 def load_sharded(path: str | Path, group: mx.distributed.Group) -> LoadedModel:
@@ -52,8 +63,10 @@ def load_sharded(path: str | Path, group: mx.distributed.Group) -> LoadedModel:
     except Exception as exc:  # mlx-lm raises ValueError/KeyError/OSError for bad folders
         raise ModelLoadError(f"cannot load {path}: {type(exc).__name__}: {exc}") from exc
     if not hasattr(model, "shard"):
-        raise ModelLoadError(f"{path.name}: mlx-lm's {config.get('model_type')} model has no shard(): "
-                             "it cannot be split over several machines")
+        raise ModelLoadError(
+            f"{path.name}: mlx-lm's {config.get('model_type')} model has no shard(): "
+            "it cannot be split over several machines"
+        )
     shard_keeping_head(model, group)
     mx.eval(model.parameters())
     return LoadedModel(model, tokenizer, config, path)

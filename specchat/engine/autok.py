@@ -71,8 +71,10 @@ class AutoK:
             return min(START_K, self.k_max)  # speculate first: a round measures drafting and verifying
         rates = {k: self.rate(k) for k in range(1, min(self.k_max, self.reach) + 1)}
         top = max(rates.values())
-        best = min((k for k, r in rates.items() if r >= (1 - NEAR_TIE) * top),
-                   key=lambda k: (self.verify_rounds.get(k, 0), -rates[k]))
+        best = min(
+            (k for k, r in rates.items() if r >= (1 - NEAR_TIE) * top),
+            key=lambda k: (self.verify_rounds.get(k, 0), -rates[k]),
+        )
         plain = self.rate(0)
         if self.plain_s is None:  # plain decoding unmeasured: measure it only if it could win
             return best if rates[best] >= PLAIN_MARGIN * plain else 0
@@ -131,7 +133,9 @@ class AutoK:
         mean_k = sum(w * k for k, w in weights.items()) / total
         mean_s = sum(w * self.verify_s[k] for k, w in weights.items()) / total
         spread = sum(w * (k - mean_k) ** 2 for k, w in weights.items())
-        slope = sum(w * (k - mean_k) * (self.verify_s[k] - mean_s) for k, w in weights.items()) / spread if spread else 0.0
+        slope = (
+            sum(w * (k - mean_k) * (self.verify_s[k] - mean_s) for k, w in weights.items()) / spread if spread else 0.0
+        )
         slope = max(0.0, slope)
         intercept = mean_s - slope * mean_k
         return (intercept, slope) if intercept > 0 else (min(self.verify_s.values()), 0.0)

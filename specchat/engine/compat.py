@@ -76,20 +76,25 @@ def check_pair(target: Vocabulary, draft: Vocabulary) -> CompatReport:
     """Compare the target's and the draft's tokenizers and return the report."""
     diff = first_vocab_difference(target, draft)
     t_hash, d_hash = vocab_hash(target), vocab_hash(draft)
-    vocab = Check("vocabulary", diff is None, f"identical ({t_hash})" if diff is None
-                  else f"vocabularies differ ({t_hash} vs {d_hash}): {diff}")
+    vocab = Check(
+        "vocabulary",
+        diff is None,
+        f"identical ({t_hash})" if diff is None else f"vocabularies differ ({t_hash} vs {d_hash}): {diff}",
+    )
     t_spec, d_spec = special_tokens(target), special_tokens(draft)
     bad = [k for k in t_spec if t_spec[k] != d_spec.get(k)]
-    detail = "identical" if not bad else (
-        f"special token {bad[0]} is {t_spec[bad[0]]!r} in the target "
-        f"but {d_spec.get(bad[0])!r} in the draft")
+    detail = (
+        "identical"
+        if not bad
+        else (f"special token {bad[0]} is {t_spec[bad[0]]!r} in the target but {d_spec.get(bad[0])!r} in the draft")
+    )
     return CompatReport((vocab, Check("special tokens", not bad, detail)))
 
 
-def ensure_compatible(target: Vocabulary, draft: Vocabulary, target_name: str = "target",
-                      draft_name: str = "draft") -> None:
+def ensure_compatible(
+    target: Vocabulary, draft: Vocabulary, target_name: str = "target", draft_name: str = "draft"
+) -> None:
     """Raise IncompatibleDraftError naming the first difference when the draft cannot serve."""
     report = check_pair(target, draft)
     if not report.compatible:
-        raise IncompatibleDraftError(
-            f"{draft_name} cannot draft for {target_name}: {report.reason}")
+        raise IncompatibleDraftError(f"{draft_name} cannot draft for {target_name}: {report.reason}")

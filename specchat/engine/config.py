@@ -37,8 +37,11 @@ class Limit:
 
     def allowed(self) -> str:
         """The accepted values in words: "between 0.01 and 2, or 0 (greedy)"."""
-        low = f"above {_num(self.low)} and up to {_num(self.high)}" if self.low_open else \
-            f"between {_num(self.low)} and {_num(self.high)}"
+        low = (
+            f"above {_num(self.low)} and up to {_num(self.high)}"
+            if self.low_open
+            else f"between {_num(self.low)} and {_num(self.high)}"
+        )
         whole = "a whole number " if self.integer else ""
         return f"{whole}{low}" + (f", or {_num(self.off)} ({self.off_means})" if self.off is not None else "")
 
@@ -71,12 +74,14 @@ class Limit:
         try:
             value = kind(text)
         except ValueError:
-            raise ConfigError(f"{self.label} must be {'a whole number' if self.integer else 'a number'}, "
-                              f"got {text!r}") from None
+            raise ConfigError(
+                f"{self.label} must be {'a whole number' if self.integer else 'a number'}, got {text!r}"
+            ) from None
         return self.check(value)
 
     def arg_type(self) -> Callable[[str], float | int]:
         """An argparse type: parse(), its ConfigError re-raised as the one line argparse prints."""
+
         def parse(text: str) -> float | int:
             try:
                 return self.parse(text)
@@ -91,7 +96,7 @@ class Limit:
         """The smallest value a spin box shows (the off value, or the first step above an open low)."""
         if self.off is not None:
             return self.off
-        return self.low + 10 ** -self.decimals if self.low_open else self.low
+        return self.low + 10**-self.decimals if self.low_open else self.low
 
 
 def _num(value: float) -> str:

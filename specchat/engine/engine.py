@@ -83,13 +83,15 @@ class Engine:
         self.drafters["mtp"] = MtpDrafter(self.runner)
         return support
 
-    def generate(self, prompt_ids: list[int], cfg: GenerationConfig,
-                 cancel: threading.Event | None = None) -> GenerationResult:
+    def generate(
+        self, prompt_ids: list[int], cfg: GenerationConfig, cancel: threading.Event | None = None
+    ) -> GenerationResult:
         """Run stream() to the end and return the result; raises the failure's own error class."""
         return result_of(self.stream(prompt_ids, cfg, cancel))
 
-    def stream(self, prompt_ids: list[int], cfg: GenerationConfig,
-               cancel: threading.Event | None = None) -> Iterator[Event]:
+    def stream(
+        self, prompt_ids: list[int], cfg: GenerationConfig, cancel: threading.Event | None = None
+    ) -> Iterator[Event]:
         """Yield TextChunk / RoundResult / PrefillProgress events, then Finished or Failed."""
         tokens: list[int] = []
         self.check_thread()
@@ -114,8 +116,10 @@ class Engine:
         """
         current = threading.current_thread()
         if current is not self._owner:
-            raise EngineThreadError(f"the engine belongs to thread {self._owner.name!r} and was called from "
-                                    f"{current.name!r}: submit the work as a job to its owner instead")
+            raise EngineThreadError(
+                f"the engine belongs to thread {self._owner.name!r} and was called from "
+                f"{current.name!r}: submit the work as a job to its owner instead"
+            )
 
     def adopt(self) -> None:
         """Make the calling thread the owner; the caches start afresh (their arrays belong to the old one)."""
@@ -145,8 +149,9 @@ class Engine:
             raise ConfigError(f"mode {cfg.mode!r} is not available: {reason}")
         return self.drafters[cfg.mode]
 
-    def _stream(self, prompt: list[int], cfg: GenerationConfig, cancel: threading.Event,
-                tokens: list[int]) -> Iterator[Event]:
+    def _stream(
+        self, prompt: list[int], cfg: GenerationConfig, cancel: threading.Event, tokens: list[int]
+    ) -> Iterator[Event]:
         if not prompt:
             raise ConfigError("the prompt is empty: at least one token is needed")
         budget = self._budget(len(prompt), cfg.max_tokens)
@@ -168,8 +173,11 @@ class Engine:
         if drafter is not None:
             drafter.prefill(prompt)
         ctx = LoopContext(prompt, Sampler(cfg), budget, frozenset(self.tokenizer.eos_token_ids), cancel)
-        steps = (baseline_steps(self.runner, ctx) if drafter is None
-                 else speculative_steps(self.runner, drafter, cfg.max_draft_tokens, ctx, self._controller(cfg)))
+        steps = (
+            baseline_steps(self.runner, ctx)
+            if drafter is None
+            else speculative_steps(self.runner, drafter, cfg.max_draft_tokens, ctx, self._controller(cfg))
+        )
         detok = self.tokenizer.detokenizer
         detok.reset()
         stop: str | None = None
@@ -191,8 +199,10 @@ class Engine:
             return max_tokens
         size, source = limit
         if prompt_tokens >= size:
-            raise ConfigError(f"the prompt is {prompt_tokens} tokens but {self.target.name} takes at most "
-                              f"{size} ({source} in config.json): shorten the conversation or start a new one")
+            raise ConfigError(
+                f"the prompt is {prompt_tokens} tokens but {self.target.name} takes at most "
+                f"{size} ({source} in config.json): shorten the conversation or start a new one"
+            )
         return min(max_tokens, size - prompt_tokens)
 
     @staticmethod

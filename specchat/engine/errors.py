@@ -67,8 +67,16 @@ class RemoteError(EngineError):
 
 
 _CLASSES: dict[ErrorKind, type[EngineError]] = {
-    cls.kind: cls for cls in (EngineError, ModelLoadError, IncompatibleDraftError, RollbackError, ConfigError,
-                              EngineThreadError, RemoteError)
+    cls.kind: cls
+    for cls in (
+        EngineError,
+        ModelLoadError,
+        IncompatibleDraftError,
+        RollbackError,
+        ConfigError,
+        EngineThreadError,
+        RemoteError,
+    )
 }
 
 

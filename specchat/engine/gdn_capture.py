@@ -49,8 +49,10 @@ class GdnCall:
     def conv_state_after(self, r: int) -> mx.array:
         """The conv state after the first r tokens of this call (a window as long as the one it started from)."""
         if self.conv_input is None:
-            raise RollbackError("a linear-attention layer ran gated_delta_update without its conv1d first: "
-                                "its conv state cannot be rolled back")
+            raise RollbackError(
+                "a linear-attention layer ran gated_delta_update without its conv1d first: "
+                "its conv state cannot be rolled back"
+            )
         keep = self.conv_input.shape[1] - self.length
         return mx.contiguous(self.conv_input[:, r : r + keep, :])
 
@@ -106,9 +108,18 @@ def _recording_conv_class(cls: type) -> type:
 
 
 def _wrap_update(original: GatedDeltaUpdate) -> GatedDeltaUpdate:
-    def gated_delta_update(q: mx.array, k: mx.array, v: mx.array, a: mx.array, b: mx.array, A_log: mx.array,
-                           dt_bias: mx.array, state: mx.array | None = None, mask: mx.array | None = None,
-                           **kwargs: Any) -> tuple[mx.array, mx.array]:
+    def gated_delta_update(
+        q: mx.array,
+        k: mx.array,
+        v: mx.array,
+        a: mx.array,
+        b: mx.array,
+        A_log: mx.array,
+        dt_bias: mx.array,
+        state: mx.array | None = None,
+        mask: mx.array | None = None,
+        **kwargs: Any,
+    ) -> tuple[mx.array, mx.array]:
         out, new_state = original(q, k, v, a, b, A_log, dt_bias, state, mask, **kwargs)
         rec = active_recorder()
         if rec is not None:

@@ -33,8 +33,9 @@ def hook_problems(target: ModelRunner, drafters: Mapping[str, Drafter]) -> dict[
     draft = drafters.get("draft")
     if isinstance(draft, DraftModelDrafter) and "draft" not in problems:
         runner = draft.runner
-        draft_problem = _off(mlx_lm.model_check(runner.model, runner.caches),
-                             f"speculation with the draft model {runner.name}")
+        draft_problem = _off(
+            mlx_lm.model_check(runner.model, runner.caches), f"speculation with the draft model {runner.name}"
+        )
         if draft_problem:
             problems["draft"] = draft_problem
     if "mtp" in drafters and "mtp" not in problems:

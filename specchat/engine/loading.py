@@ -79,8 +79,10 @@ def vocab_size(loaded: LoadedModel) -> int:
 def context_limit(config: Mapping[str, Any]) -> tuple[int, str] | None:
     """The model's context length and where it came from (max_position_embeddings, at the top of
     config.json or under text_config); None when the config gives none."""
-    for where, section in (("max_position_embeddings", config),
-                           ("text_config.max_position_embeddings", config.get("text_config"))):
+    for where, section in (
+        ("max_position_embeddings", config),
+        ("text_config.max_position_embeddings", config.get("text_config")),
+    ):
         value = section.get("max_position_embeddings") if isinstance(section, dict) else None
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value, where

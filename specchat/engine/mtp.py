@@ -43,8 +43,9 @@ def attach_head(model: Any, tokenizer: object, folder: Path, support: MtpSupport
     try:
         attach_mtp_head(model, tokenizer, folder)
     except Exception as exc:  # optiq raises RuntimeError / ValueError / KeyError for bad heads
-        raise ModelLoadError(f"mlx-optiq could not attach the MTP head of {folder}: "
-                             f"{type(exc).__name__}: {exc}") from exc
+        raise ModelLoadError(
+            f"mlx-optiq could not attach the MTP head of {folder}: {type(exc).__name__}: {exc}"
+        ) from exc
     return support
 
 
@@ -182,13 +183,15 @@ class MtpDrafter:
         self.seen, self._seen_of = [], None
         self.rows.clear()
 
-    def _feed(self, hidden: mx.array, tokens: mx.array | list[int],
-              own_cache: bool = True) -> tuple[mx.array, mx.array]:
+    def _feed(
+        self, hidden: mx.array, tokens: mx.array | list[int], own_cache: bool = True
+    ) -> tuple[mx.array, mx.array]:
         """One head call over (T, H) hidden states and T next tokens: logits (T, V), hidden (T, H).
         Without its own cache the call attends only to its own positions."""
         ids = tokens if isinstance(tokens, mx.array) else mx.array(tokens, dtype=mx.uint32)
-        logits, out = self.model.mtp_forward(hidden[None], ids[None], return_hidden=True,
-                                             mtp_cache=self.cache if own_cache else None)
+        logits, out = self.model.mtp_forward(
+            hidden[None], ids[None], return_hidden=True, mtp_cache=self.cache if own_cache else None
+        )
         return logits[0], out[0]
 
     def _catch_up(self, hidden: mx.array, tokens: list[int]) -> tuple[mx.array, mx.array]:
@@ -228,8 +231,10 @@ class MtpDrafter:
         """The target's hidden states of positions [begin, end); ModelLoadError when they never came."""
         rows = self.rows.take(begin, end)
         if rows is None:
-            raise ModelLoadError("the target's hidden states did not reach the MTP head; "
-                                 "is ModelRunner.hidden_sink set to MtpDrafter.receive_hidden?")
+            raise ModelLoadError(
+                "the target's hidden states did not reach the MTP head; "
+                "is ModelRunner.hidden_sink set to MtpDrafter.receive_hidden?"
+            )
         return rows
 
     def _consumed(self, seq: list[int], entries: int) -> None:

@@ -119,8 +119,10 @@ def detect_mtp(folder: Path) -> MtpSupport:
         return MtpSupport(False, f"{config_file} does not hold a JSON object")
     layers = config_mtp_layers(config)
     if layers == 0:
-        return MtpSupport(False, f"config.json declares no MTP layers (looked for "
-                                 f"{' / '.join(CONFIG_KEYS)} > 0, also under text_config)")
+        return MtpSupport(
+            False,
+            f"config.json declares no MTP layers (looked for {' / '.join(CONFIG_KEYS)} > 0, also under text_config)",
+        )
     sidecar, problem = _find_sidecar(folder, config)
     if problem:
         return MtpSupport(False, f"config.json declares {layers} MTP layer(s) but {problem}", None, layers)
@@ -129,7 +131,16 @@ def detect_mtp(folder: Path) -> MtpSupport:
         return MtpSupport(True, f"{layers} MTP layer(s) in sidecar {rel}", "sidecar", layers)
     embedded, where = _embedded_mtp_keys(folder)
     if embedded:
-        return MtpSupport(True, f"{layers} MTP layer(s) embedded in the weights "
-                                f"({len(embedded)} mtp.* tensors, found in {where})", "embedded", layers)
-    return MtpSupport(False, f"config.json declares {layers} MTP layer(s) but no mtp.* tensors were "
-                             f"found: no sidecar ({', '.join(SIDECARS)}) and none in {where}", None, layers)
+        return MtpSupport(
+            True,
+            f"{layers} MTP layer(s) embedded in the weights ({len(embedded)} mtp.* tensors, found in {where})",
+            "embedded",
+            layers,
+        )
+    return MtpSupport(
+        False,
+        f"config.json declares {layers} MTP layer(s) but no mtp.* tensors were "
+        f"found: no sidecar ({', '.join(SIDECARS)}) and none in {where}",
+        None,
+        layers,
+    )

@@ -9,14 +9,19 @@ from typing import Any, Protocol
 class ChatTemplate(Protocol):
     """What a tokenizer offers to turn messages into token ids (mlx-lm's wrapper, the remote tokenizer)."""
 
-    def apply_chat_template(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True,
-                            **kwargs: Any) -> Any: ...
+    def apply_chat_template(
+        self, messages: list[dict[str, Any]], add_generation_prompt: bool = True, **kwargs: Any
+    ) -> Any: ...
 
 
-def chat_prompt_ids(tokenizer: ChatTemplate, messages: Sequence[Mapping[str, Any]], system_prompt: str = "",
-                    enable_thinking: bool | None = None,
-                    template_kwargs: Mapping[str, Any] | None = None,
-                    add_generation_prompt: bool = True) -> list[int]:
+def chat_prompt_ids(
+    tokenizer: ChatTemplate,
+    messages: Sequence[Mapping[str, Any]],
+    system_prompt: str = "",
+    enable_thinking: bool | None = None,
+    template_kwargs: Mapping[str, Any] | None = None,
+    add_generation_prompt: bool = True,
+) -> list[int]:
     """Token ids of a conversation, ending with the assistant's turn opening unless add_generation_prompt is False.
 
     A system prompt goes first; enable_thinking None leaves the template's own default (a request

@@ -48,7 +48,8 @@ def check_supported(caches: Sequence[Any]) -> None:
         if not isinstance(c, (*TRIMMABLE, RotatingKVCache, ArraysCache)):
             raise RollbackError(
                 f"cache {i} is a {type(c).__name__}, which SpecChat cannot roll back "
-                "exactly; speculative decoding is not available for this model")
+                "exactly; speculative decoding is not available for this model"
+            )
 
 
 class Transaction:
@@ -99,15 +100,17 @@ class Transaction:
         self.rotating, self.arrays, self.recorder = {}, {}, gdn_capture.Recorder()
 
 
-def _calls_per_cache(calls: list[GdnCall], linear: list[int],
-                     snapshots: Mapping[int, ArraysState]) -> dict[int, list[GdnCall]]:
+def _calls_per_cache(
+    calls: list[GdnCall], linear: list[int], snapshots: Mapping[int, ArraysState]
+) -> dict[int, list[GdnCall]]:
     """Give each ArraysCache its calls: a forward pass calls the linear layers in order."""
     if not linear:
         return {}
     if len(calls) % len(linear):
         raise RollbackError(
             f"recorded {len(calls)} linear-attention calls for {len(linear)} layers; "
-            "a forward pass ran outside the round's recording")
+            "a forward pass ran outside the round's recording"
+        )
     per_cache = {i: calls[j :: len(linear)] for j, i in enumerate(linear)}
     for i, chain in per_cache.items():
         state = snapshots[i][1]
@@ -123,8 +126,7 @@ def linear_layers(model: Any) -> dict[int, Any]:
     return gated_delta_layers(model)
 
 
-def _commit_arrays(cache: Any, snapshot: ArraysState, calls: list[GdnCall], keep: int, fed: int,
-                   layer: Any) -> None:
+def _commit_arrays(cache: Any, snapshot: ArraysState, calls: list[GdnCall], keep: int, fed: int, layer: Any) -> None:
     # Full keep and zero keep need no record of the calls: plain decoding works unhooked.
     if keep == fed:
         return
@@ -141,8 +143,10 @@ def _commit_arrays(cache: Any, snapshot: ArraysState, calls: list[GdnCall], keep
             return
         keep -= call.length
     if not calls:
-        raise RollbackError("no linear-attention calls were recorded this round: mlx-lm's "
-                            "gated_delta_update is not hooked (see specchat.upstream.mlx_lm.model_check)")
+        raise RollbackError(
+            "no linear-attention calls were recorded this round: mlx-lm's "
+            "gated_delta_update is not hooked (see specchat.upstream.mlx_lm.model_check)"
+        )
     raise RollbackError("rollback point lies past the recorded linear-attention calls")
 
 

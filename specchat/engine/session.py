@@ -37,8 +37,9 @@ class ChatSession:
             self.messages.pop()
         yield from self._reply(cfg, cancel)
 
-    def edit(self, index: int, text: str, cfg: GenerationConfig,
-             cancel: threading.Event | None = None) -> Iterator[Event]:
+    def edit(
+        self, index: int, text: str, cfg: GenerationConfig, cancel: threading.Event | None = None
+    ) -> Iterator[Event]:
         """Replace user message `index`, forget everything after it and reply again."""
         if self.messages[index]["role"] != "user":
             raise ValueError(f"message {index} is not a user message")

@@ -81,8 +81,9 @@ def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
         target.abort()
 
 
-def speculative_steps(target: ModelRunner, drafter: Drafter, k_max: int, ctx: LoopContext,
-                      auto: AutoK | None = None) -> Iterator[Step]:
+def speculative_steps(
+    target: ModelRunner, drafter: Drafter, k_max: int, ctx: LoopContext, auto: AutoK | None = None
+) -> Iterator[Step]:
     """Draft, verify in one target pass, keep the agreeing prefix, roll every cache back exactly.
 
     With `auto`, each round's K (0 = a plain decoding round) comes from the controller.
@@ -135,8 +136,9 @@ class _Burst:
     stop: str | None
 
 
-def _plain_burst(target: ModelRunner, ctx: LoopContext, auto: AutoK, index: int,
-                 generated: int) -> Generator[Step, None, _Burst]:
+def _plain_burst(
+    target: ModelRunner, ctx: LoopContext, auto: AutoK, index: int, generated: int
+) -> Generator[Step, None, _Burst]:
     """Decode up to auto.burst_length() tokens plainly; yields their steps, then one K=0 RoundResult."""
     n = min(auto.burst_length(), ctx.budget - generated)
     start, emitted, stop = time.perf_counter(), 0, None

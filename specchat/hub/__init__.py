@@ -12,14 +12,28 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "HubConfig": "config", "load_catalog": "catalog", "Catalog": "catalog",
-    "search_models": "search", "SearchResult": "search",
-    "download_bundle": "download", "download_model": "download", "check_disk_space": "download",
-    "DownloadProgress": "progress", "scan_local_models": "store", "LocalModel": "store",
-    "delete_model": "store", "pair_report": "pairing", "compatible_drafts": "pairing",
-    "memory_fit": "memory_fit", "model_memory": "memory_fit",
-    "HubError": "errors", "OfflineError": "errors", "AuthRequiredError": "errors",
-    "NotEnoughDiskError": "errors", "CorruptFileError": "errors", "DownloadCancelled": "errors",
+    "HubConfig": "config",
+    "load_catalog": "catalog",
+    "Catalog": "catalog",
+    "search_models": "search",
+    "SearchResult": "search",
+    "download_bundle": "download",
+    "download_model": "download",
+    "check_disk_space": "download",
+    "DownloadProgress": "progress",
+    "scan_local_models": "store",
+    "LocalModel": "store",
+    "delete_model": "store",
+    "pair_report": "pairing",
+    "compatible_drafts": "pairing",
+    "memory_fit": "memory_fit",
+    "model_memory": "memory_fit",
+    "HubError": "errors",
+    "OfflineError": "errors",
+    "AuthRequiredError": "errors",
+    "NotEnoughDiskError": "errors",
+    "CorruptFileError": "errors",
+    "DownloadCancelled": "errors",
 }
 
 

@@ -15,8 +15,16 @@ ROLES = ("target", "draft", "both")
 ARCHITECTURES = ("dense", "hybrid")
 PAIR_MODES = ("draft", "mtp")
 _MODEL_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "repo_id": str, "family": str, "params": str, "role": str, "architecture": str, "mtp": bool,
-    "quantization": str, "approx_size_gb": (int, float), "context_length": int}
+    "repo_id": str,
+    "family": str,
+    "params": str,
+    "role": str,
+    "architecture": str,
+    "mtp": bool,
+    "quantization": str,
+    "approx_size_gb": (int, float),
+    "context_length": int,
+}
 
 
 @dataclass(frozen=True)
@@ -106,8 +114,11 @@ def _is_a(value: object, kind: type | tuple[type, ...]) -> bool:
 def _model_problems(model: object) -> list[str]:
     if not isinstance(model, dict):
         return ["must be an object"]
-    problems = [f"'{name}' must be {getattr(kind, '__name__', 'a number')}"
-                for name, kind in _MODEL_FIELDS.items() if not _is_a(model.get(name), kind)]
+    problems = [
+        f"'{name}' must be {getattr(kind, '__name__', 'a number')}"
+        for name, kind in _MODEL_FIELDS.items()
+        if not _is_a(model.get(name), kind)
+    ]
     if model.get("role") not in ROLES:
         problems.append(f"role {model.get('role')!r} is not one of {ROLES}")
     if model.get("architecture") not in ARCHITECTURES:
@@ -150,9 +161,11 @@ def load_catalog(path: Path | None = None) -> Catalog:
     problems = validate_catalog(data)
     if problems:
         raise HubError(f"invalid model catalog {where}: " + "; ".join(problems[:5]))
-    models = tuple(CatalogModel(**{k: m.get(k) for k in _MODEL_FIELDS},
-                                mtp_depth=m.get("mtp_depth"), notes=m.get("notes", ""))
-                   for m in data["models"])
-    pairs = tuple(RecommendedPair(p["target"], p.get("draft"), p["mode"], p["k"])
-                  for p in data.get("recommended_pairs") or [])
+    models = tuple(
+        CatalogModel(**{k: m.get(k) for k in _MODEL_FIELDS}, mtp_depth=m.get("mtp_depth"), notes=m.get("notes", ""))
+        for m in data["models"]
+    )
+    pairs = tuple(
+        RecommendedPair(p["target"], p.get("draft"), p["mode"], p["k"]) for p in data.get("recommended_pairs") or []
+    )
     return Catalog(models, pairs)

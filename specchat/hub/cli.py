@@ -89,8 +89,10 @@ def run_list(args: argparse.Namespace) -> int:
         ctx = str(f.context_length) if f and f.context_length else "?"
         mtp = {True: "MTP", False: "-", None: "?"}[m.mtp_available]
         state = "complete" if m.complete else "PARTIAL (" + ", ".join(m.missing[:3]) + ")"
-        print(f"{m.name:48} {format_bytes(m.size_bytes):>9}  {arch:18} {bits:6} ctx {ctx:>7}  "
-              f"{mtp:3}  vocab {m.vocab_hash or '-':16}  {state}")
+        print(
+            f"{m.name:48} {format_bytes(m.size_bytes):>9}  {arch:18} {bits:6} ctx {ctx:>7}  "
+            f"{mtp:3}  vocab {m.vocab_hash or '-':16}  {state}"
+        )
     return 0
 
 
@@ -108,8 +110,10 @@ def run_add(args: argparse.Namespace) -> int:
         return _fail(f"{args.folder} is a file, not a folder")
     models = folder_models([folder], "folder")
     if not models:
-        return _fail(f"{folder} is not an MLX model folder: no config.json with *.safetensors weights in it "
-                     "or in the folders below it")
+        return _fail(
+            f"{folder} is not an MLX model folder: no config.json with *.safetensors weights in it "
+            "or in the folders below it"
+        )
     paths = AppPaths.default().ensure()
     loaded = load_settings(paths)
     if loaded.warning:
@@ -151,8 +155,14 @@ def run_search(args: argparse.Namespace) -> int:
         print(f"no models match {args.query!r}" if args.query.strip() else "no models found")
     for hit in result.hits:
         c = hit.catalog
-        info = (f"* {c.role:6} {c.architecture:6} {c.quantization:18} ~{c.approx_size_gb:g} GB"
-                + ("  MTP" if c.mtp else "")) if c else "  (hub)"
+        info = (
+            (
+                f"* {c.role:6} {c.architecture:6} {c.quantization:18} ~{c.approx_size_gb:g} GB"
+                + ("  MTP" if c.mtp else "")
+            )
+            if c
+            else "  (hub)"
+        )
         downloads = f"  {hit.downloads} downloads" if hit.downloads is not None else ""
         print(f"{hit.repo_id:52} {info}{downloads}")
         for pair in catalog.pairs_for(hit.repo_id):
@@ -163,10 +173,12 @@ def run_search(args: argparse.Namespace) -> int:
 def progress_line(p: DownloadProgress) -> str:
     """A one-line text progress bar."""
     filled = int(BAR_WIDTH * p.fraction)
-    return (f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {p.fraction:4.0%} "
-            f"{format_bytes(p.bytes_done)}/{format_bytes(p.bytes_total)} "
-            f"{format_bytes(p.speed_bps)}/s ETA {format_duration(p.eta_s)} "
-            f"({p.files_done}/{p.files_total}) {p.filename[-32:]}")
+    return (
+        f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {p.fraction:4.0%} "
+        f"{format_bytes(p.bytes_done)}/{format_bytes(p.bytes_total)} "
+        f"{format_bytes(p.speed_bps)}/s ETA {format_duration(p.eta_s)} "
+        f"({p.files_done}/{p.files_total}) {p.filename[-32:]}"
+    )
 
 
 def _print_progress(p: DownloadProgress) -> None:
@@ -181,10 +193,15 @@ def _preflight(repos: list[str], args: argparse.Namespace) -> None:
     config = _config()
     plans = plan_bundle(repos, config, args.revision)
     space = check_disk_space(plans, config)
-    print(f"disk: {format_bytes(space.needed_bytes)} to download, "
-          f"{format_bytes(space.free_bytes)} free", file=sys.stderr)
-    models = [planned_memory(p.repo_id, sum(f.size for f in p.files if f.path.endswith(".safetensors")),
-                             fetch_config(p, config)) for p in plans]
+    print(
+        f"disk: {format_bytes(space.needed_bytes)} to download, {format_bytes(space.free_bytes)} free", file=sys.stderr
+    )
+    models = [
+        planned_memory(
+            p.repo_id, sum(f.size for f in p.files if f.path.endswith(".safetensors")), fetch_config(p, config)
+        )
+        for p in plans
+    ]
     fit = memory_fit(models[0], models[1] if len(models) > 1 else None, args.context)
     print(f"memory {fit.summary()}", file=sys.stderr)
 

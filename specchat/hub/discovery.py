@@ -36,7 +36,7 @@ def hf_cache_models(cache_dir: Path) -> list[FoundModel]:
     for repo in _children(cache_dir, "models--*"):
         snapshot = _current_snapshot(repo)
         if snapshot is not None and is_mlx_folder(snapshot):
-            found.append(FoundModel(snapshot, repo.name[len("models--"):].replace("--", "/"), "hf-cache"))
+            found.append(FoundModel(snapshot, repo.name[len("models--") :].replace("--", "/"), "hf-cache"))
     return found
 
 
@@ -61,12 +61,16 @@ def folder_models(roots: Iterable[Path], source: str, depth: int = 2) -> list[Fo
     return found
 
 
-def discover_models(cache_dir: Path, extra_dirs: Iterable[str | Path] = (), home: Path | None = None
-                    ) -> list[FoundModel]:
+def discover_models(
+    cache_dir: Path, extra_dirs: Iterable[str | Path] = (), home: Path | None = None
+) -> list[FoundModel]:
     """Every model found on disk, each folder once: the HF cache, LM Studio, then the user's folders."""
     home = home if home is not None else Path.home()
-    return unique_by_path(hf_cache_models(Path(cache_dir)) + folder_models(lmstudio_dirs(home), "lm-studio")
-                          + folder_models([Path(d) for d in extra_dirs], "folder"))
+    return unique_by_path(
+        hf_cache_models(Path(cache_dir))
+        + folder_models(lmstudio_dirs(home), "lm-studio")
+        + folder_models([Path(d) for d in extra_dirs], "folder")
+    )
 
 
 def unique_by_path(models: list) -> list:

@@ -53,8 +53,7 @@ def bytes_to_download(plans: Sequence[RepoPlan], config: HubConfig) -> int:
     return sum(f.size - bytes_on_disk(config, p, f) for p in plans for f in p.files)
 
 
-def check_disk_space(plans: Sequence[RepoPlan], config: HubConfig,
-                     free: FreeSpace | None = None) -> SpaceCheck:
+def check_disk_space(plans: Sequence[RepoPlan], config: HubConfig, free: FreeSpace | None = None) -> SpaceCheck:
     """Compare what the plans still need with the free space; raise NotEnoughDiskError if short."""
     free_bytes = (free or free_space)(config.cache_dir)
     check = SpaceCheck(bytes_to_download(plans, config), free_bytes, config.cache_dir)
@@ -63,7 +62,9 @@ def check_disk_space(plans: Sequence[RepoPlan], config: HubConfig,
         raise NotEnoughDiskError(
             f"not enough disk space for {names}: {format_bytes(check.needed_bytes)} to download, "
             f"{format_bytes(check.free_bytes)} free at {check.folder}; free "
-            f"{format_bytes(check.missing_bytes)} more", check.missing_bytes)
+            f"{format_bytes(check.missing_bytes)} more",
+            check.missing_bytes,
+        )
     return check
 
 
@@ -72,10 +73,14 @@ def plan_bundle(repo_ids: Sequence[str], config: HubConfig, revision: str = "mai
     return [fetch_plan(repo_id, config, revision) for repo_id in dict.fromkeys(repo_ids)]
 
 
-def download_bundle(repo_ids: Sequence[str], config: HubConfig,
-                    on_progress: ProgressCallback | None = None,
-                    cancel: threading.Event | None = None, free: FreeSpace | None = None,
-                    revision: str = "main") -> list[Path]:
+def download_bundle(
+    repo_ids: Sequence[str],
+    config: HubConfig,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    free: FreeSpace | None = None,
+    revision: str = "main",
+) -> list[Path]:
     """Download every repo (e.g. a target and its draft) as one job; returns their snapshot folders.
 
     Resumes partial files left by an earlier run; raises DownloadCancelled when cancel is set,
@@ -96,15 +101,20 @@ def download_bundle(repo_ids: Sequence[str], config: HubConfig,
     return [snapshot_path(config, p) for p in plans]
 
 
-def download_model(repo_id: str, config: HubConfig, *, on_progress: ProgressCallback | None = None,
-                   cancel: threading.Event | None = None, free: FreeSpace | None = None,
-                   revision: str = "main") -> Path:
+def download_model(
+    repo_id: str,
+    config: HubConfig,
+    *,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    free: FreeSpace | None = None,
+    revision: str = "main",
+) -> Path:
     """Download one repo; see download_bundle."""
     return download_bundle([repo_id], config, on_progress, cancel, free, revision)[0]
 
 
-def _download_plan(plan: RepoPlan, config: HubConfig, tracker: ProgressTracker,
-                   cancel: threading.Event | None) -> None:
+def _download_plan(plan: RepoPlan, config: HubConfig, tracker: ProgressTracker, cancel: threading.Event | None) -> None:
     """Record the file list and the ref, then fetch the small files first."""
     write_manifest(plan, config)
     for remote in sorted(plan.files, key=lambda f: (f.size, f.path)):
@@ -139,8 +149,9 @@ def write_manifest(plan: RepoPlan, config: HubConfig) -> None:
     manifest = storage / MANIFEST_DIR / f"{plan.commit}.json"
     manifest.parent.mkdir(parents=True, exist_ok=True)
     files = {f.path: {"size": f.size, "hash": f.expected_hash, "kind": f.hash_kind} for f in plan.files}
-    manifest.write_text(json.dumps({"repo_id": plan.repo_id, "commit": plan.commit,
-                                    "files": files}, indent=1, sort_keys=True))
+    manifest.write_text(
+        json.dumps({"repo_id": plan.repo_id, "commit": plan.commit, "files": files}, indent=1, sort_keys=True)
+    )
     if plan.revision != plan.commit:
         ref = storage / "refs" / plan.revision
         ref.parent.mkdir(parents=True, exist_ok=True)

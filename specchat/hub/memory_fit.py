@@ -35,8 +35,7 @@ class ModelMemory:
 def model_memory(folder: Path, name: str | None = None) -> ModelMemory:
     """ModelMemory of a local folder."""
     config = read_config(folder)
-    return ModelMemory(name or Path(folder).name, weights_bytes(folder),
-                       facts_from_config(config) if config else None)
+    return ModelMemory(name or Path(folder).name, weights_bytes(folder), facts_from_config(config) if config else None)
 
 
 def planned_memory(repo_id: str, weights: int, config: dict) -> ModelMemory:
@@ -59,9 +58,11 @@ class MemoryFit:
     def summary(self) -> str:
         """One line: level, total against the limit, and the parts."""
         parts = ", ".join(f"{label} {format_bytes(n)}" for label, n in self.parts)
-        return (f"{self.level}: needs {format_bytes(self.needed_bytes)} of "
-                f"{format_bytes(self.limit_bytes)} ({self.limit_source}; "
-                f"{format_bytes(self.available_bytes)} free now) at {self.context} tokens: {parts}")
+        return (
+            f"{self.level}: needs {format_bytes(self.needed_bytes)} of "
+            f"{format_bytes(self.limit_bytes)} ({self.limit_source}; "
+            f"{format_bytes(self.available_bytes)} free now) at {self.context} tokens: {parts}"
+        )
 
 
 def _parts(target: ModelMemory, draft: ModelMemory | None, context: int) -> list[tuple[str, int]]:
@@ -73,8 +74,9 @@ def _parts(target: ModelMemory, draft: ModelMemory | None, context: int) -> list
     return parts
 
 
-def memory_fit(target: ModelMemory, draft: ModelMemory | None, context: int,
-               machine: MachineMemory | None = None) -> MemoryFit:
+def memory_fit(
+    target: ModelMemory, draft: ModelMemory | None, context: int, machine: MachineMemory | None = None
+) -> MemoryFit:
     """Red above the limit (Metal's working set, else RAM), yellow near it or above free memory."""
     machine = machine or read_machine_memory()
     limit = machine.gpu_working_set_bytes or machine.total_bytes

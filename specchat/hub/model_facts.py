@@ -52,7 +52,7 @@ def read_config(folder: Path) -> dict:
 
 
 def layer_kinds(cfg: dict) -> list[str]:
-    """"full_attention" / "linear_attention" per layer."""
+    """ "full_attention" / "linear_attention" per layer."""
     n = int(cfg.get("num_hidden_layers") or 0)
     kinds = cfg.get("layer_types")
     if isinstance(kinds, list) and len(kinds) == n:
@@ -92,11 +92,17 @@ def facts_from_config(config: dict) -> ModelFacts:
     heads = int(cfg.get("num_attention_heads") or 1)
     head_dim = cfg.get("head_dim") or int(cfg.get("hidden_size") or 0) // heads
     return ModelFacts(
-        model_type=model_type, architecture="hybrid" if hybrid else "dense",
-        quant_bits=quant_bits(config), context_length=cfg.get("max_position_embeddings"),
-        num_layers=len(kinds), attention_layers=len(kinds) - linear, linear_layers=linear,
-        kv_heads=int(cfg.get("num_key_value_heads") or heads), head_dim=int(head_dim),
-        linear_state_bytes=_linear_state_bytes(cfg) if linear else 0)
+        model_type=model_type,
+        architecture="hybrid" if hybrid else "dense",
+        quant_bits=quant_bits(config),
+        context_length=cfg.get("max_position_embeddings"),
+        num_layers=len(kinds),
+        attention_layers=len(kinds) - linear,
+        linear_layers=linear,
+        kv_heads=int(cfg.get("num_key_value_heads") or heads),
+        head_dim=int(head_dim),
+        linear_state_bytes=_linear_state_bytes(cfg) if linear else 0,
+    )
 
 
 def weights_bytes(folder: Path) -> int:

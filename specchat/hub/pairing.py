@@ -14,8 +14,12 @@ from .units import format_bytes
 from .weights_check import broken_weights
 
 OK, WARNING, INCOMPATIBLE = "ok", "warning", "incompatible"
-_TEMPLATE_MARKERS = (("<|im_start|>", "chatml"), ("<|start_header_id|>", "llama3"),
-                     ("<start_of_turn>", "gemma"), ("[INST]", "mistral"))
+_TEMPLATE_MARKERS = (
+    ("<|im_start|>", "chatml"),
+    ("<|start_header_id|>", "llama3"),
+    ("<start_of_turn>", "gemma"),
+    ("[INST]", "mistral"),
+)
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class PairReport:
 
 
 def template_family(tokenizer: object) -> str:
-    """"chatml" (Qwen), "llama3", "gemma", "mistral", "other", or "none" without a template."""
+    """ "chatml" (Qwen), "llama3", "gemma", "mistral", "other", or "none" without a template."""
     template = getattr(tokenizer, "chat_template", None)
     if not template:
         return "none"
@@ -60,9 +64,11 @@ def check_template(target_tok: object, draft_tok: object) -> PairCheck:
     t, d = template_family(target_tok), template_family(draft_tok)
     if t == d:
         return PairCheck("chat template", OK, f"both {t}")
-    return PairCheck("chat template", WARNING,
-                     f"target uses {t}, draft {d}: prompts are framed for the target, "
-                     "so the draft will guess less well")
+    return PairCheck(
+        "chat template",
+        WARNING,
+        f"target uses {t}, draft {d}: prompts are framed for the target, so the draft will guess less well",
+    )
 
 
 def _mlx_supports(config: dict[str, Any]) -> str | None:
@@ -86,23 +92,31 @@ def check_architecture(target: Path, draft: Path) -> PairCheck:
         if problem:
             return PairCheck("architecture", INCOMPATIBLE, f"{role}: {problem}")
     t, d = facts_from_config(t_cfg), facts_from_config(d_cfg)
-    return PairCheck("architecture", OK, f"target {t.architecture} ({t.model_type}), "
-                                         f"draft {d.architecture} ({d.model_type})")
+    return PairCheck(
+        "architecture", OK, f"target {t.architecture} ({t.model_type}), draft {d.architecture} ({d.model_type})"
+    )
 
 
 def check_size(target: Path, draft: Path) -> PairCheck:
     """A draft only pays off when it is much smaller than the target."""
     t, d = weights_bytes(target), weights_bytes(draft)
     if t and d >= t:
-        return PairCheck("size", WARNING, f"the draft ({format_bytes(d)}) is not smaller than the "
-                                          f"target ({format_bytes(t)}); it cannot make it faster")
+        return PairCheck(
+            "size",
+            WARNING,
+            f"the draft ({format_bytes(d)}) is not smaller than the "
+            f"target ({format_bytes(t)}); it cannot make it faster",
+        )
     return PairCheck("size", OK, f"draft is {d / t:.0%} of the target" if t else "unknown")
 
 
 def check_weights(target: Path, draft: Path) -> PairCheck:
     """Every safetensors file of both folders is as long as its header says (a cut-off copy cannot load)."""
-    problems = [f"{role}: {problem}" for role, folder in (("target", target), ("draft", draft))
-                for problem in broken_weights(folder)]
+    problems = [
+        f"{role}: {problem}"
+        for role, folder in (("target", target), ("draft", draft))
+        for problem in broken_weights(folder)
+    ]
     if problems:
         return PairCheck("weights", INCOMPATIBLE, "; ".join(problems))
     return PairCheck("weights", OK, "every safetensors file is as long as its header says")
@@ -147,8 +161,9 @@ def draft_options(target: LocalModel, candidates: list[LocalModel]) -> list[Draf
         if model.path.resolve() == target.path.resolve() or not model.complete:
             continue
         if target.vocab_hash and model.vocab_hash and target.vocab_hash != model.vocab_hash:
-            options.append((model, None, f"vocabulary differs (hash {model.vocab_hash} "
-                                         f"vs the target's {target.vocab_hash})"))
+            options.append(
+                (model, None, f"vocabulary differs (hash {model.vocab_hash} vs the target's {target.vocab_hash})")
+            )
             continue
         report = pair_report(target.path, model.path, tokenizers)
         options.append((model, report, report.reason))

@@ -41,8 +41,14 @@ ProgressCallback = Callable[[DownloadProgress], None]
 class ProgressTracker:
     """Counts bytes of a whole bundle and reports speed over a sliding window and an ETA."""
 
-    def __init__(self, bytes_total: int, bytes_done: int, files_total: int,
-                 callback: ProgressCallback | None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        bytes_total: int,
+        bytes_done: int,
+        files_total: int,
+        callback: ProgressCallback | None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.bytes_total, self.bytes_done = bytes_total, bytes_done
         self.files_total, self.files_done = files_total, 0
         self.repo_id, self.filename = "", ""
@@ -81,8 +87,17 @@ class ProgressTracker:
         speed = self.speed()
         remaining = max(self.bytes_total - self.bytes_done, 0)
         eta = remaining / speed if speed > 0 else (0.0 if remaining == 0 else None)
-        return DownloadProgress(self.repo_id, self.filename, self.bytes_done, self.bytes_total,
-                                self.files_done, self.files_total, speed, eta, state)
+        return DownloadProgress(
+            self.repo_id,
+            self.filename,
+            self.bytes_done,
+            self.bytes_total,
+            self.files_done,
+            self.files_total,
+            speed,
+            eta,
+            state,
+        )
 
     def report(self, state: str, force: bool = False) -> None:
         """Call the callback, at most every MIN_REPORT_INTERVAL_S unless forced."""

@@ -35,7 +35,7 @@ class RemoteFile:
 
     @property
     def hash_kind(self) -> str:
-        """"sha256" for LFS files (content hash), "git-sha1" for regular git blobs."""
+        """ "sha256" for LFS files (content hash), "git-sha1" for regular git blobs."""
         return "sha256" if self.lfs_sha256 else "git-sha1"
 
     @property
@@ -85,13 +85,11 @@ def translate_error(exc: BaseException, repo_id: str | None, config: HubConfig) 
     if isinstance(exc, HubError):
         return exc
     if isinstance(exc, GatedRepoError):
-        return AuthRequiredError(
-            f"{repo_id} is gated: accept its conditions at {where}, then {LOGIN_HINT}")
+        return AuthRequiredError(f"{repo_id} is gated: accept its conditions at {where}, then {LOGIN_HINT}")
     if isinstance(exc, RevisionNotFoundError):
         return RepoNotFoundError(f"{repo_id}: revision not found on {config.endpoint}")
     if isinstance(exc, RepositoryNotFoundError):
-        return RepoNotFoundError(
-            f"{repo_id} was not found on {config.endpoint}; if it is private, {LOGIN_HINT}")
+        return RepoNotFoundError(f"{repo_id} was not found on {config.endpoint}; if it is private, {LOGIN_HINT}")
     if isinstance(exc, OfflineModeIsEnabled):
         return OfflineError(f"offline: HF_HUB_OFFLINE is set, so {config.endpoint} was not asked")
     if isinstance(exc, (httpx.ConnectError, httpx.TimeoutException, httpx.NetworkError)):
@@ -124,10 +122,10 @@ def fetch_plan(repo_id: str, config: HubConfig, revision: str = "main") -> RepoP
         if not info.sha:
             raise HubError(f"{repo_id}: the hub did not say which commit {revision} is")
         files = tuple(
-            RemoteFile(entry.path, int(entry.size), entry.blob_id,
-                       entry.lfs.sha256 if entry.lfs is not None else None)
+            RemoteFile(entry.path, int(entry.size), entry.blob_id, entry.lfs.sha256 if entry.lfs is not None else None)
             for entry in api.list_repo_tree(repo_id, revision=info.sha, recursive=True)
-            if hasattr(entry, "blob_id"))
+            if hasattr(entry, "blob_id")
+        )
         return RepoPlan(repo_id, revision, info.sha, files)
 
     plan = hub_call(fetch, config, f"about {repo_id}", repo_id)
@@ -135,8 +133,10 @@ def fetch_plan(repo_id: str, config: HubConfig, revision: str = "main") -> RepoP
         raise HubError(f"{repo_id} has no files at {revision}")
     unsafe = [f.path for f in plan.files if unsafe_file_path(f.path)]
     if unsafe:  # huggingface_hub would refuse it mid-download with a bare ValueError
-        raise HubError(f"{repo_id} is refused: its file list names {unsafe[0]!r}, a path that leaves "
-                       f"the model folder ({len(unsafe)} such file(s)); nothing was downloaded")
+        raise HubError(
+            f"{repo_id} is refused: its file list names {unsafe[0]!r}, a path that leaves "
+            f"the model folder ({len(unsafe)} such file(s)); nothing was downloaded"
+        )
     return plan
 
 

@@ -37,8 +37,10 @@ def checked_repo_id(repo_id: str, typed: str | None = None) -> str:
         raise BadRepoIdError(f"{where}: expected org/name, e.g. {EXAMPLE}")
     problem = _id_problem(repo_id)
     if problem:
-        raise BadRepoIdError(f"{typed!r} is not a model id: {problem} (expected org/name, e.g. {EXAMPLE}, "
-                             "or the model's huggingface.co URL)")
+        raise BadRepoIdError(
+            f"{typed!r} is not a model id: {problem} (expected org/name, e.g. {EXAMPLE}, "
+            "or the model's huggingface.co URL)"
+        )
     return repo_id
 
 

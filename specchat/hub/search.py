@@ -38,15 +38,14 @@ class SearchResult:
 
     @property
     def state(self) -> str:
-        """"online" or "offline"."""
+        """ "online" or "offline"."""
         return "online" if self.online else "offline"
 
 
 def catalog_hits(catalog: Catalog, query: str) -> list[SearchHit]:
     """Catalog models whose repo id contains every word of the query (case-insensitive)."""
     words = query.lower().split()
-    return [SearchHit(m.repo_id, m) for m in catalog.models
-            if all(w in m.repo_id.lower() for w in words)]
+    return [SearchHit(m.repo_id, m) for m in catalog.models if all(w in m.repo_id.lower() for w in words)]
 
 
 def hub_hits(query: str, config: HubConfig, limit: int = DEFAULT_LIMIT) -> list[SearchHit]:
@@ -54,15 +53,15 @@ def hub_hits(query: str, config: HubConfig, limit: int = DEFAULT_LIMIT) -> list[
     api = config.api()
 
     def fetch() -> list[SearchHit]:
-        found = api.list_models(search=query or None, filter="mlx", pipeline_tag="text-generation",
-                                sort="downloads", limit=limit)
+        found = api.list_models(
+            search=query or None, filter="mlx", pipeline_tag="text-generation", sort="downloads", limit=limit
+        )
         return [SearchHit(m.id, None, m.downloads, m.likes, on_hub=True) for m in found]
 
     return hub_call(fetch, config, "the search")
 
 
-def search_models(query: str, catalog: Catalog, config: HubConfig | None,
-                  limit: int = DEFAULT_LIMIT) -> SearchResult:
+def search_models(query: str, catalog: Catalog, config: HubConfig | None, limit: int = DEFAULT_LIMIT) -> SearchResult:
     """Catalog hits first (with hub numbers when online), then other hub hits; never hangs."""
     local = catalog_hits(catalog, query)
     if config is None:
@@ -72,10 +71,12 @@ def search_models(query: str, catalog: Catalog, config: HubConfig | None,
     except (OfflineError, AuthRequiredError, HubError) as exc:
         return SearchResult(tuple(local), False, f"{exc}; showing the catalog only")
     by_id = {h.repo_id.lower(): h for h in remote}
-    merged = [SearchHit(h.repo_id, h.catalog, *_numbers(by_id.pop(h.repo_id.lower(), None)))
-              for h in local]
-    extra = [SearchHit(h.repo_id, catalog.get(h.repo_id), h.downloads, h.likes, True)
-             for h in remote if h.repo_id.lower() in by_id]
+    merged = [SearchHit(h.repo_id, h.catalog, *_numbers(by_id.pop(h.repo_id.lower(), None))) for h in local]
+    extra = [
+        SearchHit(h.repo_id, catalog.get(h.repo_id), h.downloads, h.likes, True)
+        for h in remote
+        if h.repo_id.lower() in by_id
+    ]
     return SearchResult(tuple(merged + extra), True)
 
 

@@ -97,9 +97,15 @@ def _with_broken_weights(folder: Path, missing: list[str]) -> list[str]:
     return missing + ([tokenizer] if tokenizer else [])
 
 
-def describe_folder(folder: Path, name: str | None = None, source: str = "folder",
-                    repo_id: str | None = None, missing: list[str] | None = None,
-                    vocab: VocabHashCache | None = None, extra_bytes: int = 0) -> LocalModel:
+def describe_folder(
+    folder: Path,
+    name: str | None = None,
+    source: str = "folder",
+    repo_id: str | None = None,
+    missing: list[str] | None = None,
+    vocab: VocabHashCache | None = None,
+    extra_bytes: int = 0,
+) -> LocalModel:
     """A LocalModel for one folder; vocab=None skips the (slow) tokenizer load."""
     folder = Path(folder)
     config = read_config(folder)
@@ -112,9 +118,19 @@ def describe_folder(folder: Path, name: str | None = None, source: str = "folder
         except HubError as exc:
             missing.append(str(exc))
     mtp, reason = detect_mtp_head(folder) if config else (None, "no config.json")
-    return LocalModel(name or folder.name, folder, source, repo_id,
-                      size_on_disk(folder) + extra_bytes, not missing, tuple(missing),
-                      facts, vocab_hash, mtp, reason)
+    return LocalModel(
+        name or folder.name,
+        folder,
+        source,
+        repo_id,
+        size_on_disk(folder) + extra_bytes,
+        not missing,
+        tuple(missing),
+        facts,
+        vocab_hash,
+        mtp,
+        reason,
+    )
 
 
 def _expected_files(repo: CachedRepo, revision: CachedRevision, cache_dir: Path) -> dict[str, int] | None:
@@ -147,8 +163,15 @@ def _describe_cached(repo: CachedRepo, cache_dir: Path, vocab: VocabHashCache | 
         missing = _with_broken_weights(snapshot, sorted(p for p in expected if not (snapshot / p).is_file()))
     if partials:
         missing.append(f"{len(partials)} partly downloaded file(s)")
-    return describe_folder(snapshot, repo.repo_id, "hf-cache", repo.repo_id, missing, vocab,
-                           extra_bytes=sum(p.stat().st_size for p in partials))
+    return describe_folder(
+        snapshot,
+        repo.repo_id,
+        "hf-cache",
+        repo.repo_id,
+        missing,
+        vocab,
+        extra_bytes=sum(p.stat().st_size for p in partials),
+    )
 
 
 def scan_hf_cache(config: HubConfig, vocab: VocabHashCache | None = None) -> list[LocalModel]:
@@ -157,13 +180,16 @@ def scan_hf_cache(config: HubConfig, vocab: VocabHashCache | None = None) -> lis
         info = scan_cache_dir(config.cache_dir)
     except (CacheNotFound, ValueError):
         return []
-    models = [_describe_cached(repo, config.cache_dir, vocab)
-              for repo in info.repos if repo.repo_type == "model"]
+    models = [_describe_cached(repo, config.cache_dir, vocab) for repo in info.repos if repo.repo_type == "model"]
     return sorted((m for m in models if m is not None), key=lambda m: m.name.lower())
 
 
-def scan_local_models(config: HubConfig, extra_folders: Sequence[str | Path] = (),
-                      vocab: VocabHashCache | None = None, home: Path | None = None) -> list[LocalModel]:
+def scan_local_models(
+    config: HubConfig,
+    extra_folders: Sequence[str | Path] = (),
+    vocab: VocabHashCache | None = None,
+    home: Path | None = None,
+) -> list[LocalModel]:
     """HF cache models, LM Studio's MLX models (under home), then each user folder (a model folder,
     or a folder of model folders); each folder once."""
     models = scan_hf_cache(config, vocab)
@@ -189,7 +215,8 @@ def find_model(models: list[LocalModel], name: str) -> LocalModel | None:
     path = Path(name).expanduser()
     for model in models:
         if key in ((model.repo_id or "").lower(), model.name.lower()) or (
-                path.exists() and path.resolve() == model.path.resolve()):
+            path.exists() and path.resolve() == model.path.resolve()
+        ):
             return model
     return None
 
@@ -202,14 +229,14 @@ def delete_model(model: LocalModel, config: HubConfig, confirm: bool = False) ->
     if model.source != "hf-cache" or model.repo_id is None:
         raise HubError(f"{model.path} is a folder you added; remove it from the list or delete it yourself")
     if not confirm:
-        raise ConfirmationRequired(f"deleting {model.repo_id} frees {model.size_bytes} bytes; "
-                                   "pass confirm=True to delete it")
+        raise ConfirmationRequired(
+            f"deleting {model.repo_id} frees {model.size_bytes} bytes; pass confirm=True to delete it"
+        )
     repo_path = model.path.parent.parent
     if repo_path.parent.resolve() != config.cache_dir.resolve():
         raise HubError(f"{model.path} is not inside the HF cache {config.cache_dir}")
     info = scan_cache_dir(config.cache_dir)
-    hashes = [r.commit_hash for repo in info.repos if repo.repo_path == repo_path
-              for r in repo.revisions]
+    hashes = [r.commit_hash for repo in info.repos if repo.repo_path == repo_path for r in repo.revisions]
     if hashes:
         info.delete_revisions(*hashes).execute()  # huggingface_hub's own clean-up (shared blobs too)
     shutil.rmtree(repo_path, ignore_errors=True)  # partial blobs, refs, our manifest

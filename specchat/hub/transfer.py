@@ -68,12 +68,15 @@ def verify_file(path: Path, remote: RemoteFile) -> None:
         raise CorruptFileError(f"{remote.path}: {size} bytes on disk, the hub lists {remote.size}")
     actual = file_hash(path, remote.hash_kind)
     if actual != remote.expected_hash:
-        raise CorruptFileError(f"{remote.path}: {remote.hash_kind} is {actual}, "
-                               f"the hub lists {remote.expected_hash}; the bad copy was deleted")
+        raise CorruptFileError(
+            f"{remote.path}: {remote.hash_kind} is {actual}, "
+            f"the hub lists {remote.expected_hash}; the bad copy was deleted"
+        )
 
 
-def fetch_file(plan: RepoPlan, remote: RemoteFile, config: HubConfig,
-               tracker: ProgressTracker, cancel: threading.Event | None) -> Path:
+def fetch_file(
+    plan: RepoPlan, remote: RemoteFile, config: HubConfig, tracker: ProgressTracker, cancel: threading.Event | None
+) -> Path:
     """Make sure one file is in the snapshot, downloading (or resuming) it when needed."""
     pointer = pointer_path(config, plan, remote)
     if pointer.exists():
@@ -85,8 +88,7 @@ def fetch_file(plan: RepoPlan, remote: RemoteFile, config: HubConfig,
         raise HubError(f"cannot download {plan.repo_id}: {hooks.reason}")
     url = resolve_url(config, plan, remote)
     try:
-        meta = get_hf_file_metadata(url, token=config.token, timeout=config.timeout_s,
-                                    endpoint=config.endpoint)
+        meta = get_hf_file_metadata(url, token=config.token, timeout=config.timeout_s, endpoint=config.endpoint)
     except Exception as exc:
         raise translate_error(exc, plan.repo_id, config) from exc
     if meta.etag is None:  # the blob is named by it
@@ -94,9 +96,17 @@ def fetch_file(plan: RepoPlan, remote: RemoteFile, config: HubConfig,
     blob = storage_folder(config, plan.repo_id) / "blobs" / meta.etag
     if not blob.exists():
         _fetch_blob(plan, remote, config, blob, meta.location or url, tracker, cancel)
-    return Path(hf_hub_download(plan.repo_id, remote.path, revision=plan.commit,
-                                cache_dir=config.cache_dir, endpoint=config.endpoint,
-                                token=config.token, etag_timeout=config.timeout_s))
+    return Path(
+        hf_hub_download(
+            plan.repo_id,
+            remote.path,
+            revision=plan.commit,
+            cache_dir=config.cache_dir,
+            endpoint=config.endpoint,
+            token=config.token,
+            etag_timeout=config.timeout_s,
+        )
+    )
 
 
 def resolve_url(config: HubConfig, plan: RepoPlan, remote: RemoteFile) -> str:
@@ -107,8 +117,10 @@ def resolve_url(config: HubConfig, plan: RepoPlan, remote: RemoteFile) -> str:
     """
     url = hf_hub_url(plan.repo_id, remote.path, revision=plan.commit, endpoint=config.endpoint)
     if not url.startswith(config.endpoint + "/"):
-        raise HubError(f"huggingface_hub would fetch {url}, not from the configured endpoint "
-                       f"{config.endpoint}; set HF_ENDPOINT before starting the app")
+        raise HubError(
+            f"huggingface_hub would fetch {url}, not from the configured endpoint "
+            f"{config.endpoint}; set HF_ENDPOINT before starting the app"
+        )
     return url
 
 
@@ -131,8 +143,15 @@ def bytes_on_disk(config: HubConfig, plan: RepoPlan, remote: RemoteFile) -> int:
     return min(partial.stat().st_size, remote.size) if partial.exists() else 0
 
 
-def _fetch_blob(plan: RepoPlan, remote: RemoteFile, config: HubConfig, blob: Path, location: str,
-                tracker: ProgressTracker, cancel: threading.Event | None) -> None:
+def _fetch_blob(
+    plan: RepoPlan,
+    remote: RemoteFile,
+    config: HubConfig,
+    blob: Path,
+    location: str,
+    tracker: ProgressTracker,
+    cancel: threading.Event | None,
+) -> None:
     """Download (resuming) into <blob>.incomplete, verify, then move it into place."""
     blob.parent.mkdir(parents=True, exist_ok=True)
     lock = config.cache_dir / ".locks" / blob.parent.parent.name / f"{blob.name}.lock"
@@ -148,9 +167,15 @@ def _fetch_blob(plan: RepoPlan, remote: RemoteFile, config: HubConfig, blob: Pat
         headers = _headers(config, location)
         with partial.open("ab") as out:
             try:
-                http_get(location, out, resume_size=resume, headers=headers,
-                         expected_size=remote.size, displayed_filename=remote.path,
-                         tqdm_class=tqdm_hook(tracker, cancel))
+                http_get(
+                    location,
+                    out,
+                    resume_size=resume,
+                    headers=headers,
+                    expected_size=remote.size,
+                    displayed_filename=remote.path,
+                    tqdm_class=tqdm_hook(tracker, cancel),
+                )
             except (DownloadCancelled, OSError):
                 raise
             except Exception as exc:

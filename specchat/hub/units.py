@@ -14,7 +14,7 @@ def format_bytes(n: int | float | None) -> str:
 
 
 def format_duration(seconds: float | None) -> str:
-    """"1h02m", "3m05s", "12s", or "--" when unknown."""
+    """ "1h02m", "3m05s", "12s", or "--" when unknown."""
     if seconds is None:
         return "--"
     s = int(round(seconds))

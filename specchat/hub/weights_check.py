@@ -30,8 +30,11 @@ def expected_size(path: Path) -> int:
     header = json.loads(raw)
     if not isinstance(header, dict):
         raise ValueError("its header is not a JSON object")
-    ends = [int(entry["data_offsets"][1]) for name, entry in header.items()
-            if name != "__metadata__" and isinstance(entry, dict) and "data_offsets" in entry]
+    ends = [
+        int(entry["data_offsets"][1])
+        for name, entry in header.items()
+        if name != "__metadata__" and isinstance(entry, dict) and "data_offsets" in entry
+    ]
     return HEADER_LENGTH_BYTES + header_len + max(ends, default=0)
 
 
@@ -46,8 +49,10 @@ def safetensors_problem(path: Path) -> str | None:
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         return f"{path.name} is broken: {exc}"
     if size < expected:
-        return (f"{path.name} is truncated: {format_bytes(expected - size)} missing "
-                f"({size} of the {expected} bytes its header lists)")
+        return (
+            f"{path.name} is truncated: {format_bytes(expected - size)} missing "
+            f"({size} of the {expected} bytes its header lists)"
+        )
     if size > expected:
         return f"{path.name} has {size - expected} bytes after its data ({size}, its header lists {expected})"
     return None

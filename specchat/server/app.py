@@ -44,8 +44,9 @@ def create_app(backend: EngineBackend, options: ServerOptions) -> FastAPI:
     """The FastAPI app serving `backend` with `options`."""
     api = FastAPI(title="SpecChat", docs_url=None, redoc_url=None, openapi_url=None)
     if options.cors_origins:
-        api.add_middleware(CORSMiddleware, allow_origins=list(options.cors_origins), allow_methods=["*"],
-                           allow_headers=["*"])
+        api.add_middleware(
+            CORSMiddleware, allow_origins=list(options.cors_origins), allow_methods=["*"], allow_headers=["*"]
+        )
     api.state.backend, api.state.options = backend, options
     api.add_exception_handler(ApiError, _api_error)
     api.add_exception_handler(StarletteHTTPException, _http_error)
@@ -90,8 +91,12 @@ async def _check_key(request: Request, call_next: RequestResponseEndpoint) -> Re
 async def list_models(request: Request) -> dict[str, Any]:
     """OpenAI's model list: the loaded target."""
     created = int(time.time())
-    return {"object": "list", "data": [{"id": m, "object": "model", "created": created, "owned_by": "specchat"}
-                                       for m in _backend(request).models()]}
+    return {
+        "object": "list",
+        "data": [
+            {"id": m, "object": "model", "created": created, "owned_by": "specchat"} for m in _backend(request).models()
+        ],
+    }
 
 
 @routes.post("/v1/chat/completions")
@@ -141,13 +146,17 @@ async def status(request: Request) -> dict[str, Any]:
     backend = _backend(request)
     engine = backend.loaded()
     state = backend.host.state()
-    return {"models": backend.models(), "loaded": engine is not None,
-            "target": engine.target.name if engine else None,
-            "draft": engine.draft.name if engine and engine.draft else None,
-            "available_modes": engine.available_modes() if engine else {},
-            "running": state.running.kind if state.running else None,
-            "queued": [j.kind for j in state.queued], "requests_served": backend.requests_served,
-            **backend.extra_status()}
+    return {
+        "models": backend.models(),
+        "loaded": engine is not None,
+        "target": engine.target.name if engine else None,
+        "draft": engine.draft.name if engine and engine.draft else None,
+        "available_modes": engine.available_modes() if engine else {},
+        "running": state.running.kind if state.running else None,
+        "queued": [j.kind for j in state.queued],
+        "requests_served": backend.requests_served,
+        **backend.extra_status(),
+    }
 
 
 async def _openai(request: Request, kind: str) -> Response:
@@ -189,8 +198,9 @@ async def _json_body(request: Request, limit: int) -> object:
         raise bad_request(f"The request body is not valid JSON: {exc}") from None
     where = lone_surrogate_at(body)
     if where is not None:
-        raise bad_request(f"{where} holds a lone UTF-16 surrogate (an escape like \\ud800 without its pair): "
-                          "it is not text", where)
+        raise bad_request(
+            f"{where} holds a lone UTF-16 surrogate (an escape like \\ud800 without its pair): it is not text", where
+        )
     return body
 
 
@@ -232,8 +242,9 @@ def _tokenize(backend: EngineBackend, body: object) -> list[int]:
     return chat_prompt_ids(tokenizer, req.messages, template_kwargs=kwargs, add_generation_prompt=opening)
 
 
-def _specchat_request(body: object, backend: EngineBackend, defaults: GenerationConfig
-                      ) -> tuple[ApiRequest, str, bool | None]:
+def _specchat_request(
+    body: object, backend: EngineBackend, defaults: GenerationConfig
+) -> tuple[ApiRequest, str, bool | None]:
     """SpecChat's own request: messages (or prompt_ids), a config dict, system prompt and thinking."""
     if not isinstance(body, dict):
         raise bad_request("The request body must be a JSON object")

@@ -78,8 +78,9 @@ class EngineBackend:
         engine = self.loaded()
         return [Path(engine.target.name).name] if engine is not None else []
 
-    def prompt_ids(self, request: ApiRequest, system_prompt: str = "", enable_thinking: bool | None = None
-                   ) -> list[int]:
+    def prompt_ids(
+        self, request: ApiRequest, system_prompt: str = "", enable_thinking: bool | None = None
+    ) -> list[int]:
         """The request's tokens: the chat template over its messages, or the prompt encoded as is."""
         tokenizer = self.engine.tokenizer
         if request.kind == "chat":
@@ -95,11 +96,14 @@ class EngineBackend:
         """400 naming both numbers when the prompt does not fit the model's context."""
         limit = context_limit(self.engine.target.config)
         if limit is not None and prompt_tokens >= limit[0]:
-            raise bad_request(f"The prompt has {prompt_tokens} tokens but the model's context holds "
-                              f"{limit[0]} ({limit[1]} in config.json)", "messages", "context_length_exceeded")
+            raise bad_request(
+                f"The prompt has {prompt_tokens} tokens but the model's context holds "
+                f"{limit[0]} ({limit[1]} in config.json)",
+                "messages",
+                "context_length_exceeded",
+            )
 
-    def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]
-              ) -> JobHandle:
+    def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]) -> JobHandle:
         """Queue the generation; 503 when the queue is full. listener gets the job's events."""
         state = self.host.state()
         if len(state.queued) >= self.max_queue:

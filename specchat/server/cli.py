@@ -27,8 +27,9 @@ def draft_tokens_arg(text: str) -> int | str:
         k = int(text)
         GenerationConfig(num_draft_tokens=k)
     except (ValueError, ConfigError) as exc:
-        raise argparse.ArgumentTypeError(str(exc) if isinstance(exc, ConfigError) else
-                                         f"expected a whole number or 'auto', got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            str(exc) if isinstance(exc, ConfigError) else f"expected a whole number or 'auto', got {text!r}"
+        ) from None
     return k
 
 
@@ -42,16 +43,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--draft", type=model_folder, help="local draft model folder (same vocabulary)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=port_number, default=DEFAULT_PORT)
-    serve.add_argument("--api-key", default=os.environ.get("SPECCHAT_API_KEY"),
-                       help="clients must send 'Authorization: Bearer KEY' (required off loopback; "
-                            "default: $SPECCHAT_API_KEY)")
+    serve.add_argument(
+        "--api-key",
+        default=os.environ.get("SPECCHAT_API_KEY"),
+        help="clients must send 'Authorization: Bearer KEY' (required off loopback; default: $SPECCHAT_API_KEY)",
+    )
     serve.add_argument("--mode", choices=MODES, help="default speculation: draft when --draft is given, else baseline")
     serve.add_argument("--draft-tokens", type=draft_tokens_arg, default="auto", help="K per round, or 'auto'")
     serve.add_argument("--max-tokens", type=whole_number(1), default=1024, help="a request's default max_tokens")
-    serve.add_argument("--max-queue", type=whole_number(0), default=8,
-                       help="requests that may wait behind the running one; more get 503 (0: none wait)")
-    serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
-                       help="allow browser pages from ORIGIN (repeatable; default: CORS off)")
+    serve.add_argument(
+        "--max-queue",
+        type=whole_number(0),
+        default=8,
+        help="requests that may wait behind the running one; more get 503 (0: none wait)",
+    )
+    serve.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="allow browser pages from ORIGIN (repeatable; default: CORS off)",
+    )
     serve.set_defaults(func=run_serve)
 
 
@@ -95,8 +107,11 @@ def run_serve(args: argparse.Namespace) -> int:
     backend = EngineBackend(host, args.max_queue)
     options = ServerOptions(defaults, args.api_key, tuple(args.cors_origin))
     k = defaults.num_draft_tokens
-    print(f"Serving {backend.models()[0]} on http://{args.host}:{args.port}/v1 "
-          f"(speculation: {mode}{'' if mode == 'baseline' else f', K {k}'}); Ctrl-C stops", flush=True)
+    print(
+        f"Serving {backend.models()[0]} on http://{args.host}:{args.port}/v1 "
+        f"(speculation: {mode}{'' if mode == 'baseline' else f', K {k}'}); Ctrl-C stops",
+        flush=True,
+    )
     uvicorn.run(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
     host.shutdown()
     return 0

@@ -17,7 +17,14 @@ def connect_job(url: str, api_key: str | None = None) -> Callable[[JobContext], 
         ctx.emit(LoadMessage(f"Connecting to {url}…"))
         remote = RemoteEngine(url, api_key)
         ctx.host.install(remote)
-        return LoadedPair(remote.target.path, remote.draft.path if remote.draft else None,
-                          remote.available_modes(), remote.tokenizer.decode, None, 0, remote=remote.url)
+        return LoadedPair(
+            remote.target.path,
+            remote.draft.path if remote.draft else None,
+            remote.available_modes(),
+            remote.tokenizer.decode,
+            None,
+            0,
+            remote=remote.url,
+        )
 
     return work

@@ -8,8 +8,15 @@ from typing import Any
 class ApiError(Exception):
     """A request the server refuses; `status` is the HTTP status, the rest OpenAI's error fields."""
 
-    def __init__(self, status: int, message: str, type_: str = "invalid_request_error",
-                 param: str | None = None, code: str | None = None, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        type_: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(message)
         self.status, self.message, self.type, self.param, self.code = status, message, type_, param, code
         self.headers = headers or {}
@@ -31,11 +38,22 @@ def not_found(message: str, param: str | None = None, code: str | None = "model_
 
 def unauthorized() -> ApiError:
     """401: no API key, or the wrong one."""
-    return ApiError(401, "Invalid or missing API key: send it as 'Authorization: Bearer KEY'",
-                    "invalid_request_error", None, "invalid_api_key")
+    return ApiError(
+        401,
+        "Invalid or missing API key: send it as 'Authorization: Bearer KEY'",
+        "invalid_request_error",
+        None,
+        "invalid_api_key",
+    )
 
 
 def busy(retry_after_s: int, queued: int) -> ApiError:
     """503: the queue is full; try again later."""
-    return ApiError(503, f"The server is busy: {queued} requests are waiting; retry in {retry_after_s} s",
-                    "server_error", None, "queue_full", {"Retry-After": str(retry_after_s)})
+    return ApiError(
+        503,
+        f"The server is busy: {queued} requests are waiting; retry in {retry_after_s} s",
+        "server_error",
+        None,
+        "queue_full",
+        {"Retry-After": str(retry_after_s)},
+    )

@@ -66,8 +66,9 @@ class RemoteTokenizer:
     def __init__(self, engine: RemoteEngine):
         self.engine = engine
 
-    def apply_chat_template(self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = True,
-                            **kwargs: Any) -> list[int]:
+    def apply_chat_template(
+        self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = True, **kwargs: Any
+    ) -> list[int]:
         """Token ids of the conversation, as the server's chat template makes them."""
         body = {"messages": list(messages), "template_kwargs": kwargs, "add_generation_prompt": add_generation_prompt}
         ids: list[int] = self.engine.post("/specchat/v1/tokenize", body)["ids"]
@@ -101,23 +102,39 @@ class RemoteEngine:
         """The server's loaded pair and queue; RemoteError when it cannot be asked."""
         body = self.get("/specchat/v1/status")
         cluster = body.get("cluster") or {}
-        ranks = tuple(RankMemory(int(r["rank"]), str(r.get("host", "")), int(r.get("active_memory_bytes") or 0),
-                                 int(r.get("peak_memory_bytes") or 0)) for r in cluster.get("ranks") or [])
-        return RemoteStatus(self.url, body.get("target"), body.get("draft"), body.get("available_modes") or {},
-                            len(body.get("queued") or []), int(body.get("requests_served") or 0), ranks,
-                            cluster.get("degraded_reason"))
+        ranks = tuple(
+            RankMemory(
+                int(r["rank"]),
+                str(r.get("host", "")),
+                int(r.get("active_memory_bytes") or 0),
+                int(r.get("peak_memory_bytes") or 0),
+            )
+            for r in cluster.get("ranks") or []
+        )
+        return RemoteStatus(
+            self.url,
+            body.get("target"),
+            body.get("draft"),
+            body.get("available_modes") or {},
+            len(body.get("queued") or []),
+            int(body.get("requests_served") or 0),
+            ranks,
+            cluster.get("degraded_reason"),
+        )
 
     def available_modes(self) -> dict[str, str | None]:
         """Each mode and why the server cannot use it (None when it can)."""
         return dict(self._status.available_modes)
 
-    def stream(self, prompt_ids: list[int], cfg: GenerationConfig,
-               cancel: threading.Event | None = None) -> Iterator[Event]:
+    def stream(
+        self, prompt_ids: list[int], cfg: GenerationConfig, cancel: threading.Event | None = None
+    ) -> Iterator[Event]:
         """The generation's engine events; when cancel is set the connection closes and the server stops."""
         yield from self._stream({"prompt_ids": list(prompt_ids), "config": asdict(cfg)}, cancel)
 
-    def generate(self, prompt_ids: list[int], cfg: GenerationConfig,
-                 cancel: threading.Event | None = None) -> GenerationResult:
+    def generate(
+        self, prompt_ids: list[int], cfg: GenerationConfig, cancel: threading.Event | None = None
+    ) -> GenerationResult:
         """Run stream() to its end, as Engine.generate does; raises the failure's own error class."""
         return result_of(self.stream(prompt_ids, cfg, cancel))
 
@@ -158,8 +175,9 @@ class RemoteEngine:
     def _stream(self, body: dict[str, Any], cancel: threading.Event | None) -> Iterator[Event]:
         try:
             with httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)) as client:
-                with client.stream("POST", self.url + "/specchat/v1/generate", json=body,
-                                   headers=self._headers()) as response:
+                with client.stream(
+                    "POST", self.url + "/specchat/v1/generate", json=body, headers=self._headers()
+                ) as response:
                     if response.status_code != 200:
                         response.read()
                         raise RemoteError(_error_text(response))

@@ -20,7 +20,7 @@ CHAT_ROLES = ("system", "user", "assistant")
 class ApiRequest:
     """One parsed request: a chat (messages) or a completion (prompt), and how to generate it."""
 
-    kind: str                      # "chat" or "completion"
+    kind: str  # "chat" or "completion"
     model: str
     cfg: GenerationConfig
     messages: tuple[dict[str, str], ...] = ()
@@ -42,8 +42,14 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
     options = body.get("stream_options") or {}
     if not isinstance(options, dict):
         raise bad_request("stream_options must be an object", "stream_options")
-    base = ApiRequest(kind, model, _config(body, defaults), stop=_stop(body.get("stop")), stream=stream,
-                      include_usage=stream and bool(options.get("include_usage")))
+    base = ApiRequest(
+        kind,
+        model,
+        _config(body, defaults),
+        stop=_stop(body.get("stop")),
+        stream=stream,
+        include_usage=stream and bool(options.get("include_usage")),
+    )
     if kind == "chat":
         kwargs = body.get("chat_template_kwargs") or {}
         if not isinstance(kwargs, dict):
@@ -57,8 +63,7 @@ def _model(body: dict[str, Any], models: list[str]) -> str:
     if name is None:
         return models[0]
     if not isinstance(name, str) or name not in models:
-        raise not_found(f"The model {name!r} is not loaded here; this server serves: {', '.join(models)}",
-                        "model")
+        raise not_found(f"The model {name!r} is not loaded here; this server serves: {', '.join(models)}", "model")
     return name
 
 
@@ -84,21 +89,24 @@ def _config(body: dict[str, Any], defaults: GenerationConfig) -> GenerationConfi
         check_draft_tokens(spec.get("mode", defaults.mode), spec.get("num_draft_tokens", defaults.num_draft_tokens))
         return replace(defaults, **values, **spec)
     except ConfigError as exc:
-        raise bad_request(str(exc), "speculation.num_draft_tokens" if "draft tokens" in str(exc) or
-                          "depth" in str(exc) else None) from None
+        raise bad_request(
+            str(exc), "speculation.num_draft_tokens" if "draft tokens" in str(exc) or "depth" in str(exc) else None
+        ) from None
 
 
 def _speculation(spec: object) -> dict[str, Any]:
     if spec is None:
         return {}
     if not isinstance(spec, dict):
-        raise bad_request("speculation must be an object: {\"mode\": ..., \"num_draft_tokens\": K or \"auto\"}",
-                          "speculation")
+        raise bad_request(
+            'speculation must be an object: {"mode": ..., "num_draft_tokens": K or "auto"}', "speculation"
+        )
     values: dict[str, Any] = {}
     if "mode" in spec:
         if spec["mode"] not in MODES:
-            raise bad_request(f"speculation.mode must be one of {', '.join(MODES)}, got {spec['mode']!r}",
-                              "speculation.mode")
+            raise bad_request(
+                f"speculation.mode must be one of {', '.join(MODES)}, got {spec['mode']!r}", "speculation.mode"
+            )
         values["mode"] = spec["mode"]
     if "num_draft_tokens" in spec:
         k = spec["num_draft_tokens"]
@@ -121,11 +129,13 @@ def _content(content: object, i: int) -> str:
     """A message's text: a string, or a list of text parts (other part types are refused)."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text"
-                                         and isinstance(p.get("text"), str) for p in content):
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content
+    ):
         return "".join(p["text"] for p in content)
-    raise bad_request(f"messages[{i}].content must be text (a string or a list of text parts)",
-                      f"messages[{i}].content")
+    raise bad_request(
+        f"messages[{i}].content must be text (a string or a list of text parts)", f"messages[{i}].content"
+    )
 
 
 def _prompt(prompt: object) -> str | tuple[int, ...]:
@@ -176,4 +186,3 @@ def _finite(value: int | float) -> bool:
         return math.isfinite(value)
     except OverflowError:
         return False
-

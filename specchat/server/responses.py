@@ -28,8 +28,8 @@ class StopMatcher:
             out, self.pending = self.pending[:cut], ""
             return out
         hold = max((n for s in self.stops for n in range(1, len(s)) if self.pending.endswith(s[:n])), default=0)
-        out = self.pending[:len(self.pending) - hold]
-        self.pending = self.pending[len(out):]
+        out = self.pending[: len(self.pending) - hold]
+        self.pending = self.pending[len(out) :]
         return out
 
     def flush(self) -> str:
@@ -45,12 +45,14 @@ def finish_reason(stats: GenerationStats | None, stopped_by_sequence: bool) -> s
     return "length" if stats.stop_reason == "length" else "stop"
 
 
-def usage(prompt_tokens: int, stats: GenerationStats | None, completion_tokens: int | None = None
-          ) -> dict[str, Any]:
+def usage(prompt_tokens: int, stats: GenerationStats | None, completion_tokens: int | None = None) -> dict[str, Any]:
     """OpenAI's usage fields plus what speculation did for this request."""
     completion = completion_tokens if completion_tokens is not None else (stats.generated_tokens if stats else 0)
-    body: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-                            "total_tokens": prompt_tokens + completion}
+    body: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": prompt_tokens + completion,
+    }
     if stats is not None:
         drafted = stats.drafted
         body["speculation"] = {
@@ -78,12 +80,17 @@ class ResponseShape:
         """The non-streamed response."""
         choice: dict[str, Any]
         if self.kind == "chat":
-            choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                      "finish_reason": reason, "logprobs": None}
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": reason,
+                "logprobs": None,
+            }
         else:
             choice = {"index": 0, "text": text, "finish_reason": reason, "logprobs": None}
-        return self._envelope("chat.completion" if self.kind == "chat" else "text_completion",
-                              [choice], usage=usage_body)
+        return self._envelope(
+            "chat.completion" if self.kind == "chat" else "text_completion", [choice], usage=usage_body
+        )
 
     def chunk(self, text: str | None = None, reason: str | None = None, first: bool = False) -> dict[str, Any]:
         """One streamed chunk: new text, or the final one carrying finish_reason."""
@@ -101,10 +108,14 @@ class ResponseShape:
         kind = "chat.completion.chunk" if self.kind == "chat" else "text_completion"
         return self._envelope(kind, [], usage=usage_body)
 
-    def _envelope(self, obj: str, choices: list[dict[str, Any]], usage: dict[str, Any] | None = None
-                  ) -> dict[str, Any]:
-        body: dict[str, Any] = {"id": self.id, "object": obj, "created": self.created, "model": self.model,
-                                "choices": choices}
+    def _envelope(self, obj: str, choices: list[dict[str, Any]], usage: dict[str, Any] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "id": self.id,
+            "object": obj,
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+        }
         if usage is not None:
             body["usage"] = usage
         return body

@@ -27,8 +27,10 @@ def is_loopback(host: str) -> bool:
 def check_exposure(host: str, api_key: str | None) -> None:
     """Refuse to serve beyond this machine without an API key (ValueError says how to fix it)."""
     if not is_loopback(host) and not api_key:
-        raise ValueError(f"Serving on {host} lets other machines use the model: set an API key "
-                         "(--api-key KEY or SPECCHAT_API_KEY), or bind 127.0.0.1")
+        raise ValueError(
+            f"Serving on {host} lets other machines use the model: set an API key "
+            "(--api-key KEY or SPECCHAT_API_KEY), or bind 127.0.0.1"
+        )
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -45,8 +47,14 @@ class BackgroundServer:
     def __init__(self, backend: EngineBackend, options: ServerOptions, host: str = "127.0.0.1", port: int = 8080):
         check_exposure(host, options.api_key)
         self.backend, self.host, self.port = backend, host, port
-        config = uvicorn.Config(create_app(backend, options), host=host, port=port, log_level="warning",
-                                lifespan="off", timeout_graceful_shutdown=2)
+        config = uvicorn.Config(
+            create_app(backend, options),
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, name="api-server", daemon=True)
 

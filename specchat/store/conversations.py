@@ -35,8 +35,8 @@ class CorruptDatabaseError(sqlite3.DatabaseError):
 def is_corruption(error: BaseException) -> bool:
     """True for SQLite's "malformed" and "not a database" errors (not for locked or unreadable files)."""
     return isinstance(error, CorruptDatabaseError) or (
-        isinstance(error, sqlite3.DatabaseError)
-        and getattr(error, "sqlite_errorcode", None) in CORRUPTION_CODES)
+        isinstance(error, sqlite3.DatabaseError) and getattr(error, "sqlite_errorcode", None) in CORRUPTION_CODES
+    )
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,8 @@ class ConversationStore(VersionsMixin):
         with self._transaction():
             cur = self._db.execute(
                 "INSERT INTO conversations (title, system_prompt, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (title, system_prompt, now, now))
+                (title, system_prompt, now, now),
+            )
         return self.get(_inserted_id(cur))
 
     def get(self, conversation_id: int) -> Conversation:
@@ -163,8 +164,10 @@ class ConversationStore(VersionsMixin):
         args: tuple[str, ...] = ()
         if search.strip():
             pattern = f"%{_escape_like(search.strip())}%"
-            query += (" WHERE title LIKE ? ESCAPE '\\' OR id IN (SELECT conversation_id FROM messages"
-                      " WHERE content LIKE ? ESCAPE '\\')")
+            query += (
+                " WHERE title LIKE ? ESCAPE '\\' OR id IN (SELECT conversation_id FROM messages"
+                " WHERE content LIKE ? ESCAPE '\\')"
+            )
             args = (pattern, pattern)
         rows = self._db.execute(query + " ORDER BY updated_at DESC, id DESC", args).fetchall()
         return [Conversation(**dict(r)) for r in rows]
@@ -189,11 +192,18 @@ class ConversationStore(VersionsMixin):
     def messages(self, conversation_id: int) -> list[StoredMessage]:
         """The conversation's messages in order."""
         rows = self._db.execute(
-            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY position", (conversation_id,)).fetchall()
+            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY position", (conversation_id,)
+        ).fetchall()
         return [_message(r) for r in rows]
 
-    def add_message(self, conversation_id: int, role: str, content: str,
-                    stats: dict[str, Any] | None = None, cancelled: bool = False) -> StoredMessage:
+    def add_message(
+        self,
+        conversation_id: int,
+        role: str,
+        content: str,
+        stats: dict[str, Any] | None = None,
+        cancelled: bool = False,
+    ) -> StoredMessage:
         """Append a complete message (or a reply that was stopped: cancelled=True)."""
         _check_role(role)
         self.get(conversation_id)
@@ -222,13 +232,21 @@ class ConversationStore(VersionsMixin):
         with self._transaction() as db:
             db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
 
-    def finish_reply(self, message_id: int, content: str, stats: dict[str, Any] | None, cancelled: bool,
-                     trace: dict[str, Any] | None = None) -> StoredMessage | None:
+    def finish_reply(
+        self,
+        message_id: int,
+        content: str,
+        stats: dict[str, Any] | None,
+        cancelled: bool,
+        trace: dict[str, Any] | None = None,
+    ) -> StoredMessage | None:
         """Save a reply's final text, stats and trace and mark it complete (None if its conversation was deleted);
         a regenerated reply's result is also kept as its newest version."""
         with self._transaction() as db:
-            db.execute("UPDATE messages SET content = ?, stats = ?, cancelled = ?, trace = ?, complete = 1"
-                       " WHERE id = ?", (content, _to_json(stats), int(cancelled), _to_json(trace), message_id))
+            db.execute(
+                "UPDATE messages SET content = ?, stats = ?, cancelled = ?, trace = ?, complete = 1 WHERE id = ?",
+                (content, _to_json(stats), int(cancelled), _to_json(trace), message_id),
+            )
             self._record_version(message_id)
         return self._message(message_id)
 
@@ -243,17 +261,25 @@ class ConversationStore(VersionsMixin):
             db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?", (conversation_id, keep))
             db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), conversation_id))
 
-    def _insert(self, conversation_id: int, role: str, content: str, stats: dict[str, Any] | None,
-                cancelled: bool, complete: bool) -> int:
+    def _insert(
+        self,
+        conversation_id: int,
+        role: str,
+        content: str,
+        stats: dict[str, Any] | None,
+        cancelled: bool,
+        complete: bool,
+    ) -> int:
         """Append a message at the next position and touch the conversation; call inside a transaction."""
         now = time.time()
         position = self._db.execute(
-            "SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE conversation_id = ?",
-            (conversation_id,)).fetchone()[0]
+            "SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE conversation_id = ?", (conversation_id,)
+        ).fetchone()[0]
         cur = self._db.execute(
             "INSERT INTO messages (conversation_id, position, role, content, stats, cancelled, created_at, complete)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (conversation_id, position, role, content, _to_json(stats), int(cancelled), now, int(complete)))
+            (conversation_id, position, role, content, _to_json(stats), int(cancelled), now, int(complete)),
+        )
         self._db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
         return _inserted_id(cur)
 
@@ -297,10 +323,14 @@ class ConversationStore(VersionsMixin):
     def _adopt_orphans(self, conversation_ids: set[object]) -> None:
         now = time.time()
         for cid in conversation_ids:
-            if isinstance(cid, int) and self._db.execute(
-                    "SELECT 1 FROM conversations WHERE id = ?", (cid,)).fetchone() is None:
-                self._db.execute("INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                                 (cid, f"Recovered conversation {cid}", now, now))
+            if (
+                isinstance(cid, int)
+                and self._db.execute("SELECT 1 FROM conversations WHERE id = ?", (cid,)).fetchone() is None
+            ):
+                self._db.execute(
+                    "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                    (cid, f"Recovered conversation {cid}", now, now),
+                )
 
     def _update(self, conversation_id: int, column: str, value: str) -> None:
         self.get(conversation_id)

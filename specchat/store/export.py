@@ -35,8 +35,13 @@ def to_json(conversation: Conversation, messages: list[StoredMessage]) -> str:
         "created_at": _iso(conversation.created_at),
         "updated_at": _iso(conversation.updated_at),
         "messages": [
-            {"role": m.role, "content": m.content, "created_at": _iso(m.created_at),
-             "stopped": m.cancelled, "stats": m.stats}
+            {
+                "role": m.role,
+                "content": m.content,
+                "created_at": _iso(m.created_at),
+                "stopped": m.cancelled,
+                "stats": m.stats,
+            }
             for m in messages
         ],
     }

@@ -68,8 +68,7 @@ def user_version(db: sqlite3.Connection) -> int:
     return version
 
 
-def migrate(db: sqlite3.Connection,
-            migrations: Sequence[Callable[[sqlite3.Connection], None]] = MIGRATIONS) -> int:
+def migrate(db: sqlite3.Connection, migrations: Sequence[Callable[[sqlite3.Connection], None]] = MIGRATIONS) -> int:
     """Run every migration the database lacks, one transaction each; returns the version reached.
 
     The connection must be in autocommit mode (isolation_level=None) so BEGIN/COMMIT here are the only ones.

@@ -38,17 +38,24 @@ class OpenReport:
             return None
         kept = f"The old file is kept as {self.backup}." if self.backup else "The old file could not be kept."
         if self.outcome == "newer":
-            return (f"Your conversations file was written by a newer SpecChat; this version starts a new one. "
-                    f"{kept} Open it with the newer SpecChat to see those conversations.")
+            return (
+                f"Your conversations file was written by a newer SpecChat; this version starts a new one. "
+                f"{kept} Open it with the newer SpecChat to see those conversations."
+            )
         if self.outcome == "recovered":
-            return (f"Your conversations file was damaged ({self.problem}); {self.rows_recovered} rows were "
-                    f"recovered into a new one. {kept}")
-        return f"Your conversations file was damaged ({self.problem}) and nothing could be recovered; " \
+            return (
+                f"Your conversations file was damaged ({self.problem}); {self.rows_recovered} rows were "
+                f"recovered into a new one. {kept}"
+            )
+        return (
+            f"Your conversations file was damaged ({self.problem}) and nothing could be recovered; "
             f"starting with no conversations. {kept}"
+        )
 
 
-def open_store(path: str | Path, *, now: Callable[[], datetime] = datetime.now,
-               sqlite3_binary: str | None = None) -> tuple[ConversationStore, OpenReport]:
+def open_store(
+    path: str | Path, *, now: Callable[[], datetime] = datetime.now, sqlite3_binary: str | None = None
+) -> tuple[ConversationStore, OpenReport]:
     """Open the store; a corrupt file is recovered into a new one, a newer one is set aside for a fresh one.
 
     Other errors (a locked or unreadable file) are raised: the file may be fine, so nothing is moved.
@@ -106,8 +113,7 @@ def _sqlite_recover(binary: str, broken: Path, target: Path) -> bool:
         dump = subprocess.run([binary, str(broken), ".recover"], capture_output=True, timeout=RECOVER_TIMEOUT_S)
         if dump.returncode != 0 or not dump.stdout:  # e.g. a shell built without sqlite_dbpage (Debian's)
             return False
-        subprocess.run([binary, str(target)], input=dump.stdout, capture_output=True,
-                       timeout=RECOVER_TIMEOUT_S)
+        subprocess.run([binary, str(target)], input=dump.stdout, capture_output=True, timeout=RECOVER_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError):
         return False
     return target.exists()  # the shell exits 1 after any failed statement; the rows it did load count

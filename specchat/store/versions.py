@@ -34,37 +34,50 @@ class VersionsMixin:
     _db: sqlite3.Connection
 
     if TYPE_CHECKING:  # provided by the host class (ConversationStore)
+
         def _transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
         def _message(self, message_id: int) -> StoredMessage | None: ...
 
     def versions(self, message_id: int) -> list[ReplyVersion]:
         """Every saved version of a reply, oldest first; [] for a reply never regenerated."""
-        rows = self._db.execute("SELECT * FROM reply_versions WHERE message_id = ? ORDER BY number",
-                                (message_id,)).fetchall()
-        return [ReplyVersion(r["number"], r["content"], _loads(r["stats"]), bool(r["cancelled"]),
-                             _loads(r["trace"])) for r in rows]
+        rows = self._db.execute(
+            "SELECT * FROM reply_versions WHERE message_id = ? ORDER BY number", (message_id,)
+        ).fetchall()
+        return [
+            ReplyVersion(r["number"], r["content"], _loads(r["stats"]), bool(r["cancelled"]), _loads(r["trace"]))
+            for r in rows
+        ]
 
     def begin_regenerate(self, message_id: int) -> None:
         """Keep the shown reply as a version and empty the row for the new one (incomplete until finished)."""
         with self._transaction() as db:
             if not self._version_count(message_id):
-                db.execute("INSERT INTO reply_versions (message_id, number, content, stats, cancelled, trace,"
-                           " created_at) SELECT id, 0, content, stats, cancelled, trace, created_at"
-                           " FROM messages WHERE id = ?", (message_id,))
-            db.execute("UPDATE messages SET content = '', stats = NULL, cancelled = 0, trace = NULL, complete = 0"
-                       " WHERE id = ?", (message_id,))
+                db.execute(
+                    "INSERT INTO reply_versions (message_id, number, content, stats, cancelled, trace,"
+                    " created_at) SELECT id, 0, content, stats, cancelled, trace, created_at"
+                    " FROM messages WHERE id = ?",
+                    (message_id,),
+                )
+            db.execute(
+                "UPDATE messages SET content = '', stats = NULL, cancelled = 0, trace = NULL, complete = 0"
+                " WHERE id = ?",
+                (message_id,),
+            )
 
     def select_version(self, message_id: int, number: int) -> None:
         """Show version `number` of a reply: the conversation continues from it."""
         with self._transaction() as db:
-            row = db.execute("SELECT * FROM reply_versions WHERE message_id = ? AND number = ?",
-                             (message_id, number)).fetchone()
+            row = db.execute(
+                "SELECT * FROM reply_versions WHERE message_id = ? AND number = ?", (message_id, number)
+            ).fetchone()
             if row is None:
                 raise KeyError(f"reply {message_id} has no version {number}")
-            db.execute("UPDATE messages SET content = ?, stats = ?, cancelled = ?, trace = ?, version = ?,"
-                       " complete = 1 WHERE id = ?",
-                       (row["content"], row["stats"], row["cancelled"], row["trace"], number, message_id))
+            db.execute(
+                "UPDATE messages SET content = ?, stats = ?, cancelled = ?, trace = ?, version = ?,"
+                " complete = 1 WHERE id = ?",
+                (row["content"], row["stats"], row["cancelled"], row["trace"], number, message_id),
+            )
 
     def restore_shown_version(self, message_id: int) -> None:
         """A regeneration stopped before any text: the reply goes back to the version shown before it."""
@@ -77,14 +90,17 @@ class VersionsMixin:
         count = self._version_count(message_id)
         if not count:
             return
-        self._db.execute("INSERT INTO reply_versions (message_id, number, content, stats, cancelled, trace, created_at)"
-                         " SELECT id, ?, content, stats, cancelled, trace, ? FROM messages WHERE id = ?",
-                         (count, time.time(), message_id))
+        self._db.execute(
+            "INSERT INTO reply_versions (message_id, number, content, stats, cancelled, trace, created_at)"
+            " SELECT id, ?, content, stats, cancelled, trace, ? FROM messages WHERE id = ?",
+            (count, time.time(), message_id),
+        )
         self._db.execute("UPDATE messages SET version = ? WHERE id = ?", (count, message_id))
 
     def _version_count(self, message_id: int) -> int:
-        count: int = self._db.execute("SELECT COUNT(*) FROM reply_versions WHERE message_id = ?",
-                                      (message_id,)).fetchone()[0]
+        count: int = self._db.execute(
+            "SELECT COUNT(*) FROM reply_versions WHERE message_id = ?", (message_id,)
+        ).fetchone()[0]
         return count
 
     def delete_with_reply(self, message_id: int) -> list[int]:
@@ -95,19 +111,25 @@ class VersionsMixin:
             return []
         positions = [message.position]
         if message.role == "user":
-            after = self._db.execute("SELECT role FROM messages WHERE conversation_id = ? AND position = ?",
-                                     (message.conversation_id, message.position + 1)).fetchone()
+            after = self._db.execute(
+                "SELECT role FROM messages WHERE conversation_id = ? AND position = ?",
+                (message.conversation_id, message.position + 1),
+            ).fetchone()
             if after is not None and after["role"] == "assistant":
                 positions.append(message.position + 1)
         cid, first, gap = message.conversation_id, positions[0], len(positions)
         with self._transaction() as db:
-            db.execute("DELETE FROM messages WHERE conversation_id = ? AND position BETWEEN ? AND ?",
-                       (cid, first, positions[-1]))
+            db.execute(
+                "DELETE FROM messages WHERE conversation_id = ? AND position BETWEEN ? AND ?",
+                (cid, first, positions[-1]),
+            )
             # two steps so no moment holds two rows at one position (UNIQUE(conversation_id, position))
-            db.execute("UPDATE messages SET position = -position WHERE conversation_id = ? AND position > ?",
-                       (cid, first))
-            db.execute("UPDATE messages SET position = -position - ? WHERE conversation_id = ? AND position < 0",
-                       (gap, cid))
+            db.execute(
+                "UPDATE messages SET position = -position WHERE conversation_id = ? AND position > ?", (cid, first)
+            )
+            db.execute(
+                "UPDATE messages SET position = -position - ? WHERE conversation_id = ? AND position < 0", (gap, cid)
+            )
             db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), cid))
         return positions
 

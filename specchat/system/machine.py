@@ -59,8 +59,7 @@ def chip_name(
 def _sysctl_brand(runner: Callable[..., Any]) -> str | None:
     key = "machdep.cpu.brand_string"
     try:
-        result = runner(["sysctl", "-n", key], capture_output=True, text=True,
-                        timeout=5, check=False)
+        result = runner(["sysctl", "-n", key], capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return parse_sysctl_value(result.stdout, key) if result.returncode == 0 else None

@@ -24,10 +24,6 @@ def format_gb(n_bytes: int | float | None) -> str:
     return f"{n_bytes / 1e9:.1f} GB"
 
 
-
-
-
-
 def metal_working_set_bytes(mx_module: Any | None = None) -> int | None:
     """Metal's recommended GPU working set in bytes; None without Metal (e.g. CPU-only MLX)."""
     try:
@@ -57,9 +53,7 @@ def _device_info(mx: Any) -> Any:
     return probe() if probe is not None else None
 
 
-def read_machine_memory(
-    virtual_memory: Callable[[], Any] | None = None, mx_module: Any | None = None
-) -> MachineMemory:
+def read_machine_memory(virtual_memory: Callable[[], Any] | None = None, mx_module: Any | None = None) -> MachineMemory:
     """RAM totals from psutil plus Metal's working-set limit when there is one."""
     if virtual_memory is None:
         import psutil

@@ -21,10 +21,17 @@ _PMSET_BATTERY = re.compile(
     r"-InternalBattery-\d+[^\n]*?\s(\d+(?:\.\d+)?)%;\s*([^;\n]+?)\s*(?:;|present:|$)", re.MULTILINE
 )
 _PMSET_SOURCES: dict[str, PowerSource] = {
-    "AC Power": "ac", "Battery Power": "battery", "UPS Power": "battery",
+    "AC Power": "ac",
+    "Battery Power": "battery",
+    "UPS Power": "battery",
 }
-_CHARGING_WORDS = {"charging": True, "finishing charge": True, "charged": False,
-                   "discharging": False, "ac attached": False}
+_CHARGING_WORDS = {
+    "charging": True,
+    "finishing charge": True,
+    "charged": False,
+    "discharging": False,
+    "ac attached": False,
+}
 _SYSFS_CHARGING = {"charging": True, "discharging": False, "full": False, "not charging": False}
 
 
@@ -78,8 +85,7 @@ def _first_line(text: str | None) -> str:
 def _read_pmset(runner: Callable[..., Any]) -> PowerStatus | None:
     """Run pmset; None when it cannot be run at all."""
     try:
-        result = runner(["pmset", "-g", "batt"], capture_output=True, text=True,
-                        timeout=5, check=False)
+        result = runner(["pmset", "-g", "batt"], capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     if result.returncode != 0:

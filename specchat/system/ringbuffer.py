@@ -89,8 +89,6 @@ def safe_ratio(numerators: Numbers, denominators: Numbers) -> np.ndarray:
     return out
 
 
-
-
 def rolling_rate(numerators: Numbers, denominators: Numbers, window: int) -> np.ndarray:
     """At each point, sum of the last `window` numerators over the sum of their denominators."""
     if window < 1:
@@ -106,8 +104,9 @@ def _window_sums(values: np.ndarray, window: int) -> np.ndarray:
     return totals[ends] - totals[np.maximum(ends - window, 0)]
 
 
-def cumulative_ratio(numerators: Numbers, denominators: Numbers,
-                     offset_num: float = 0.0, offset_den: float = 0.0) -> np.ndarray:
+def cumulative_ratio(
+    numerators: Numbers, denominators: Numbers, offset_num: float = 0.0, offset_den: float = 0.0
+) -> np.ndarray:
     """At each point, (offset + running sum of numerators) / (offset + running sum of denominators)."""
     num = offset_num + np.cumsum(np.asarray(numerators, dtype=float))
     den = offset_den + np.cumsum(np.asarray(denominators, dtype=float))
@@ -163,13 +162,15 @@ class RoundSeries:
 
     def cumulative_acceptance(self) -> np.ndarray:
         """Accepted / drafted over every round so far, at each round."""
-        return cumulative_ratio(self.column("accepted"), self.column("drafted"),
-                                self._dropped["accepted"], self._dropped["drafted"])
+        return cumulative_ratio(
+            self.column("accepted"), self.column("drafted"), self._dropped["accepted"], self._dropped["drafted"]
+        )
 
     def mean_accepted_per_round(self) -> np.ndarray:
         """Accepted tokens per round over every round so far, at each round."""
-        return cumulative_ratio(self.column("accepted"), np.ones(len(self)),
-                                self._dropped["accepted"], self._dropped["rounds"])
+        return cumulative_ratio(
+            self.column("accepted"), np.ones(len(self)), self._dropped["accepted"], self._dropped["rounds"]
+        )
 
     def totals(self) -> dict[str, float]:
         """Rounds, drafted, accepted, emitted and seconds over every round added, dropped ones too."""

@@ -39,9 +39,15 @@ class ABRow:
         return MODE_TITLES.get(self.mode, self.mode)
 
 
-def run_ab(engine: TuningEngine, prompt_ids: list[int], k: int, max_tokens: int, temperature: float = 0.0,
-           cancel: threading.Event | None = None,
-           on_row: Callable[[ABRow], None] | None = None) -> list[ABRow]:
+def run_ab(
+    engine: TuningEngine,
+    prompt_ids: list[int],
+    k: int,
+    max_tokens: int,
+    temperature: float = 0.0,
+    cancel: threading.Event | None = None,
+    on_row: Callable[[ABRow], None] | None = None,
+) -> list[ABRow]:
     """Generate the prompt once per mode from a fresh cache; outputs are compared with Off when greedy."""
     reasons = engine.available_modes()
     rows: list[ABRow] = []
@@ -83,6 +89,14 @@ def _row(mode: str, result: GenerationResult, tokens: list[int], reference: list
     elif reference is not None:
         identical = True
     drafted = speculative and stats.drafted > 0  # nothing drafted: no acceptance to report, not 0%
-    return ABRow(mode, None, stats.decode_tokens_per_s, stats.acceptance_rate if drafted else None,
-                 stats.mean_accepted_per_round if drafted else None, stats.generated_tokens,
-                 identical, mismatch, result.text)
+    return ABRow(
+        mode,
+        None,
+        stats.decode_tokens_per_s,
+        stats.acceptance_rate if drafted else None,
+        stats.mean_accepted_per_round if drafted else None,
+        stats.generated_tokens,
+        identical,
+        mismatch,
+        result.text,
+    )

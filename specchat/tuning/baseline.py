@@ -57,13 +57,20 @@ class BaselineCache:
         """The cached entry of one model, or None."""
         return self.load().get(model_key)
 
-    def put(self, model_key: str, tokens_per_s: float, source: str = "measured", power_source: str | None = None,
-            sampling: str | None = None) -> BaselineEntry:
+    def put(
+        self,
+        model_key: str,
+        tokens_per_s: float,
+        source: str = "measured",
+        power_source: str | None = None,
+        sampling: str | None = None,
+    ) -> BaselineEntry:
         """Save (replace) one model's speed; other models are kept."""
         if not tokens_per_s > 0:
             raise ValueError(f"a plain-decode speed must be a positive number, got {tokens_per_s!r}")
-        entry = BaselineEntry(float(tokens_per_s), datetime.now(UTC).isoformat(timespec="seconds"),
-                              source, power_source, sampling)
+        entry = BaselineEntry(
+            float(tokens_per_s), datetime.now(UTC).isoformat(timespec="seconds"), source, power_source, sampling
+        )
         models = {key: vars(e) for key, e in self.load().items()}
         models[model_key] = vars(entry)
         write_json_atomic(self.path, {"schema_version": SCHEMA_VERSION, "models": models})
@@ -80,8 +87,12 @@ def _entry(raw: object) -> BaselineEntry | None:
     return BaselineEntry(float(tps), str(raw.get("measured_at", "")), str(raw.get("source", "")), **optional)
 
 
-def measure_baseline_tps(engine: TuningEngine, max_tokens: int = MEASURE_MAX_TOKENS,
-                         prompt: str = MEASURE_PROMPT, cancel: threading.Event | None = None) -> float:
+def measure_baseline_tps(
+    engine: TuningEngine,
+    max_tokens: int = MEASURE_MAX_TOKENS,
+    prompt: str = MEASURE_PROMPT,
+    cancel: threading.Event | None = None,
+) -> float:
     """Plain-decode tok/s of the engine's target on a fixed prompt (after a short warmup); call off the UI thread."""
     from specchat.engine.config import GenerationConfig
 

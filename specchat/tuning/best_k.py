@@ -61,15 +61,22 @@ def best_k(paths: AppPaths, target: str | Path, drafter: str | Path) -> dict[str
     return found or None  # a K outside today's limit (saved by an older version) is left out
 
 
-def save_best_k(paths: AppPaths, target: str | Path, drafter: str | Path, best: dict[str, int],
-                speedup_pct: dict[str, float | None] | None = None, tag: str | None = None) -> Path:
+def save_best_k(
+    paths: AppPaths,
+    target: str | Path,
+    drafter: str | Path,
+    best: dict[str, int],
+    speedup_pct: dict[str, float | None] | None = None,
+    tag: str | None = None,
+) -> Path:
     """Save (replace) the best K per prompt type of one pair; other pairs are kept. Returns the file."""
     if not best:
         raise ValueError("no best K to save: the sweep had no usable cell")
     for name, k in best.items():
         if not (_is_off(k) or LIMITS["num_draft_tokens"].accepts(k)):
-            raise ValueError(f"best K for {name!r} must be {LIMITS['num_draft_tokens'].allowed()}, "
-                             f"or {OFF} for Off, got {k!r}")
+            raise ValueError(
+                f"best K for {name!r} must be {LIMITS['num_draft_tokens'].allowed()}, or {OFF} for Off, got {k!r}"
+            )
     pairs = load_tuning(paths)
     pairs[pair_key(target, drafter)] = {
         "target": model_key(target),

@@ -51,8 +51,11 @@ class Reference:
 
     def describe(self, now: float) -> str:
         """E.g. 'plain decode 5.3 tok/s, 3 plain replies this session, 2 min ago'."""
-        where = {SESSION: f"{self.count} plain repl{'y' if self.count == 1 else 'ies'} this session",
-                 MEASURED: "measured", EARLIER: "measured in an earlier session"}.get(self.source, self.source)
+        where = {
+            SESSION: f"{self.count} plain repl{'y' if self.count == 1 else 'ies'} this session",
+            MEASURED: "measured",
+            EARLIER: "measured in an earlier session",
+        }.get(self.source, self.source)
         return f"plain decode {self.tokens_per_s:.1f} tok/s, {where}, {age_text(now - self.at)}"
 
 
@@ -107,26 +110,48 @@ class PlainReference:
         self.clock = clock
         self.samples: list[PlainSample] = []
 
-    def add_reply(self, model_key: str, tokens_per_s: float, reply_tokens: int, context_tokens: int,
-                  sampling: str | None, power_source: str | None) -> PlainSample | None:
+    def add_reply(
+        self,
+        model_key: str,
+        tokens_per_s: float,
+        reply_tokens: int,
+        context_tokens: int,
+        sampling: str | None,
+        power_source: str | None,
+    ) -> PlainSample | None:
         """Keep a plain reply as a sample (None when too short or without a speed to count)."""
         if reply_tokens < MIN_REPLY_TOKENS or not tokens_per_s > 0:
             return None
-        sample = PlainSample(model_key, float(tokens_per_s), self.clock(), SESSION, sampling, power_source,
-                             context_tokens, reply_tokens)
+        sample = PlainSample(
+            model_key, float(tokens_per_s), self.clock(), SESSION, sampling, power_source, context_tokens, reply_tokens
+        )
         self.samples.append(sample)
         return sample
 
-    def add_measurement(self, model_key: str, tokens_per_s: float, source: str = MEASURED, at: float | None = None,
-                        sampling: str | None = None, power_source: str | None = None) -> PlainSample:
+    def add_measurement(
+        self,
+        model_key: str,
+        tokens_per_s: float,
+        source: str = MEASURED,
+        at: float | None = None,
+        sampling: str | None = None,
+        power_source: str | None = None,
+    ) -> PlainSample:
         """Keep an explicit measurement (MEASURED now, or EARLIER from the cache with its time)."""
-        sample = PlainSample(model_key, float(tokens_per_s), self.clock() if at is None else at, source,
-                             sampling, power_source)
+        sample = PlainSample(
+            model_key, float(tokens_per_s), self.clock() if at is None else at, source, sampling, power_source
+        )
         self.samples.append(sample)
         return sample
 
-    def reference(self, model_key: str | None, sampling: str | None = None, power_source: str | None = None,
-                  context_tokens: int | None = None, exclude: PlainSample | None = None) -> Reference | None:
+    def reference(
+        self,
+        model_key: str | None,
+        sampling: str | None = None,
+        power_source: str | None = None,
+        context_tokens: int | None = None,
+        exclude: PlainSample | None = None,
+    ) -> Reference | None:
         """The reference for a reply on this target with these settings (None: nothing for this target)."""
         own = [s for s in self.samples if s.model_key == model_key and s is not exclude]
         if not own:
@@ -139,8 +164,14 @@ class PlainReference:
             best = max(reversed(fresh), key=lambda s: s.at)
             return Reference(best.tokens_per_s, DEFAULT_NOISE, best.source, best.at, 1)
         newest = max(reversed(own), key=lambda s: s.at)  # ties: the last added
-        return Reference(newest.tokens_per_s, DEFAULT_NOISE, newest.source, newest.at, 1,
-                         self.stale_reason(newest, sampling, power_source))
+        return Reference(
+            newest.tokens_per_s,
+            DEFAULT_NOISE,
+            newest.source,
+            newest.at,
+            1,
+            self.stale_reason(newest, sampling, power_source),
+        )
 
     def stale_reason(self, sample: PlainSample, sampling: str | None, power_source: str | None) -> str | None:
         """Why a sample cannot stand for plain decoding now, or None."""
@@ -158,8 +189,11 @@ def _comparable(replies: list[PlainSample], context_tokens: int | None) -> list[
     """The replies whose context length is within CONTEXT_FACTOR of this one's (all of them when none is)."""
     if not context_tokens:
         return replies
-    near = [s for s in replies
-            if context_tokens / CONTEXT_FACTOR <= max(s.context_tokens, 1) <= context_tokens * CONTEXT_FACTOR]
+    near = [
+        s
+        for s in replies
+        if context_tokens / CONTEXT_FACTOR <= max(s.context_tokens, 1) <= context_tokens * CONTEXT_FACTOR
+    ]
     return near or replies
 
 

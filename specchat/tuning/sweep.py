@@ -120,10 +120,18 @@ def _default_machine() -> MachineInfo:
 class SweepRunner:
     """Runs a sweep on one engine; generate, power and machine readers can be injected (tests)."""
 
-    def __init__(self, engine: TuningEngine, config: SweepConfig, *, target: str = "", drafter: str = "",
-                 generate: Generate | None = None, read_power: Callable[[], PowerStatus] | None = None,
-                 machine_info: Callable[[], MachineInfo] | None = None,
-                 cancel: threading.Event | None = None):
+    def __init__(
+        self,
+        engine: TuningEngine,
+        config: SweepConfig,
+        *,
+        target: str = "",
+        drafter: str = "",
+        generate: Generate | None = None,
+        read_power: Callable[[], PowerStatus] | None = None,
+        machine_info: Callable[[], MachineInfo] | None = None,
+        cancel: threading.Event | None = None,
+    ):
         self.engine = engine
         self.config = config
         self.target = target or _folder(getattr(engine, "target", None))
@@ -144,8 +152,10 @@ class SweepRunner:
             raise ConfigError(f"cannot sweep mode {self.config.mode!r}: {reason}")
         power = self.read_power()
         if power.source == "battery" and not self.config.allow_battery:
-            raise OnBatteryError(f"the machine is on battery ({power.detail}): battery speeds are not "
-                                 "comparable; plug in, or pass --allow-battery")
+            raise OnBatteryError(
+                f"the machine is on battery ({power.detail}): battery speeds are not "
+                "comparable; plug in, or pass --allow-battery"
+            )
         return power
 
     def run(self, on_event: Callable[[SweepEvent], None] | None = None) -> SweepResult:
@@ -163,9 +173,16 @@ class SweepRunner:
         cfg = self.config
         settings = {k: v for k, v in asdict(cfg).items() if k not in ("prompts", "tag")}
         settings["ks"] = list(cfg.ks)
-        self._header = dict(target=self.target, drafter=self.drafter, mode=cfg.mode, settings=settings,
-                            machine=self.machine_info(), power_at_start=asdict(power), tag=cfg.tag,
-                            started_at=datetime.now(UTC).isoformat(timespec="seconds"))
+        self._header = dict(
+            target=self.target,
+            drafter=self.drafter,
+            mode=cfg.mode,
+            settings=settings,
+            machine=self.machine_info(),
+            power_at_start=asdict(power),
+            tag=cfg.tag,
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
         self._prompts, self._open = [], None
         yield SweepStarted(cfg.total_runs, tuple(p.name for p in cfg.prompts), cfg.ks, power.source)
         for prompt in cfg.prompts:
@@ -174,8 +191,7 @@ class SweepRunner:
             result = yield from self._prompt(prompt, power.source)
             self._prompts.append(result)
             self._open = None
-        yield SweepFinished(SweepResult(**self._header, prompts=tuple(self._prompts),
-                                        cancelled=self.cancel.is_set()))
+        yield SweepFinished(SweepResult(**self._header, prompts=tuple(self._prompts), cancelled=self.cancel.is_set()))
 
     def snapshot(self) -> SweepResult | None:
         """The result so far, every finished cell included, marked partial (None before the start)."""
@@ -204,8 +220,15 @@ class SweepRunner:
                 if reference is None:
                     reference = tokens  # the baseline's first output is what every cell must match
                 runs.append(record)
-                yield RunDone(self._count(), self.config.total_runs, prompt.name, k, record.warmup,
-                              record.tokens_per_s, record.identical)
+                yield RunDone(
+                    self._count(),
+                    self.config.total_runs,
+                    prompt.name,
+                    k,
+                    record.warmup,
+                    record.tokens_per_s,
+                    record.identical,
+                )
             reps = [r for r in runs if not r.warmup]
             if not reps:
                 break  # cancelled before this cell measured anything
@@ -216,13 +239,15 @@ class SweepRunner:
             yield CellDone(prompt.name, cell)
         return self._prompt_result(prompt, ids, reference, cells)
 
-    def _prompt_result(self, prompt: SweepPrompt, ids: list[int], reference: list[int] | None,
-                       cells: list[CellResult]) -> PromptResult:
+    def _prompt_result(
+        self, prompt: SweepPrompt, ids: list[int], reference: list[int] | None, cells: list[CellResult]
+    ) -> PromptResult:
         text = self.engine.tokenizer.decode(reference) if reference else ""
         return PromptResult(prompt.name, prompt.text, len(ids), text, tuple(cells))
 
-    def _run_once(self, ids: list[int], k: int | None, index: int, reference: list[int] | None
-                  ) -> tuple[list[int], RunRecord | None]:
+    def _run_once(
+        self, ids: list[int], k: int | None, index: int, reference: list[int] | None
+    ) -> tuple[list[int], RunRecord | None]:
         gen_cfg = self.config.generation_config(k)
         power = self.read_power()
         if hasattr(self.engine, "reset"):
@@ -232,8 +257,7 @@ class SweepRunner:
             return [], None
         tokens = list(result.tokens)
         identical, mismatch = _compare(tokens, reference, gen_cfg.greedy)
-        record = RunRecord.from_stats(index, index < self.config.warmup, result.stats, power,
-                                      identical, mismatch)
+        record = RunRecord.from_stats(index, index < self.config.warmup, result.stats, power, identical, mismatch)
         return tokens, record
 
     def _count(self) -> int:

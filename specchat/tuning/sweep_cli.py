@@ -35,15 +35,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     drafter = p.add_mutually_exclusive_group(required=True)
     drafter.add_argument("--draft", type=model_folder, help="local draft model folder")
     drafter.add_argument("--mtp", action="store_true", help="sweep the target's MTP head instead of a draft")
-    p.add_argument("--mtp-history", action="store_true",
-                   help="with --mtp: the head attends over the whole conversation (as in `generate --mtp-history`)")
-    p.add_argument("--draft-tokens", type=_ks, metavar="K,K,...",
-                   help="draft lengths to try (default 1,2,4,8,16; with --mtp 1,2,3,4)")
+    p.add_argument(
+        "--mtp-history",
+        action="store_true",
+        help="with --mtp: the head attends over the whole conversation (as in `generate --mtp-history`)",
+    )
+    p.add_argument(
+        "--draft-tokens",
+        type=_ks,
+        metavar="K,K,...",
+        help="draft lengths to try (default 1,2,4,8,16; with --mtp 1,2,3,4)",
+    )
     p.add_argument("--reps", type=whole_number(1), default=5, help="measured runs per cell (default 5)")
     p.add_argument("--warmup", type=whole_number(0), default=1, help="discarded runs before each cell (default 1)")
     p.add_argument("--prompts", help="built-in prompts: structured,open (default both, unless --prompt-file)")
-    p.add_argument("--prompt-file", action="append", default=[], metavar="F",
-                   help='more prompts: a text file (one prompt, named after the file) or JSON {"name": "text"}')
+    p.add_argument(
+        "--prompt-file",
+        action="append",
+        default=[],
+        metavar="F",
+        help='more prompts: a text file (one prompt, named after the file) or JSON {"name": "text"}',
+    )
     p.add_argument("--max-tokens", type=LIMITS["max_tokens"].arg_type(), default=256)
     p.add_argument("--temperature", type=LIMITS["temperature"].arg_type(), default=0.0)
     p.add_argument("--tag", help="a name for this sweep, kept in the outputs")
@@ -74,10 +86,18 @@ def run_sweep(args: argparse.Namespace) -> int:
     from .sweep_report import to_markdown
 
     ks = args.draft_tokens or (DEFAULT_MTP_KS if args.mtp else DEFAULT_KS)
-    config = SweepConfig(mode="mtp" if args.mtp else "draft", ks=ks, reps=args.reps,
-                         warmup=args.warmup, max_tokens=args.max_tokens, temperature=args.temperature,
-                         prompts=tuple(_prompts(args)), allow_battery=args.allow_battery, tag=args.tag,
-                         mtp_history=args.mtp_history)
+    config = SweepConfig(
+        mode="mtp" if args.mtp else "draft",
+        ks=ks,
+        reps=args.reps,
+        warmup=args.warmup,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        prompts=tuple(_prompts(args)),
+        allow_battery=args.allow_battery,
+        tag=args.tag,
+        mtp_history=args.mtp_history,
+    )
     outputs = SweepOutputs(args.json, args.markdown)
     outputs.check()  # before any model loads: an unwritable path must not cost a sweep
     paths = AppPaths.default()
@@ -98,9 +118,15 @@ def run_sweep(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         bar.close()
         kept = [str(p) for p in (outputs.json_path, outputs.markdown_path) if p is not None]
-        print("interrupted: " + (f"the cells measured so far are in {' and '.join(kept)}" if kept
-                                 else "pass --json or --markdown to keep the cells of an interrupted sweep"),
-              file=sys.stderr)
+        print(
+            "interrupted: "
+            + (
+                f"the cells measured so far are in {' and '.join(kept)}"
+                if kept
+                else "pass --json or --markdown to keep the cells of an interrupted sweep"
+            ),
+            file=sys.stderr,
+        )
         return INTERRUPTED
     bar.close()
     _warn(bar, outputs.write(result))
@@ -137,8 +163,7 @@ class ProgressBar:
             cell = "baseline" if event.k is None else f"K={event.k}"
             kind = "warmup" if event.warmup else "rep"
             flag = " DIFFERS" if event.identical is False else ""
-            self._draw(event.done, event.total,
-                       f"{event.prompt} {cell} {kind}: {event.tokens_per_s:.1f} tok/s{flag}")
+            self._draw(event.done, event.total, f"{event.prompt} {cell} {kind}: {event.tokens_per_s:.1f} tok/s{flag}")
 
     def _draw(self, done: int, total: int, label: str) -> None:
         filled = BAR_WIDTH * done // max(total, 1)

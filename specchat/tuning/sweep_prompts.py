@@ -44,8 +44,9 @@ def builtin_prompts(names: str | list[str] | tuple[str, ...] = DEFAULT_PROMPTS) 
         names = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in names if n not in BUILTIN_PROMPTS]
     if unknown:
-        raise ConfigError(f"unknown built-in prompt {', '.join(map(repr, unknown))}; "
-                          f"choose from {', '.join(BUILTIN_PROMPTS)}")
+        raise ConfigError(
+            f"unknown built-in prompt {', '.join(map(repr, unknown))}; choose from {', '.join(BUILTIN_PROMPTS)}"
+        )
     return [SweepPrompt(n, BUILTIN_PROMPTS[n]) for n in dict.fromkeys(names)]
 
 

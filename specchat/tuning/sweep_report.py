@@ -13,8 +13,10 @@ from .sweep_results import OFF, CellResult, PromptResult, SweepResult
 from .sweep_stats import BEST_RULE, cv_text
 
 JSON_SCHEMA_VERSION = 1
-TABLE_HEADER = ("| K | tok/s | speedup | acceptance | accepted/round | peak GB | CV | notes |\n"
-                "|---|---:|---:|---:|---:|---:|---:|---|")
+TABLE_HEADER = (
+    "| K | tok/s | speedup | acceptance | accepted/round | peak GB | CV | notes |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---|"
+)
 DASH = "—"
 
 
@@ -49,8 +51,16 @@ def cell_row(cell: CellResult) -> str:
         peak += f" ({cell.peak_memory_delta_bytes / 1e9:+.2f})"
     per_round = DASH if cell.mean_accepted_per_round is None else f"{cell.mean_accepted_per_round:.2f}"
     acceptance = DASH if cell.acceptance_rate is None else _pct(cell.acceptance_rate * 100)
-    cells = (cell.label, speed, _pct(cell.speedup_pct, signed=True), acceptance, per_round, peak, cv_text(cell.cv),
-             cell_notes(cell))
+    cells = (
+        cell.label,
+        speed,
+        _pct(cell.speedup_pct, signed=True),
+        acceptance,
+        per_round,
+        peak,
+        cv_text(cell.cv),
+        cell_notes(cell),
+    )
     return "| " + " | ".join(cells) + " |"
 
 
@@ -62,11 +72,17 @@ def prompt_table(prompt: PromptResult) -> str:
     if choice is None or fastest is None:  # a choice is only made with a fastest cell
         lines += ["", "Best K: none (no K cell, or no plain-decoding cell, has a usable speed)"]
     elif choice == OFF:
-        lines += ["", f"Best: **Off** (plain decoding): the fastest K, {fastest.k} "
-                      f"({_pct(fastest.speedup_pct, signed=True)} vs baseline), does not beat it beyond the noise"]
+        lines += [
+            "",
+            f"Best: **Off** (plain decoding): the fastest K, {fastest.k} "
+            f"({_pct(fastest.speedup_pct, signed=True)} vs baseline), does not beat it beyond the noise",
+        ]
     else:
-        lines += ["", f"Best K: **{fastest.k}** ({fastest.median_tokens_per_s:.1f} tok/s, "
-                      f"{_pct(fastest.speedup_pct, signed=True)} vs baseline)"]
+        lines += [
+            "",
+            f"Best K: **{fastest.k}** ({fastest.median_tokens_per_s:.1f} tok/s, "
+            f"{_pct(fastest.speedup_pct, signed=True)} vs baseline)",
+        ]
     return "\n".join(lines)
 
 
@@ -81,17 +97,21 @@ def _header(result: SweepResult) -> list[str]:
     if result.tag:
         title += f" [{result.tag}]"
     versions = ", ".join(f"{name} {m.get(name, '?')}" for name in ("mlx", "mlx-lm", "mlx-optiq"))
-    return [
-        title, "",
-        f"- Machine: {m.get('chip', '?')}, {m.get('memory_total', '?')}, {m.get('os', '?')}; {versions}",
-        f"- Power at start: {p.get('source', '?')} ({p.get('detail', '')})",
-        f"- Mode {result.mode}; {s['reps']} reps after {s['warmup']} warmup; max tokens {s['max_tokens']}; "
-        f"temperature {s['temperature']:g}; started {result.started_at}",
-        "- tok/s is the median decode speed; CV is 1.4826 x MAD / median (noisy above 5%; n/a below 3 reps)"
-        + ("; identity gate on (temperature 0)" if s["temperature"] == 0 else "; identity gate off"),
-        f"- Best: {BEST_RULE}",
-    ] + (["- **Cancelled**: the tables are partial"] if result.cancelled else []) \
-      + (["- **In progress**: the cells measured so far"] if result.partial else [])
+    return (
+        [
+            title,
+            "",
+            f"- Machine: {m.get('chip', '?')}, {m.get('memory_total', '?')}, {m.get('os', '?')}; {versions}",
+            f"- Power at start: {p.get('source', '?')} ({p.get('detail', '')})",
+            f"- Mode {result.mode}; {s['reps']} reps after {s['warmup']} warmup; max tokens {s['max_tokens']}; "
+            f"temperature {s['temperature']:g}; started {result.started_at}",
+            "- tok/s is the median decode speed; CV is 1.4826 x MAD / median (noisy above 5%; n/a below 3 reps)"
+            + ("; identity gate on (temperature 0)" if s["temperature"] == 0 else "; identity gate off"),
+            f"- Best: {BEST_RULE}",
+        ]
+        + (["- **Cancelled**: the tables are partial"] if result.cancelled else [])
+        + (["- **In progress**: the cells measured so far"] if result.partial else [])
+    )
 
 
 def _drafter_name(drafter: str) -> str:
@@ -102,8 +122,10 @@ def to_markdown(result: SweepResult) -> str:
     """The whole sweep as Markdown: a header, one table per prompt, the best K per prompt."""
     parts = ["\n".join(_header(result))] + [prompt_table(p) for p in result.prompts]
     best = result.best_k()
-    parts.append("Best K per prompt type: "
-                 + (", ".join(f"{n} **{'Off' if k == OFF else k}**" for n, k in best.items()) or "none"))
+    parts.append(
+        "Best K per prompt type: "
+        + (", ".join(f"{n} **{'Off' if k == OFF else k}**" for n, k in best.items()) or "none")
+    )
     return "\n\n".join(parts) + "\n"
 
 

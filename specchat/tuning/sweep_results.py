@@ -35,12 +35,32 @@ class RunRecord:
     first_mismatch: int | None = None  # first token index that differs from the baseline output
 
     @classmethod
-    def from_stats(cls, index: int, warmup: bool, stats: GenerationStats, power: PowerStatus,
-                   identical: bool | None, first_mismatch: int | None) -> RunRecord:
+    def from_stats(
+        cls,
+        index: int,
+        warmup: bool,
+        stats: GenerationStats,
+        power: PowerStatus,
+        identical: bool | None,
+        first_mismatch: int | None,
+    ) -> RunRecord:
         """A record from an engine generation's stats and a PowerStatus."""
-        return cls(index, warmup, stats.decode_tokens_per_s, stats.generated_tokens, stats.decode_s,
-                   stats.rounds, stats.drafted, stats.accepted, stats.peak_memory_bytes,
-                   stats.stop_reason, power.source, power.detail, identical, first_mismatch)
+        return cls(
+            index,
+            warmup,
+            stats.decode_tokens_per_s,
+            stats.generated_tokens,
+            stats.decode_s,
+            stats.rounds,
+            stats.drafted,
+            stats.accepted,
+            stats.peak_memory_bytes,
+            stats.stop_reason,
+            power.source,
+            power.detail,
+            identical,
+            first_mismatch,
+        )
 
 
 @dataclass(frozen=True)
@@ -66,7 +86,7 @@ class CellResult:
 
     @property
     def label(self) -> str:
-        """"baseline" or the K as text."""
+        """ "baseline" or the K as text."""
         return "baseline" if self.k is None else str(self.k)
 
     @property
@@ -75,8 +95,9 @@ class CellResult:
         return self.identical is not False and self.median_tokens_per_s is not None
 
 
-def summarize_cell(k: int | None, reps: list[RunRecord], warmups: list[RunRecord],
-                   baseline: CellResult | None, start_source: str) -> CellResult:
+def summarize_cell(
+    k: int | None, reps: list[RunRecord], warmups: list[RunRecord], baseline: CellResult | None, start_source: str
+) -> CellResult:
     """Median, robust CV, speedup, acceptance, memory and flags of one cell's runs."""
     speeds = [r.tokens_per_s for r in reps]
     measured = median(speeds)

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 MAD_TO_SIGMA = 1.4826  # scales the MAD to the standard deviation of a normal distribution
 NOISY_CV = 0.05
 MIN_REPS_FOR_CV = 3  # a spread of fewer runs says nothing: its CV is "n/a" (None)
-BEST_RULE = ("a K is best only when its median x (1 - n) beats plain decoding's median, n = max(5%, CV of K + "
-             "CV of plain), a CV of n/a (fewer than 3 reps) counting as 5%; otherwise the best choice is Off")
+BEST_RULE = (
+    "a K is best only when its median x (1 - n) beats plain decoding's median, n = max(5%, CV of K + "
+    "CV of plain), a CV of n/a (fewer than 3 reps) counting as 5%; otherwise the best choice is Off"
+)
 
 
 def median(values: Sequence[float]) -> float:

@@ -20,7 +20,7 @@ DASHBOARD_SHORTCUT = "Ctrl+Shift+B"
 SWEEP_SHORTCUT = "Ctrl+Shift+K"
 MEASURING = "Measuring plain-decode speed…"
 CHAT_ROOM = 200  # width the chat column gets beyond its minimum when a dock sits beside it (other windows)
-CHAT_MIN = 480   # the chat column keeps this much beside a dock
+CHAT_MIN = 480  # the chat column keeps this much beside a dock
 DOCK_WIDTH = 560  # a dock beside the chat grows to this when the window has room
 CHAT_COMFORT = 640  # beside a dock, the side columns narrow (to their minimum at most) to give the chat this
 DOCK_SEPARATOR = 6  # the splitter between the central widget and a dock
@@ -29,11 +29,17 @@ DOCK_SEPARATOR = 6  # the splitter between the central widget and a dock
 class AnalysisDocks(QObject):
     """Owns the Dashboard and SweepView docks; the window calls set_loaded when a pair is ready."""
 
-    bestKSaved = Signal(object)    # dict[str, int], from the sweep view
+    bestKSaved = Signal(object)  # dict[str, int], from the sweep view
     baselineMeasured = Signal(str, float)  # model key, tok/s (after the dashboard stored it)
 
-    def __init__(self, window: QMainWindow, paths: AppPaths, client: EngineClient,
-                 dashboard: Dashboard | None = None, sweep_view: SweepView | None = None):
+    def __init__(
+        self,
+        window: QMainWindow,
+        paths: AppPaths,
+        client: EngineClient,
+        dashboard: Dashboard | None = None,
+        sweep_view: SweepView | None = None,
+    ):
         super().__init__(window)
         self.main_window, self.client = window, client
         self.dashboard = dashboard or Dashboard(paths)
@@ -184,8 +190,7 @@ def _float_beside(dock: QDockWidget, window: QWidget, screen) -> None:
     if screen is not None:
         width, height = min(width, screen.width()), min(height, screen.height())
     dock.resize(width, height)
-    right = window.frameGeometry().right() if screen is None else min(window.frameGeometry().right(),
-                                                                      screen.right())
+    right = window.frameGeometry().right() if screen is None else min(window.frameGeometry().right(), screen.right())
     top = window.y() if screen is None else min(max(window.y(), screen.top()), screen.bottom() - height)
     dock.move(max(right - width, 0 if screen is None else screen.left()), top)
 

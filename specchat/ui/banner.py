@@ -79,7 +79,9 @@ class Banner(QFrame):
         if not self.level:
             return
         bg, fg, border = getattr(theme, LEVELS[self.level])
-        self.setStyleSheet(f"Banner {{ background: {bg}; border: 1px solid {border}; border-radius: 8px; }}"
-                           f" QLabel, QToolButton {{ color: {fg}; background: transparent; border: none; }}"
-                           f" QToolButton:checked {{ text-decoration: underline; }}"
-                           f" QLabel#bannerDetails {{ font-size: 11px; }}")
+        self.setStyleSheet(
+            f"Banner {{ background: {bg}; border: 1px solid {border}; border-radius: 8px; }}"
+            f" QLabel, QToolButton {{ color: {fg}; background: transparent; border: none; }}"
+            f" QToolButton:checked {{ text-decoration: underline; }}"
+            f" QLabel#bannerDetails {{ font-size: 11px; }}"
+        )

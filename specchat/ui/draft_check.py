@@ -38,8 +38,9 @@ class DraftChecker(QObject):
 
     def check(self, target: str, candidates: list[str]) -> None:
         """Check each candidate against the target on the side thread (`checked` follows)."""
-        _side_host().submit("check_drafts", lambda _ctx: self._check(target, list(candidates)),
-                            listener=lambda _event: None)
+        _side_host().submit(
+            "check_drafts", lambda _ctx: self._check(target, list(candidates)), listener=lambda _event: None
+        )
 
     def _check(self, target: str, candidates: list[str]) -> None:
         results = []

@@ -23,8 +23,10 @@ class ElidedLabel(QLabel):
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802
         metrics = self.fontMetrics()
-        return QSize(min(metrics.horizontalAdvance(self.text()), metrics.averageCharWidth() * MIN_CHARS),
-                     super().minimumSizeHint().height())
+        return QSize(
+            min(metrics.horizontalAdvance(self.text()), metrics.averageCharWidth() * MIN_CHARS),
+            super().minimumSizeHint().height(),
+        )
 
     def is_elided(self) -> bool:
         """True when the text does not fit and shows shortened."""

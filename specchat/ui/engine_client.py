@@ -39,8 +39,7 @@ from specchat.tuning.baseline import measure_baseline_tps
 from .draft_check import DraftChecker
 
 __all__ = ["EngineClient", "LoadedPair", "QtJob", "queue_text"]
-KIND_NAMES = {"reply": "reply", "load": "load", "baseline": "plain-decode measurement", "sweep": "sweep",
-              "ab": "A/B"}
+KIND_NAMES = {"reply": "reply", "load": "load", "baseline": "plain-decode measurement", "sweep": "sweep", "ab": "A/B"}
 
 
 class QtJob(QObject):
@@ -75,16 +74,16 @@ class EngineClient(QObject):
 
     loadStarted = Signal(str)
     loadProgress = Signal(str)
-    loaded = Signal(object)            # LoadedPair
+    loaded = Signal(object)  # LoadedPair
     loadFailed = Signal(str)
     # request id, engine event (TextChunk, RoundResult, Finished, Failed, ...); hides QObject.event as QtJob's does
     event = Signal(int, object)  # type: ignore[assignment]
-    memoryChanged = Signal(int)        # active MLX memory in bytes
+    memoryChanged = Signal(int)  # active MLX memory in bytes
     draftsChecked = Signal(str, object)  # target path, list[DraftCandidate]
     baselineMeasured = Signal(str, float)  # model key, plain-decode tokens per second
-    baselineFailed = Signal(str, str)      # model key, message
-    queueChanged = Signal(object)      # QueueState: what runs and what waits
-    _relay = Signal(object)            # a job event, from any thread, to the UI thread
+    baselineFailed = Signal(str, str)  # model key, message
+    queueChanged = Signal(object)  # QueueState: what runs and what waits
+    _relay = Signal(object)  # a job event, from any thread, to the UI thread
     _state_relay = Signal()
 
     def __init__(self, parent: QObject | None = None, host: EngineHost | None = None):
@@ -159,8 +158,9 @@ class EngineClient(QObject):
 
     # --- replies ---
 
-    def generate(self, messages: list[dict], cfg: GenerationConfig, system_prompt: str = "",
-                 enable_thinking: bool = False) -> int:
+    def generate(
+        self, messages: list[dict], cfg: GenerationConfig, system_prompt: str = "", enable_thinking: bool = False
+    ) -> int:
         """Queue a reply (cancelling one still going); returns its request id (its events carry it)."""
         self.cancel()
         job = self.submit("reply", reply_job([dict(m) for m in messages], cfg, system_prompt, enable_thinking))

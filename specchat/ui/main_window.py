@@ -40,8 +40,9 @@ MODELS_SHORTCUT = "Ctrl+Shift+M"
 class MainWindow(PairControl, SpeculationControl, QMainWindow):
     """SpecChat's one window. Loads the saved (or given) target on start."""
 
-    def __init__(self, paths: AppPaths | None = None, target: str | None = None, draft: str | None = None,
-                 autoload: bool = True):
+    def __init__(
+        self, paths: AppPaths | None = None, target: str | None = None, draft: str | None = None, autoload: bool = True
+    ):
         super().__init__()
         storage = open_storage(paths or AppPaths.default())  # never raises: what went wrong comes back as notices
         self.storage = storage  # holds the scratch folder (if any) alive until the window goes
@@ -52,8 +53,10 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.requested = (self.settings.target_path, self.settings.draft_path)
         self._cli_target: str | None = None  # a --target folder: remembered in the model folders once it loads
         if target:
-            self.requested = (str(Path(target).expanduser().resolve()),
-                              str(Path(draft).expanduser().resolve()) if draft else None)
+            self.requested = (
+                str(Path(target).expanduser().resolve()),
+                str(Path(draft).expanduser().resolve()) if draft else None,
+            )
             self._cli_target = self.requested[0]
         self.pair: LoadedPair | None = None
         self._load_banner = False  # the banner shows why a load failed (cleared once a load succeeds)
@@ -103,20 +106,24 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.queue_label = QLabel()  # what the engine runs and what waits for it
         self.queue_label.setObjectName("footer")
         self.legend = QLabel()
-        self.legend.setToolTip("Each speculative round ends with one token the target chooses itself, after the "
-                               "drafts it accepted: so even a fully accepted reply has one untinted token per round. "
-                               "Plain decoding (speculation off, or auto K at K=0) is untinted throughout.")
+        self.legend.setToolTip(
+            "Each speculative round ends with one token the target chooses itself, after the "
+            "drafts it accepted: so even a fully accepted reply has one untinted token per round. "
+            "Plain decoding (speculation off, or auto K at K=0) is untinted throughout."
+        )
         self.legend.setObjectName("footer")
         self.statusBar().addWidget(self.legend)
         self.statusBar().addPermanentWidget(self.queue_label)
         self.statusBar().addPermanentWidget(self.mode_label)
-        self.chat = ChatController(self.store, self.client, self.transcript, self.composer, self.sidebar,
-                                   self.reply_settings, self)
+        self.chat = ChatController(
+            self.store, self.client, self.transcript, self.composer, self.sidebar, self.reply_settings, self
+        )
         self.composer.thinking.setChecked(self.settings.enable_thinking)
         self.composer.set_ready(False, "Load a model first")
         self.docks = AnalysisDocks(self, self.paths, self.client)
-        self.models = ModelsLink(self, self.paths, self.settings,
-                                 lambda: (self.model_bar.target_path(), self.model_bar.draft_path()))
+        self.models = ModelsLink(
+            self, self.paths, self.settings, lambda: (self.model_bar.target_path(), self.model_bar.draft_path())
+        )
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -135,8 +142,9 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         chat.addAction(self.preferences.action)  # macOS moves it to the application menu
         chat.addAction("Quit", QKeySequence.StandardKey.Quit, self.close)
         # Esc stops the reply and leaves edit mode wherever the focus is in the window
-        self.escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.escape_pressed,
-                                context=Qt.ShortcutContext.WindowShortcut)
+        self.escape = QShortcut(
+            QKeySequence(Qt.Key.Key_Escape), self, self.escape_pressed, context=Qt.ShortcutContext.WindowShortcut
+        )
         self.speculation = SpeculationMenu(self)
         bar.addMenu(self.speculation)
         self.server = ServerLink(self)
@@ -185,8 +193,11 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.model_bar.targetMissing.connect(lambda message: self.banner.show_message(message, "warning"))
         self.transcript.empty.modelsRequested.connect(self.models.open)
         self.models.chosen.connect(self.use_models)
-        self.models.needsTarget.connect(lambda: self.banner.show_message(
-            "Choose a target model first; a draft needs a target to draft for.", "warning"))
+        self.models.needsTarget.connect(
+            lambda: self.banner.show_message(
+                "Choose a target model first; a draft needs a target to draft for.", "warning"
+            )
+        )
         self.docks.bestKSaved.connect(self._best_k_saved)
         self.speculation.modeChosen.connect(self._mode_chosen)
         self.speculation.draftTokensChosen.connect(self._k_chosen)
@@ -312,9 +323,14 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.legend.setText(
             f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
             f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)"
-            " · untinted: the target's own token (one per round, even when every draft was accepted)")
-        if (self.isVisible() and self.chat.conversation_id is not None and not self.chat.busy
-                and self.composer.editing is None):
+            " · untinted: the target's own token (one per round, even when every draft was accepted)"
+        )
+        if (
+            self.isVisible()
+            and self.chat.conversation_id is not None
+            and not self.chat.busy
+            and self.composer.editing is None
+        ):
             self.chat.open(self.chat.conversation_id)  # cards and code blocks in the new colours
 
     def _rename_current(self) -> None:

@@ -22,8 +22,10 @@ from PySide6.QtWidgets import (
 from .elided_label import ElidedLabel
 
 NO_DRAFT = "No draft"
-CHOOSE_TARGET = ("Choose a target model first: pick one in the Target list, or open Models… to find one "
-                 "on this machine or download one.")
+CHOOSE_TARGET = (
+    "Choose a target model first: pick one in the Target list, or open Models… to find one "
+    "on this machine or download one."
+)
 
 
 class ModelBar(QToolBar):

@@ -26,8 +26,12 @@ def find_model_folders(roots: Iterable[str | Path], depth: int = 2) -> list[str]
     return list(found)
 
 
-def local_models(roots: Iterable[str | Path], extra_dirs: Iterable[str | Path] = (),
-                 cache_dir: Path | None = None, home: Path | None = None) -> dict[str, str]:
+def local_models(
+    roots: Iterable[str | Path],
+    extra_dirs: Iterable[str | Path] = (),
+    cache_dir: Path | None = None,
+    home: Path | None = None,
+) -> dict[str, str]:
     """{folder: name to show}: folders at or under roots, then every model discovered on disk."""
     models = {folder: Path(folder).name for folder in find_model_folders(roots)}
     cache = cache_dir if cache_dir is not None else HubConfig.from_env().cache_dir

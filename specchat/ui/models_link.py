@@ -20,10 +20,11 @@ class ModelsLink(QObject):
     """Opens the Models window on demand; `chosen(target, draft)` says which pair to load."""
 
     chosen = Signal(str, object)  # target folder, draft folder or None
-    needsTarget = Signal()        # a draft was picked while no target is chosen
+    needsTarget = Signal()  # a draft was picked while no target is chosen
 
-    def __init__(self, parent: QWidget, paths: AppPaths, settings: Settings,
-                 current: Callable[[], tuple[str | None, str | None]]):
+    def __init__(
+        self, parent: QWidget, paths: AppPaths, settings: Settings, current: Callable[[], tuple[str | None, str | None]]
+    ):
         super().__init__(parent)
         self.parent_widget, self.paths, self.settings = parent, paths, settings
         self.current = current  # the pickers' (target, draft)

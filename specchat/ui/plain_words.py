@@ -11,8 +11,7 @@ MTP_UNREADABLE = "could not tell whether this model has a multi-token-prediction
 NO_DRAFT = "no draft model loaded: choose one in the toolbar"
 NOT_LOADED = "no model is loaded yet: choose one in the toolbar or open Models…"
 UPSTREAM = "the installed mlx-lm version does not support this mode"
-SELF_DRAFT = ("the target drafting for itself always agrees but cannot be faster: "
-              "useful only as an exactness check")
+SELF_DRAFT = "the target drafting for itself always agrees but cannot be faster: useful only as an exactness check"
 
 
 def mtp_reason(available: bool | None, reason: str) -> tuple[str, str]:

@@ -10,17 +10,25 @@ from collections.abc import Callable
 from specchat.system.power import PowerStatus, read_power
 
 MAX_AGE_S = 30.0
-WARN = ("On battery power: speculative decoding runs as usual, but speeds vary with the power source "
-        "(Preferences ▸ On battery can switch speculation off on battery).")
-PLAIN = ("On battery power: replies use plain decoding, as set in Preferences ▸ On battery; "
-         "speculation comes back on mains power.")
+WARN = (
+    "On battery power: speculative decoding runs as usual, but speeds vary with the power source "
+    "(Preferences ▸ On battery can switch speculation off on battery)."
+)
+PLAIN = (
+    "On battery power: replies use plain decoding, as set in Preferences ▸ On battery; "
+    "speculation comes back on mains power."
+)
 
 
 class PowerPolicy:
     """Decides a reply's mode from the policy and the power source; notes each battery spell once."""
 
-    def __init__(self, policy: str = "warn", read: Callable[[], PowerStatus] = read_power,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        policy: str = "warn",
+        read: Callable[[], PowerStatus] = read_power,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.policy = policy
         self._read, self._clock = read, clock
         self._status: PowerStatus | None = None

@@ -28,14 +28,20 @@ from specchat.settings import DASHBOARD_CHARTS, Settings
 from .settings_panel import limited_spin_box
 from .theme_switch import SCHEME_LABELS
 
-SEND_KEYS = {True: "Enter sends, Shift+Enter starts a new line",
-             False: "Shift+Enter sends, Enter starts a new line"}
-POWER_LABELS = {"ignore": "Speculate as on mains power",
-                "warn": "Say once that speeds vary on battery",
-                "plain_on_battery": "Plain decoding on battery (no draft work)"}
+SEND_KEYS = {True: "Enter sends, Shift+Enter starts a new line", False: "Shift+Enter sends, Enter starts a new line"}
+POWER_LABELS = {
+    "ignore": "Speculate as on mains power",
+    "warn": "Say once that speeds vary on battery",
+    "plain_on_battery": "Plain decoding on battery (no draft work)",
+}
 CHART_LABELS = {"throughput": "Decode speed", "acceptance": "Acceptance", "memory": "Memory", "power": "Power"}
-SAMPLING_LABELS = {"temperature": "Temperature", "top_p": "Top-p", "top_k": "Top-k", "min_p": "Min-p",
-                   "max_tokens": "Max tokens"}
+SAMPLING_LABELS = {
+    "temperature": "Temperature",
+    "top_p": "Top-p",
+    "top_k": "Top-k",
+    "min_p": "Min-p",
+    "max_tokens": "Max tokens",
+}
 NEXT_START = "A new data folder is used from the next start; the current one is not moved."
 
 
@@ -103,7 +109,8 @@ class PreferencesDialog(QDialog):
         self.open_button = QPushButton("Open")
         self.open_button.setToolTip("Show the folder in the file manager")
         self.open_button.clicked.connect(
-            lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.current_data_dir))))
+            lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.current_data_dir)))
+        )
         change = QPushButton("Change…")
         change.clicked.connect(self._choose_data_dir)
         self.default_button = QPushButton("Use the default")
@@ -132,9 +139,13 @@ class PreferencesDialog(QDialog):
     def values(self) -> dict[str, object]:
         """The chosen preferences as Settings field values."""
         values: dict[str, object] = {name: box.value() for name, box in self.sampling.items()}
-        values.update(enter_sends=self.send_key.currentData(), theme=self.theme.currentData(),
-                      power_policy=self.power.currentData(), data_dir=self.data_dir,
-                      dashboard_charts=[name for name, box in self.charts.items() if box.isChecked()])
+        values.update(
+            enter_sends=self.send_key.currentData(),
+            theme=self.theme.currentData(),
+            power_policy=self.power.currentData(),
+            data_dir=self.data_dir,
+            dashboard_charts=[name for name, box in self.charts.items() if box.isChecked()],
+        )
         return values
 
 

@@ -13,8 +13,12 @@ from .preferences import PreferencesDialog
 from .theme_switch import switch
 
 # the dashboard's attribute for each chart name in Settings.dashboard_charts
-CHART_ATTRIBUTES = {"throughput": "throughput", "acceptance": "acceptance", "memory": "memory_chart",
-                    "power": "power_chart"}
+CHART_ATTRIBUTES = {
+    "throughput": "throughput",
+    "acceptance": "acceptance",
+    "memory": "memory_chart",
+    "power": "power_chart",
+}
 
 
 def preferences_keys() -> list[QKeySequence]:

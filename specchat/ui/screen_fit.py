@@ -37,8 +37,9 @@ def fit_to_screen(window: QWidget, size: QSize | None = None, screen: QRect | No
         return
     room = largest_size(window, screen)
     minimum = window.minimumSize()
-    window.resize(max(min(size.width(), room.width()), minimum.width()),
-                  max(min(size.height(), room.height()), minimum.height()))
+    window.resize(
+        max(min(size.width(), room.width()), minimum.width()), max(min(size.height(), room.height()), minimum.height())
+    )
     keep_on_screen(window, screen)
 
 

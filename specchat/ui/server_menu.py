@@ -30,8 +30,8 @@ class ServeChoice:
 class ServerController(QObject):
     """Runs the API server on the client's engine host; relays its requests' events to the views."""
 
-    stateChanged = Signal(str)         # the status-bar text: "API http://127.0.0.1:8080 · 3 requests", or ""
-    failed = Signal(str)               # why the server could not start
+    stateChanged = Signal(str)  # the status-bar text: "API http://127.0.0.1:8080 · 3 requests", or ""
+    failed = Signal(str)  # why the server could not start
     requestEvent = Signal(int, object)  # (job id, engine event) of an API request, on the UI thread
     _relay = Signal(int, object)
 
@@ -90,8 +90,10 @@ class ServerMenu(QMenu):
     def __init__(self, parent: QWidget | None = None):
         super().__init__("Se&rver", parent)
         self.serve_action = QAction("Serve on localhost", self, checkable=True)
-        self.serve_action.setToolTip("An OpenAI-compatible API at http://127.0.0.1:PORT/v1 for editors, agents and "
-                                     "scripts; it speculates as the chat does and shares its queue")
+        self.serve_action.setToolTip(
+            "An OpenAI-compatible API at http://127.0.0.1:PORT/v1 for editors, agents and "
+            "scripts; it speculates as the chat does and shares its queue"
+        )
         self.serve_action.toggled.connect(self.serveToggled)
         self.connect_action = QAction("Connect to server…", self)
         self.connect_action.setToolTip("Use a SpecChat server (python -m specchat serve) on another Mac as the engine")

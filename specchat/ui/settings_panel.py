@@ -48,16 +48,26 @@ class SettingsPanel(QFrame):
         self.top_k = limited_spin_box(LIMITS["top_k"])
         self.min_p = limited_spin_box(LIMITS["min_p"])
         self.max_tokens = limited_spin_box(LIMITS["max_tokens"])
-        for label, box in (("Temperature", self.temperature), ("Top-p", self.top_p), ("Top-k", self.top_k),
-                           ("Min-p", self.min_p), ("Max tokens", self.max_tokens)):
+        for label, box in (
+            ("Temperature", self.temperature),
+            ("Top-p", self.top_p),
+            ("Top-k", self.top_k),
+            ("Min-p", self.min_p),
+            ("Max tokens", self.max_tokens),
+        ):
             form.addRow(label, box)
             box.valueChanged.connect(lambda _v: self.samplingChanged.emit(self.values()))
         return form
 
     def values(self) -> dict:
         """The sampling settings as Settings field values."""
-        return {"temperature": self.temperature.value(), "top_p": self.top_p.value(),
-                "top_k": self.top_k.value(), "min_p": self.min_p.value(), "max_tokens": self.max_tokens.value()}
+        return {
+            "temperature": self.temperature.value(),
+            "top_p": self.top_p.value(),
+            "top_k": self.top_k.value(),
+            "min_p": self.min_p.value(),
+            "max_tokens": self.max_tokens.value(),
+        }
 
     def load(self, settings: Settings) -> None:
         """Show the saved values without emitting changes."""

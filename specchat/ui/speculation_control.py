@@ -48,9 +48,16 @@ class SpeculationControl:
             self.banner.show_message(note, "info")
         if mode == "mtp" and k != AUTO:
             k = min(k, MTP_MAX_DEPTH)  # the head drafts at most this deep
-        cfg = GenerationConfig(mode=mode, num_draft_tokens=k,
-                               max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p,
-                               top_k=s.top_k, min_p=s.min_p, mtp_history=s.mtp_history)
+        cfg = GenerationConfig(
+            mode=mode,
+            num_draft_tokens=k,
+            max_tokens=s.max_tokens,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            top_k=s.top_k,
+            min_p=s.min_p,
+            mtp_history=s.mtp_history,
+        )
         return cfg, self.composer.thinking.isChecked() and self.composer.thinking.isEnabled()
 
     def _mode_chosen(self, mode: Mode) -> None:

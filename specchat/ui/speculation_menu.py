@@ -15,21 +15,29 @@ from specchat.settings import Mode
 
 from .plain_words import mode_reason
 
-MODE_LABELS: dict[Mode, str] = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP (model's own head)",
-               "lookup": "Prompt lookup (no model)"}
+MODE_LABELS: dict[Mode, str] = {
+    "baseline": "Off",
+    "draft": "Draft model",
+    "mtp": "MTP (model's own head)",
+    "lookup": "Prompt lookup (no model)",
+}
 MODE_SHORTCUTS = {"baseline": "Ctrl+0", "draft": "Ctrl+1", "mtp": "Ctrl+2", "lookup": "Ctrl+3"}
 K_CHOICES = (1, 2, 3, 4, 6, 8, int(LIMITS["num_draft_tokens"].high))
 AUTO: Final = "auto"
 KChoice = int | Literal["auto"]  # a draft length K, or AUTO
 TUNED_OFF = 0  # a tuned K of 0: the sweep's best choice was speculation off
 AUTO_SHORTCUT = "Ctrl+Shift+A"
-AUTO_TIP = ("Choose K each round from the measured acceptance and draft/verify costs; "
-            "K=0 (plain decoding) when drafts do not pay")
+AUTO_TIP = (
+    "Choose K each round from the measured acceptance and draft/verify costs; "
+    "K=0 (plain decoding) when drafts do not pay"
+)
 NOT_LOADED = "no model is loaded yet"
-HISTORY_TIP = ("On: the MTP head attends over the whole conversation through its own cache, as it was "
-               "trained. Off: each head step sees only itself, as mlx-optiq drafts; one head pass per "
-               "draft instead of one per new token, cheaper where compute grows with tokens. "
-               "Either way the reply is what the model alone would write; only speed and acceptance change.")
+HISTORY_TIP = (
+    "On: the MTP head attends over the whole conversation through its own cache, as it was "
+    "trained. Off: each head step sees only itself, as mlx-optiq drafts; one head pass per "
+    "draft instead of one per new token, cheaper where compute grows with tokens. "
+    "Either way the reply is what the model alone would write; only speed and acceptance change."
+)
 
 
 class SpeculationMenu(QMenu):

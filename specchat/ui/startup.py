@@ -49,15 +49,17 @@ def open_storage(paths: AppPaths) -> Storage:
         paths = replace(paths, data_dir=Path(settings.data_dir).expanduser()).ensure()
     unwritable = _unwritable(paths, notices)
     for folder in unwritable:
-        notices.append(("warning", f"Can't save: {folder} is not writable; conversations and settings "
-                                   f"will not be kept."))
+        notices.append(
+            ("warning", f"Can't save: {folder} is not writable; conversations and settings will not be kept.")
+        )
         log.warning("%s is not writable; running without saving", folder)
     store = _store(paths, bool(unwritable), notices)
     scratch = tempfile.TemporaryDirectory(prefix="specchat-unsaved-") if unwritable else None
     if scratch:
         swap = {"config_dir": paths.config_dir, "data_dir": paths.data_dir}
-        paths = replace(paths, **{name: Path(scratch.name) / name for name, folder in swap.items()
-                                  if folder in unwritable}).ensure()
+        paths = replace(
+            paths, **{name: Path(scratch.name) / name for name, folder in swap.items() if folder in unwritable}
+        ).ensure()
     return Storage(settings, store, paths, bool(unwritable), notices, scratch)
 
 
@@ -73,8 +75,9 @@ def _unwritable(paths: AppPaths, notices: list) -> list:
         return paths.unwritable()
     except Exception as error:
         log.exception("checking the folders failed")
-        notices.append(("error", f"Could not check the data folders ({error}); nothing will be saved."
-                                 + details_note()))
+        notices.append(
+            ("error", f"Could not check the data folders ({error}); nothing will be saved." + details_note())
+        )
         return [paths.data_dir]
 
 
@@ -83,8 +86,9 @@ def _settings(paths: AppPaths, notices: list) -> Settings:
         loaded = load_settings(paths)
     except Exception as error:
         log.exception("loading settings failed")
-        notices.append(("error", f"Could not load settings from {paths.settings_file} ({error}); using defaults."
-                                 + details_note()))
+        notices.append(
+            ("error", f"Could not load settings from {paths.settings_file} ({error}); using defaults." + details_note())
+        )
         return Settings()
     if loaded.warning:
         log.warning("%s", loaded.warning)
@@ -99,8 +103,13 @@ def _store(paths: AppPaths, read_only: bool, notices: list) -> ConversationStore
         store, report = open_store(paths.conversations_db)
     except Exception as error:
         log.exception("opening %s failed", paths.conversations_db)
-        notices.append(("error", f"Could not open {paths.conversations_db} ({error}); conversations will not "
-                                 f"be kept this session." + details_note()))
+        notices.append(
+            (
+                "error",
+                f"Could not open {paths.conversations_db} ({error}); conversations will not "
+                f"be kept this session." + details_note(),
+            )
+        )
         return ConversationStore(IN_MEMORY)
     message = report.message()
     if message:

@@ -19,13 +19,13 @@ class Palette:
     muted: str
     text: str
     code_bg: str
-    draft_bg: str        # characters from accepted drafts
-    reject: str          # where the target refused a draft
+    draft_bg: str  # characters from accepted drafts
+    reject: str  # where the target refused a draft
     user_bg: str
     user_border: str
     assistant_bg: str
     window_bg: str
-    surface: str         # cards, tables, the composer
+    surface: str  # cards, tables, the composer
     border: str
     sidebar_bg: str
     selection_bg: str
@@ -33,26 +33,60 @@ class Palette:
     primary_disabled: str
     chart_bg: str
     chart_label_fill: tuple[int, int, int, int]
-    banner_error: tuple[str, str, str]    # background, text, border
+    banner_error: tuple[str, str, str]  # background, text, border
     banner_warning: tuple[str, str, str]
     banner_info: tuple[str, str, str]
 
 
 LIGHT = Palette(
-    dark=False, accent="#2f6fde", muted="#6b7280", text="#1f2328", code_bg="#f3f4f6", draft_bg="#d9f2dc",
-    reject="#d64545", user_bg="#eef3fd", user_border="#d6e2fa", assistant_bg="#ffffff", window_bg="#f7f8fa",
-    surface="#ffffff", border="#e3e6ea", sidebar_bg="#eef0f3", selection_bg="#dce6f9", panel_bg="#fbfbfc",
-    primary_disabled="#a9bde6", chart_bg="#ffffff", chart_label_fill=(255, 255, 255, 200),
-    banner_error=("#fdecec", "#8a1f1f", "#f3b4b4"), banner_warning=("#fff6e0", "#7a5200", "#f1d48a"),
-    banner_info=("#e9f1fe", "#1d4aa0", "#b9cff7"))
+    dark=False,
+    accent="#2f6fde",
+    muted="#6b7280",
+    text="#1f2328",
+    code_bg="#f3f4f6",
+    draft_bg="#d9f2dc",
+    reject="#d64545",
+    user_bg="#eef3fd",
+    user_border="#d6e2fa",
+    assistant_bg="#ffffff",
+    window_bg="#f7f8fa",
+    surface="#ffffff",
+    border="#e3e6ea",
+    sidebar_bg="#eef0f3",
+    selection_bg="#dce6f9",
+    panel_bg="#fbfbfc",
+    primary_disabled="#a9bde6",
+    chart_bg="#ffffff",
+    chart_label_fill=(255, 255, 255, 200),
+    banner_error=("#fdecec", "#8a1f1f", "#f3b4b4"),
+    banner_warning=("#fff6e0", "#7a5200", "#f1d48a"),
+    banner_info=("#e9f1fe", "#1d4aa0", "#b9cff7"),
+)
 
 DARK = Palette(
-    dark=True, accent="#5b93f0", muted="#9aa3af", text="#e6e8eb", code_bg="#2a2e35", draft_bg="#1f4a2c",
-    reject="#f07070", user_bg="#1f2a3d", user_border="#2f4163", assistant_bg="#22252b", window_bg="#181a1f",
-    surface="#22252b", border="#363b44", sidebar_bg="#1d2026", selection_bg="#2c3d5e", panel_bg="#1d2026",
-    primary_disabled="#3a4a6b", chart_bg="#22252b", chart_label_fill=(34, 37, 43, 210),
-    banner_error=("#3d1f22", "#f6b9b9", "#6e3438"), banner_warning=("#3a3020", "#f1d48a", "#6b5a2e"),
-    banner_info=("#1d2a40", "#b9cff7", "#34507e"))
+    dark=True,
+    accent="#5b93f0",
+    muted="#9aa3af",
+    text="#e6e8eb",
+    code_bg="#2a2e35",
+    draft_bg="#1f4a2c",
+    reject="#f07070",
+    user_bg="#1f2a3d",
+    user_border="#2f4163",
+    assistant_bg="#22252b",
+    window_bg="#181a1f",
+    surface="#22252b",
+    border="#363b44",
+    sidebar_bg="#1d2026",
+    selection_bg="#2c3d5e",
+    panel_bg="#1d2026",
+    primary_disabled="#3a4a6b",
+    chart_bg="#22252b",
+    chart_label_fill=(34, 37, 43, 210),
+    banner_error=("#3d1f22", "#f6b9b9", "#6e3438"),
+    banner_warning=("#3a3020", "#f1d48a", "#6b5a2e"),
+    banner_info=("#1d2a40", "#b9cff7", "#34507e"),
+)
 
 _current: Palette = LIGHT
 _NAMES = {f.name.upper() for f in fields(Palette)}

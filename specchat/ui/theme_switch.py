@@ -99,12 +99,25 @@ def qt_palette(p: theme.Palette) -> QPalette:
     role, group = QPalette.ColorRole, QPalette.ColorGroup
     qp = QPalette()
     colours = {
-        role.Window: p.window_bg, role.WindowText: p.text, role.Base: p.surface, role.AlternateBase: p.panel_bg,
-        role.Text: p.text, role.Button: p.panel_bg if p.dark else "#f0f1f3", role.ButtonText: p.text,
-        role.ToolTipBase: p.surface, role.ToolTipText: p.text, role.Highlight: p.accent,
-        role.HighlightedText: "#ffffff", role.PlaceholderText: p.muted, role.Link: p.accent,
-        role.BrightText: "#ffffff", role.Mid: p.border, role.Midlight: p.border, role.Dark: p.border,
-        role.Light: p.surface, role.Shadow: "#000000",
+        role.Window: p.window_bg,
+        role.WindowText: p.text,
+        role.Base: p.surface,
+        role.AlternateBase: p.panel_bg,
+        role.Text: p.text,
+        role.Button: p.panel_bg if p.dark else "#f0f1f3",
+        role.ButtonText: p.text,
+        role.ToolTipBase: p.surface,
+        role.ToolTipText: p.text,
+        role.Highlight: p.accent,
+        role.HighlightedText: "#ffffff",
+        role.PlaceholderText: p.muted,
+        role.Link: p.accent,
+        role.BrightText: "#ffffff",
+        role.Mid: p.border,
+        role.Midlight: p.border,
+        role.Dark: p.border,
+        role.Light: p.surface,
+        role.Shadow: "#000000",
     }
     for r, colour in colours.items():
         qp.setColor(r, QColor(colour))

@@ -42,16 +42,38 @@ if TYPE_CHECKING:
     from huggingface_hub import HfApi
 
 __all__ = [
-    "CacheNotFound", "GatedRepoError", "HfHubHTTPError", "OfflineModeIsEnabled",
-    "RepositoryNotFoundError", "RevisionNotFoundError", "build_hf_headers", "get_hf_file_metadata",
-    "hf_hub_download", "hf_hub_url", "scan_cache_dir", "cached_repo_tree", "default_cache_dir",
-    "default_endpoint", "hf_api", "http_get", "repo_folder_name", "weak_file_lock", "self_check",
+    "CacheNotFound",
+    "GatedRepoError",
+    "HfHubHTTPError",
+    "OfflineModeIsEnabled",
+    "RepositoryNotFoundError",
+    "RevisionNotFoundError",
+    "build_hf_headers",
+    "get_hf_file_metadata",
+    "hf_hub_download",
+    "hf_hub_url",
+    "scan_cache_dir",
+    "cached_repo_tree",
+    "default_cache_dir",
+    "default_endpoint",
+    "hf_api",
+    "http_get",
+    "repo_folder_name",
+    "weak_file_lock",
+    "self_check",
     "download_check",
 ]
 
 UPSTREAM, DISTRIBUTION = "huggingface_hub", "huggingface_hub"
-HTTP_GET_PARAMETERS = ("url", "temp_file", "resume_size", "headers", "expected_size",
-                       "displayed_filename", "tqdm_class")
+HTTP_GET_PARAMETERS = (
+    "url",
+    "temp_file",
+    "resume_size",
+    "headers",
+    "expected_size",
+    "displayed_filename",
+    "tqdm_class",
+)
 
 
 def default_endpoint() -> str:
@@ -103,8 +125,7 @@ def weak_file_lock(path: Path) -> AbstractContextManager[Any]:
 
 def repo_folder_name(repo_id: str) -> str:
     """The folder name of a model repo in the HF cache (models--org--name)."""
-    fn = _internal(file_download, "repo_folder_name", "file_download.repo_folder_name",
-                   ("repo_id", "repo_type"))
+    fn = _internal(file_download, "repo_folder_name", "file_download.repo_folder_name", ("repo_id", "repo_type"))
     return fn(repo_id=repo_id, repo_type="model")
 
 
@@ -114,11 +135,15 @@ def _probe(module: ModuleType, name: str, parameters: tuple[str, ...]) -> HookPr
 
 def download_check() -> SelfCheck:
     """Verify the internals a download needs against the installed huggingface_hub."""
-    return run_checks(UPSTREAM, DISTRIBUTION, {
-        "file_download.http_get": _probe(file_download, "http_get", HTTP_GET_PARAMETERS),
-        "utils.WeakFileLock": _probe(hf_utils, "WeakFileLock", ("lock_file",)),
-        "file_download.repo_folder_name": _probe(file_download, "repo_folder_name", ("repo_id", "repo_type")),
-    })
+    return run_checks(
+        UPSTREAM,
+        DISTRIBUTION,
+        {
+            "file_download.http_get": _probe(file_download, "http_get", HTTP_GET_PARAMETERS),
+            "utils.WeakFileLock": _probe(hf_utils, "WeakFileLock", ("lock_file",)),
+            "file_download.repo_folder_name": _probe(file_download, "repo_folder_name", ("repo_id", "repo_type")),
+        },
+    )
 
 
 def _probe_constants() -> str | None:
@@ -130,11 +155,12 @@ def self_check() -> SelfCheck:
     """Verify every huggingface_hub hook SpecChat uses (the download internals and the public calls)."""
     public = {
         "hf_hub_url": _probe(file_download, "hf_hub_url", ("repo_id", "filename", "revision", "endpoint")),
-        "get_hf_file_metadata": _probe(file_download, "get_hf_file_metadata",
-                                       ("url", "token", "timeout", "endpoint")),
-        "hf_hub_download": _probe(file_download, "hf_hub_download",
-                                  ("repo_id", "filename", "revision", "cache_dir", "endpoint", "token",
-                                   "etag_timeout")),
+        "get_hf_file_metadata": _probe(file_download, "get_hf_file_metadata", ("url", "token", "timeout", "endpoint")),
+        "hf_hub_download": _probe(
+            file_download,
+            "hf_hub_download",
+            ("repo_id", "filename", "revision", "cache_dir", "endpoint", "token", "etag_timeout"),
+        ),
         "constants": _probe_constants,
     }
     check = download_check()

@@ -39,12 +39,34 @@ from .checks import (
 )
 
 __all__ = [
-    "ArraysCache", "ConcatenateKVCache", "KVCache", "QuantizedKVCache", "RotatingKVCache",
-    "apply_min_p", "apply_top_k", "apply_top_p", "load", "load_with_config", "load_tokenizer", "make_prompt_cache",
-    "arrays_cache_state", "set_arrays_cache_state", "rotating_cache_state", "set_rotating_cache_state",
-    "gated_delta_layers", "is_gated_delta_layer", "gated_delta_update_of", "wrap_gated_delta_update",
-    "RecordingRotatingKVCache", "record_rotating_inserts", "stop_recording_inserts", "insert_unrecorded",
-    "swap_conv_class", "model_classes", "self_check", "model_check",
+    "ArraysCache",
+    "ConcatenateKVCache",
+    "KVCache",
+    "QuantizedKVCache",
+    "RotatingKVCache",
+    "apply_min_p",
+    "apply_top_k",
+    "apply_top_p",
+    "load",
+    "load_with_config",
+    "load_tokenizer",
+    "make_prompt_cache",
+    "arrays_cache_state",
+    "set_arrays_cache_state",
+    "rotating_cache_state",
+    "set_rotating_cache_state",
+    "gated_delta_layers",
+    "is_gated_delta_layer",
+    "gated_delta_update_of",
+    "wrap_gated_delta_update",
+    "RecordingRotatingKVCache",
+    "record_rotating_inserts",
+    "stop_recording_inserts",
+    "insert_unrecorded",
+    "swap_conv_class",
+    "model_classes",
+    "self_check",
+    "model_check",
 ]
 
 UPSTREAM, DISTRIBUTION = "mlx-lm", "mlx-lm"
@@ -66,6 +88,7 @@ GatedDeltaUpdate = Callable[..., tuple[mx.array, mx.array]]
 
 # --- loading --------------------------------------------------------------------------------
 
+
 def load_with_config(path: str, lazy: bool = False) -> tuple[Any, Any, dict[str, Any]]:
     """mlx-lm's load() of a local folder with remote code refused: (model, tokenizer, config)."""
     loaded = load(path, lazy=lazy, return_config=True, trust_remote_code=False)
@@ -76,6 +99,7 @@ def load_with_config(path: str, lazy: bool = False) -> tuple[Any, Any, dict[str,
 
 
 # --- caches ---------------------------------------------------------------------------------
+
 
 def arrays_cache_state(cache: Any) -> ArraysState:
     """The states an ArraysCache holds (conv window, recurrent state), as a new list."""
@@ -100,6 +124,7 @@ def set_rotating_cache_state(cache: Any, state: RotatingState) -> None:
 
 
 # --- Gated DeltaNet -------------------------------------------------------------------------
+
 
 def is_gated_delta_layer(module: object) -> bool:
     """True for an mlx-lm Gated DeltaNet layer (conv1d + A_log + dt_bias)."""
@@ -193,6 +218,7 @@ def model_classes(config: dict[str, Any]) -> tuple[Any, Any]:
 
 # --- self-check -----------------------------------------------------------------------------
 
+
 def _gdn_update_problem(fn: object) -> str | None:
     return missing_parameters(fn, GDN_PARAMETERS, positional=True)
 
@@ -209,21 +235,26 @@ def _probe_model_gdn(model: Any, linear_caches: int) -> HookProbe:
     def probe() -> str | None:
         layers = gated_delta_layers(model)
         if len(layers) != linear_caches:
-            return (f"{len(layers)} layers have {', '.join(GDN_LAYER_ATTRIBUTES)} but the model has "
-                    f"{linear_caches} linear-attention caches")
+            return (
+                f"{len(layers)} layers have {', '.join(GDN_LAYER_ATTRIBUTES)} but the model has "
+                f"{linear_caches} linear-attention caches"
+            )
         for layer in layers.values():
             problem = _gdn_update_problem(gated_delta_update_of(layer))
             if problem:
                 return f"{problem} (as called by {type(layer).__module__})"
         return None
+
     return probe
 
 
 def _probe_rotating() -> str | None:
     cache = RotatingKVCache(max_size=4, keep=1)
-    return (missing_attributes(cache, ROTATING_ATTRIBUTES)
-            or missing_parameters(cache.update_and_fetch, ("keys", "values"))
-            or missing_attributes(cache, ("trim",)))
+    return (
+        missing_attributes(cache, ROTATING_ATTRIBUTES)
+        or missing_parameters(cache.update_and_fetch, ("keys", "values"))
+        or missing_attributes(cache, ("trim",))
+    )
 
 
 def _probe_arrays() -> str | None:

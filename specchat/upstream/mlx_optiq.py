@@ -23,8 +23,7 @@ from .checks import HookProbe, SelfCheck, missing_attributes, missing_parameters
 
 UPSTREAM, DISTRIBUTION = "mlx-optiq", "mlx-optiq"
 # mlx-optiq's lookup order (optiq.runtime.mtp.artifacts.expected_mtp_file).
-SIDECAR_NAMES = ("optiq/mtp.safetensors", "mtp.safetensors", "mtp/weights.safetensors",
-                 "model-mtp.safetensors")
+SIDECAR_NAMES = ("optiq/mtp.safetensors", "mtp.safetensors", "mtp/weights.safetensors", "model-mtp.safetensors")
 MTP_KEY_PREFIXES = ("mtp.", "language_model.mtp.")
 EXTRA_TENSORS_KEY, EXTRA_MTP_FILE = "mlx_lm_extra_tensors", "mtp_file"  # a config may name its sidecar
 CORE_PARAMETERS = ("hidden_states", "next_token_ids", "mtp_cache", "emit_logits")
@@ -78,11 +77,11 @@ def head_logits(model: Any, hidden: mx.array) -> mx.array:
 
 # --- self-check -----------------------------------------------------------------------------
 
+
 def _probe_attach() -> str | None:
     from optiq.runtime.mtp import runtime
 
-    return missing_parameters(getattr(runtime, "attach", None), ("model", "tokenizer", "model_path"),
-                              positional=True)
+    return missing_parameters(getattr(runtime, "attach", None), ("model", "tokenizer", "model_path"), positional=True)
 
 
 def _probe_prefixes() -> str | None:
@@ -118,18 +117,23 @@ def _probe_attached(model: Any, attribute: str, parameters: tuple[str, ...]) -> 
         if fn is None:
             return f"the attached model has no `{attribute}`"
         return missing_parameters(fn, parameters)
+
     return probe
 
 
 def _probe_cache(model: Any) -> str | None:
     return missing_attributes(model, ("make_mtp_cache",)) or missing_attributes(
-        model.make_mtp_cache()[0], ("offset", "trim"))
+        model.make_mtp_cache()[0], ("offset", "trim")
+    )
 
 
 def self_check(model: Any = None) -> SelfCheck:
     """Verify the mlx-optiq hooks; with an attached model, also the head's own methods."""
-    probes: dict[str, HookProbe] = {"runtime.attach": _probe_attach, "MTP sidecar names": _probe_sidecars,
-                                    "MTP tensor prefixes": _probe_prefixes}
+    probes: dict[str, HookProbe] = {
+        "runtime.attach": _probe_attach,
+        "MTP sidecar names": _probe_sidecars,
+        "MTP tensor prefixes": _probe_prefixes,
+    }
     if model is not None:
         probes["mtp_forward"] = _probe_attached(model, "mtp_forward", FORWARD_PARAMETERS)
         probes["_mtp_core"] = _probe_attached(model, "_mtp_core", CORE_PARAMETERS)

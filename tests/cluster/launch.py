@@ -19,14 +19,31 @@ def launch_args(*command: str) -> list[str]:
     """mlx.launch with 2 ranks on this machine running `python ...command` (ring ports picked free)."""
     from specchat.server.running import free_port
 
-    return [str(MLX_LAUNCH), "--backend", "ring", "-n", "2", "--starting-port", str(free_port()),
-            "--python", sys.executable, "--", *command]
+    return [
+        str(MLX_LAUNCH),
+        "--backend",
+        "ring",
+        "-n",
+        "2",
+        "--starting-port",
+        str(free_port()),
+        "--python",
+        sys.executable,
+        "--",
+        *command,
+    ]
 
 
 def run_ranks(args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
     """Run to the end (killed after timeout_s); its output kept for the assertion message."""
-    proc = subprocess.Popen(launch_args(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        launch_args(*args),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -43,8 +60,13 @@ class ClusterProcess:
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
         self._out = log.open("w")
-        self.proc = subprocess.Popen(launch_args("-m", "specchat", "serve", "--port", str(port), *serve_args),
-                                     cwd=ROOT, stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            launch_args("-m", "specchat", "serve", "--port", str(port), *serve_args),
+            cwd=ROOT,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def status(self) -> dict:
         """GET /specchat/v1/status."""

@@ -21,9 +21,20 @@ PROMPT = [5, 6, 7, 8, 9, 10, 11, 12]
 @pytest.fixture
 def cluster(dense_target, dense_draft_partial, tmp_path):
     """`serve` sharded over 2 ranks, with a short rank timeout and heartbeat."""
-    process = ClusterProcess(free_port(), "--target", str(dense_target), "--draft", str(dense_draft_partial),
-                             "--draft-tokens", "2", "--rank-timeout", str(RANK_TIMEOUT_S), "--heartbeat", "1",
-                             log=tmp_path / "serve.log")
+    process = ClusterProcess(
+        free_port(),
+        "--target",
+        str(dense_target),
+        "--draft",
+        str(dense_draft_partial),
+        "--draft-tokens",
+        "2",
+        "--rank-timeout",
+        str(RANK_TIMEOUT_S),
+        "--heartbeat",
+        "1",
+        log=tmp_path / "serve.log",
+    )
     try:
         process.wait_ready(120)
         yield process
@@ -47,8 +58,7 @@ def stream_until_fault(cluster, stop_rank_1) -> tuple[list[str], Exception, floa
     pid = cluster.status()["cluster"]["ranks"][1]["pid"]
     chunks, started = [], None
     with pytest.raises(openai.APIError) as caught:
-        stream = client(cluster).completions.create(model="dense_target", prompt=PROMPT, max_tokens=20000,
-                                                    stream=True)
+        stream = client(cluster).completions.create(model="dense_target", prompt=PROMPT, max_tokens=20000, stream=True)
         for chunk in stream:
             chunks.append(chunk.choices[0].text)
             if started is None:
@@ -80,8 +90,9 @@ def test_requests_match_one_process_and_status_lists_ranks(cluster, dense_target
     local = Engine.load(dense_target, dense_draft_partial)
     for mode in ("baseline", "draft"):
         expected = local.generate(PROMPT, GenerationConfig(mode=mode, num_draft_tokens=2, max_tokens=16))
-        reply = client(cluster).completions.create(model="dense_target", prompt=PROMPT, max_tokens=16,
-                                                   extra_body={"speculation": {"mode": mode}})
+        reply = client(cluster).completions.create(
+            model="dense_target", prompt=PROMPT, max_tokens=16, extra_body={"speculation": {"mode": mode}}
+        )
         assert reply.choices[0].text == expected.text
         assert reply.usage.completion_tokens == 16
 
@@ -119,6 +130,8 @@ def test_a_rank_lost_while_idle_shows_as_degraded_without_a_request(cluster):
     deadline = time.monotonic() + 1 + RANK_TIMEOUT_S + 6  # one heartbeat, the bound, a loaded machine
     while not cluster.status()["cluster"]["degraded"] and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert cluster.status()["cluster"]["degraded_reason"] == f"rank 1 on host {os.uname().nodename} did not " \
-                                                            f"answer within {RANK_TIMEOUT_S:g} s"
+    assert (
+        cluster.status()["cluster"]["degraded_reason"] == f"rank 1 on host {os.uname().nodename} did not "
+        f"answer within {RANK_TIMEOUT_S:g} s"
+    )
     assert_degraded(cluster, "did not answer")

@@ -10,25 +10,35 @@ from specchat.engine.engine import Engine
 from .launch import run_ranks
 
 PROMPT = list(range(5, 25))
-SPEC_CASES = [dict(mode="baseline"), dict(mode="draft", num_draft_tokens=3), dict(mode="draft", num_draft_tokens="auto"),
-              dict(mode="lookup", num_draft_tokens=2),
-              dict(mode="draft", num_draft_tokens=3, temperature=0.9),  # seed None: rank 0 picks it for all
-              dict(mode="baseline", temperature=0.8, top_p=0.9, seed=11),
-              dict(mode="draft", num_draft_tokens=2, drift=True)]  # rank 0 alone dropped its caches
-MTP_CASES = [dict(mode="mtp", num_draft_tokens=2), dict(mode="mtp", num_draft_tokens="auto"),
-             dict(mode="mtp", num_draft_tokens=2, temperature=0.9),
-             dict(mode="mtp", num_draft_tokens=2, temperature=0.9, cancel_after=3)]  # rank 0 cancels mid-reply
+SPEC_CASES = [
+    dict(mode="baseline"),
+    dict(mode="draft", num_draft_tokens=3),
+    dict(mode="draft", num_draft_tokens="auto"),
+    dict(mode="lookup", num_draft_tokens=2),
+    dict(mode="draft", num_draft_tokens=3, temperature=0.9),  # seed None: rank 0 picks it for all
+    dict(mode="baseline", temperature=0.8, top_p=0.9, seed=11),
+    dict(mode="draft", num_draft_tokens=2, drift=True),
+]  # rank 0 alone dropped its caches
+MTP_CASES = [
+    dict(mode="mtp", num_draft_tokens=2),
+    dict(mode="mtp", num_draft_tokens="auto"),
+    dict(mode="mtp", num_draft_tokens=2, temperature=0.9),
+    dict(mode="mtp", num_draft_tokens=2, temperature=0.9, cancel_after=3),
+]  # rank 0 cancels mid-reply
 
 
 @pytest.fixture(scope="module")
 def setups(dense_target, dense_draft_partial, hybrid_target, hybrid_draft_partial, mtp_partial):
     """Dense and hybrid pairs with a draft, and a hybrid target with an MTP head; 24 tokens per case."""
+
     def cases(specs):
         return [dict(spec, max_tokens=24, prompt=PROMPT) for spec in specs]
 
-    return [dict(target=str(dense_target), draft=str(dense_draft_partial), cases=cases(SPEC_CASES)),
-            dict(target=str(hybrid_target), draft=str(hybrid_draft_partial), cases=cases(SPEC_CASES)),
-            dict(target=str(mtp_partial), draft=None, cases=cases(MTP_CASES))]
+    return [
+        dict(target=str(dense_target), draft=str(dense_draft_partial), cases=cases(SPEC_CASES)),
+        dict(target=str(hybrid_target), draft=str(hybrid_draft_partial), cases=cases(SPEC_CASES)),
+        dict(target=str(mtp_partial), draft=None, cases=cases(MTP_CASES)),
+    ]
 
 
 @pytest.fixture(scope="module")

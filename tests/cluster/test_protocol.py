@@ -63,9 +63,11 @@ def test_a_stall_degrades_the_cluster_and_fails_the_request_once():
     assert not state.check_stall(now=state._last_beat + 4.9)
     assert state.check_stall(now=state._last_beat + 5.1)
     assert not state.check_stall(now=state._last_beat + 9)
-    assert failures == ["cluster degraded: rank 1 on host mini did not answer within 5 s. Restart it: "
-                        "stop every rank (Ctrl-C where mlx.launch runs; `kill -INT` the rank-0 process if it runs "
-                        "detached) and start the same mlx.launch command again"]
+    assert failures == [
+        "cluster degraded: rank 1 on host mini did not answer within 5 s. Restart it: "
+        "stop every rank (Ctrl-C where mlx.launch runs; `kill -INT` the rank-0 process if it runs "
+        "detached) and start the same mlx.launch command again"
+    ]
     snapshot = state.snapshot()
     assert snapshot["degraded"] and snapshot["degraded_reason"] == "rank 1 on host mini did not answer within 5 s"
     assert [r["host"] for r in snapshot["ranks"]] == ["studio", "mini"]
@@ -79,8 +81,10 @@ def test_the_gate_delivers_one_failure_and_drops_what_follows():
     assert registry == {4: gate}
     gate.fail("cluster degraded: rank 1 on host mini did not answer within 5 s")
     gate(JobFinished(info, None))  # the stuck thread came back late
-    assert seen == [JobQueued(info, 0), JobFailed(info, "cluster degraded: rank 1 on host mini did not answer "
-                                                       "within 5 s", ClusterError.kind)]
+    assert seen == [
+        JobQueued(info, 0),
+        JobFailed(info, "cluster degraded: rank 1 on host mini did not answer within 5 s", ClusterError.kind),
+    ]
 
 
 def test_sampling_gets_one_seed_for_every_rank():
@@ -94,8 +98,15 @@ def test_sizes_that_do_not_split_are_refused_by_name():
     check_divisible({"num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 1024}, 2, "m")
     with pytest.raises(ModelLoadError, match="Big cannot be split over 3 ranks: its num_attention_heads is 32"):
         check_divisible({"num_attention_heads": 32}, 3, "Big")
-    hybrid = {"text_config": {"model_type": "qwen3_5_text", "num_attention_heads": 8, "num_key_value_heads": 2,
-                              "linear_num_value_heads": 6, "linear_num_key_heads": 4}}
+    hybrid = {
+        "text_config": {
+            "model_type": "qwen3_5_text",
+            "num_attention_heads": 8,
+            "num_key_value_heads": 2,
+            "linear_num_value_heads": 6,
+            "linear_num_key_heads": 4,
+        }
+    }
     check_divisible(hybrid, 2, "h")
     with pytest.raises(ModelLoadError, match="linear_num_value_heads is 6, not a multiple of 4"):
         check_divisible(hybrid, 4, "h")
@@ -112,7 +123,9 @@ def test_each_rank_needs_half_the_layers_plus_the_whole_embedding(dense_target):
     assert 0 < embed < whole.weights_bytes
     assert half.weights_bytes == embed + -(-(whole.weights_bytes - embed) // 2)
     assert half.cache_bytes(4096) == -(-whole.cache_bytes(4096) // 2)
-    machine = MachineMemory(total_bytes=16 * 10**9, available_bytes=8 * 10**9, gpu_working_set_bytes=None, source="test")
+    machine = MachineMemory(
+        total_bytes=16 * 10**9, available_bytes=8 * 10**9, gpu_working_set_bytes=None, source="test"
+    )
     parts = dict(rank_fit(dense_target, None, 4096, 2, machine).parts)
     assert parts["target weights"] == half.weights_bytes
 

@@ -60,8 +60,9 @@ def recorded(name: str, n: int | None = None) -> list[bool]:
     return [c == "1" for c in _recorded_replies()[name]["match"][:n]]
 
 
-def run(match: list[bool], pair: Pair, seed: int, fixed: int | None = None, auto: AutoK | None = None,
-        noise: float = 0.05) -> float:
+def run(
+    match: list[bool], pair: Pair, seed: int, fixed: int | None = None, auto: AutoK | None = None, noise: float = 0.05
+) -> float:
     """Seconds one reply takes (as many tokens as the match sequence) at a fixed K, or with `auto` choosing."""
     n, match = len(match), match + [False] * 20
     jitter = random.Random(seed + 99)

@@ -33,8 +33,9 @@ def mlx_lm_greedy(engine: Engine, ids: list[int], n: int) -> list[int]:
 
 def mlx_lm_speculative_tokens(engine: Engine, ids: list[int], k: int, n: int) -> Iterator[int]:
     """mlx-lm's speculative_generate_step on the engine's pair, token by token, up to the first stop token."""
-    steps = speculative_generate_step(mx.array(ids), engine.target.model, engine.draft.model,
-                                      num_draft_tokens=k, max_tokens=n)
+    steps = speculative_generate_step(
+        mx.array(ids), engine.target.model, engine.draft.model, num_draft_tokens=k, max_tokens=n
+    )
     return until_stop(steps, engine.tokenizer.eos_token_ids)
 
 

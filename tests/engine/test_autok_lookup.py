@@ -102,8 +102,9 @@ def test_lookup_accepts_repeated_text_and_samples_correctly(dense_target):
     ids = list(engine.tokenizer.encode(REPEATING))
     greedy = engine.generate(ids, GenerationConfig(max_tokens=40))
     history = ids + greedy.tokens  # the reply repeats itself: the next run can copy from it
-    result = engine.generate(history + greedy.tokens[:5], GenerationConfig(mode="lookup", num_draft_tokens=4,
-                                                                           max_tokens=30))
+    result = engine.generate(
+        history + greedy.tokens[:5], GenerationConfig(mode="lookup", num_draft_tokens=4, max_tokens=30)
+    )
     assert result.stats.accepted > 0
     cfg = GenerationConfig(mode="lookup", num_draft_tokens=3, max_tokens=20, temperature=1.0, seed=5)
     assert engine.generate(ids, cfg).tokens == engine.generate(ids, cfg).tokens
@@ -185,15 +186,15 @@ def test_catching_up_after_a_plain_burst_is_not_billed_as_drafting():
 
 
 def test_a_k_measured_once_leans_on_the_line_through_the_others():
-    controller = AutoK(draft_step_s=0.16, verify_s={1: 0.635, 2: 0.572, 3: 0.60},
-                       verify_rounds={1: 1, 2: 40, 3: 12})
+    controller = AutoK(draft_step_s=0.16, verify_s={1: 0.635, 2: 0.572, 3: 0.60}, verify_rounds={1: 1, 2: 40, 3: 12})
     assert controller.verify_cost(1) < 0.60  # one slow K=1 round does not condemn K=1 for good
     assert controller.verify_cost(2) == pytest.approx(0.572, abs=0.01)  # forty rounds stand on their own
 
 
 def test_near_ties_run_the_least_measured_k():
-    controller = AutoK(k_max=2, draft_step_s=0.0, verify_s={1: 0.010, 2: 0.015},
-                       verify_rounds={1: 30, 2: 3}, plain_s=0.02)
+    controller = AutoK(
+        k_max=2, draft_step_s=0.0, verify_s={1: 0.010, 2: 0.015}, verify_rounds={1: 30, 2: 3}, plain_s=0.02
+    )
     controller.accepted, controller.rejected = 1.0, 1.0  # alpha 0.5: 1.5 tokens / 10 ms vs 1.75 / 15 ms
     assert controller.rate(2) < controller.rate(1) * 0.99 and controller.choose() == 1
     controller.verify_s[2] = 0.0117  # now a little slower than K=1, within 1%: K=2, measured less, runs

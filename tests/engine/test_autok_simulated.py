@@ -24,8 +24,9 @@ def test_on_the_real_pairs_agreements_auto_reaches_the_best_fixed_k_and_beats_pl
     assert to_best >= 0.97 and to_plain >= 0.98, (to_best, to_plain)
 
 
-@pytest.mark.parametrize("kind, pair, n", [("code", CODE, 64), ("code", CODE, 256), ("open", OPEN, 64),
-                                           ("open", OPEN, 165)])
+@pytest.mark.parametrize(
+    "kind, pair, n", [("code", CODE, 64), ("code", CODE, 256), ("open", OPEN, 64), ("open", OPEN, 165)]
+)
 def test_auto_reaches_the_best_fixed_k_and_beats_plain(kind, pair, n):
     to_best, to_plain = compare(lambda seed: [synthetic(kind, n, seed)], pair)
     assert to_best >= 0.97 and to_plain >= 0.98, (to_best, to_plain)

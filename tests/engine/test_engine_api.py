@@ -34,7 +34,9 @@ def test_stream_events_add_up_to_the_result(engine):
     final = events[-1]
     assert isinstance(final, Finished)
     assert [t for c in chunks for t in c.token_ids] == list(final.tokens)
-    assert "".join(c.text for c in chunks) == final.text == whole_characters(engine.tokenizer.decode(list(final.tokens)))
+    assert (
+        "".join(c.text for c in chunks) == final.text == whole_characters(engine.tokenizer.decode(list(final.tokens)))
+    )
     assert all(len(c.token_ids) == len(c.from_draft) for c in chunks)
     s = final.stats
     assert s.rounds == len(rounds) and s.drafted == sum(r.drafted for r in rounds)

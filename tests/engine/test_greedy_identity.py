@@ -51,7 +51,8 @@ def test_self_draft_accepts_everything(hybrid_target):
 
 @pytest.mark.parametrize("first", [True, False])
 def test_both_verify_dispatch_orders_give_baseline_output_and_round_timings(
-        monkeypatch, hybrid_target, hybrid_draft_partial, first):
+    monkeypatch, hybrid_target, hybrid_draft_partial, first
+):
     # The GPU order (verify queued before the drafts are awaited) runs here on the CPU too.
     monkeypatch.setattr(speculative, "QUEUE_VERIFY_FIRST", first)
     engine = Engine.load(hybrid_target, hybrid_draft_partial)

@@ -45,6 +45,7 @@ def test_jobs_run_in_order_one_at_a_time_on_the_host_thread(host):
             log.append(name)
             running.remove(name)
             return name
+
         return work
 
     first = host.submit("a", job("a", hold=True))
@@ -95,6 +96,7 @@ def test_each_consumer_gets_only_its_own_jobs_events(host):
         def work(ctx):
             yield from range(n)
             return n
+
         return work
 
     seen = {1: [], 2: []}
@@ -135,8 +137,9 @@ def test_a_reply_queued_before_a_load_uses_the_old_pair(host, dense_target, hybr
     old = host.engine
     ids = old.tokenizer.encode("def f(x):")
     seen = []
-    reply = host.submit("reply", prompt_job(ids, GenerationConfig(max_tokens=4)),
-                        listener=lambda e: seen.append(host.engine))
+    reply = host.submit(
+        "reply", prompt_job(ids, GenerationConfig(max_tokens=4)), listener=lambda e: seen.append(host.engine)
+    )
     load = host.submit("load", load_pair_job(hybrid_target))
     reply.result(60)
     load.result(60)

@@ -41,8 +41,9 @@ def test_counting_sees_rows_fed_and_restores_the_model(dense_target):
 
 
 @pytest.mark.parametrize("mode", ["baseline", "draft"])
-def test_rounds_compare_their_own_tokens_not_the_whole_conversation(monkeypatch, dense_target,
-                                                                    dense_draft_partial, mode):
+def test_rounds_compare_their_own_tokens_not_the_whole_conversation(
+    monkeypatch, dense_target, dense_draft_partial, mode
+):
     # Each runner checks its cache against the sequence once per generation; a round after that
     # compares only the tokens it fed (mlx-lm's loop keeps counts; a long chat must not cost more).
     compared = []

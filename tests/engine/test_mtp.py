@@ -183,9 +183,10 @@ def test_detection_reads_the_index_and_names_what_is_missing(tmp_path):
     missing = detect_mtp(folder)
     assert not missing.available and missing.num_layers == 2
     assert "optiq/mtp.safetensors" in missing.reason and "model.safetensors" in missing.reason
-    _write_json(folder / "model.safetensors.index.json",
-                {"weight_map": {"model.embed_tokens.weight": "model.safetensors",
-                                "mtp.fc.weight": "model-00002.safetensors"}})
+    _write_json(
+        folder / "model.safetensors.index.json",
+        {"weight_map": {"model.embed_tokens.weight": "model.safetensors", "mtp.fc.weight": "model-00002.safetensors"}},
+    )
     found = detect_mtp(folder)
     assert found.available and found.source == "embedded" and "index" in found.reason
     mx.save_safetensors(str(folder / "mtp.safetensors"), {"other.weight": mx.zeros((2,))})
@@ -197,9 +198,29 @@ def test_detection_reads_the_index_and_names_what_is_missing(tmp_path):
 
 
 def test_cli_generate_mode_mtp(mtp_agree, engines):
-    proc = subprocess.run([sys.executable, "-m", "specchat", "generate", "--target", str(mtp_agree),
-                           "--mode", "mtp", "--draft-tokens", "2", "--max-tokens", "10", "--raw",
-                           "--prompt", "def f(x):", "--json"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specchat",
+            "generate",
+            "--target",
+            str(mtp_agree),
+            "--mode",
+            "mtp",
+            "--draft-tokens",
+            "2",
+            "--max-tokens",
+            "10",
+            "--raw",
+            "--prompt",
+            "def f(x):",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     engine = engines["mtp_agree"]
@@ -218,8 +239,9 @@ def test_catch_up_projects_only_the_last_position_with_the_same_numbers(engines,
     seq = prompt_ids(engine)[:7]
     _, hidden = model(mx.array(seq[:-1])[None], cache=None, return_hidden=True)
     want_cache = model.make_mtp_cache()
-    want_logits, want_hidden = model.mtp_forward(hidden, mx.array(seq[1:])[None], mtp_cache=want_cache,
-                                                 return_hidden=True)
+    want_logits, want_hidden = model.mtp_forward(
+        hidden, mx.array(seq[1:])[None], mtp_cache=want_cache, return_hidden=True
+    )
     drafter.reset()
     logits, out = drafter._catch_up(hidden[0], seq[1:])
     assert logits.shape == (1, want_logits.shape[-1])
@@ -281,8 +303,9 @@ def test_switching_history_off_and_on_in_a_conversation_matches_a_fresh_engine(m
 
 def test_cli_mtp_history_flag(tmp_path):
     def cfg(*flags):
-        return generation_config(build_parser().parse_args(
-            ["generate", "--target", str(tmp_path), "--mode", "mtp", "--prompt", "p", *flags]))
+        return generation_config(
+            build_parser().parse_args(["generate", "--target", str(tmp_path), "--mode", "mtp", "--prompt", "p", *flags])
+        )
 
     assert cfg().mtp_history is False
     assert cfg("--mtp-history").mtp_history is True

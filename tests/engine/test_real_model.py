@@ -28,7 +28,8 @@ def test_chat_reply_stops_at_end_of_turn_and_streams_exact_text(smollm):
 
 def test_accented_reply_streams_the_same_text_as_decoding(smollm):
     ids = smollm.tokenizer.apply_chat_template(
-        [{"role": "user", "content": "Write the word café three times."}], add_generation_prompt=True)
+        [{"role": "user", "content": "Write the word café three times."}], add_generation_prompt=True
+    )
     events = list(smollm.stream(ids, GenerationConfig(max_tokens=24)))
     final = events[-1]
     assert "é" in final.text
@@ -37,7 +38,8 @@ def test_accented_reply_streams_the_same_text_as_decoding(smollm):
 
 def test_self_draft_is_identical_to_baseline(smollm):
     ids = smollm.tokenizer.apply_chat_template(
-        [{"role": "user", "content": "Name three colours."}], add_generation_prompt=True)
+        [{"role": "user", "content": "Name three colours."}], add_generation_prompt=True
+    )
     base = smollm.generate(ids, GenerationConfig(max_tokens=16))
     spec = smollm.generate(ids, GenerationConfig(mode="draft", num_draft_tokens=3, max_tokens=16))
     assert spec.tokens == base.tokens and spec.stats.acceptance_rate == 1.0

@@ -22,7 +22,7 @@ def cache_arrays(cache) -> list[mx.array]:
         return [part[..., : cache.offset, :] for group in (cache.keys, cache.values) for part in group]
     if isinstance(cache, RotatingKVCache):
         keys, values = cache._temporal_order(cache.keys), cache._temporal_order(cache.values)
-        return [keys[..., -cache.size():, :], values[..., -cache.size():, :]]
+        return [keys[..., -cache.size() :, :], values[..., -cache.size() :, :]]
     keys, values = cache.keys_and_values() if isinstance(cache, KVCache) else (cache.keys, cache.values)
     return [keys, values]
 

@@ -57,8 +57,12 @@ def test_sampling_the_target_through_the_engine_matches_its_own_distribution(den
     mean_p, var_p = (p * log_p).sum(), (p * log_p**2).sum() - (p * log_p).sum() ** 2
     mean_q = (q * log_p).sum()
     runs = 300
-    tokens = [engine.generate(ids, GenerationConfig(mode="draft", num_draft_tokens=2, max_tokens=1,
-                                                    temperature=1.0, seed=s)).tokens[0] for s in range(runs)]
+    tokens = [
+        engine.generate(
+            ids, GenerationConfig(mode="draft", num_draft_tokens=2, max_tokens=1, temperature=1.0, seed=s)
+        ).tokens[0]
+        for s in range(runs)
+    ]
     observed = np.mean([log_p[t] for t in tokens])
     se = math.sqrt(var_p / runs)
     assert abs(observed - mean_p) < 4 * se

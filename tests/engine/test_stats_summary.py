@@ -23,29 +23,46 @@ def test_auto_k_footer_says_how_much_was_plain_decoding():
     stats = recorded(rounds, 163, GenerationConfig(mode="draft", num_draft_tokens="auto", max_tokens=163), "length")
     assert (stats["plain_tokens"], stats["speculative_tokens"], stats["k_rounds"]) == (150, 13, {2: 5})
     assert stats["mean_k"] == 2.0 and stats["mean_accepted_per_round"] == 1.6
-    assert speculation_text(stats) == ("K auto: plain decoding for 92% of tokens, K=2 for the rest; "
-                                       "80% of drafted tokens accepted")
+    assert speculation_text(stats) == (
+        "K auto: plain decoding for 92% of tokens, K=2 for the rest; 80% of drafted tokens accepted"
+    )
     assert stop_text(stats) == "max tokens (163)"
 
 
 def test_nothing_drafted_is_no_acceptance_not_zero_percent():
-    stats = recorded([RoundResult(0, 0, 0, 0, 12, 0.0, 1.0)], 12,
-                     GenerationConfig(mode="lookup", num_draft_tokens="auto"))
+    stats = recorded(
+        [RoundResult(0, 0, 0, 0, 12, 0.0, 1.0)], 12, GenerationConfig(mode="lookup", num_draft_tokens="auto")
+    )
     assert stats["drafted"] == 0 and stats["plain_tokens"] == 12
     assert acceptance_text(stats) == "acceptance —"
     assert speculation_text(stats) == "K auto: plain decoding for all tokens; acceptance —"
 
 
-@pytest.mark.parametrize("reason,cancelled,text", [
-    ("eos", False, "end of turn"), ("length", False, "max tokens (256)"), ("cancelled", True, "stopped by you"),
-    ("error", True, "error"), ("", True, "stopped by you")])
+@pytest.mark.parametrize(
+    "reason,cancelled,text",
+    [
+        ("eos", False, "end of turn"),
+        ("length", False, "max tokens (256)"),
+        ("cancelled", True, "stopped by you"),
+        ("error", True, "error"),
+        ("", True, "stopped by you"),
+    ],
+)
 def test_stop_reason_words(reason, cancelled, text):
     assert stop_text({"stop_reason": reason, "max_tokens": 256}, cancelled) == text
 
 
 def test_older_saved_stats_still_read():
-    old = {"generated_tokens": 20, "mode": "draft", "auto_k": True, "mean_k": 2.5, "drafted": 10, "accepted": 7,
-           "acceptance_rate": 0.7, "stop_reason": "length"}
+    old = {
+        "generated_tokens": 20,
+        "mode": "draft",
+        "auto_k": True,
+        "mean_k": 2.5,
+        "drafted": 10,
+        "accepted": 7,
+        "acceptance_rate": 0.7,
+        "stop_reason": "length",
+    }
     assert auto_k_text(old) is None and speculation_text(old) == "K auto (mean 2.5); 70% of drafted tokens accepted"
     assert stop_text(old) == "max tokens"
 

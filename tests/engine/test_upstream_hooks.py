@@ -28,13 +28,15 @@ def plain_tokens(hybrid_target, hybrid_draft_partial):
     """Baseline tokens of the hybrid pair with every hook in place."""
     engine = Engine.load(hybrid_target, hybrid_draft_partial)
     assert {m: r for m, r in engine.available_modes().items() if m != "mtp"} == dict.fromkeys(
-        ("baseline", "draft", "lookup"))
+        ("baseline", "draft", "lookup")
+    )
     ids = prompt_ids(engine)
     return ids, engine.generate(ids, greedy(n=30)).tokens
 
 
 def test_a_changed_kernel_turns_speculation_off_and_baseline_still_works(
-        monkeypatch, hybrid_target, hybrid_draft_partial, plain_tokens):
+    monkeypatch, hybrid_target, hybrid_draft_partial, plain_tokens
+):
     monkeypatch.setattr(qwen3_5, "gated_delta_update", renamed_mask)
     engine = Engine.load(hybrid_target, hybrid_draft_partial)
     modes = engine.available_modes()
@@ -59,13 +61,14 @@ def test_a_changed_kernel_turns_mtp_off_for_a_hybrid_target_with_a_head(monkeypa
     monkeypatch.setattr(qwen3_5, "gated_delta_update", renamed_mask)
     engine = Engine.load(mtp_partial)
     reason = engine.available_modes()["mtp"]
-    assert reason == (f"speculation for this model is off: mlx-lm {MLX_LM} changed gated_delta_update: "
-                      "it no longer takes `mask` (as called by mlx_lm.models.qwen3_5); plain decoding still works")
+    assert reason == (
+        f"speculation for this model is off: mlx-lm {MLX_LM} changed gated_delta_update: "
+        "it no longer takes `mask` (as called by mlx_lm.models.qwen3_5); plain decoding still works"
+    )
     assert engine.generate(ids, greedy(n=20)).tokens == expected
 
 
-def test_a_dense_target_does_not_depend_on_the_linear_attention_hooks(monkeypatch, dense_target,
-                                                                     dense_draft_partial):
+def test_a_dense_target_does_not_depend_on_the_linear_attention_hooks(monkeypatch, dense_target, dense_draft_partial):
     monkeypatch.setattr(qwen3_5, "gated_delta_update", renamed_mask)
     monkeypatch.setattr(gated_delta, "gated_delta_update", renamed_mask)
     engine = Engine.load(dense_target, dense_draft_partial)
@@ -79,11 +82,14 @@ def test_a_changed_optiq_lookup_turns_only_mtp_off(monkeypatch, mtp_partial):
     def flat_first(model_dir, config=None):
         flat = model_dir / "mtp.safetensors"
         return flat if flat.exists() else original(model_dir, config)
+
     monkeypatch.setattr(artifacts, "expected_mtp_file", flat_first)
     engine = Engine.load(mtp_partial)  # its head is in optiq/mtp.safetensors: still attaches
     modes = engine.available_modes()
     assert modes["lookup"] is None and modes["baseline"] is None
-    assert modes["mtp"].startswith(f"MTP drafting is off: mlx-optiq {OPTIQ} changed MTP sidecar names: "
-                                   "it now looks for the MTP sidecar mtp.safetensors before optiq/mtp.safetensors")
+    assert modes["mtp"].startswith(
+        f"MTP drafting is off: mlx-optiq {OPTIQ} changed MTP sidecar names: "
+        "it now looks for the MTP sidecar mtp.safetensors before optiq/mtp.safetensors"
+    )
     ids = prompt_ids(engine)
     assert engine.generate(ids, greedy(n=20)).tokens == engine.generate(ids, greedy("lookup", 3, n=20)).tokens

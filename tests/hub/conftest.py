@@ -20,8 +20,7 @@ def point_hub_at(monkeypatch, url: str) -> None:
     """Make huggingface_hub's endpoint url, as HF_ENDPOINT would at import time."""
     monkeypatch.setenv("HF_ENDPOINT", url)
     monkeypatch.setattr(constants, "ENDPOINT", url)
-    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
-                        url + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", url + "/{repo_id}/resolve/{revision}/{filename}")
 
 
 def unused_port_url() -> str:

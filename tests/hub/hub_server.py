@@ -51,8 +51,9 @@ class FakeRepo:
     @classmethod
     def from_folder(cls, repo_id: str, folder: Path, **kwargs) -> FakeRepo:
         """Every file of a model folder."""
-        files = {p.relative_to(folder).as_posix(): p.read_bytes()
-                 for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+        files = {
+            p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()
+        }
         return cls(repo_id, files, **kwargs)
 
     def is_lfs(self, name: str) -> bool:
@@ -174,15 +175,30 @@ def _make_handler(hub: HubServer):
                 return
             if kind == "tree":
                 return self._json(repo.tree())
-            self._json({"id": repo.repo_id, "sha": repo.commit, "private": False,
-                        "gated": "manual" if repo.gated else False,
-                        "siblings": [{"rfilename": n} for n in repo.files]})
+            self._json(
+                {
+                    "id": repo.repo_id,
+                    "sha": repo.commit,
+                    "private": False,
+                    "gated": "manual" if repo.gated else False,
+                    "siblings": [{"rfilename": n} for n in repo.files],
+                }
+            )
 
         def _search(self, query: dict) -> None:
             words = " ".join(query.get("search", [])).lower()
-            hits = [{"id": r.repo_id, "downloads": r.downloads, "likes": 0, "tags": list(r.tags),
-                     "pipeline_tag": "text-generation", "library_name": "mlx"}
-                    for r in hub.repos.values() if words in r.repo_id.lower()]
+            hits = [
+                {
+                    "id": r.repo_id,
+                    "downloads": r.downloads,
+                    "likes": 0,
+                    "tags": list(r.tags),
+                    "pipeline_tag": "text-generation",
+                    "library_name": "mlx",
+                }
+                for r in hub.repos.values()
+                if words in r.repo_id.lower()
+            ]
             self._json(hits)
 
         def _resolve(self, repo_id: str, name: str, head: bool) -> None:
@@ -192,13 +208,17 @@ def _make_handler(hub: HubServer):
             if repo.gated:
                 return self._json({"error": "gated"}, 401, {"X-Error-Code": "GatedRepo"}, head)
             if name not in repo.files:
-                return self._json({"error": "entry"}, 404, {"X-Error-Code": "EntryNotFound",
-                                                           "X-Repo-Commit": repo.commit}, head)
+                return self._json(
+                    {"error": "entry"}, 404, {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": repo.commit}, head
+                )
             data = repo.files[name]
             if name in hub.faults.corrupt:
                 data = bytes([data[0] ^ 0xFF]) + data[1:]
-            headers = {"X-Repo-Commit": repo.commit, "ETag": f'"{git_blob_sha1(repo.files[name])}"',
-                       "Accept-Ranges": "bytes"}
+            headers = {
+                "X-Repo-Commit": repo.commit,
+                "ETag": f'"{git_blob_sha1(repo.files[name])}"',
+                "Accept-Ranges": "bytes",
+            }
             if repo.is_lfs(name):
                 headers.update({"X-Linked-Etag": f'"{repo.etag(name)}"', "X-Linked-Size": str(len(data))})
             start = self._range_start()
@@ -232,7 +252,7 @@ def _make_handler(hub: HubServer):
         def _write_body(self, body: bytes) -> None:
             step = hub.faults.slow_chunk or len(body) or 1
             for i in range(0, len(body), step):
-                self.wfile.write(body[i:i + step])
+                self.wfile.write(body[i : i + step])
                 self.wfile.flush()
                 if hub.faults.slow_delay_s:
                     time.sleep(hub.faults.slow_delay_s)

@@ -18,11 +18,14 @@ def test_shipped_catalog_is_valid(raw):
     assert validate_catalog(raw) == []
 
 
-@pytest.mark.parametrize("target, draft, mode, k", [
-    ("mlx-community/Qwen3-8B-4bit", "mlx-community/Qwen3-0.6B-4bit", "draft", 2),
-    ("mlx-community/Qwen3.8-27B-4bit", "mlx-community/Qwen3.5-0.8B-4bit", "draft", 4),
-    ("mlx-community/Qwen3.6-27B-OptiQ-4bit", None, "mtp", 2),
-])
+@pytest.mark.parametrize(
+    "target, draft, mode, k",
+    [
+        ("mlx-community/Qwen3-8B-4bit", "mlx-community/Qwen3-0.6B-4bit", "draft", 2),
+        ("mlx-community/Qwen3.8-27B-4bit", "mlx-community/Qwen3.5-0.8B-4bit", "draft", 4),
+        ("mlx-community/Qwen3.6-27B-OptiQ-4bit", None, "mtp", 2),
+    ],
+)
 def test_required_pairs_are_recommended(target, draft, mode, k):
     catalog = load_catalog()
     assert [(p.draft, p.mode, p.k) for p in catalog.pairs_for(target)] == [(draft, mode, k)]
@@ -42,17 +45,19 @@ def test_catalog_covers_dense_hybrid_and_mtp():
     assert sum(m.family == "qwen3" for m in catalog.models) >= 4
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    (lambda d: d["models"][0].update(role="helper"), "role 'helper'"),
-    (lambda d: d["models"][0].pop("approx_size_gb"), "'approx_size_gb' must be"),
-    (lambda d: d["models"][0].update(architecture="moe"), "architecture 'moe'"),
-    (lambda d: d["models"][0].update(mtp=True, mtp_depth=None), "positive mtp_depth"),
-    (lambda d: d["models"].append(dict(d["models"][0])), "duplicate repo_id"),
-    (lambda d: d["recommended_pairs"][0].update(draft="nobody/Nothing"), "draft 'nobody/Nothing'"),
-    (lambda d: d["recommended_pairs"][0].update(k=0), "k must be a whole number"),
-    (lambda d: d["recommended_pairs"][2].update(draft="mlx-community/Qwen3-0.6B-4bit"),
-     "an mtp pair has no draft"),
-])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda d: d["models"][0].update(role="helper"), "role 'helper'"),
+        (lambda d: d["models"][0].pop("approx_size_gb"), "'approx_size_gb' must be"),
+        (lambda d: d["models"][0].update(architecture="moe"), "architecture 'moe'"),
+        (lambda d: d["models"][0].update(mtp=True, mtp_depth=None), "positive mtp_depth"),
+        (lambda d: d["models"].append(dict(d["models"][0])), "duplicate repo_id"),
+        (lambda d: d["recommended_pairs"][0].update(draft="nobody/Nothing"), "draft 'nobody/Nothing'"),
+        (lambda d: d["recommended_pairs"][0].update(k=0), "k must be a whole number"),
+        (lambda d: d["recommended_pairs"][2].update(draft="mlx-community/Qwen3-0.6B-4bit"), "an mtp pair has no draft"),
+    ],
+)
 def test_schema_check_names_the_problem(raw, mutate, expected):
     data = copy.deepcopy(raw)
     mutate(data)

@@ -11,8 +11,13 @@ def test_the_thinking_switch_is_found_wherever_the_template_lives(tmp_path):
     cases = {
         "config_string": ("tokenizer_config.json", json.dumps({"chat_template": thinking}), True),
         "config_plain": ("tokenizer_config.json", json.dumps({"chat_template": plain}), False),
-        "named": ("tokenizer_config.json", json.dumps({"chat_template": [
-            {"name": "default", "template": plain}, {"name": "think", "template": thinking}]}), True),
+        "named": (
+            "tokenizer_config.json",
+            json.dumps(
+                {"chat_template": [{"name": "default", "template": plain}, {"name": "think", "template": thinking}]}
+            ),
+            True,
+        ),
         "jinja": ("chat_template.jinja", thinking, True),
         "template_json": ("chat_template.json", json.dumps({"chat_template": thinking}), True),
         "broken": ("tokenizer_config.json", "{not json", False),

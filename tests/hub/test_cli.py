@@ -15,8 +15,11 @@ def test_download_bundle_prints_progress_on_stderr(hub, hub_config, capsys):
     assert len(paths) == 2 and all("snapshots" in p for p in paths)
     assert "100%" in err and "[" + "#" * 24 + "]" in err and "ETA" in err
     assert re.search(r"disk: [0-9.]+ KB to download, [0-9.]+ [KMG]B free", err)
-    fit = re.search(r"memory (green|yellow|red): needs .* target weights ([0-9.]+) KB, "
-                    r"target cache ([0-9.]+) MB, draft weights ([0-9.]+) KB", err)
+    fit = re.search(
+        r"memory (green|yellow|red): needs .* target weights ([0-9.]+) KB, "
+        r"target cache ([0-9.]+) MB, draft weights ([0-9.]+) KB",
+        err,
+    )
     assert fit and float(fit.group(2)) > 0 and float(fit.group(3)) > 0  # config.json was read
 
 
@@ -52,8 +55,7 @@ def test_delete_asks_first(hub, hub_config, monkeypatch, capsys, answer, code, k
     assert repo.exists() == kept
 
 
-def test_pair_prints_report_and_memory(dense_target, dense_draft_partial, dense_other_vocab,
-                                       hub_env, capsys):
+def test_pair_prints_report_and_memory(dense_target, dense_draft_partial, dense_other_vocab, hub_env, capsys):
     assert main(["models", "pair", str(dense_target), str(dense_draft_partial)]) == 0
     out = capsys.readouterr().out
     assert "\ncompatible\n" in out

@@ -25,27 +25,34 @@ def files_under(folder):
 
 # --- repo ids -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", [
-    "https://huggingface.co/mlx-community/Qwen3-8B-4bit",
-    "https://huggingface.co/mlx-community/Qwen3-8B-4bit/",
-    "https://huggingface.co/mlx-community/Qwen3-8B-4bit/tree/main",
-    "https://huggingface.co/mlx-community/Qwen3-8B-4bit/blob/main/config.json",
-    "https://hf.co/mlx-community/Qwen3-8B-4bit/resolve/main/model.safetensors?download=true",
-    "  mlx-community/Qwen3-8B-4bit ",
-])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://huggingface.co/mlx-community/Qwen3-8B-4bit",
+        "https://huggingface.co/mlx-community/Qwen3-8B-4bit/",
+        "https://huggingface.co/mlx-community/Qwen3-8B-4bit/tree/main",
+        "https://huggingface.co/mlx-community/Qwen3-8B-4bit/blob/main/config.json",
+        "https://hf.co/mlx-community/Qwen3-8B-4bit/resolve/main/model.safetensors?download=true",
+        "  mlx-community/Qwen3-8B-4bit ",
+    ],
+)
 def test_pasted_urls_and_ids_give_the_repo_id(text):
     assert parse_repo_id(text) == "mlx-community/Qwen3-8B-4bit"
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("a/b/c", "'a/b/c' is not a model id: it has 3 parts separated by '/'"),
-    ("mlx-community/Qwen3 8B", "'mlx-community/Qwen3 8B' is not a model id: it contains spaces"),
-    ("org/..", "'org/..' is not a model id: '..' and '--' are not allowed"),
-    ("https://huggingface.co/datasets/org/data", "points at a dataset, not a model"),
-    ("https://example.com/org/name", "'https://example.com/org/name' is not a Hugging Face model URL"),
-    ("https://huggingface.co/org/name/extra", "after org/name it has 'extra'"),
-    ("https://huggingface.co/", "'https://huggingface.co/' names no model"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("a/b/c", "'a/b/c' is not a model id: it has 3 parts separated by '/'"),
+        ("mlx-community/Qwen3 8B", "'mlx-community/Qwen3 8B' is not a model id: it contains spaces"),
+        ("org/..", "'org/..' is not a model id: '..' and '--' are not allowed"),
+        ("https://huggingface.co/datasets/org/data", "points at a dataset, not a model"),
+        ("https://example.com/org/name", "'https://example.com/org/name' is not a Hugging Face model URL"),
+        ("https://huggingface.co/org/name/extra", "after org/name it has 'extra'"),
+        ("https://huggingface.co/", "'https://huggingface.co/' names no model"),
+    ],
+)
 def test_bad_ids_are_refused_by_name(text, problem):
     with pytest.raises(BadRepoIdError) as err:
         parse_repo_id(text)
@@ -64,20 +71,22 @@ def test_download_accepts_a_url_on_the_configured_endpoint(hub, hub_config, caps
     assert "snapshots" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args, named", [
-    (["a/b/c"], "'a/b/c'"),
-    (["mlx-community/Qwen3 8B"], "'mlx-community/Qwen3 8B'"),
-    ([TARGET_REPO, "--draft", "x/y/z"], "'x/y/z'"),
-    ([TARGET_REPO, "--context", "0"], "--context must be at least 1 token, got 0"),
-])
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["a/b/c"], "'a/b/c'"),
+        (["mlx-community/Qwen3 8B"], "'mlx-community/Qwen3 8B'"),
+        ([TARGET_REPO, "--draft", "x/y/z"], "'x/y/z'"),
+        ([TARGET_REPO, "--context", "0"], "--context must be at least 1 token, got 0"),
+    ],
+)
 def test_download_refuses_bad_ids_before_asking_the_hub(hub, hub_config, capsys, args, named):
     assert main(["models", "download", *args]) == 2
     assert named in one_error_line(capsys.readouterr().err)
     assert hub.requests == [] and files_under(hub_config.cache_dir) == []
 
 
-def test_a_repo_listing_a_path_outside_its_folder_is_refused_by_name(hub_env, monkeypatch, capsys,
-                                                                       dense_target):
+def test_a_repo_listing_a_path_outside_its_folder_is_refused_by_name(hub_env, monkeypatch, capsys, dense_target):
     from tests.hub.conftest import point_hub_at
 
     evil = FakeRepo.from_folder("evil/Escaping-4bit", dense_target)
@@ -93,6 +102,7 @@ def test_a_repo_listing_a_path_outside_its_folder_is_refused_by_name(hub_env, mo
 
 
 # --- search ---------------------------------------------------------------------------------
+
 
 def test_search_refuses_a_negative_limit(hub_env, capsys):
     assert main(["models", "search", "qwen", "--limit", "-1"]) == 2
@@ -120,6 +130,7 @@ def test_a_search_without_hits_says_so(hub, hub_config, capsys):
 
 
 # --- local models ---------------------------------------------------------------------------
+
 
 def test_list_names_a_truncated_download(hub, hub_config, capsys):
     assert main(["models", "download", TARGET_REPO]) == 0

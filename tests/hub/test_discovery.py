@@ -30,7 +30,8 @@ def test_the_hf_cache_offers_each_mlx_repo_at_its_current_snapshot(tmp_path):
     (cache / "datasets--x--y" / "snapshots" / "d").mkdir(parents=True)
     found = hf_cache_models(cache)
     assert [(m.name, m.path, m.source) for m in found] == [
-        ("mlx-community/Qwen3-8B-4bit", repo / "snapshots" / "aaa", "hf-cache")]
+        ("mlx-community/Qwen3-8B-4bit", repo / "snapshots" / "aaa", "hf-cache")
+    ]
     assert hf_cache_models(tmp_path / "missing") == []
 
 
@@ -47,5 +48,9 @@ def test_lm_studio_folders_and_the_users_folders_are_found_once_each(tmp_path):
     assert lmstudio_dirs(home) == [home / ".lmstudio/models", custom]
     found = discover_models(cache, [tmp_path / "my-models", custom], home=home)
     assert [(m.path, m.source) for m in found] == [
-        (hf, "hf-cache"), (lms, "lm-studio"), (moved, "lm-studio"), (mine, "folder")]
+        (hf, "hf-cache"),
+        (lms, "lm-studio"),
+        (moved, "lm-studio"),
+        (mine, "folder"),
+    ]
     assert found[1].name == "mlx-community/Qwen3-0.6B-4bit"

@@ -30,8 +30,7 @@ def sha256(data: bytes) -> str:
 
 
 def assert_same_files(snapshot, repo: FakeRepo):
-    on_disk = {p.relative_to(snapshot).as_posix(): p.read_bytes()
-               for p in snapshot.rglob("*") if p.is_file()}
+    on_disk = {p.relative_to(snapshot).as_posix(): p.read_bytes() for p in snapshot.rglob("*") if p.is_file()}
     assert on_disk.keys() == repo.files.keys()
     for name, data in repo.files.items():
         assert sha256(on_disk[name]) == sha256(data), name
@@ -143,8 +142,9 @@ def test_offline_download_fails_fast_with_a_clear_error(hub_env):
 def test_download_uses_only_the_configured_endpoint(hub, hub_config, monkeypatch, target_repo):
     # huggingface_hub builds resolve URLs from an import-time template; when that no longer
     # matches constants.ENDPOINT it would keep the old host, so we refuse instead.
-    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
-                        "http://127.0.0.1:9/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(
+        constants, "HUGGINGFACE_CO_URL_TEMPLATE", "http://127.0.0.1:9/{repo_id}/resolve/{revision}/{filename}"
+    )
     with pytest.raises(HubError, match="not from the configured endpoint"):
         download_model(TARGET_REPO, hub_config)
     assert not [p for m, p, _ in hub.requests if "/resolve/" in p]

@@ -42,21 +42,24 @@ def needed(dense_target):
     return memory_fit(model_memory(dense_target), None, 8192, machine(10**12)).needed_bytes
 
 
-@pytest.mark.parametrize("limit_factor, available_factor, level", [
-    (2.0, 2.0, GREEN),
-    (1.1, 1.1, YELLOW),   # above 80% of the limit
-    (2.0, 0.9, YELLOW),   # fits the machine, but not what is free right now
-    (0.9, 0.9, RED),
-])
+@pytest.mark.parametrize(
+    "limit_factor, available_factor, level",
+    [
+        (2.0, 2.0, GREEN),
+        (1.1, 1.1, YELLOW),  # above 80% of the limit
+        (2.0, 0.9, YELLOW),  # fits the machine, but not what is free right now
+        (0.9, 0.9, RED),
+    ],
+)
 def test_colours(dense_target, needed, limit_factor, available_factor, level):
-    fit = memory_fit(model_memory(dense_target), None, 8192,
-                     machine(int(needed * limit_factor), int(needed * available_factor)))
+    fit = memory_fit(
+        model_memory(dense_target), None, 8192, machine(int(needed * limit_factor), int(needed * available_factor))
+    )
     assert fit.level == level
     assert fit.summary().startswith(f"{level}: needs ")
 
 
 def test_metal_working_set_is_the_limit_when_there_is_one(dense_target, needed):
-    fit = memory_fit(model_memory(dense_target), None, 8192,
-                     machine(needed * 4, needed * 4, metal=int(needed * 0.9)))
+    fit = memory_fit(model_memory(dense_target), None, 8192, machine(needed * 4, needed * 4, metal=int(needed * 0.9)))
     assert fit.level == RED and fit.limit_source == "Metal working set"
     assert fit.limit_bytes == int(needed * 0.9)

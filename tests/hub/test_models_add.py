@@ -43,8 +43,11 @@ def test_add_refuses_what_is_not_an_mlx_model_folder_in_one_line(tmp_path, capsy
     gguf = _model(tmp_path / "Qwen3-8B-GGUF", "model.gguf")
     a_file = tmp_path / "notes.txt"
     a_file.write_text("x")
-    cases = [(tmp_path / "missing", "does not exist"), (gguf, "is not an MLX model folder"),
-             (a_file, "is a file, not a folder")]
+    cases = [
+        (tmp_path / "missing", "does not exist"),
+        (gguf, "is not an MLX model folder"),
+        (a_file, "is a file, not a folder"),
+    ]
     for folder, words in cases:
         assert main(["models", "add", str(folder)]) == 1
         err = capsys.readouterr().err
@@ -64,4 +67,5 @@ def test_the_local_list_has_lm_studio_models_once(tmp_path):
     models = scan_local_models(config, [str(home / ".lmstudio/models")], home=home)  # also added by hand
     assert [(m.name, m.path, m.source) for m in models] == [
         ("mlx-community/Qwen3-0.6B-4bit", studio, "lm-studio"),
-        ("someone/Qwen3-1.7B-4bit", moved, "lm-studio")]
+        ("someone/Qwen3-1.7B-4bit", moved, "lm-studio"),
+    ]

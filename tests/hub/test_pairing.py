@@ -25,8 +25,14 @@ def statuses(report):
 def test_same_vocabulary_is_compatible(dense_target, dense_draft_partial):
     report = pair_report(dense_target, dense_draft_partial)
     assert report.compatible and report.reason == ""
-    assert statuses(report) == {"weights": OK, "vocabulary": OK, "special tokens": OK, "chat template": OK,
-                                "architecture": OK, "size": WARNING}  # same-size draft: no speed-up
+    assert statuses(report) == {
+        "weights": OK,
+        "vocabulary": OK,
+        "special tokens": OK,
+        "chat template": OK,
+        "architecture": OK,
+        "size": WARNING,
+    }  # same-size draft: no speed-up
 
 
 def test_hybrid_draft_for_a_dense_target_is_compatible(dense_target, hybrid_draft_unrelated):
@@ -40,14 +46,21 @@ def test_different_vocabulary_is_incompatible_with_the_reason(dense_target, dens
     report = pair_report(dense_target, dense_other_vocab)
     assert not report.compatible
     assert statuses(report)["vocabulary"] == INCOMPATIBLE
-    assert re.search(r"vocabulary: vocabularies differ \(\w{16} vs \w{16}\): token id 0 is '.+' in the target",
-                     report.reason), report.reason
+    assert re.search(
+        r"vocabulary: vocabularies differ \(\w{16} vs \w{16}\): token id 0 is '.+' in the target", report.reason
+    ), report.reason
 
 
 def test_different_eos_is_incompatible(dense_target, dense_other_eos):
     report = pair_report(dense_target, dense_other_eos)
-    assert statuses(report) == {"weights": OK, "vocabulary": OK, "special tokens": INCOMPATIBLE,
-                                "chat template": OK, "architecture": OK, "size": WARNING}
+    assert statuses(report) == {
+        "weights": OK,
+        "vocabulary": OK,
+        "special tokens": INCOMPATIBLE,
+        "chat template": OK,
+        "architecture": OK,
+        "size": WARNING,
+    }
     assert "eos_token" in report.reason
 
 
@@ -57,19 +70,30 @@ def test_a_folder_without_tokenizer_is_reported_not_raised(dense_target, tmp_pat
     assert not report.compatible and "no tokenizer files" in report.reason
 
 
-@pytest.mark.parametrize("template, family", [
-    ("{{ '<|im_start|>' }}", "chatml"), ("<|start_header_id|>", "llama3"),
-    ("<start_of_turn>", "gemma"), ("[INST]", "mistral"), ("{{ x }}", "other"), (None, "none")])
+@pytest.mark.parametrize(
+    "template, family",
+    [
+        ("{{ '<|im_start|>' }}", "chatml"),
+        ("<|start_header_id|>", "llama3"),
+        ("<start_of_turn>", "gemma"),
+        ("[INST]", "mistral"),
+        ("{{ x }}", "other"),
+        (None, "none"),
+    ],
+)
 def test_template_family(template, family):
     assert template_family(SimpleNamespace(chat_template=template)) == family
 
 
-def test_only_compatible_drafts_are_offered(dense_target, dense_draft_partial, hybrid_target,
-                                            dense_other_vocab, dense_other_eos):
+def test_only_compatible_drafts_are_offered(
+    dense_target, dense_draft_partial, hybrid_target, dense_other_vocab, dense_other_eos
+):
     cache = VocabHashCache()
     target = describe_folder(dense_target, vocab=cache)
-    others = [describe_folder(p, vocab=cache) for p in
-              (dense_target, dense_draft_partial, hybrid_target, dense_other_vocab, dense_other_eos)]
+    others = [
+        describe_folder(p, vocab=cache)
+        for p in (dense_target, dense_draft_partial, hybrid_target, dense_other_vocab, dense_other_eos)
+    ]
     offered = compatible_drafts(target, others)
     assert [m.path for m in offered] == [dense_draft_partial, hybrid_target]
     reasons = {m.path: reason for m, _, reason in draft_options(target, others)}

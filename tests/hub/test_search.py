@@ -12,8 +12,10 @@ CATALOG_8B = "mlx-community/Qwen3-8B-4bit"
 
 
 def test_online_search_merges_hub_numbers_into_the_catalog(hub_env, monkeypatch):
-    repos = [FakeRepo(CATALOG_8B, {"config.json": b"{}"}, downloads=1234),
-             FakeRepo("someone/Qwen3-8B-DWQ-mlx", {"config.json": b"{}"}, downloads=7)]
+    repos = [
+        FakeRepo(CATALOG_8B, {"config.json": b"{}"}, downloads=1234),
+        FakeRepo("someone/Qwen3-8B-DWQ-mlx", {"config.json": b"{}"}, downloads=7),
+    ]
     with HubServer(repos) as server:
         point_hub_at(monkeypatch, server.url)
         result = search_models("qwen3-8b", load_catalog(), HubConfig.from_env(deadline_s=5))

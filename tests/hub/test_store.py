@@ -44,9 +44,16 @@ def test_scan_finds_complete_and_partial_models(populated, hybrid_target, tmp_pa
     assert target.vocab_hash and target.vocab_hash == folder.vocab_hash  # same tokenizer
     assert draft.vocab_hash is None  # partial: not loaded
     assert target.mtp_available is False and "MTP" in target.mtp_reason
-    assert target.size_bytes == sum((target.path / n).stat().st_size for n in
-                                    ("config.json", "model.safetensors", "tokenizer.json",
-                                     "tokenizer_config.json", "special_tokens_map.json"))
+    assert target.size_bytes == sum(
+        (target.path / n).stat().st_size
+        for n in (
+            "config.json",
+            "model.safetensors",
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "special_tokens_map.json",
+        )
+    )
     assert '"' in (tmp_path / "vocab.json").read_text()  # hashes persisted
 
 
@@ -68,8 +75,9 @@ def test_partial_download_with_bytes_in_flight_is_partial(hub, hub_config):
 def test_vocab_cache_does_not_reload_an_unchanged_tokenizer(dense_target, monkeypatch):
     cache = VocabHashCache()
     first = cache.vocab_hash(dense_target)
-    monkeypatch.setattr("specchat.hub.tokenizer_info.load_local_tokenizer",
-                        lambda folder: pytest.fail("tokenizer loaded again"))
+    monkeypatch.setattr(
+        "specchat.hub.tokenizer_info.load_local_tokenizer", lambda folder: pytest.fail("tokenizer loaded again")
+    )
     assert cache.vocab_hash(dense_target) == first
 
 

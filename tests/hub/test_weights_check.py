@@ -28,15 +28,19 @@ def test_a_whole_file_matches_its_header(dense_target):
 def test_a_truncated_file_says_how_many_bytes_are_missing(dense_target, tmp_path):
     copy = truncated_copy(dense_target, tmp_path, 1234)
     size = (copy / "model.safetensors").stat().st_size
-    assert broken_weights(copy) == [f"model.safetensors is truncated: 1.2 KB missing "
-                                    f"({size} of the {size + 1234} bytes its header lists)"]
+    assert broken_weights(copy) == [
+        f"model.safetensors is truncated: 1.2 KB missing ({size} of the {size + 1234} bytes its header lists)"
+    ]
 
 
-@pytest.mark.parametrize("content, problem", [
-    (b"\x01\x02", "too short to hold a safetensors header"),
-    ((500).to_bytes(8, "little") + b'{"a":', "cut off inside its header (5 of 500 header bytes)"),
-    ((2).to_bytes(8, "little") + b"[]", "its header is not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b"\x01\x02", "too short to hold a safetensors header"),
+        ((500).to_bytes(8, "little") + b'{"a":', "cut off inside its header (5 of 500 header bytes)"),
+        ((2).to_bytes(8, "little") + b"[]", "its header is not a JSON object"),
+    ],
+)
 def test_broken_headers_are_named(tmp_path, content, problem):
     (tmp_path / "w.safetensors").write_bytes(content)
     assert safetensors_problem(tmp_path / "w.safetensors") == f"w.safetensors is broken: {problem}"
@@ -47,7 +51,8 @@ def test_extra_bytes_after_the_data_are_reported(tmp_path):
     data = len(header).to_bytes(8, "little") + header + bytes(8)
     (tmp_path / "w.safetensors").write_bytes(data + b"junk")
     assert safetensors_problem(tmp_path / "w.safetensors") == (
-        f"w.safetensors has 4 bytes after its data ({len(data) + 4}, its header lists {len(data)})")
+        f"w.safetensors has 4 bytes after its data ({len(data) + 4}, its header lists {len(data)})"
+    )
 
 
 def test_a_truncated_folder_is_not_complete(dense_target, tmp_path):

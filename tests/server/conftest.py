@@ -26,8 +26,7 @@ def host(dense_target, dense_draft_partial):
 def start_server(host, **options) -> BackgroundServer:
     """A background server on a free port (stop it when done)."""
     max_queue = options.pop("max_queue", 8)
-    server = BackgroundServer(EngineBackend(host, max_queue), ServerOptions(DEFAULTS, **options),
-                              port=free_port())
+    server = BackgroundServer(EngineBackend(host, max_queue), ServerOptions(DEFAULTS, **options), port=free_port())
     server.start()
     return server
 
@@ -59,12 +58,14 @@ class Reference:
 
 def reference(host, ids, cfg) -> Reference:
     """What engine.stream gives for the same tokens and config (run as a job on the host)."""
+
     def work(ctx):
         events = list(ctx.engine.stream(ids, cfg))
         finished = events[-1]
         assert isinstance(finished, Finished), finished
-        return Reference(list(finished.tokens), finished.stats,
-                         "".join(e.text for e in events if isinstance(e, TextChunk)))
+        return Reference(
+            list(finished.tokens), finished.stats, "".join(e.text for e in events if isinstance(e, TextChunk))
+        )
 
     return host.submit("ref", work).result(timeout=120)
 

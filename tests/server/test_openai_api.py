@@ -22,35 +22,46 @@ def test_greedy_chat_equals_the_engine_and_streams_the_same_text(client, host):
     spec = reply.usage.model_extra["speculation"]
     assert spec["mode"] == "draft" and spec["num_draft_tokens"] == 2 and spec["drafted"] > 0
     assert spec["acceptance_rate"] == pytest.approx(spec["accepted"] / spec["drafted"])
-    chunks = list(client.chat.completions.create(model=reply.model, messages=MESSAGES, stream=True,
-                                                 stream_options={"include_usage": True}))
+    chunks = list(
+        client.chat.completions.create(
+            model=reply.model, messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+        )
+    )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == expected.text
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == len(expected.tokens)
 
 
 def test_completions_and_per_request_speculation(client, host):
     ids = list(host.engine.tokenizer.encode("Once upon a time"))
-    for spec, mode in ((None, "draft"), ({"mode": "lookup", "num_draft_tokens": "auto"}, "lookup"),
-                       ({"mode": "baseline"}, "baseline")):
-        cfg = replace(DEFAULTS, max_tokens=12, **({"mode": mode, "num_draft_tokens": "auto"} if mode == "lookup"
-                                                 else {"mode": mode}))
+    for spec, mode in (
+        (None, "draft"),
+        ({"mode": "lookup", "num_draft_tokens": "auto"}, "lookup"),
+        ({"mode": "baseline"}, "baseline"),
+    ):
+        cfg = replace(
+            DEFAULTS,
+            max_tokens=12,
+            **({"mode": mode, "num_draft_tokens": "auto"} if mode == "lookup" else {"mode": mode}),
+        )
         expected = reference(host, ids, cfg)
         extra = {"speculation": spec} if spec else None
-        done = client.completions.create(model="dense_target", prompt="Once upon a time", max_tokens=12,
-                                         extra_body=extra)
+        done = client.completions.create(
+            model="dense_target", prompt="Once upon a time", max_tokens=12, extra_body=extra
+        )
         assert done.choices[0].text == expected.text
         assert done.usage.model_extra["speculation"]["mode"] == mode
-        streamed = client.completions.create(model="dense_target", prompt="Once upon a time", max_tokens=12,
-                                             stream=True, extra_body=extra)
+        streamed = client.completions.create(
+            model="dense_target", prompt="Once upon a time", max_tokens=12, stream=True, extra_body=extra
+        )
         assert "".join(c.choices[0].text for c in streamed if c.choices) == expected.text
 
 
 def test_stop_sequences_cut_the_text(client, host):
     full = reference(host, chat_ids(host, MESSAGES), DEFAULTS).text
-    stop = full[len(full) // 2:len(full) // 2 + 3]
+    stop = full[len(full) // 2 : len(full) // 2 + 3]
     assert stop.strip()
     reply = client.chat.completions.create(model="dense_target", messages=MESSAGES, stop=[stop])
-    assert reply.choices[0].message.content == full[:full.index(stop)]
+    assert reply.choices[0].message.content == full[: full.index(stop)]
     assert reply.choices[0].finish_reason == "stop"
 
 
@@ -60,7 +71,9 @@ def test_three_concurrent_clients_each_get_their_serial_answer(client, host):
     answers = [None] * 3
 
     def ask(n):
-        answers[n] = client.chat.completions.create(model="dense_target", messages=prompts[n]).choices[0].message.content
+        answers[n] = (
+            client.chat.completions.create(model="dense_target", messages=prompts[n]).choices[0].message.content
+        )
 
     threads = [threading.Thread(target=ask, args=(n,)) for n in range(3)]
     for t in threads:
@@ -72,16 +85,22 @@ def test_three_concurrent_clients_each_get_their_serial_answer(client, host):
 
 def test_a_follow_up_reuses_the_cached_prefix(client):
     first = client.chat.completions.create(model="dense_target", messages=MESSAGES)
-    follow = MESSAGES + [{"role": "assistant", "content": first.choices[0].message.content},
-                         {"role": "user", "content": "And then?"}]
+    follow = MESSAGES + [
+        {"role": "assistant", "content": first.choices[0].message.content},
+        {"role": "user", "content": "And then?"},
+    ]
     again = client.chat.completions.create(model="dense_target", messages=follow)
     assert again.usage.model_extra["speculation"]["cached_prompt_tokens"] > 0
 
 
 def test_a_client_that_disconnects_frees_the_engine(client, host, server):
     with httpx.Client(timeout=60) as raw:
-        with raw.stream("POST", server.url + "/v1/chat/completions", headers={"Authorization": f"Bearer {API_KEY}"},
-                        json={"messages": MESSAGES, "max_tokens": 4000, "stream": True}) as response:
+        with raw.stream(
+            "POST",
+            server.url + "/v1/chat/completions",
+            headers={"Authorization": f"Bearer {API_KEY}"},
+            json={"messages": MESSAGES, "max_tokens": 4000, "stream": True},
+        ) as response:
             for line in response.iter_lines():
                 if line.startswith("data: {"):
                     break  # one chunk arrived: the job is generating; now hang up
@@ -103,17 +122,21 @@ def test_the_api_key_is_required(server):
     assert httpx.get(server.url + "/v1/models").status_code == 401
 
 
-@pytest.mark.parametrize("body, status, words", [
-    ({"model": "nope", "messages": MESSAGES}, 404, ["nope", "dense_target"]),
-    ({"model": "../../etc", "messages": MESSAGES}, 404, ["not loaded"]),
-    ({"messages": MESSAGES, "temperature": -1}, 400, ["temperature"]),
-    ({"messages": MESSAGES, "top_p": 2}, 400, ["top-p", "up to 1"]),
-    ({"messages": MESSAGES, "n": 3}, 400, ["n must be 1"]),
-    ({"messages": [{"role": "user", "content": "word " * 33000}]}, 400, ["32768", "tokens"]),
-])
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        ({"model": "nope", "messages": MESSAGES}, 404, ["nope", "dense_target"]),
+        ({"model": "../../etc", "messages": MESSAGES}, 404, ["not loaded"]),
+        ({"messages": MESSAGES, "temperature": -1}, 400, ["temperature"]),
+        ({"messages": MESSAGES, "top_p": 2}, 400, ["top-p", "up to 1"]),
+        ({"messages": MESSAGES, "n": 3}, 400, ["n must be 1"]),
+        ({"messages": [{"role": "user", "content": "word " * 33000}]}, 400, ["32768", "tokens"]),
+    ],
+)
 def test_errors_come_in_openais_format(server, body, status, words):
-    response = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60,
-                          headers={"Authorization": f"Bearer {API_KEY}"})
+    response = httpx.post(
+        server.url + "/v1/chat/completions", json=body, timeout=60, headers={"Authorization": f"Bearer {API_KEY}"}
+    )
     assert response.status_code == status
     error = response.json()["error"]
     assert all(w in error["message"] for w in words) and error["type"]
@@ -124,8 +147,11 @@ def test_malformed_json_and_oversized_bodies(host):
     try:
         bad = httpx.post(server.url + "/v1/chat/completions", content=b"{not json", timeout=30)
         assert bad.status_code == 400 and "not valid JSON" in bad.json()["error"]["message"]
-        big = httpx.post(server.url + "/v1/chat/completions", json={"messages": [{"role": "user", "content": "x" * 5000}]},
-                         timeout=30)
+        big = httpx.post(
+            server.url + "/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "x" * 5000}]},
+            timeout=30,
+        )
         assert big.status_code == 413
     finally:
         server.stop()
@@ -137,13 +163,23 @@ def test_a_lone_surrogate_is_a_400_naming_where_it_is(server):
         ("/v1/completions", b'{"prompt": "\\udfff", "max_tokens": 2}'),
         ("/specchat/v1/tokenize", b'{"text": "a\\ud800b"}'),
     ):
-        answer = httpx.post(server.url + path, content=body, timeout=30,
-                            headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"})
+        answer = httpx.post(
+            server.url + path,
+            content=body,
+            timeout=30,
+            headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"},
+        )
         assert answer.status_code == 400, (path, answer.text)
         error = answer.json()["error"]
         assert "lone UTF-16 surrogate" in error["message"]
-        assert error["param"] == {"/v1/chat/completions": "messages[0].content", "/v1/completions": "prompt",
-                                  "/specchat/v1/tokenize": "text"}[path]
+        assert (
+            error["param"]
+            == {
+                "/v1/chat/completions": "messages[0].content",
+                "/v1/completions": "prompt",
+                "/specchat/v1/tokenize": "text",
+            }[path]
+        )
 
 
 def test_a_full_queue_answers_503_with_retry_after(host):
@@ -164,7 +200,9 @@ def test_serving_beyond_loopback_needs_a_key(host):
     check_exposure("::1", None)
     check_exposure("0.0.0.0", "k")
     with pytest.raises(ValueError):
-        BackgroundServer(None, __import__("specchat.server.app", fromlist=["ServerOptions"]).ServerOptions(), host="0.0.0.0")
+        BackgroundServer(
+            None, __import__("specchat.server.app", fromlist=["ServerOptions"]).ServerOptions(), host="0.0.0.0"
+        )
 
 
 def test_specchat_event_stream_drives_a_remote_engine(server, host):

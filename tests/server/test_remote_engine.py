@@ -33,7 +33,9 @@ def test_a_chat_reply_through_the_server_equals_the_local_one(remote_host, host)
     for system_prompt in ("", "Answer in French."):
         local, remote = _reply(host, system_prompt), _reply(remote_host, system_prompt)
         assert isinstance(remote[-1], Finished) and remote[-1].tokens == local[-1].tokens
-        assert [e.text for e in remote if isinstance(e, TextChunk)] == [e.text for e in local if isinstance(e, TextChunk)]
+        assert [e.text for e in remote if isinstance(e, TextChunk)] == [
+            e.text for e in local if isinstance(e, TextChunk)
+        ]
         assert any(isinstance(e, RoundResult) for e in remote)  # the dashboard gets every round
 
 
@@ -53,10 +55,11 @@ def test_the_remote_chat_template_honours_add_generation_prompt(remote_host, hos
     conversation = [*MESSAGES, {"role": "assistant", "content": "A fox ran."}]
     for opening in (True, False):
         assert remote.apply_chat_template(conversation, add_generation_prompt=opening) == list(
-            local.apply_chat_template(conversation, add_generation_prompt=opening))
+            local.apply_chat_template(conversation, add_generation_prompt=opening)
+        )
     with_opening = remote.apply_chat_template(conversation, add_generation_prompt=True)
     without = remote.apply_chat_template(conversation, add_generation_prompt=False)
-    assert len(with_opening) > len(without) and with_opening[:len(without)] == without
+    assert len(with_opening) > len(without) and with_opening[: len(without)] == without
 
 
 def test_connecting_to_nothing_or_with_a_wrong_key_says_so(server):
@@ -80,6 +83,10 @@ def test_events_a_newer_server_added_are_skipped_not_fatal():
     from specchat.engine.events import PrefillProgress
     from specchat.server.remote import _events
 
-    lines = ['data: {"type": "Queued", "ahead": 1}', 'data: {"type": "SpeculationHint", "k": 3}', "",
-             'data: {"type": "PrefillProgress", "done": 4, "total": 8}']
+    lines = [
+        'data: {"type": "Queued", "ahead": 1}',
+        'data: {"type": "SpeculationHint", "k": 3}',
+        "",
+        'data: {"type": "PrefillProgress", "done": 4, "total": 8}',
+    ]
     assert list(_events(RecordedStream(lines), None)) == [PrefillProgress(4, 8)]

@@ -28,8 +28,11 @@ def test_messages_are_saved_in_order_with_stats_and_survive_reopening(tmp_path):
     again = ConversationStore(db)
     rows = again.messages(conv.id)
     assert [(m.position, m.role, m.content, m.cancelled) for m in rows] == [
-        (0, "user", "hi", False), (1, "assistant", "hello", False),
-        (2, "user", "more", False), (3, "assistant", "par", True)]
+        (0, "user", "hi", False),
+        (1, "assistant", "hello", False),
+        (2, "user", "more", False),
+        (3, "assistant", "par", True),
+    ]
     assert rows[1].stats == {"mode": "draft", "generated_tokens": 3} and rows[3].stats is None
     assert again.get(conv.id).system_prompt == "Be brief."
     assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -21,8 +21,9 @@ def test_a_database_made_before_migrations_opens_with_every_row_unchanged(tmp_pa
     shutil.copy(V1_FILE, path)
     before = sqlite3.connect(path)
     assert user_version(before) == 1 and "complete" not in columns(before, "messages")
-    old_rows = before.execute("SELECT id, conversation_id, position, role, content, stats, cancelled, created_at"
-                              " FROM messages ORDER BY id").fetchall()
+    old_rows = before.execute(
+        "SELECT id, conversation_id, position, role, content, stats, cancelled, created_at FROM messages ORDER BY id"
+    ).fetchall()
     old_convs = before.execute("SELECT * FROM conversations ORDER BY id").fetchall()
     before.close()
     store = ConversationStore(path)
@@ -33,14 +34,20 @@ def test_a_database_made_before_migrations_opens_with_every_row_unchanged(tmp_pa
         ("user", "Name a red fruit.", False, True),
         ("assistant", "A **strawberry**.", False, True),
         ("user", "And a yellow one?", False, True),
-        ("assistant", "A ban", True, True)]
+        ("assistant", "A ban", True, True),
+    ]
     assert rows[1].stats == {"tokens": 4, "tokens_per_second": 12.5, "mode": "draft"}
     assert [m.content for m in store.messages(second.id)] == ["héllo ✓ 100%_done", "Hi!"]
     store.close()
     after = sqlite3.connect(path)
     assert user_version(after) == LATEST_VERSION == 3
-    assert after.execute("SELECT id, conversation_id, position, role, content, stats, cancelled, created_at"
-                         " FROM messages ORDER BY id").fetchall() == old_rows
+    assert (
+        after.execute(
+            "SELECT id, conversation_id, position, role, content, stats, cancelled, created_at"
+            " FROM messages ORDER BY id"
+        ).fetchall()
+        == old_rows
+    )
     assert after.execute("SELECT * FROM conversations ORDER BY id").fetchall() == old_convs
 
 

@@ -39,15 +39,16 @@ def damage_pages(path, count=3):
     data = bytearray(path.read_bytes())
     # page 1 is the schema, page 2 the conversations table (it fits one leaf); 0x0D marks a table leaf page
     leaves = [n for n in range(3, len(data) // PAGE + 1) if data[(n - 1) * PAGE] == 0x0D]
-    for n in leaves[len(leaves) // 4:: len(leaves) // (count + 1)][:count]:
+    for n in leaves[len(leaves) // 4 :: len(leaves) // (count + 1)][:count]:
         start = (n - 1) * PAGE
-        data[start + 8: start + PAGE] = (bytes(range(256)) * 16)[: PAGE - 8]
+        data[start + 8 : start + PAGE] = (bytes(range(256)) * 16)[: PAGE - 8]
     path.write_bytes(bytes(data))
 
 
 def all_messages(store):
-    return {(m.conversation_id, m.position, m.role, m.content)
-            for c in store.conversations() for m in store.messages(c.id)}
+    return {
+        (m.conversation_id, m.position, m.role, m.content) for c in store.conversations() for m in store.messages(c.id)
+    }
 
 
 def test_random_bytes_are_kept_aside_and_a_fresh_store_opens(tmp_path):

@@ -38,7 +38,10 @@ def test_regenerate_keeps_every_version_with_its_stats_and_trace_across_reopenin
     assert (shown.content, shown.stats, shown.trace, shown.version) == ("one", {"generated_tokens": 1}, TRACE, 0)
     versions = again.versions(shown.id)
     assert [(v.number, v.content, v.stats["generated_tokens"], v.cancelled) for v in versions] == [
-        (0, "one", 1, False), (1, "two", 2, True), (2, "three", 3, False)]
+        (0, "one", 1, False),
+        (1, "two", 2, True),
+        (2, "three", 3, False),
+    ]
     assert versions[0].trace == TRACE and versions[1].trace is None
     assert [m.content for m in again.messages(conv.id)] == ["hi", "one"]  # history holds the shown version
     again.close()
@@ -59,8 +62,10 @@ def test_a_regeneration_stopped_before_any_text_restores_the_shown_version(db):
 def test_deleting_a_user_message_takes_its_reply_and_closes_the_gap(db):
     store = ConversationStore(db)
     conv = store.create()
-    ids = [store.add_message(conv.id, role, text).id
-           for role, text in (("user", "a"), ("assistant", "A"), ("user", "b"), ("assistant", "B"), ("user", "c"))]
+    ids = [
+        store.add_message(conv.id, role, text).id
+        for role, text in (("user", "a"), ("assistant", "A"), ("user", "b"), ("assistant", "B"), ("user", "c"))
+    ]
     assert store.delete_with_reply(ids[2]) == [2, 3]
     assert [(m.position, m.content) for m in store.messages(conv.id)] == [(0, "a"), (1, "A"), (2, "c")]
     assert store.delete_with_reply(ids[1]) == [1]  # a reply alone
@@ -72,10 +77,12 @@ def test_deleting_a_user_message_takes_its_reply_and_closes_the_gap(db):
 def test_a_failed_delete_changes_nothing(db, monkeypatch):
     store = ConversationStore(db)
     conv = store.create()
-    ids = [store.add_message(conv.id, role, text).id for role, text in (("user", "a"), ("assistant", "A"),
-                                                                         ("user", "b"))]
-    store._db.execute("CREATE TRIGGER no_moves BEFORE UPDATE OF position ON messages BEGIN "
-                      "SELECT RAISE(ABORT, 'disk full'); END")
+    ids = [
+        store.add_message(conv.id, role, text).id for role, text in (("user", "a"), ("assistant", "A"), ("user", "b"))
+    ]
+    store._db.execute(
+        "CREATE TRIGGER no_moves BEFORE UPDATE OF position ON messages BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+    )
     with pytest.raises(Exception, match="disk full"):
         store.delete_with_reply(ids[0])
     assert [(m.position, m.content) for m in store.messages(conv.id)] == [(0, "a"), (1, "A"), (2, "b")]

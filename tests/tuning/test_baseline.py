@@ -18,8 +18,15 @@ def test_cache_round_trip_keeps_other_models(tmp_path):
     assert again.get("a").tokens_per_s == 12.0 and again.get("b").source == "plain-decode reply"
 
 
-@pytest.mark.parametrize("content", ["{not json", '{"models": []}', '{"models": {"a": {"tokens_per_s": -1}}}',
-                                     '{"models": {"a": {"tokens_per_s": true}}}'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{not json",
+        '{"models": []}',
+        '{"models": {"a": {"tokens_per_s": -1}}}',
+        '{"models": {"a": {"tokens_per_s": true}}}',
+    ],
+)
 def test_bad_cache_files_count_as_empty(tmp_path, content):
     path = tmp_path / CACHE_NAME
     path.write_text(content)

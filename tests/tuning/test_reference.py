@@ -51,8 +51,7 @@ def test_an_old_cached_measurement_is_stale():
     assert got.describe(10_000.0) == "plain decode 7.0 tok/s, measured in an earlier session, 3 h ago"
 
 
-@pytest.mark.parametrize("speed,verdict", [(9.8, WITHIN_NOISE), (10.4, WITHIN_NOISE), (10.6, FASTER),
-                                           (9.4, SLOWER)])
+@pytest.mark.parametrize("speed,verdict", [(9.8, WITHIN_NOISE), (10.4, WITHIN_NOISE), (10.6, FASTER), (9.4, SLOWER)])
 def test_the_verdict_needs_the_whole_band_past_one(speed, verdict):
     assert compare(speed, Reference(10.0, 0.05, SESSION, 0.0, 2)).verdict == verdict
 

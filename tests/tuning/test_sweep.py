@@ -23,15 +23,42 @@ from specchat.tuning.sweep_stats import is_noisy, mad, median, robust_cv, speedu
 
 AC = PowerStatus("ac", None, None, "test: mains")
 BATTERY = PowerStatus("battery", 80.0, False, "test: battery 80%")
-MACHINE = {"chip": "Test Chip", "memory_total": "1.0 GB", "os": "TestOS", "mlx": "1", "mlx-lm": "2",
-           "mlx-optiq": "3"}
+MACHINE = {"chip": "Test Chip", "memory_total": "1.0 GB", "os": "TestOS", "mlx": "1", "mlx-lm": "2", "mlx-optiq": "3"}
 SHORT = (SweepPrompt("short", "Say hi."),)
-CELL_FIELDS = {"k", "median_tokens_per_s", "measured_median_tokens_per_s", "cv", "noisy", "speedup_pct",
-               "acceptance_rate", "mean_accepted_per_round", "peak_memory_bytes", "peak_memory_delta_bytes",
-               "identical", "first_mismatch", "power_sources", "power_changed", "reps", "warmups"}
-RUN_FIELDS = {"index", "warmup", "tokens_per_s", "generated_tokens", "decode_s", "rounds", "drafted",
-              "accepted", "peak_memory_bytes", "stop_reason", "power_source", "power_detail", "identical",
-              "first_mismatch"}
+CELL_FIELDS = {
+    "k",
+    "median_tokens_per_s",
+    "measured_median_tokens_per_s",
+    "cv",
+    "noisy",
+    "speedup_pct",
+    "acceptance_rate",
+    "mean_accepted_per_round",
+    "peak_memory_bytes",
+    "peak_memory_delta_bytes",
+    "identical",
+    "first_mismatch",
+    "power_sources",
+    "power_changed",
+    "reps",
+    "warmups",
+}
+RUN_FIELDS = {
+    "index",
+    "warmup",
+    "tokens_per_s",
+    "generated_tokens",
+    "decode_s",
+    "rounds",
+    "drafted",
+    "accepted",
+    "peak_memory_bytes",
+    "stop_reason",
+    "power_source",
+    "power_detail",
+    "identical",
+    "first_mismatch",
+}
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +111,9 @@ def test_table_and_json_have_every_cell_and_field(engine):
     assert data["settings"]["ks"] == [1, 3] and data["settings"]["reps"] == 2
     assert [p["name"] for p in data["prompts"]] == ["structured", "open"]
     for prompt in cfg.prompts:  # through the chat template, thinking off
-        ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": prompt.text}],
-                                                   add_generation_prompt=True, enable_thinking=False)
+        ids = engine.tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt.text}], add_generation_prompt=True, enable_thinking=False
+        )
         assert next(p for p in data["prompts"] if p["name"] == prompt.name)["prompt_tokens"] == len(ids)
     for prompt in data["prompts"]:
         assert [c["k"] for c in prompt["cells"]] == [None, 1, 3]
@@ -105,7 +133,8 @@ def test_table_and_json_have_every_cell_and_field(engine):
             rounds = sum(r["rounds"] for r in cell["reps"])
             assert cell["mean_accepted_per_round"] == pytest.approx(accepted / rounds)
             assert cell["speedup_pct"] == pytest.approx(
-                (cell["median_tokens_per_s"] / base["median_tokens_per_s"] - 1) * 100)
+                (cell["median_tokens_per_s"] / base["median_tokens_per_s"] - 1) * 100
+            )
             assert cell["peak_memory_delta_bytes"] == cell["peak_memory_bytes"] - base["peak_memory_bytes"]
         assert base["acceptance_rate"] is None and base["speedup_pct"] is None
     assert set(data["best_k"]) == {"structured", "open"} and set(data["best_k"].values()) <= {0, 1, 3}
@@ -154,8 +183,7 @@ def test_refuses_to_start_on_battery_unless_allowed(engine):
     with pytest.raises(OnBatteryError, match="battery 80%.*--allow-battery"):
         runner(engine, config(), generate=counting, read_power=lambda: BATTERY).run()
     assert calls == []
-    result = runner(engine, config(ks=(2,), reps=1, warmup=0, allow_battery=True),
-                    read_power=lambda: BATTERY).run()
+    result = runner(engine, config(ks=(2,), reps=1, warmup=0, allow_battery=True), read_power=lambda: BATTERY).run()
     assert result.power_at_start["source"] == "battery"
     assert all(c.power_sources == ("battery",) and not c.power_changed for c in result.prompts[0].cells)
 
@@ -220,10 +248,14 @@ def test_bad_settings_are_named():
 def test_prompt_files_and_names(tmp_path):
     (tmp_path / "mine.json").write_text(json.dumps({"sql": "Write a SQL query.", "poem": "A poem."}))
     (tmp_path / "essay.txt").write_text("Write an essay.\n")
-    prompts = merge_prompts(builtin_prompts("open"), load_prompt_file(tmp_path / "mine.json"),
-                            load_prompt_file(tmp_path / "essay.txt"))
+    prompts = merge_prompts(
+        builtin_prompts("open"), load_prompt_file(tmp_path / "mine.json"), load_prompt_file(tmp_path / "essay.txt")
+    )
     assert [(p.name, p.text) for p in prompts][1:] == [
-        ("sql", "Write a SQL query."), ("poem", "A poem."), ("essay", "Write an essay.")]
+        ("sql", "Write a SQL query."),
+        ("poem", "A poem."),
+        ("essay", "Write an essay."),
+    ]
     assert prompts[0].text == BUILTIN_PROMPTS["open"] and "four small Python functions" in BUILTIN_PROMPTS["structured"]
     with pytest.raises(ConfigError, match="unknown built-in prompt 'nope'"):
         builtin_prompts("structured,nope")
@@ -270,10 +302,38 @@ def test_cli_sweep_writes_json_markdown_and_saves_best_k(tmp_path, dense_target,
     out_json, out_md = tmp_path / "out.json", tmp_path / "out.md"
     env = {**os.environ, "SPECCHAT_HOME": str(tmp_path / "home")}
     proc = subprocess.run(
-        [sys.executable, "-m", "specchat", "sweep", "--target", str(dense_target), "--draft", str(dense_draft_partial),
-         "--draft-tokens", "1,2", "--reps", "2", "--warmup", "1", "--prompts", "open", "--max-tokens", "6",
-         "--tag", "ci", "--json", str(out_json), "--markdown", str(out_md), "--allow-battery"],
-        capture_output=True, text=True, timeout=180, env=env)
+        [
+            sys.executable,
+            "-m",
+            "specchat",
+            "sweep",
+            "--target",
+            str(dense_target),
+            "--draft",
+            str(dense_draft_partial),
+            "--draft-tokens",
+            "1,2",
+            "--reps",
+            "2",
+            "--warmup",
+            "1",
+            "--prompts",
+            "open",
+            "--max-tokens",
+            "6",
+            "--tag",
+            "ci",
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+            "--allow-battery",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out_json.read_text())
     assert data["machine"]["mlx"] == metadata.version("mlx") and data["machine"]["chip"]
@@ -287,8 +347,12 @@ def test_cli_sweep_writes_json_markdown_and_saves_best_k(tmp_path, dense_target,
 
 
 def test_cli_names_a_bad_draft_tokens_list(dense_target):
-    proc = subprocess.run([sys.executable, "-m", "specchat", "sweep", "--target", str(dense_target), "--mtp",
-                           "--draft-tokens", "1,x"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "specchat", "sweep", "--target", str(dense_target), "--mtp", "--draft-tokens", "1,x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "draft tokens must be whole numbers" in proc.stderr
 
 
@@ -297,10 +361,12 @@ def test_cli_names_a_bad_draft_tokens_list(dense_target):
 
 def speeds_set(engine, plain_tps: float, draft_tps):
     """A generate hook that reports chosen decode speeds (the tokens stay the engine's own)."""
+
     def generate(ids, cfg, cancel=None):
         result = engine.generate(ids, cfg, cancel)
         tps = plain_tps if cfg.mode == "baseline" else draft_tps(cfg.num_draft_tokens)
         return replace(result, stats=replace(result.stats, decode_tokens_per_s=tps))
+
     return generate
 
 
@@ -319,13 +385,17 @@ def test_a_sweep_where_speculation_is_slower_recommends_off(engine, tmp_path, de
     assert tuning_entry(paths, dense_target, dense_draft_partial)["speedup_pct"] == {"short": 0.0}
 
 
-@pytest.mark.parametrize("k_tps,reps,expected", [
-    (21.5, 3, 1),   # +7.5% with steady reps (CV 0): beyond the 5% floor
-    (20.9, 3, 0),   # +4.5%: within the 5% floor
-    (23.0, 2, 1),   # +15% with CVs n/a (2 reps): beyond the 10% band
-    (21.5, 2, 0),   # +7.5% with CVs n/a: within the 10% band
-])
+@pytest.mark.parametrize(
+    "k_tps,reps,expected",
+    [
+        (21.5, 3, 1),  # +7.5% with steady reps (CV 0): beyond the 5% floor
+        (20.9, 3, 0),  # +4.5%: within the 5% floor
+        (23.0, 2, 1),  # +15% with CVs n/a (2 reps): beyond the 10% band
+        (21.5, 2, 0),  # +7.5% with CVs n/a: within the 10% band
+    ],
+)
 def test_a_k_is_best_only_beyond_the_noise(engine, k_tps, reps, expected):
-    result = runner(engine, config(ks=(1,), reps=reps, warmup=0),
-                    generate=speeds_set(engine, 20.0, lambda k: k_tps)).run()
+    result = runner(
+        engine, config(ks=(1,), reps=reps, warmup=0), generate=speeds_set(engine, 20.0, lambda k: k_tps)
+    ).run()
     assert result.best_k() == {"short": expected}

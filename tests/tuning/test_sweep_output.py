@@ -21,8 +21,10 @@ def a_file(tmp_path):
 
 
 def test_a_path_under_a_file_or_a_folder_path_is_refused_with_its_name(a_file, tmp_path):
-    with pytest.raises(UnwritableOutputError, match=f"cannot write the JSON results to {a_file}/sub/out.json: "
-                                                    f"{a_file} is a file, not a folder"):
+    with pytest.raises(
+        UnwritableOutputError,
+        match=f"cannot write the JSON results to {a_file}/sub/out.json: {a_file} is a file, not a folder",
+    ):
         SweepOutputs(json_path=a_file / "sub" / "out.json").check()
     with pytest.raises(UnwritableOutputError, match=f"cannot write the Markdown results to {tmp_path}: it is a folder"):
         SweepOutputs(markdown_path=tmp_path).check()
@@ -40,9 +42,23 @@ def test_the_cli_refuses_an_unwritable_output_before_loading_models(where, a_fil
         home = a_file
     else:
         extra = [where, str(a_file / "out")]
-    proc = subprocess.run([sys.executable, "-m", "specchat", "sweep", "--target", str(tmp_path / "no-model"),
-                           "--draft", str(tmp_path / "no-draft"), *extra],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "SPECCHAT_HOME": str(home)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specchat",
+            "sweep",
+            "--target",
+            str(tmp_path / "no-model"),
+            "--draft",
+            str(tmp_path / "no-draft"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SPECCHAT_HOME": str(home)},
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: cannot write the ")
     assert f"{a_file} is a file, not a folder" in proc.stderr and "safetensors" not in proc.stderr
@@ -50,8 +66,9 @@ def test_the_cli_refuses_an_unwritable_output_before_loading_models(where, a_fil
         assert f"{a_file}/data/tuned_k.json" in proc.stderr and "--no-save" in proc.stderr
 
 
-def test_an_interrupted_sweep_keeps_every_finished_cell(tmp_path, monkeypatch, capsys, dense_target,
-                                                        dense_draft_partial):
+def test_an_interrupted_sweep_keeps_every_finished_cell(
+    tmp_path, monkeypatch, capsys, dense_target, dense_draft_partial
+):
     """Ctrl-C during the K=2 cell: the files hold the baseline and K=1 cells, both valid, marked in progress."""
     out_json, out_md = tmp_path / "out" / "sweep.json", tmp_path / "out" / "sweep.md"
     monkeypatch.setenv("SPECCHAT_HOME", str(tmp_path / "home"))
@@ -67,9 +84,30 @@ def test_an_interrupted_sweep_keeps_every_finished_cell(tmp_path, monkeypatch, c
         return original(self, ids, k, index, reference)
 
     monkeypatch.setattr(SweepRunner, "_run_once", run_once)
-    status = main(["sweep", "--target", str(dense_target), "--draft", str(dense_draft_partial),
-                   "--draft-tokens", "1,2", "--reps", "2", "--warmup", "0", "--prompts", "open",
-                   "--max-tokens", "4", "--allow-battery", "--json", str(out_json), "--markdown", str(out_md)])
+    status = main(
+        [
+            "sweep",
+            "--target",
+            str(dense_target),
+            "--draft",
+            str(dense_draft_partial),
+            "--draft-tokens",
+            "1,2",
+            "--reps",
+            "2",
+            "--warmup",
+            "0",
+            "--prompts",
+            "open",
+            "--max-tokens",
+            "4",
+            "--allow-battery",
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+        ]
+    )
     assert status == 130 and calls == [None, None, 1, 1]
     assert seen_after_each_cell == [[None], [None]]  # written when the baseline cell finished, before K=1 ran
     data = json.loads(out_json.read_text())
@@ -86,9 +124,32 @@ def test_an_interrupted_sweep_keeps_every_finished_cell(tmp_path, monkeypatch, c
 def test_a_finished_sweep_leaves_complete_files(tmp_path, monkeypatch, capsys, dense_target, dense_draft_partial):
     out_json = tmp_path / "sweep.json"
     monkeypatch.setenv("SPECCHAT_HOME", str(tmp_path / "home"))
-    assert main(["sweep", "--target", str(dense_target), "--draft", str(dense_draft_partial), "--draft-tokens", "1",
-                 "--reps", "1", "--warmup", "0", "--prompts", "open", "--max-tokens", "4", "--allow-battery",
-                 "--json", str(out_json), "--no-save"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--target",
+                str(dense_target),
+                "--draft",
+                str(dense_draft_partial),
+                "--draft-tokens",
+                "1",
+                "--reps",
+                "1",
+                "--warmup",
+                "0",
+                "--prompts",
+                "open",
+                "--max-tokens",
+                "4",
+                "--allow-battery",
+                "--json",
+                str(out_json),
+                "--no-save",
+            ]
+        )
+        == 0
+    )
     data = json.loads(out_json.read_text())
     assert data["partial"] is False and [c["k"] for c in data["prompts"][0]["cells"]] == [None, 1]
     assert [p for p in tmp_path.iterdir() if p.name != "home"] == [out_json]  # no temp files left behind

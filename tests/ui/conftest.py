@@ -28,14 +28,12 @@ def open_window(qtbot, paths):
     from specchat.ui.main_window import MainWindow
 
     def make(target=None, draft=None, at: AppPaths | None = None, max_tokens: int = MAX_TOKENS):
-        window = MainWindow(at or paths, target=str(target) if target else None,
-                            draft=str(draft) if draft else None)
+        window = MainWindow(at or paths, target=str(target) if target else None, draft=str(draft) if draft else None)
         qtbot.addWidget(window)
         window.show()
         window.panel.max_tokens.setValue(max_tokens)
         if window.requested[0]:  # the given pair, else the saved one
-            qtbot.waitUntil(lambda: window.pair is not None or window.banner.level == "error",
-                            timeout=LOAD_TIMEOUT_MS)
+            qtbot.waitUntil(lambda: window.pair is not None or window.banner.level == "error", timeout=LOAD_TIMEOUT_MS)
         return window
 
     return make

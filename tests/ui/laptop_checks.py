@@ -33,8 +33,9 @@ def assert_fits(window, what: str) -> None:
     frame, screen = window.frameGeometry(), available()
     assert screen.contains(frame), f"{what}: frame {frame.getRect()} leaves the screen {screen.getRect()}"
     least = window.minimumSizeHint()
-    assert least.width() <= screen.width() and least.height() <= screen.height(), \
+    assert least.width() <= screen.width() and least.height() <= screen.height(), (
         f"{what}: minimum size {least.toTuple()} is larger than the screen {screen.size().toTuple()}"
+    )
 
 
 def chat_width(window) -> int:
@@ -54,8 +55,10 @@ def clipped(label: QLabel, what: str) -> list[str]:
 
 def assert_shown_whole(qtbot, labels: dict[str, QLabel]) -> None:
     """Every label shows its whole text once the layout has settled."""
+
     def problems():
         return [p for what, label in labels.items() for p in clipped(label, what)]
+
     try:
         qtbot.waitUntil(lambda: not problems(), timeout=2000)
     except Exception:
@@ -111,8 +114,17 @@ def test_the_dashboard_beside_the_chat_shows_everything(qtbot, open_window):
     dash.poller.stop()
     dash.memory.clear()  # only the readings below, not this machine's
     for n in range(5):  # MLX uses about 1-2 GB while the machine has 9 GB free
-        dash.on_memory(MemorySample(1_700_000_000.0 + n, int((1.0 + 0.1 * n) * GB), int((1.5 + 0.1 * n) * GB),
-                                    int(0.2 * GB), int(2.5 * GB), 16 * GB, int(9 * GB)))
+        dash.on_memory(
+            MemorySample(
+                1_700_000_000.0 + n,
+                int((1.0 + 0.1 * n) * GB),
+                int((1.5 + 0.1 * n) * GB),
+                int(0.2 * GB),
+                int(2.5 * GB),
+                16 * GB,
+                int(9 * GB),
+            )
+        )
     dash.on_power(NO_BATTERY, None)
     dash.set_weights_bytes(int(1.2 * GB))
     dash.redraw()
@@ -127,8 +139,11 @@ def test_the_dashboard_beside_the_chat_shows_everything(qtbot, open_window):
     assert low == 0 and 1.9 <= high <= 1.9 * 1.25
     assert 9 <= dash.memory_chart.system_view.viewRange()[1][1] <= 9 * 1.25
     # tiles wrap, keep their texts whole; the charts show in tabs or a grid, each at a readable size
-    labels = {f"tile {name} {part}": getattr(tile, part) for name, tile in dash.tiles.items()
-              for part in ("title", "value", "sub")}
+    labels = {
+        f"tile {name} {part}": getattr(tile, part)
+        for name, tile in dash.tiles.items()
+        for part in ("title", "value", "sub")
+    }
     labels.update({f"{type(card).__name__} empty note": card.empty for card in dash.charts.cards})
     labels.update({"power line": power.note, "status": dash.status})
     assert_shown_whole(qtbot, labels)

@@ -1,7 +1,5 @@
 """The main window on tiny models: replies equal the engine's, modes switch, stop saves, restart finds."""
 
-
-
 from specchat.engine import Engine, GenerationConfig
 from specchat.engine.session import ChatSession
 from specchat.store import ConversationStore
@@ -16,8 +14,7 @@ def fresh_reply(target, draft, messages, cfg, system_prompt=None):
     return engine.generate(ids, cfg)
 
 
-def test_a_reply_equals_the_engines_output_and_is_saved(qtbot, open_window, paths, dense_target,
-                                                       dense_draft_partial):
+def test_a_reply_equals_the_engines_output_and_is_saved(qtbot, open_window, paths, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial)
     assert window.pair.draft and window.speculation.checked_mode() == "draft"
     assert window.transcript.empty.isVisible() and "is ready" in window.transcript.empty.hint.text()
@@ -25,13 +22,16 @@ def test_a_reply_equals_the_engines_output_and_is_saved(qtbot, open_window, path
     finished = send(qtbot, window, "Write a function that adds two numbers.")
     k = window.speculation.current_k
     cfg = GenerationConfig(mode="draft", num_draft_tokens=k, max_tokens=MAX_TOKENS)
-    expected = fresh_reply(dense_target, dense_draft_partial,
-                           [{"role": "user", "content": "Write a function that adds two numbers."}], cfg)
+    expected = fresh_reply(
+        dense_target, dense_draft_partial, [{"role": "user", "content": "Write a function that adds two numbers."}], cfg
+    )
     assert list(finished.tokens) == expected.tokens and finished.text == expected.text
     assert window.chat.last_trace.tokens == expected.tokens and window.chat.last_trace.text == expected.text
     rows = window.store.messages(window.chat.conversation_id)
     assert [(m.role, m.content) for m in rows] == [
-        ("user", "Write a function that adds two numbers."), ("assistant", expected.text)]
+        ("user", "Write a function that adds two numbers."),
+        ("assistant", expected.text),
+    ]
     assert rows[1].stats["mode"] == "draft" and rows[1].stats["num_draft_tokens"] == k
     reply = window.transcript.views[-1]
     assert reply.footer.text().startswith(f"{MAX_TOKENS} tokens") and f"K={k}" in reply.footer.text()
@@ -41,8 +41,9 @@ def test_a_reply_equals_the_engines_output_and_is_saved(qtbot, open_window, path
     screenshot(window, "main_window_tiny_reply")
 
 
-def test_modes_switch_through_the_menu_and_the_next_reply_uses_them(qtbot, open_window, dense_target,
-                                                                   dense_draft_partial):
+def test_modes_switch_through_the_menu_and_the_next_reply_uses_them(
+    qtbot, open_window, dense_target, dense_draft_partial
+):
     window = open_window(dense_target, dense_draft_partial)
     mtp = window.speculation.mode_actions["mtp"]
     assert not mtp.isEnabled() and mtp.toolTip().startswith("Unavailable: ")
@@ -116,8 +117,13 @@ def test_system_prompt_is_per_conversation_and_used(qtbot, open_window, dense_ta
     finished = send(qtbot, window, "hi")
     conv = window.store.get(window.chat.conversation_id)
     assert conv.system_prompt == "Answer in one word."
-    expected = fresh_reply(dense_target, None, [{"role": "user", "content": "hi"}],
-                           GenerationConfig(max_tokens=MAX_TOKENS), "Answer in one word.")
+    expected = fresh_reply(
+        dense_target,
+        None,
+        [{"role": "user", "content": "hi"}],
+        GenerationConfig(max_tokens=MAX_TOKENS),
+        "Answer in one word.",
+    )
     assert list(finished.tokens) == expected.tokens
     window.sidebar.new_button.click()
     assert window.panel.system_prompt.toPlainText() == "" and window.transcript.views == []

@@ -26,8 +26,9 @@ def partial_reply(db: Path) -> str | None:
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
         try:
-            row = con.execute("SELECT content FROM messages WHERE role = 'assistant' AND complete = 0"
-                              " AND content != ''").fetchone()
+            row = con.execute(
+                "SELECT content FROM messages WHERE role = 'assistant' AND complete = 0 AND content != ''"
+            ).fetchone()
         finally:
             con.close()
     except sqlite3.Error:  # not created yet, or the schema is still being made
@@ -54,8 +55,20 @@ def test_kill_9_mid_reply_keeps_the_streamed_text(tmp_path, dense_target):
     log = tmp_path / "child.log"
     with log.open("wb") as output:  # a file, not a pipe: a full pipe would stall the child
         child = subprocess.Popen(
-            [sys.executable, "-m", "tests.ui.crash_child", str(home), str(dense_target), PROMPT,
-             str(MAX_TOKENS), str(SAVE_INTERVAL_S)], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "tests.ui.crash_child",
+                str(home),
+                str(dense_target),
+                PROMPT,
+                str(MAX_TOKENS),
+                str(SAVE_INTERVAL_S),
+            ],
+            cwd=ROOT,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline, partial = time.monotonic() + 180, None
         while partial is None and child.poll() is None and time.monotonic() < deadline:

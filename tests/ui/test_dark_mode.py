@@ -115,8 +115,10 @@ def test_code_blocks_use_the_dark_highlighting_in_dark_mode(qtbot):
     light = {s.colour for s in colour_spans(code, "python")}
     dark = {s.colour for s in colour_spans(code, "python", dark=True)}
     text = f"```python\n{code}\n```"
-    for choice, wanted, other, code_bg in (("dark", dark, light, theme.DARK.code_bg),
-                                           ("light", light, dark, theme.LIGHT.code_bg)):
+    for choice, wanted, other, code_bg in (
+        ("dark", dark, light, theme.DARK.code_bg),
+        ("light", light, dark, theme.LIGHT.code_bg),
+    ):
         switch().set_choice(choice)
         view = MarkdownView()
         qtbot.addWidget(view)

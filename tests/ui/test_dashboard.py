@@ -26,8 +26,9 @@ WINDOW = 8
 def recorded_stream(hybrid_target, hybrid_draft_partial):
     """Every event of one draft-mode generation on the tiny hybrid pair."""
     engine = Engine.load(hybrid_target, hybrid_draft_partial)
-    ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": "Count to ten."}],
-                                               add_generation_prompt=True, enable_thinking=False)
+    ids = engine.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Count to ten."}], add_generation_prompt=True, enable_thinking=False
+    )
     events = list(engine.stream(ids, GenerationConfig("draft", 3, max_tokens=40)))
     assert isinstance(events[-1], Finished) and events[-1].stats.rounds >= 5
     return events
@@ -42,14 +43,25 @@ class FakeMemory:
     def __call__(self) -> MemorySample:
         self.count += 1
         n = self.count
-        return MemorySample(1_700_000_000.0 + n, int((1.0 + 0.1 * n) * GB), int((1.5 + 0.1 * n) * GB),
-                            int(0.2 * GB), int(2.5 * GB), int(16 * GB), int((9.0 - 0.05 * n) * GB))
+        return MemorySample(
+            1_700_000_000.0 + n,
+            int((1.0 + 0.1 * n) * GB),
+            int((1.5 + 0.1 * n) * GB),
+            int(0.2 * GB),
+            int(2.5 * GB),
+            int(16 * GB),
+            int((9.0 - 0.05 * n) * GB),
+        )
 
 
 def make_dashboard(qtbot, paths, power=AC, low_power=False, redraw_ms=100_000, memory=None):
-    poller = SystemPoller(read_memory=memory or FakeMemory(), read_power=lambda: power,
-                          read_low_power=lambda: low_power, memory_interval_ms=100_000,
-                          power_interval_ms=100_000)
+    poller = SystemPoller(
+        read_memory=memory or FakeMemory(),
+        read_power=lambda: power,
+        read_low_power=lambda: low_power,
+        memory_interval_ms=100_000,
+        power_interval_ms=100_000,
+    )
     dash = Dashboard(paths, poller=poller, redraw_interval_ms=redraw_ms, start_polling=False)
     qtbot.addWidget(dash)
     dash.resize(1280, 800)
@@ -72,11 +84,15 @@ def by_hand(rounds):
     emitted = [r.emitted for r in rounds]
     seconds = [r.draft_s + r.verify_s for r in rounds]
     per_round = [e / s for e, s in zip(emitted, seconds)]
-    rolling = [sum(emitted[max(0, i - WINDOW + 1):i + 1]) / sum(seconds[max(0, i - WINDOW + 1):i + 1])
-               for i in range(len(rounds))]
+    rolling = [
+        sum(emitted[max(0, i - WINDOW + 1) : i + 1]) / sum(seconds[max(0, i - WINDOW + 1) : i + 1])
+        for i in range(len(rounds))
+    ]
     acceptance = [100 * r.accepted / r.drafted for r in rounds]
-    cumulative = [100 * sum(r.accepted for r in rounds[:i + 1]) / sum(r.drafted for r in rounds[:i + 1])
-                  for i in range(len(rounds))]
+    cumulative = [
+        100 * sum(r.accepted for r in rounds[: i + 1]) / sum(r.drafted for r in rounds[: i + 1])
+        for i in range(len(rounds))
+    ]
     return per_round, rolling, acceptance, cumulative
 
 
@@ -166,9 +182,13 @@ def test_plain_decoding_reply_says_it_has_no_rounds(qtbot, paths):
 
 def test_battery_and_low_power_banner(qtbot, paths):
     state = {"power": BATTERY, "low": False}
-    poller = SystemPoller(read_memory=FakeMemory(), read_power=lambda: state["power"],
-                          read_low_power=lambda: state["low"], memory_interval_ms=100_000,
-                          power_interval_ms=100_000)
+    poller = SystemPoller(
+        read_memory=FakeMemory(),
+        read_power=lambda: state["power"],
+        read_low_power=lambda: state["low"],
+        memory_interval_ms=100_000,
+        power_interval_ms=100_000,
+    )
     dash = Dashboard(paths, poller=poller, redraw_interval_ms=100_000, start_polling=False)
     qtbot.addWidget(dash)
     dash.show()
@@ -267,11 +287,21 @@ def test_a_long_plain_reply_becomes_the_reference_of_the_next(qtbot, paths):
     dash.on_event(Finished((1,) * 40, "x", stats))
     assert dash.baseline_tps is None  # a reply is never its own reference
     assert BaselineCache.for_paths(paths).get("/models/b").source == "plain-decode reply"
-    dash.on_event(Finished((1,) * 40, "x", GenerationStats(generated_tokens=40, decode_tokens_per_s=29.0,
-                                                           mode="baseline", prompt_tokens=20)))
+    dash.on_event(
+        Finished(
+            (1,) * 40,
+            "x",
+            GenerationStats(generated_tokens=40, decode_tokens_per_s=29.0, mode="baseline", prompt_tokens=20),
+        )
+    )
     assert dash.baseline_tps == 31.0  # the other plain reply
-    dash.on_event(Finished((1,) * 40, "x", GenerationStats(generated_tokens=40, decode_tokens_per_s=45.0,
-                                                           mode="draft", prompt_tokens=20)))
+    dash.on_event(
+        Finished(
+            (1,) * 40,
+            "x",
+            GenerationStats(generated_tokens=40, decode_tokens_per_s=45.0, mode="draft", prompt_tokens=20),
+        )
+    )
     assert dash.baseline_tps == 30.0  # both plain replies
 
 

@@ -20,8 +20,9 @@ def broken_model_folder(tmp_path):
     return folder
 
 
-def test_a_failed_load_keeps_the_pair_in_use_and_the_settings(qtbot, open_window, paths, tmp_path, dense_target,
-                                                             dense_draft_partial):
+def test_a_failed_load_keeps_the_pair_in_use_and_the_settings(
+    qtbot, open_window, paths, tmp_path, dense_target, dense_draft_partial
+):
     window = open_window(dense_target)
     first = window.pair
     assert load_settings(paths).settings.target_path == first.target == str(dense_target)
@@ -49,7 +50,8 @@ def test_a_sweep_sent_during_a_reply_waits_its_turn(qtbot, open_window, dense_ta
     qtbot.waitUntil(lambda: window.docks.measuring is None, timeout=LOAD_TIMEOUT_MS)
     order = []
     window.client.host.add_observer(
-        lambda e: order.append((type(e).__name__, e.job.kind)) if isinstance(e, (JobStarted, JobFinished)) else None)
+        lambda e: order.append((type(e).__name__, e.job.kind)) if isinstance(e, (JobStarted, JobFinished)) else None
+    )
     view = window.docks.sweep_view
     view.read_power, view.machine_info = (lambda: AC), (lambda: {"chip": "test"})
     view.reps.setValue(1)
@@ -67,14 +69,17 @@ def test_a_sweep_sent_during_a_reply_waits_its_turn(qtbot, open_window, dense_ta
     with qtbot.waitSignal(view.sweepFinished, timeout=REPLY_TIMEOUT_MS) as swept:
         pass
     assert not reply.args[0].cancelled and not swept.args[0].cancelled
-    assert order == [("JobStarted", "reply"), ("JobFinished", "reply"),
-                     ("JobStarted", "sweep"), ("JobFinished", "sweep")]
+    assert order == [
+        ("JobStarted", "reply"),
+        ("JobFinished", "reply"),
+        ("JobStarted", "sweep"),
+        ("JobFinished", "sweep"),
+    ]
     assert swept.args[0].prompts[0].cells[-1].identical is True
     qtbot.waitUntil(lambda: window.queue_label.text() == "")
 
 
-def test_a_queued_ab_comparison_can_be_cancelled_before_it_runs(qtbot, open_window, dense_target,
-                                                               dense_draft_partial):
+def test_a_queued_ab_comparison_can_be_cancelled_before_it_runs(qtbot, open_window, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial, max_tokens=200)
     qtbot.waitUntil(lambda: window.docks.measuring is None, timeout=LOAD_TIMEOUT_MS)
     ab = window.docks.sweep_view.ab

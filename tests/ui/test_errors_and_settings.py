@@ -53,8 +53,9 @@ def test_a_folder_that_is_not_a_model_fails_to_load_with_its_name(qtbot, open_wi
     assert window.model_bar.state.text() == "Load failed"
 
 
-def test_an_incompatible_draft_is_refused_and_the_target_still_loads(qtbot, open_window, dense_target,
-                                                                    dense_other_vocab):
+def test_an_incompatible_draft_is_refused_and_the_target_still_loads(
+    qtbot, open_window, dense_target, dense_other_vocab
+):
     window = open_window(dense_target, dense_other_vocab)
     assert window.pair is not None and window.pair.draft is None
     # plain words in the banner, the technical reason behind its Details toggle
@@ -71,8 +72,9 @@ def test_an_incompatible_draft_is_refused_and_the_target_still_loads(qtbot, open
     assert send(qtbot, window, "still works").stats.mode == "baseline"
 
 
-def test_the_draft_picker_greys_drafts_of_another_vocabulary(qtbot, open_window, dense_target,
-                                                            dense_draft_partial, dense_other_vocab):
+def test_the_draft_picker_greys_drafts_of_another_vocabulary(
+    qtbot, open_window, dense_target, dense_draft_partial, dense_other_vocab
+):
     window = open_window(dense_target)
     combo = window.model_bar.draft
 
@@ -100,8 +102,9 @@ def test_corrupt_settings_are_backed_up_and_the_user_is_told(qtbot, open_window,
     assert load_settings(paths).warning is None  # a good file was written back
 
 
-def test_a_reply_that_fails_midway_keeps_its_text_and_its_footer_says_error(qtbot, open_window, dense_target,
-                                                                           monkeypatch):
+def test_a_reply_that_fails_midway_keeps_its_text_and_its_footer_says_error(
+    qtbot, open_window, dense_target, monkeypatch
+):
     from specchat.engine.stats import StatsRecorder
 
     window = open_window(dense_target)
@@ -122,5 +125,7 @@ def test_a_reply_that_fails_midway_keeps_its_text_and_its_footer_says_error(qtbo
     reply = window.transcript.views[-1]
     assert reply.role == "assistant" and reply.footer.text() == "error: RuntimeError: the device went away"
     saved = window.store.messages(window.chat.conversation_id)[-1]
-    assert saved.role == "assistant" and saved.stats == {"stop_reason": "error",
-                                                         "error": "RuntimeError: the device went away"}
+    assert saved.role == "assistant" and saved.stats == {
+        "stop_reason": "error",
+        "error": "RuntimeError: the device went away",
+    }

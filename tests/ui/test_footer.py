@@ -4,15 +4,18 @@ import pytest
 
 from specchat.ui.chat.footer import error_stats, footer_text
 
-PLAIN = {"generated_tokens": 42, "decode_tokens_per_s": 31.5, "ttft_s": 0.12, "mode": "baseline",
-         "max_tokens": 42}
+PLAIN = {"generated_tokens": 42, "decode_tokens_per_s": 31.5, "ttft_s": 0.12, "mode": "baseline", "max_tokens": 42}
 
 
-@pytest.mark.parametrize("stop,cancelled,tail", [
-    ("eos", False, "end of turn"), ("length", False, "max tokens (42)"), ("cancelled", True, "stopped by you")])
+@pytest.mark.parametrize(
+    "stop,cancelled,tail",
+    [("eos", False, "end of turn"), ("length", False, "max tokens (42)"), ("cancelled", True, "stopped by you")],
+)
 def test_footer_names_each_kind_of_stop(stop, cancelled, tail):
-    assert footer_text({**PLAIN, "stop_reason": stop}, cancelled) == \
-        f"42 tokens · 31.5 tok/s · TTFT 0.12 s · speculation off · {tail}"
+    assert (
+        footer_text({**PLAIN, "stop_reason": stop}, cancelled)
+        == f"42 tokens · 31.5 tok/s · TTFT 0.12 s · speculation off · {tail}"
+    )
 
 
 def test_a_failed_reply_says_error():
@@ -20,14 +23,32 @@ def test_a_failed_reply_says_error():
 
 
 def test_a_draft_reply_with_nothing_drafted_says_acceptance_dash():
-    stats = {**PLAIN, "mode": "lookup", "num_draft_tokens": 3, "drafted": 0, "accepted": 0,
-             "acceptance_rate": 0.0, "stop_reason": "eos"}
+    stats = {
+        **PLAIN,
+        "mode": "lookup",
+        "num_draft_tokens": 3,
+        "drafted": 0,
+        "accepted": 0,
+        "acceptance_rate": 0.0,
+        "stop_reason": "eos",
+    }
     assert footer_text(stats) == "42 tokens · 31.5 tok/s · TTFT 0.12 s · Prompt lookup K=3; acceptance — · end of turn"
 
 
 def test_an_old_saved_message_without_the_new_keys():
-    old = {"generated_tokens": 8, "decode_tokens_per_s": 20.0, "ttft_s": 0.1, "mode": "draft",
-           "num_draft_tokens": 4, "drafted": 8, "accepted": 6, "acceptance_rate": 0.75, "stop_reason": ""}
-    assert footer_text(old, cancelled=True) == \
-        "8 tokens · 20.0 tok/s · TTFT 0.10 s · Draft model K=4; 75% of drafted tokens accepted · stopped by you"
+    old = {
+        "generated_tokens": 8,
+        "decode_tokens_per_s": 20.0,
+        "ttft_s": 0.1,
+        "mode": "draft",
+        "num_draft_tokens": 4,
+        "drafted": 8,
+        "accepted": 6,
+        "acceptance_rate": 0.75,
+        "stop_reason": "",
+    }
+    assert (
+        footer_text(old, cancelled=True)
+        == "8 tokens · 20.0 tok/s · TTFT 0.10 s · Draft model K=4; 75% of drafted tokens accepted · stopped by you"
+    )
     assert footer_text(old) == "8 tokens · 20.0 tok/s · TTFT 0.10 s · Draft model K=4; 75% of drafted tokens accepted"

@@ -22,13 +22,15 @@ MEASURE_TIMEOUT_MS = 60_000
 def wait_for_baseline(qtbot, window) -> float:
     """Wait for the plain-decode measurement the dashboard asks for after a load."""
     dash = window.docks.dashboard
-    qtbot.waitUntil(lambda: dash.baseline_tps is not None and window.docks.measuring is None,
-                    timeout=MEASURE_TIMEOUT_MS)
+    qtbot.waitUntil(
+        lambda: dash.baseline_tps is not None and window.docks.measuring is None, timeout=MEASURE_TIMEOUT_MS
+    )
     return dash.baseline_tps
 
 
-def test_dashboard_gets_the_pair_a_baseline_and_every_round_of_a_reply(qtbot, open_window, paths, dense_target,
-                                                                       dense_draft_partial):
+def test_dashboard_gets_the_pair_a_baseline_and_every_round_of_a_reply(
+    qtbot, open_window, paths, dense_target, dense_draft_partial
+):
     window = open_window(dense_target, dense_draft_partial)
     dash, docks = window.docks.dashboard, window.docks
     assert not docks.dashboard_dock.isVisible()  # first start on a narrow screen (offscreen: 800 px)
@@ -99,8 +101,7 @@ def test_real_model_with_prompt_lookup_and_auto_k_on_the_dashboard(qtbot, open_w
     screenshot(window, "main_window_dashboard_real_model")
 
 
-def test_prompt_lookup_and_auto_k_chosen_in_the_menu_drive_the_next_reply(qtbot, open_window, paths,
-                                                                           dense_target):
+def test_prompt_lookup_and_auto_k_chosen_in_the_menu_drive_the_next_reply(qtbot, open_window, paths, dense_target):
     window = open_window(dense_target)
     menu = window.speculation
     lookup = menu.mode_actions["lookup"]
@@ -116,6 +117,7 @@ def test_prompt_lookup_and_auto_k_chosen_in_the_menu_drive_the_next_reply(qtbot,
     from dataclasses import asdict
 
     from specchat.engine.summary import speculation_text, stop_text
+
     assert f"Prompt lookup {speculation_text(asdict(stats))} · {stop_text(asdict(stats))}" in footer
     assert footer.startswith(f"{stats.generated_tokens} tokens") and "Prompt lookup K auto" in footer
     saved = load_settings(paths).settings
@@ -161,8 +163,7 @@ def test_settings_round_trip_lookup_and_auto_and_still_refuse_bad_k(paths):
             settings_from_dict({"num_draft_tokens": bad})
 
 
-def test_a_load_sent_during_an_ab_comparison_waits_its_turn(qtbot, open_window, dense_target,
-                                                            dense_draft_partial):
+def test_a_load_sent_during_an_ab_comparison_waits_its_turn(qtbot, open_window, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial)
     wait_for_baseline(qtbot, window)
     ab = window.docks.sweep_view.ab
@@ -180,8 +181,7 @@ def test_a_load_sent_during_an_ab_comparison_waits_its_turn(qtbot, open_window, 
     assert window.composer.send_button.isEnabled() and ab.run_button.isEnabled()
 
 
-def test_saving_the_best_k_updates_the_speculation_menu(qtbot, open_window, paths, dense_target,
-                                                        dense_draft_partial):
+def test_saving_the_best_k_updates_the_speculation_menu(qtbot, open_window, paths, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial)
     assert window.speculation.tuned_k is None
     best = {"structured": 5, "open": 5}
@@ -192,8 +192,7 @@ def test_saving_the_best_k_updates_the_speculation_menu(qtbot, open_window, path
 
 
 @pytest.mark.usefixtures("hub_env")
-def test_models_window_opens_from_the_menu_and_its_choices_load(qtbot, open_window, dense_target,
-                                                                dense_draft_partial):
+def test_models_window_opens_from_the_menu_and_its_choices_load(qtbot, open_window, dense_target, dense_draft_partial):
     window = open_window()
     assert window.models_action.shortcut().toString() == "Ctrl+Shift+M"
     window.models_action.trigger()
@@ -208,8 +207,9 @@ def test_models_window_opens_from_the_menu_and_its_choices_load(qtbot, open_wind
     # "use pair" sends target then draft: one load with both
     models.use_as_target.emit(str(dense_target))
     models.use_as_draft.emit(str(dense_draft_partial))
-    qtbot.waitUntil(lambda: window.pair is not None and window.pair.draft == str(dense_draft_partial),
-                    timeout=LOAD_TIMEOUT_MS)
+    qtbot.waitUntil(
+        lambda: window.pair is not None and window.pair.draft == str(dense_draft_partial), timeout=LOAD_TIMEOUT_MS
+    )
     qtbot.wait(100)
     assert len(loads) == 2
     assert window.model_bar.draft_path() == str(dense_draft_partial)

@@ -53,7 +53,8 @@ def test_esc_outside_the_composer_leaves_edit_mode(qtbot, open_window, dense_tar
 
 
 def test_cmd_n_starts_a_chat_with_an_empty_system_prompt_and_the_cursor_in_the_composer(
-        qtbot, open_window, dense_target):
+    qtbot, open_window, dense_target
+):
     window = open_window(dense_target)
     _activate(qtbot, window)
     window.panel.system_prompt.setPlainText("You are a pirate.")
@@ -89,8 +90,10 @@ def test_preferences_is_a_real_dialog_with_the_macos_menu_role(qtbot, open_windo
     window = open_window(dense_target)
     action: QAction = window.preferences.action
     assert action.menuRole() == QAction.MenuRole.PreferencesRole
-    assert QKeySequence("Ctrl+,") in action.shortcuts() or \
-        QKeySequence(QKeySequence.StandardKey.Preferences) in action.shortcuts()
+    assert (
+        QKeySequence("Ctrl+,") in action.shortcuts()
+        or QKeySequence(QKeySequence.StandardKey.Preferences) in action.shortcuts()
+    )
     assert action in window.menuBar().actions()[0].menu().actions()
     action.trigger()
     dialog = window.preferences.dialog
@@ -103,7 +106,11 @@ def test_preferences_is_a_real_dialog_with_the_macos_menu_role(qtbot, open_windo
     dialog.accept()
     saved = load_settings(paths).settings
     assert (saved.enter_sends, saved.temperature, saved.theme, saved.power_policy) == (
-        False, 0.7, "dark", "plain_on_battery")
+        False,
+        0.7,
+        "dark",
+        "plain_on_battery",
+    )
     assert saved.dashboard_charts == ["throughput", "acceptance", "memory"]
     assert window.panel.temperature.value() == 0.7  # the panel shows the new default
     assert window.composer.enter_sends is False
@@ -149,8 +156,10 @@ def _without_thinking_switch(source, destination):
     shutil.copytree(source, destination)
     config_file = destination / "tokenizer_config.json"
     config = json.loads(config_file.read_text())
-    config["chat_template"] = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
-                               "{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}")
+    config["chat_template"] = (
+        "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+        "{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
+    )
     config_file.write_text(json.dumps(config))
     for extra in ("chat_template.jinja", "chat_template.json"):
         (destination / extra).unlink(missing_ok=True)

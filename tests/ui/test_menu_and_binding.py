@@ -25,14 +25,18 @@ def test_menu_offers_the_k_choices_shortcuts_and_greys_unavailable_modes(qtbot):
     qtbot.addWidget(menu)
     assert list(menu.k_actions) == list(K_CHOICES)
     assert [menu.mode_actions[m].shortcut().toString() for m in ("baseline", "draft", "mtp")] == [
-        "Ctrl+0", "Ctrl+1", "Ctrl+2"]
+        "Ctrl+0",
+        "Ctrl+1",
+        "Ctrl+2",
+    ]
     assert not menu.mode_actions["draft"].isEnabled()
     assert menu.mode_actions["draft"].toolTip() == (
-        "Unavailable: no model is loaded yet: choose one in the toolbar or open Models…")
-    menu.set_available({"baseline": None, "draft": None,
-                        "mtp": "no MTP head: config.json declares no MTP layers"})
+        "Unavailable: no model is loaded yet: choose one in the toolbar or open Models…"
+    )
+    menu.set_available({"baseline": None, "draft": None, "mtp": "no MTP head: config.json declares no MTP layers"})
     assert menu.mode_actions["draft"].isEnabled() and menu.mode_actions["mtp"].toolTip() == (
-        "Unavailable: this model has no multi-token-prediction head (config.json declares no MTP layers)")
+        "Unavailable: this model has no multi-token-prediction head (config.json declares no MTP layers)"
+    )
     chosen = []
     menu.draftTokensChosen.connect(chosen.append)
     menu.set_k(4)

@@ -43,8 +43,17 @@ def test_prefill_progress_shows_on_the_card_and_stop_ends_it_before_any_text(qtb
         if isinstance(event, PrefillProgress):
             card = window.transcript.views[-1]
             card.render()
-            seen.append((event.done, event.total, card.prefill_label.isVisibleTo(card), card.prefill_label.text(),
-                         card.prefill_bar.value(), card.prefill_bar.maximum(), card.body.isVisibleTo(card)))
+            seen.append(
+                (
+                    event.done,
+                    event.total,
+                    card.prefill_label.isVisibleTo(card),
+                    card.prefill_label.text(),
+                    card.prefill_bar.value(),
+                    card.prefill_bar.maximum(),
+                    card.body.isVisibleTo(card),
+                )
+            )
             if event.done >= 16 and not gate.is_set():
                 screenshot(window, "main_window_reading_the_prompt")
                 window.composer.stop_button.click()
@@ -66,8 +75,7 @@ def test_prefill_progress_shows_on_the_card_and_stop_ends_it_before_any_text(qtb
     assert [v.role for v in window.transcript.views] == ["user", "user", "assistant"]
 
 
-def test_regenerate_keeps_versions_that_flip_steer_the_next_reply_and_survive_restart(qtbot, open_window,
-                                                                                      dense_target):
+def test_regenerate_keeps_versions_that_flip_steer_the_next_reply_and_survive_restart(qtbot, open_window, dense_target):
     window = open_window(dense_target, max_tokens=12)
     first = send(qtbot, window, "hello there")
     window.panel.max_tokens.setValue(5)
@@ -83,8 +91,11 @@ def test_regenerate_keeps_versions_that_flip_steer_the_next_reply_and_survive_re
     conv = window.chat.conversation_id
     assert [m.content for m in window.store.messages(conv)] == ["hello there", first.text]
     third = send(qtbot, window, "and then?")  # the history sent holds the version shown
-    history = [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": first.text},
-               {"role": "user", "content": "and then?"}]
+    history = [
+        {"role": "user", "content": "hello there"},
+        {"role": "assistant", "content": first.text},
+        {"role": "user", "content": "and then?"},
+    ]
     assert list(third.tokens) == fresh_reply(dense_target, None, history, GenerationConfig(max_tokens=5)).tokens
     window.close()
     again = open_window()
@@ -128,7 +139,9 @@ def test_export_through_the_chat_menu_writes_files_that_parse_back(qtbot, open_w
     document = json.loads(targets["json"].read_text(encoding="utf-8"))
     assert document["format"] == "specchat-conversation" and document["system_prompt"] == "Be brief."
     assert [(m["role"], m["content"]) for m in document["messages"]] == [
-        ("user", "Name a fruit."), ("assistant", reply.text)]
+        ("user", "Name a fruit."),
+        ("assistant", reply.text),
+    ]
     assert document["messages"][1]["stats"]["generated_tokens"] == len(reply.tokens)
     assert window.banner.isVisible() and str(targets["json"]) in window.banner.message
     window.export_markdown_action.trigger()
@@ -151,8 +164,9 @@ def _background(doc, position):
     return char_format(doc, position).background().color()
 
 
-def test_tints_and_rejection_marks_come_back_when_the_conversation_is_reopened(qtbot, open_window, dense_target,
-                                                                               dense_draft_partial):
+def test_tints_and_rejection_marks_come_back_when_the_conversation_is_reopened(
+    qtbot, open_window, dense_target, dense_draft_partial
+):
     window = open_window(dense_target, dense_draft_partial, max_tokens=40)
     window.color_action.setChecked(True)
     send(qtbot, window, "Write a function.")

@@ -42,8 +42,13 @@ def test_first_run_offers_lm_studio_and_hf_cache_models_by_name(qtbot, open_wind
     offered = {bar.target.itemData(i): bar.target.itemText(i) for i in range(bar.target.count())}
     assert offered == {str(studio): STUDIO_NAME, str(snapshot): CACHE_REPO}
     bar.target.setCurrentIndex(bar.target.findData(str(studio)))
-    qtbot.waitUntil(lambda: bar.draft.findData(str(snapshot)) > 0
-                    and bar.draft.model().item(bar.draft.findData(str(snapshot))).isEnabled(), timeout=TIMEOUT_MS)
+    qtbot.waitUntil(
+        lambda: (
+            bar.draft.findData(str(snapshot)) > 0
+            and bar.draft.model().item(bar.draft.findData(str(snapshot))).isEnabled()
+        ),
+        timeout=TIMEOUT_MS,
+    )
     assert bar.draft.itemText(bar.draft.findData(str(snapshot))) == CACHE_REPO
     assert bar.draft.findData(str(studio)) < 0  # the target is not offered as its own draft
     bar.select_draft(str(snapshot))
@@ -63,8 +68,9 @@ def test_the_empty_state_points_to_the_models_window(qtbot, open_window, on_disk
     models.close()
 
 
-def test_a_target_given_on_the_command_line_is_remembered_once_it_loaded(qtbot, open_window, paths,
-                                                                         dense_target, tmp_path):
+def test_a_target_given_on_the_command_line_is_remembered_once_it_loaded(
+    qtbot, open_window, paths, dense_target, tmp_path
+):
     missing = tmp_path / "no-such-model"
     window = open_window(missing)
     assert window.pair is None and str(missing) not in window.settings.extra_model_dirs
@@ -80,8 +86,9 @@ def test_a_target_given_on_the_command_line_is_remembered_once_it_loaded(qtbot, 
 
 @pytest.fixture
 def models_window(qtbot, tmp_path, hub_env, on_disk):  # noqa: F811
-    window = ModelsWindow(AppPaths.under(tmp_path / "app"), Settings(),
-                          config=HubConfig.from_env(timeout_s=5.0, deadline_s=5.0))
+    window = ModelsWindow(
+        AppPaths.under(tmp_path / "app"), Settings(), config=HubConfig.from_env(timeout_s=5.0, deadline_s=5.0)
+    )
     window.show()
     qtbot.waitUntil(lambda: not window.runner.busy, timeout=TIMEOUT_MS)
     yield window

@@ -28,8 +28,9 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WEIGHTS = "model.safetensors"
 SMALL_DRAFT_REPO = "mlx-community/Tiny-Small-Draft-4bit"
 TASK_TIMEOUT_MS = 30_000
-ROOMY = MachineMemory(total_bytes=16_000_000_000, available_bytes=8_000_000_000,
-                      gpu_working_set_bytes=None, source="test")
+ROOMY = MachineMemory(
+    total_bytes=16_000_000_000, available_bytes=8_000_000_000, gpu_working_set_bytes=None, source="test"
+)
 
 
 @pytest.fixture
@@ -40,8 +41,9 @@ def make_window(qtbot, tmp_path):
     def make(folders=(), read_memory=lambda: ROOMY, deadline_s: float = 5.0, free=None) -> ModelsWindow:
         settings = Settings(extra_model_dirs=[str(f) for f in folders])
         config = HubConfig.from_env(timeout_s=5.0, deadline_s=deadline_s)
-        window = ModelsWindow(AppPaths.under(tmp_path / "home"), settings, config=config,
-                              read_memory=read_memory, free=free)
+        window = ModelsWindow(
+            AppPaths.under(tmp_path / "home"), settings, config=config, read_memory=read_memory, free=free
+        )
         windows.append(window)
         window.show()
         qtbot.waitUntil(lambda: not window.runner.busy, timeout=TASK_TIMEOUT_MS)
@@ -67,11 +69,14 @@ def cell(window: ModelsWindow, key: str, column: int) -> str:
 
 def wait_for_status(qtbot, window, key: str, status: str, transfer_state=None):
     """Wait until the row shows this disk status and transfer state (None: no transfer)."""
+
     def settled():
         row = window.table_model.find(key)
         state = row.transfer.state if row is not None and row.transfer is not None else None
         assert row is not None and (row.status, state) == (status, transfer_state), (
-            f"{key}: {row and row.status}, transfer {row and row.transfer}; banner {window.banner.message!r}")
+            f"{key}: {row and row.status}, transfer {row and row.transfer}; banner {window.banner.message!r}"
+        )
+
     qtbot.waitUntil(settled, timeout=TASK_TIMEOUT_MS)
 
 
@@ -94,8 +99,7 @@ def test_table_lists_catalog_hub_and_local_models(hub, hub_config, make_window, 
     assert window.buttons["target"].isEnabled() and not window.buttons["download"].isEnabled()
 
 
-def test_download_shows_progress_then_complete_and_can_be_used(qtbot, hub, hub_config, make_window,
-                                                               monkeypatch):
+def test_download_shows_progress_then_complete_and_can_be_used(qtbot, hub, hub_config, make_window, monkeypatch):
     hub.faults.slow_chunk, hub.faults.slow_delay_s = 16 * 1024, 0.01
     threads, original = [], workers.download_bundle
 
@@ -107,10 +111,17 @@ def test_download_shows_progress_then_complete_and_can_be_used(qtbot, hub, hub_c
     window = make_window()
     key = row_key(TARGET_REPO)
     seen = []
-    window.table_model.dataChanged.connect(lambda *_: seen.append(
-        (window.table_model.find(key).transfer, cell(window, key, PROGRESS),
-         window.table_model.data(window.table_model.index(window.table_model.position(key), PROGRESS),
-                                 Qt.ItemDataRole.ToolTipRole))))
+    window.table_model.dataChanged.connect(
+        lambda *_: seen.append(
+            (
+                window.table_model.find(key).transfer,
+                cell(window, key, PROGRESS),
+                window.table_model.data(
+                    window.table_model.index(window.table_model.position(key), PROGRESS), Qt.ItemDataRole.ToolTipRole
+                ),
+            )
+        )
+    )
     window.select(key)
     window.buttons["download"].click()
     wait_for_status(qtbot, window, key, COMPLETE)
@@ -130,8 +141,9 @@ def test_download_shows_progress_then_complete_and_can_be_used(qtbot, hub, hub_c
     assert signal.args == [str(snapshot)]
 
 
-def test_cancel_keeps_the_partial_download_and_download_resumes(qtbot, hub, make_window, target_repo,
-                                                                 dense_target, dense_draft_partial):
+def test_cancel_keeps_the_partial_download_and_download_resumes(
+    qtbot, hub, make_window, target_repo, dense_target, dense_draft_partial
+):
     hub.faults.slow_chunk, hub.faults.slow_delay_s = 16 * 1024, 0.03
     window = make_window([dense_target, dense_draft_partial])
     window.pair_panel.choose(target=str(dense_target), draft=str(dense_draft_partial))
@@ -182,6 +194,7 @@ def test_delete_asks_first_and_keeps_the_model_when_refused(qtbot, hub, hub_conf
         def question(parent, title, text, *args):
             asked.append(text)
             return reply
+
         monkeypatch.setattr(QMessageBox, "question", staticmethod(question))
 
     answer(QMessageBox.StandardButton.No)
@@ -198,7 +211,8 @@ def test_delete_asks_first_and_keeps_the_model_when_refused(qtbot, hub, hub_conf
 
 
 def test_pair_builder_reports_compatible_and_names_the_vocabulary_problem(
-        qtbot, hub_env, make_window, dense_target, dense_draft_partial, dense_other_vocab):
+    qtbot, hub_env, make_window, dense_target, dense_draft_partial, dense_other_vocab
+):
     window = make_window([dense_target, dense_draft_partial, dense_other_vocab])
     panel = window.pair_panel
     with qtbot.waitSignal(panel.checked, timeout=TASK_TIMEOUT_MS) as good:
@@ -223,10 +237,12 @@ def test_pair_builder_reports_compatible_and_names_the_vocabulary_problem(
     assert signals == [("target", str(dense_target)), ("draft", str(dense_draft_partial))]
 
 
-def test_memory_fit_is_red_with_numbers_when_the_pair_does_not_fit(qtbot, hub_env, make_window,
-                                                                   dense_target, dense_draft_partial):
-    small = MachineMemory(total_bytes=200_000_000, available_bytes=100_000_000,
-                          gpu_working_set_bytes=None, source="test")
+def test_memory_fit_is_red_with_numbers_when_the_pair_does_not_fit(
+    qtbot, hub_env, make_window, dense_target, dense_draft_partial
+):
+    small = MachineMemory(
+        total_bytes=200_000_000, available_bytes=100_000_000, gpu_working_set_bytes=None, source="test"
+    )
     window = make_window([dense_target, dense_draft_partial], read_memory=lambda: small)
     with qtbot.waitSignal(window.pair_panel.checked, timeout=TASK_TIMEOUT_MS) as checked:
         window.pair_panel.choose(target=str(dense_target), draft=str(dense_draft_partial))
@@ -240,8 +256,9 @@ def weights_requested(hub) -> list[str]:
     return [p for _, p, _ in hub.requests if p.endswith(WEIGHTS)]
 
 
-def test_selecting_models_not_downloaded_shows_their_planned_fit(qtbot, tmp_path, hub, make_window,
-                                                                 target_repo, dense_target):
+def test_selecting_models_not_downloaded_shows_their_planned_fit(
+    qtbot, tmp_path, hub, make_window, target_repo, dense_target
+):
     small_draft = build_dense(tmp_path / "small_draft", seed=3, layers=1)  # smaller than the target
     hub.repos[SMALL_DRAFT_REPO] = FakeRepo.from_folder(SMALL_DRAFT_REPO, small_draft)
     window = make_window()
@@ -278,8 +295,9 @@ def test_planned_fit_offline_says_it_needs_the_hub(qtbot, hub_env, make_window):
 
 
 def test_a_download_that_does_not_fit_in_memory_asks_first(qtbot, hub, make_window, monkeypatch):
-    small = MachineMemory(total_bytes=200_000_000, available_bytes=100_000_000,
-                          gpu_working_set_bytes=None, source="test")
+    small = MachineMemory(
+        total_bytes=200_000_000, available_bytes=100_000_000, gpu_working_set_bytes=None, source="test"
+    )
     window = make_window(read_memory=lambda: small)
     key = row_key(TARGET_REPO)
     asked, replies = [], []
@@ -296,8 +314,11 @@ def test_a_download_that_does_not_fit_in_memory_asks_first(qtbot, hub, make_wind
     qtbot.waitUntil(lambda: len(asked) == 1, timeout=TASK_TIMEOUT_MS)
     fit = checked.args[0].fit
     assert fit.level == "red" and "Does not fit" in window.pair_panel.fit_label.text()
-    assert (f"does not fit: needs {format_bytes(fit.needed_bytes)}" in asked[0]
-            and "this machine has 200.0 MB (total RAM)" in asked[0] and "Download anyway?" in asked[0])
+    assert (
+        f"does not fit: needs {format_bytes(fit.needed_bytes)}" in asked[0]
+        and "this machine has 200.0 MB (total RAM)" in asked[0]
+        and "Download anyway?" in asked[0]
+    )
     qtbot.wait(300)
     assert row_of(window, key).transfer is None and not weights_requested(hub)  # refused: nothing fetched
     assert window.buttons["download"].isEnabled()

@@ -57,9 +57,13 @@ def test_the_window_decodes_plainly_on_battery_when_set_to(qtbot, open_window, d
 
 def test_reasons_in_plain_words_keep_the_technical_detail():
     assert mtp_reason(False, "config.json declares no MTP layers") == (
-        NO_MTP_HEAD, "config.json declares no MTP layers")
+        NO_MTP_HEAD,
+        "config.json declares no MTP layers",
+    )
     assert mode_reason("mtp", "no MTP head: config.json declares no MTP layers") == (
-        "this model has no multi-token-prediction head", "config.json declares no MTP layers")
+        "this model has no multi-token-prediction head",
+        "config.json declares no MTP layers",
+    )
     assert mode_reason("draft", "no draft model loaded") == (NO_DRAFT, "")
     hook = "speculation for this model is off: mlx-lm 0.30 changed gated_delta_update"
     assert mode_reason("lookup", hook) == (UPSTREAM, hook)

@@ -40,8 +40,9 @@ def test_thinking_is_collapsed_behind_a_toggle(qtbot):
     assert streaming.thinking_toggle.text() == "▸ Thinking… (2 words)"
 
 
-def test_drafted_characters_are_tinted_and_rejections_explain_themselves(qtbot, open_window, dense_target,
-                                                                       dense_draft_partial):
+def test_drafted_characters_are_tinted_and_rejections_explain_themselves(
+    qtbot, open_window, dense_target, dense_draft_partial
+):
     window = open_window(dense_target, dense_draft_partial, max_tokens=40)
     window.color_action.setChecked(True)
     send(qtbot, window, "Write a function.")
@@ -131,11 +132,11 @@ def test_code_blocks_are_syntax_highlighted_and_keep_their_copy_link(qtbot):
     keyword = text.index("def add")
     name = keyword + len("def ")
     expected = {s.start: s.colour for s in colour_spans("def add(a, b):\n    return a + b", "python")}
-    assert _foreground(doc, keyword) == QColor(expected[0])          # `def`: Pygments' keyword colour
-    assert _foreground(doc, keyword) != _foreground(doc, name)       # the function name has its own
+    assert _foreground(doc, keyword) == QColor(expected[0])  # `def`: Pygments' keyword colour
+    assert _foreground(doc, keyword) != _foreground(doc, name)  # the function name has its own
     assert _foreground(doc, text.index("return")) == _foreground(doc, keyword)
     html = doc.toHtml()
-    assert f"color:{expected[0]}" in html.replace(" ", "")            # the colours are in the rendered HTML
+    assert f"color:{expected[0]}" in html.replace(" ", "")  # the colours are in the rendered HTML
     assert "Copy code" in text and view.body.code_blocks == ["def add(a, b):\n    return a + b"]
     plain = MessageView("assistant", 1, "Just `inline` code and text.")
     qtbot.addWidget(plain)
@@ -146,7 +147,7 @@ def test_colour_spans_follow_the_fence_language():
     from specchat.ui.chat.highlight import colour_spans
 
     python = colour_spans("def f():\n    return 1", "python")
-    assert [("def f():\n    return 1"[s.start:s.end]) for s in python][:2] == ["def", "f"]
+    assert [("def f():\n    return 1"[s.start : s.end]) for s in python][:2] == ["def", "f"]
     assert colour_spans("def f():", "no-such-language") == []
     assert colour_spans("x", "") == []  # too short to guess
 

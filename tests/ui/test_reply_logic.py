@@ -12,7 +12,7 @@ def test_split_thinking_open_closed_and_absent():
     parts = split_thinking("<think>\nplan it\n</think>\n\nThe answer.")
     assert (parts.thinking, parts.thinking_done, parts.answer) == ("\nplan it\n", True, "The answer.")
     text = "<think>\nplan it\n</think>\n\nThe answer."
-    assert text[parts.answer_start:] == "The answer." and text[parts.thinking_start:].startswith("\nplan")
+    assert text[parts.answer_start :] == "The answer." and text[parts.thinking_start :].startswith("\nplan")
     streaming = split_thinking("<think>still going")
     assert (streaming.thinking, streaming.thinking_done, streaming.answer) == ("still going", False, "")
     plain = split_thinking("No thinking here.")
@@ -24,7 +24,7 @@ def test_align_maps_rendered_characters_back_to_markdown_source():
     rendered = "Some bold and code.\u2029item"
     mapping = align(source, rendered)
     assert [source[i] for i in mapping if i is not None] == [c if c != "\u2029" else "\n" for c in rendered]
-    assert source[mapping[rendered.index("b")]:].startswith("bold**")
+    assert source[mapping[rendered.index("b")] :].startswith("bold**")
 
 
 def test_copy_links_are_inserted_above_each_code_block_and_map_to_nothing():
@@ -84,10 +84,17 @@ def test_a_trace_saved_as_json_gives_back_the_same_tints_and_rejections():
 
 
 def test_footer_names_tokens_speed_ttft_acceptance_mode_and_k():
-    stats = {"generated_tokens": 42, "decode_tokens_per_s": 31.46, "ttft_s": 0.123,
-             "acceptance_rate": 0.675, "mode": "draft", "num_draft_tokens": 4}
-    assert footer_text(stats) == ("42 tokens · 31.5 tok/s · TTFT 0.12 s · Draft model K=4; "
-                                  "68% of drafted tokens accepted")  # an old saved dict: no drafted count
+    stats = {
+        "generated_tokens": 42,
+        "decode_tokens_per_s": 31.46,
+        "ttft_s": 0.123,
+        "acceptance_rate": 0.675,
+        "mode": "draft",
+        "num_draft_tokens": 4,
+    }
+    assert footer_text(stats) == (
+        "42 tokens · 31.5 tok/s · TTFT 0.12 s · Draft model K=4; 68% of drafted tokens accepted"
+    )  # an old saved dict: no drafted count
     off = footer_text({**stats, "mode": "baseline"}, cancelled=True)
     assert off == "42 tokens · 31.5 tok/s · TTFT 0.12 s · speculation off · stopped by you"
     assert footer_text(None, cancelled=True) == "stopped by you"

@@ -12,8 +12,7 @@ from specchat.ui.server_menu import ServeChoice
 from .conftest import send
 
 
-def test_serving_from_the_app_answers_clients_and_shows_requests(qtbot, open_window, dense_target,
-                                                                 dense_draft_partial):
+def test_serving_from_the_app_answers_clients_and_shows_requests(qtbot, open_window, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial)
     port = free_port()
     assert window.server.serve(ServeChoice(port, "k3y"))
@@ -21,8 +20,9 @@ def test_serving_from_the_app_answers_clients_and_shows_requests(qtbot, open_win
     assert window.server.label.text() == f"API http://127.0.0.1:{port}/v1 · 0 requests"
     client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k3y", max_retries=0, timeout=60)
     rounds_before = len(window.docks.dashboard.rounds)
-    reply = client.chat.completions.create(model="dense_target", messages=[{"role": "user", "content": "hi"}],
-                                           max_tokens=12)
+    reply = client.chat.completions.create(
+        model="dense_target", messages=[{"role": "user", "content": "hi"}], max_tokens=12
+    )
     assert reply.usage.model_extra["speculation"]["mode"] == window.speculation.checked_mode()
     qtbot.waitUntil(lambda: window.server.label.text().endswith("· 1 request"), timeout=10_000)
     qtbot.waitUntil(lambda: len(window.docks.dashboard.rounds) > rounds_before, timeout=10_000)
@@ -49,8 +49,9 @@ def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target,
 
     host = EngineHost()
     host.submit("load", load_pair_job(dense_target, dense_draft_partial)).result(timeout=60)
-    server = BackgroundServer(EngineBackend(host), ServerOptions(GenerationConfig(max_tokens=16), "remote-key"),
-                              port=free_port())
+    server = BackgroundServer(
+        EngineBackend(host), ServerOptions(GenerationConfig(max_tokens=16), "remote-key"), port=free_port()
+    )
     server.start()
     try:
         window = open_window(dense_target)
@@ -67,9 +68,25 @@ def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target,
         assert server.backend.requests_served > served  # the reply (and the dashboard's measurement) ran there
         assert window.server.menu.local_action.isEnabled()
         cluster = window.docks.dashboard.cluster  # a cluster's status names each rank's memory
-        server.backend.extra_status = lambda: {"cluster": {"degraded_reason": None, "ranks": [
-            {"rank": 0, "host": "mac-a", "active_memory_bytes": 2_100_000_000, "peak_memory_bytes": 2_300_000_000},
-            {"rank": 1, "host": "mac-b", "active_memory_bytes": 2_000_000_000, "peak_memory_bytes": 2_200_000_000}]}}
+        server.backend.extra_status = lambda: {
+            "cluster": {
+                "degraded_reason": None,
+                "ranks": [
+                    {
+                        "rank": 0,
+                        "host": "mac-a",
+                        "active_memory_bytes": 2_100_000_000,
+                        "peak_memory_bytes": 2_300_000_000,
+                    },
+                    {
+                        "rank": 1,
+                        "host": "mac-b",
+                        "active_memory_bytes": 2_000_000_000,
+                        "peak_memory_bytes": 2_200_000_000,
+                    },
+                ],
+            }
+        }
         window.server.poller.poll()
         qtbot.waitUntil(lambda: "rank 1 (mac-b): 2.0 GB, peak 2.2 GB" in cluster.text(), timeout=10_000)
         assert cluster.isVisibleTo(window.docks.dashboard) and "rank 0 (mac-a): 2.1 GB" in cluster.text()

@@ -22,7 +22,8 @@ def test_an_unwritable_data_folder_runs_in_memory_and_saves_nothing(qtbot, open_
     paths.data_dir.write_text("a file where the data folder should be")  # root ignores chmod; this is real
     window = open_window()
     assert window.banner.level == "warning" and window.banner.message == (
-        f"Can't save: {paths.data_dir} is not writable; conversations and settings will not be kept.")
+        f"Can't save: {paths.data_dir} is not writable; conversations and settings will not be kept."
+    )
     assert window.store.in_memory and window.read_only
     window.chat.set_system_prompt("Be brief.")  # conversations still work, in memory
     assert [c.system_prompt for c in window.store.conversations()] == ["Be brief."]
@@ -67,8 +68,7 @@ def test_a_database_from_a_newer_specchat_is_kept_and_named(qtbot, open_window, 
     assert "written by a newer SpecChat" in window.banner.message and not window.store.in_memory
 
 
-def test_any_failure_opening_the_store_becomes_an_error_banner_with_the_log(qtbot, open_window, paths,
-                                                                            monkeypatch):
+def test_any_failure_opening_the_store_becomes_an_error_banner_with_the_log(qtbot, open_window, paths, monkeypatch):
     def broken(_path):
         raise RuntimeError("an unexpected bug")
 

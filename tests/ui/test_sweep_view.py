@@ -39,8 +39,9 @@ def loaded(hybrid_target, hybrid_draft_partial):
 
 def make_view(qtbot, paths, loaded, power=AC, ks="1,2", warmup=0, max_tokens=6):
     host, pair = loaded
-    view = SweepView(paths, read_power=lambda: power, machine_info=lambda: dict(MACHINE),
-                     client=EngineClient(host=host))
+    view = SweepView(
+        paths, read_power=lambda: power, machine_info=lambda: dict(MACHINE), client=EngineClient(host=host)
+    )
     qtbot.addWidget(view)
     view.resize(1280, 880)
     view.set_pair(pair)
@@ -195,6 +196,7 @@ def test_a_slower_k_makes_off_the_best_and_chart_axes_carry_plain_units(qtbot, p
     view._show_cells()  # no result yet: nothing is marked best
     assert not any(row_texts(view.table, r)[-1].startswith("★") for r in range(2))
     from specchat.tuning.sweep_results import PromptResult
+
     assert PromptResult("chat", "", 1, "", (base, slower)).best_choice() == 0
     item = view.chart.plot.getPlotItem()
     for name in ("left", "bottom"):

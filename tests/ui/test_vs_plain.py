@@ -10,8 +10,14 @@ KEY = "/models/target-a"
 
 
 def reply(dash, tps: float, mode: str = "baseline", tokens: int = 64, context: int = 40, cancelled=False):
-    stats = GenerationStats(generated_tokens=tokens, decode_tokens_per_s=tps, mode=mode, prompt_tokens=context,
-                            stop_reason="cancelled" if cancelled else "length", max_tokens=tokens)
+    stats = GenerationStats(
+        generated_tokens=tokens,
+        decode_tokens_per_s=tps,
+        mode=mode,
+        prompt_tokens=context,
+        stop_reason="cancelled" if cancelled else "length",
+        max_tokens=tokens,
+    )
     dash.on_event(Finished((1,) * tokens, "x", stats, cancelled))
     dash.redraw()
 
@@ -79,8 +85,9 @@ def test_a_stale_reference_says_why_and_offers_re_measuring(qtbot, paths):
     assert dash.remeasure.text() == "Re-measure plain decode"
     now[0] += 45 * 60
     dash.redraw()
-    assert tile(dash)[1] == ("stale: measured 45 min ago (older than 30 min) · "
-                             "plain decode 6.0 tok/s, measured, 45 min ago")
+    assert tile(dash)[1] == (
+        "stale: measured 45 min ago (older than 30 min) · plain decode 6.0 tok/s, measured, 45 min ago"
+    )
 
 
 def test_other_sampling_settings_make_the_session_replies_stale(qtbot, paths):
@@ -88,8 +95,9 @@ def test_other_sampling_settings_make_the_session_replies_stale(qtbot, paths):
     dash.on_power(AC, False)
     dash.set_model(KEY)
     reply(dash, 5.0)  # greedy
-    stats = GenerationStats(generated_tokens=64, decode_tokens_per_s=6.0, mode="draft", prompt_tokens=40,
-                            sampling="T=0.7")
+    stats = GenerationStats(
+        generated_tokens=64, decode_tokens_per_s=6.0, mode="draft", prompt_tokens=40, sampling="T=0.7"
+    )
     dash.on_event(Finished((1,) * 64, "x", stats))
     dash.redraw()
     assert tile(dash)[1].startswith("stale: measured with greedy sampling; this reply used T=0.7")
@@ -105,15 +113,32 @@ def test_an_auto_k_reply_tells_plain_bursts_from_drafting_rounds(qtbot, paths):
     rounds.append(RoundResult(5, 2, 2, 0, 1, 0.1, 0.1))
     for r in rounds:
         dash.on_event(r)
-    stats = replace(GenerationStats(), generated_tokens=163, decode_tokens_per_s=9.0, mode="draft", auto_k=True,
-                    num_draft_tokens=8, rounds=6, drafted=10, accepted=8, acceptance_rate=0.8, mean_k=2.0,
-                    mean_accepted_per_round=1.6, plain_tokens=150, speculative_tokens=13, k_rounds={2: 5},
-                    stop_reason="length", max_tokens=163)
+    stats = replace(
+        GenerationStats(),
+        generated_tokens=163,
+        decode_tokens_per_s=9.0,
+        mode="draft",
+        auto_k=True,
+        num_draft_tokens=8,
+        rounds=6,
+        drafted=10,
+        accepted=8,
+        acceptance_rate=0.8,
+        mean_k=2.0,
+        mean_accepted_per_round=1.6,
+        plain_tokens=150,
+        speculative_tokens=13,
+        k_rounds={2: 5},
+        stop_reason="length",
+        max_tokens=163,
+    )
     dash.on_event(Finished((1,) * 163, "x", stats))
     dash.redraw()
-    assert dash.status.text() == ("Last reply: Draft model, K auto: plain decoding for 92% of tokens, K=2 for the "
-                                  "rest; 80% of drafted tokens accepted · 163 tokens · 9.0 tok/s decode · "
-                                  "max tokens (163)")
+    assert dash.status.text() == (
+        "Last reply: Draft model, K auto: plain decoding for 92% of tokens, K=2 for the "
+        "rest; 80% of drafted tokens accepted · 163 tokens · 9.0 tok/s decode · "
+        "max tokens (163)"
+    )
     assert dash.tiles["per_round"].value.text() == "1.60"
     assert dash.tiles["per_round"].sub.text() == "over 5 drafting rounds (+1 plain)"
     assert dash.tiles["acceptance"].value.text() == "80%"

@@ -19,14 +19,38 @@ def renamed_mask(q, k, v, a, b, A_log, dt_bias, state=None, attn_mask=None, **kw
     return gated_delta.gated_delta_update(q, k, v, a, b, A_log, dt_bias, state, attn_mask, **kwargs)
 
 
-@pytest.mark.parametrize("module, distribution, hooks", [
-    (mlx_lm, "mlx-lm", {"load", "load_tokenizer", "make_prompt_cache", "utils._get_classes",
-                        "gated_delta_update", "RotatingKVCache", "ArraysCache"}),
-    (mlx_optiq, "mlx-optiq", {"runtime.attach", "MTP sidecar names", "MTP tensor prefixes"}),
-    (hf_hub, "huggingface_hub", {"file_download.http_get", "utils.WeakFileLock",
-                                 "file_download.repo_folder_name", "hf_hub_url", "get_hf_file_metadata",
-                                 "hf_hub_download", "constants"}),
-])
+@pytest.mark.parametrize(
+    "module, distribution, hooks",
+    [
+        (
+            mlx_lm,
+            "mlx-lm",
+            {
+                "load",
+                "load_tokenizer",
+                "make_prompt_cache",
+                "utils._get_classes",
+                "gated_delta_update",
+                "RotatingKVCache",
+                "ArraysCache",
+            },
+        ),
+        (mlx_optiq, "mlx-optiq", {"runtime.attach", "MTP sidecar names", "MTP tensor prefixes"}),
+        (
+            hf_hub,
+            "huggingface_hub",
+            {
+                "file_download.http_get",
+                "utils.WeakFileLock",
+                "file_download.repo_folder_name",
+                "hf_hub_url",
+                "get_hf_file_metadata",
+                "hf_hub_download",
+                "constants",
+            },
+        ),
+    ],
+)
 def test_every_hook_fits_the_installed_version(module, distribution, hooks):
     check = module.self_check()
     assert check.version == metadata.version(distribution)
@@ -45,6 +69,7 @@ def test_a_changed_kernel_signature_is_named_with_the_version(monkeypatch):
 def test_a_reordered_kernel_signature_does_not_fit(monkeypatch):
     def reordered(q, k, v, a, b, A_log, dt_bias, mask=None, state=None):
         raise AssertionError("never called")
+
     monkeypatch.setattr(gated_delta, "gated_delta_update", reordered)
     assert "its arguments are now (q, k, v, a, b, A_log, dt_bias, mask, state)" in mlx_lm.self_check().reason
 
@@ -55,6 +80,7 @@ def test_a_rotating_cache_without_its_write_index_is_named(monkeypatch):
     def renamed_index(self, max_size, keep=0):
         original(self, max_size, keep)
         self._write_at = self.__dict__.pop("_idx")
+
     monkeypatch.setattr(RotatingKVCache, "__init__", renamed_index)
     assert mlx_lm.self_check().reason == f"mlx-lm {MLX_LM} changed RotatingKVCache: it no longer has `_idx`"
 
@@ -62,6 +88,7 @@ def test_a_rotating_cache_without_its_write_index_is_named(monkeypatch):
 def test_an_arrays_cache_without_its_list_is_named(monkeypatch):
     def other_storage(self, size, left_padding=None):
         self.states, self.left_padding, self.lengths = [None] * size, None, None
+
     monkeypatch.setattr(ArraysCache, "__init__", other_storage)
     assert "changed ArraysCache: it no longer keeps its states in a `cache` list" in mlx_lm.self_check().reason
 
@@ -85,8 +112,9 @@ def test_a_model_layer_calling_a_changed_kernel_does_not_fit(monkeypatch, hybrid
     runner = ModelRunner(model)  # loads; the kernel is left unwrapped
     assert not hasattr(qwen3_5.gated_delta_update, mlx_lm.WRAPPED_MARK)
     reason = mlx_lm.model_check(runner.model, runner.caches).reason
-    assert reason == (f"mlx-lm {MLX_LM} changed gated_delta_update: it no longer takes `mask` "
-                      "(as called by mlx_lm.models.qwen3_5)")
+    assert reason == (
+        f"mlx-lm {MLX_LM} changed gated_delta_update: it no longer takes `mask` (as called by mlx_lm.models.qwen3_5)"
+    )
 
 
 def test_a_changed_sidecar_lookup_order_is_named(monkeypatch):
@@ -95,10 +123,13 @@ def test_a_changed_sidecar_lookup_order_is_named(monkeypatch):
     def flat_first(model_dir, config=None):
         flat = model_dir / "mtp.safetensors"
         return flat if flat.exists() else original(model_dir, config)
+
     monkeypatch.setattr(artifacts, "expected_mtp_file", flat_first)
     reason = mlx_optiq.self_check().reason
-    assert reason == (f"mlx-optiq {metadata.version('mlx-optiq')} changed MTP sidecar names: it now looks "
-                      "for the MTP sidecar mtp.safetensors before optiq/mtp.safetensors")
+    assert reason == (
+        f"mlx-optiq {metadata.version('mlx-optiq')} changed MTP sidecar names: it now looks "
+        "for the MTP sidecar mtp.safetensors before optiq/mtp.safetensors"
+    )
 
 
 def test_a_missing_download_internal_is_named(monkeypatch):
@@ -106,8 +137,9 @@ def test_a_missing_download_internal_is_named(monkeypatch):
 
     monkeypatch.setattr(utils, "WeakFileLock", None)  # a lazy module: delattr cannot remove it
     check = hf_hub.download_check()
-    assert check.reason == (f"huggingface_hub {metadata.version('huggingface_hub')} changed "
-                            "utils.WeakFileLock: it is gone")
+    assert check.reason == (
+        f"huggingface_hub {metadata.version('huggingface_hub')} changed utils.WeakFileLock: it is gone"
+    )
     with pytest.raises(hf_hub.UpstreamMismatch, match="utils.WeakFileLock: it is gone"):
         hf_hub.weak_file_lock("x.lock")
 

@@ -8,22 +8,40 @@ the command line and an HTTP server all adapt the same queue.
 
 from .engine_jobs import LoadedPair, LoadMessage, adopt_job, load_pair_job, prompt_job, reply_job
 from .events import (
-                     TERMINAL,
-                     JobCancelled,
-                     JobEvent,
-                     JobFailed,
-                     JobFinished,
-                     JobInfo,
-                     JobProgress,
-                     JobQueued,
-                     JobStarted,
-                     QueueState,
+    TERMINAL,
+    JobCancelled,
+    JobEvent,
+    JobFailed,
+    JobFinished,
+    JobInfo,
+    JobProgress,
+    JobQueued,
+    JobStarted,
+    QueueState,
 )
 from .handle import NO_MODEL, JobCancelledError, JobContext, JobHandle
 from .host import EngineHost
 
 __all__ = [
-    "EngineHost", "JobHandle", "JobContext", "JobCancelledError", "NO_MODEL", "JobInfo", "JobQueued",
-    "JobStarted", "JobProgress", "JobFinished", "JobFailed", "JobCancelled", "JobEvent", "TERMINAL", "QueueState",
-    "LoadedPair", "LoadMessage", "load_pair_job", "adopt_job", "reply_job", "prompt_job",
+    "EngineHost",
+    "JobHandle",
+    "JobContext",
+    "JobCancelledError",
+    "NO_MODEL",
+    "JobInfo",
+    "JobQueued",
+    "JobStarted",
+    "JobProgress",
+    "JobFinished",
+    "JobFailed",
+    "JobCancelled",
+    "JobEvent",
+    "TERMINAL",
+    "QueueState",
+    "LoadedPair",
+    "LoadMessage",
+    "load_pair_job",
+    "adopt_job",
+    "reply_job",
+    "prompt_job",
 ]

@@ -38,8 +38,9 @@ class LoadMessage:
     text: str
 
 
-def load_pair_job(target: str | Path, draft: str | Path | None = None,
-                  keep_target_on_bad_draft: bool = True) -> Callable[[JobContext], LoadedPair]:
+def load_pair_job(
+    target: str | Path, draft: str | Path | None = None, keep_target_on_bad_draft: bool = True
+) -> Callable[[JobContext], LoadedPair]:
     """A job that loads a target (and draft) beside the current engine and replaces it only on success.
 
     While it loads, the previous engine stays installed; a failure raises and leaves it in place.
@@ -64,9 +65,14 @@ def load_pair_job(target: str | Path, draft: str | Path | None = None,
             engine = Engine(target_model)
         ctx.host.install(engine)
         mx.clear_cache()
-        return LoadedPair(str(target_model.path), str(draft_model.path) if draft_model else None,
-                          engine.available_modes(), engine.tokenizer.decode, draft_error,
-                          mx.get_active_memory())
+        return LoadedPair(
+            str(target_model.path),
+            str(draft_model.path) if draft_model else None,
+            engine.available_modes(),
+            engine.tokenizer.decode,
+            draft_error,
+            mx.get_active_memory(),
+        )
 
     return work
 
@@ -77,14 +83,21 @@ def adopt_job(engine: Engine) -> Callable[[JobContext], LoadedPair]:
     def work(ctx: JobContext) -> LoadedPair:
         engine.adopt()
         ctx.host.install(engine)
-        return LoadedPair(str(engine.target.path), str(engine.draft.path) if engine.draft else None,
-                          engine.available_modes(), engine.tokenizer.decode, None, mx.get_active_memory())
+        return LoadedPair(
+            str(engine.target.path),
+            str(engine.draft.path) if engine.draft else None,
+            engine.available_modes(),
+            engine.tokenizer.decode,
+            None,
+            mx.get_active_memory(),
+        )
 
     return work
 
 
-def reply_job(messages: Sequence[Mapping[str, Any]], cfg: GenerationConfig, system_prompt: str = "",
-              enable_thinking: bool = False) -> Callable[[JobContext], Iterator[Event]]:
+def reply_job(
+    messages: Sequence[Mapping[str, Any]], cfg: GenerationConfig, system_prompt: str = "", enable_thinking: bool = False
+) -> Callable[[JobContext], Iterator[Event]]:
     """A job that streams one chat reply on the current engine (its engine events are the job's progress)."""
 
     def work(ctx: JobContext) -> Iterator[Event]:

@@ -38,8 +38,7 @@ class Composer(QFrame):
         layout.setContentsMargins(12, 8, 12, 8)
         layout.setSpacing(6)
         self.edit_bar = QHBoxLayout()
-        self.edit_label = QLabel("Editing a message: Send replaces it and everything after it.",
-                                 objectName="footer")
+        self.edit_label = QLabel("Editing a message: Send replaces it and everything after it.", objectName="footer")
         self.cancel_edit = QToolButton(objectName="link", text="Cancel edit")
         self.cancel_edit.clicked.connect(self.leave_edit)
         self.edit_bar.addWidget(self.edit_label, 1)
@@ -65,8 +64,12 @@ class Composer(QFrame):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Enter / Shift+Enter in the text box: send or a new line, as the setting says."""
-        if (watched is self.text and event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent)
-                and event.key() in SEND_KEYS):
+        if (
+            watched is self.text
+            and event.type() == QEvent.Type.KeyPress
+            and isinstance(event, QKeyEvent)
+            and event.key() in SEND_KEYS
+        ):
             modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
             if modifiers == Qt.KeyboardModifier.NoModifier and self.enter_sends:
                 self._send()

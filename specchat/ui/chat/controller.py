@@ -38,15 +38,22 @@ class ActiveReply:
 class ChatController(QObject):
     """Connects the store, the views and the engine client."""
 
-    replyStarted = Signal(int)        # request id
-    replyFinished = Signal(object)    # the Finished event
-    replyFailed = Signal(str)         # message (also shown in the banner)
-    settingsRejected = Signal(str)    # a setting out of range: nothing was saved or sent
+    replyStarted = Signal(int)  # request id
+    replyFinished = Signal(object)  # the Finished event
+    replyFailed = Signal(str)  # message (also shown in the banner)
+    settingsRejected = Signal(str)  # a setting out of range: nothing was saved or sent
     busyChanged = Signal(bool)
 
-    def __init__(self, store: ConversationStore, client: EngineClient, transcript: TranscriptView,
-                 composer: Composer, sidebar: ConversationList,
-                 reply_settings: Callable[[], tuple[GenerationConfig, bool]], parent=None):
+    def __init__(
+        self,
+        store: ConversationStore,
+        client: EngineClient,
+        transcript: TranscriptView,
+        composer: Composer,
+        sidebar: ConversationList,
+        reply_settings: Callable[[], tuple[GenerationConfig, bool]],
+        parent=None,
+    ):
         super().__init__(parent)
         self.store, self.client = store, client
         self.transcript, self.composer, self.sidebar = transcript, composer, sidebar
@@ -181,8 +188,7 @@ class ChatController(QObject):
             self.transcript.restart_reply(again.position, trace)
             message_id = again.id
         request_id = self.client.generate(messages, cfg, self.system_prompt(), thinking)
-        self.active = ActiveReply(request_id, conversation_id, trace, message_id, time.monotonic(),
-                                  again is not None)
+        self.active = ActiveReply(request_id, conversation_id, trace, message_id, time.monotonic(), again is not None)
         self.last_trace = trace
         self._set_busy(True)
         self.replyStarted.emit(request_id)

@@ -73,8 +73,9 @@ class ConversationList(QFrame):
             item = QListWidgetItem(conv.title)
             item.setData(Qt.ItemDataRole.UserRole, conv.id)
             item.setData(WHEN_ROLE, when_label(conv.updated_at))
-            item.setToolTip(f"{conv.title}\nLast message: {full_label(conv.updated_at)}"
-                            f"\nStarted: {full_label(conv.created_at)}")
+            item.setToolTip(
+                f"{conv.title}\nLast message: {full_label(conv.updated_at)}\nStarted: {full_label(conv.created_at)}"
+            )
             self.list.addItem(item)
             if conv.id == keep:
                 self.list.setCurrentItem(item)
@@ -87,8 +88,11 @@ class ConversationList(QFrame):
 
     def ids(self) -> list[int]:
         """Conversation ids in list order (headers skipped)."""
-        return [i for i in (self.list.item(n).data(Qt.ItemDataRole.UserRole) for n in range(self.list.count()))
-                if i is not None]
+        return [
+            i
+            for i in (self.list.item(n).data(Qt.ItemDataRole.UserRole) for n in range(self.list.count()))
+            if i is not None
+        ]
 
     def rows(self) -> list[str]:
         """What each row shows, headers included: 'Today', 'Fruit · 14:05' (tests)."""
@@ -169,6 +173,9 @@ class _RowDelegate(QStyledItemDelegate):
         super().paint(painter, title_option, index)
         painter.save()
         painter.setPen(QColor(theme.MUTED))  # the selection background is light: muted stays legible
-        painter.drawText(QRect(option.rect.right() - width, option.rect.top(), width - 4, option.rect.height()),
-                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, when)
+        painter.drawText(
+            QRect(option.rect.right() - width, option.rect.top(), width - 4, option.rect.height()),
+            Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+            when,
+        )
         painter.restore()

@@ -9,7 +9,8 @@ FOOTER_TOOLTIP = (
     "tokens: tokens in this reply · tok/s: tokens after the first divided by the time from the end of prompt "
     "processing to the last token (the engine's clock) · TTFT: time from sending to the first token · "
     "accepted: share of drafted tokens the target agreed with (— when nothing was drafted) · "
-    "plain decoding share: tokens auto K produced without drafting · the last part says why the reply stopped.")
+    "plain decoding share: tokens auto K produced without drafting · the last part says why the reply stopped."
+)
 
 __all__ = ["MODE_NAMES", "FOOTER_TOOLTIP", "footer_text", "error_stats", "k_text"]
 INTERRUPTED = "interrupted"

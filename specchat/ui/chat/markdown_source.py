@@ -51,6 +51,6 @@ def prepare_markdown(text: str) -> PreparedMarkdown:
 def copy_index(url: str) -> int | None:
     """The code block number of a copy link, or None for any other link."""
     prefix = f"{COPY_SCHEME}:"
-    if url.startswith(prefix) and url[len(prefix):].isdigit():
-        return int(url[len(prefix):])
+    if url.startswith(prefix) and url[len(prefix) :].isdigit():
+        return int(url[len(prefix) :])
     return None

@@ -48,8 +48,9 @@ class MarkdownView(QTextBrowser):
         self.anchorClicked.connect(self._on_anchor)
         # Height is fitted once per update (not on contentsChanged: every format change would relayout)
 
-    def set_markdown_text(self, text: str, draft_flags: Sequence[bool] | None = None,
-                          rejections: dict[int, RejectedSpot] | None = None) -> None:
+    def set_markdown_text(
+        self, text: str, draft_flags: Sequence[bool] | None = None, rejections: dict[int, RejectedSpot] | None = None
+    ) -> None:
         """Render text; draft_flags[i] tints source char i, rejections mark source offsets."""
         prepared = prepare_markdown(text)
         self.code_blocks = prepared.code_blocks
@@ -57,13 +58,16 @@ class MarkdownView(QTextBrowser):
         with self._edit_block():
             self._style_blocks()
             if draft_flags is not None or rejections:
-                mapping = [prepared.origin[m] if m is not None else None
-                           for m in align(prepared.markdown, self.document().toPlainText())]
+                mapping = [
+                    prepared.origin[m] if m is not None else None
+                    for m in align(prepared.markdown, self.document().toPlainText())
+                ]
                 self._overlay(mapping, draft_flags, rejections or {})
         self._fit_height()
 
-    def set_plain(self, text: str, draft_flags: Sequence[bool] | None = None,
-                  rejections: dict[int, RejectedSpot] | None = None) -> None:
+    def set_plain(
+        self, text: str, draft_flags: Sequence[bool] | None = None, rejections: dict[int, RejectedSpot] | None = None
+    ) -> None:
         """Show text as is (thinking), with the same tinting as Markdown."""
         self.code_blocks = []
         self.document().setPlainText(text)

@@ -37,15 +37,16 @@ def ask_yes(parent: QWidget, question: str) -> bool:
 def ask_save_path(parent: QWidget, kind: str, suggested: str) -> str:
     """The file to export to ('' when the user cancels)."""
     name, suffix, _ = EXPORT_FORMATS[kind]
-    path, _filter = QFileDialog.getSaveFileName(parent, f"Export conversation as {name}", suggested,
-                                                f"{name} (*{suffix})")
+    path, _filter = QFileDialog.getSaveFileName(
+        parent, f"Export conversation as {name}", suggested, f"{name} (*{suffix})"
+    )
     return path
 
 
 class MessageActions(QObject):
     """Delete, version flipping and export for a ChatController's open conversation."""
 
-    exported = Signal(str)      # the file written
+    exported = Signal(str)  # the file written
     exportFailed = Signal(str)  # a one-line reason
 
     def __init__(self, chat):
@@ -62,8 +63,7 @@ class MessageActions(QObject):
         if chat.busy or chat.conversation_id is None or position >= len(chat.transcript.views):
             return
         view = chat.transcript.views[position]
-        question = ("Delete this message and the reply after it?" if view.role == "user"
-                    else "Delete this reply?")
+        question = "Delete this message and the reply after it?" if view.role == "user" else "Delete this reply?"
         if view.message_id is None or not self.confirm(chat.transcript, question):
             return
         chat.transcript.remove(chat.store.delete_with_reply(view.message_id))
@@ -79,8 +79,14 @@ class MessageActions(QObject):
             return
         chat.store.select_version(view.message_id, number)
         version = versions[number]
-        chat.transcript.show_version(position, version.content, footer_text(version.stats, version.cancelled),
-                                     saved_trace(version.content, version.trace), number, len(versions))
+        chat.transcript.show_version(
+            position,
+            version.content,
+            footer_text(version.stats, version.cancelled),
+            saved_trace(version.content, version.trace),
+            number,
+            len(versions),
+        )
 
     def export(self, kind: str) -> Path | None:
         """Write the open conversation as Markdown or JSON to a file the user picks; returns it."""

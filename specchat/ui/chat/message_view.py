@@ -16,9 +16,9 @@ ROLE_NAMES = {"user": "You", "assistant": "Assistant"}
 class MessageView(QFrame):
     """A user message or an assistant reply (streaming or finished)."""
 
-    editRequested = Signal(int)        # message position
+    editRequested = Signal(int)  # message position
     regenerateRequested = Signal()
-    deleteRequested = Signal(int)      # message position
+    deleteRequested = Signal(int)  # message position
     versionRequested = Signal(int, int)  # message position, version number
 
     def __init__(self, role: str, position: int, text: str = "", parent=None):
@@ -48,8 +48,14 @@ class MessageView(QFrame):
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.footer.setWordWrap(True)  # a long stats line must not widen the card past the transcript
         self.footer.setToolTip(FOOTER_TOOLTIP)
-        for widget in (self.prefill_label, self.prefill_bar, self.thinking_toggle, self.thinking, self.body,
-                       self.footer):
+        for widget in (
+            self.prefill_label,
+            self.prefill_bar,
+            self.thinking_toggle,
+            self.thinking,
+            self.body,
+            self.footer,
+        ):
             layout.addWidget(widget)
         self.prefill_label.hide()
         self.prefill_bar.hide()
@@ -79,11 +85,19 @@ class MessageView(QFrame):
         self.copy_button.setToolTip("Copy the whole message to the clipboard")
         self.copy_button.clicked.connect(self.copy)
         self.delete_button = QToolButton(objectName="link", text="Delete")
-        self.delete_button.setToolTip("Delete this message and the reply after it" if self.role == "user"
-                                      else "Delete this reply")
+        self.delete_button.setToolTip(
+            "Delete this message and the reply after it" if self.role == "user" else "Delete this reply"
+        )
         self.delete_button.clicked.connect(lambda: self.deleteRequested.emit(self.position))
-        for widget in (self.previous_button, self.version_label, self.next_button, self.copy_button,
-                       self.delete_button, self.edit_button, self.regenerate_button):
+        for widget in (
+            self.previous_button,
+            self.version_label,
+            self.next_button,
+            self.copy_button,
+            self.delete_button,
+            self.edit_button,
+            self.regenerate_button,
+        ):
             row.addWidget(widget)
         if self.role != "user":  # never setVisible(True) here: a widget without a parent yet would
             self.edit_button.hide()  # open as a window of its own for a moment and take the focus
@@ -155,8 +169,11 @@ class MessageView(QFrame):
         trace = self.trace if self.color_drafts else None
         flags = trace.char_from_draft if trace is not None else None
         rejections = trace.rejection_chars() if trace is not None else {}
-        self.body.set_markdown_text(parts.answer, _slice(flags, parts.answer_start, len(parts.answer)),
-                                    _shift(rejections, parts.answer_start, len(parts.answer)))
+        self.body.set_markdown_text(
+            parts.answer,
+            _slice(flags, parts.answer_start, len(parts.answer)),
+            _shift(rejections, parts.answer_start, len(parts.answer)),
+        )
         self.body.setVisible((bool(parts.answer) or parts.thinking is None) and not reading)
         self._render_thinking(parts, flags, rejections)
 
@@ -197,7 +214,7 @@ def prefill_text(done: int, total: int) -> str:
 
 
 def _slice(flags, start: int, length: int):
-    return None if flags is None else flags[start:start + length]
+    return None if flags is None else flags[start : start + length]
 
 
 def _shift(rejections: dict, start: int, length: int) -> dict:

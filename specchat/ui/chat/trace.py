@@ -143,8 +143,10 @@ class SavedTrace:
         self.char_from_draft: list[bool] = []
         for i, length in enumerate(data.get("flags", [])):
             self.char_from_draft.extend([i % 2 == 1] * int(length))
-        self._spots = {int(offset): RejectedSpot(int(position), str(proposed), str(chosen))
-                       for offset, position, proposed, chosen in data.get("rejections", [])}
+        self._spots = {
+            int(offset): RejectedSpot(int(position), str(proposed), str(chosen))
+            for offset, position, proposed, chosen in data.get("rejections", [])
+        }
 
     def rejection_chars(self) -> dict[int, RejectedSpot]:
         """Char offset of each rejected position -> the rejection."""

@@ -24,8 +24,8 @@ class TranscriptView(QScrollArea):
 
     editRequested = Signal(int)
     regenerateRequested = Signal()
-    deleteRequested = Signal(int)         # message position
-    versionRequested = Signal(int, int)   # message position, version number
+    deleteRequested = Signal(int)  # message position
+    versionRequested = Signal(int, int)  # message position, version number
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -73,8 +73,9 @@ class TranscriptView(QScrollArea):
         self._opening = True
         self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
 
-    def show_version(self, position: int, text: str, footer: str, trace: SavedTrace | None,
-                     shown: int, count: int) -> None:
+    def show_version(
+        self, position: int, text: str, footer: str, trace: SavedTrace | None, shown: int, count: int
+    ) -> None:
         """Show another version of the reply at `position`."""
         view = self.views[position]
         view.show_saved(text, footer, trace)
@@ -251,8 +252,10 @@ class EmptyState(QWidget):
             label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
             layout.addWidget(label, 0, Qt.AlignmentFlag.AlignHCenter)
         self.models_button = QPushButton("Open Models…", objectName="primary")
-        self.models_button.setToolTip("Models already on this machine (Hugging Face cache, LM Studio, your "
-                                      "folders) and models to download (Ctrl+Shift+M)")
+        self.models_button.setToolTip(
+            "Models already on this machine (Hugging Face cache, LM Studio, your "
+            "folders) and models to download (Ctrl+Shift+M)"
+        )
         self.models_button.clicked.connect(self.modelsRequested)
         layout.addWidget(self.models_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self.set_model_state(False)
@@ -260,16 +263,20 @@ class EmptyState(QWidget):
     def set_model_state(self, loaded: bool, name: str = "") -> None:
         """The hint depends on whether a model is ready."""
         if loaded:
-            self.hint.setText(f"{name} is ready. Type a message below and send it "
-                              "(Enter, or the key set in Preferences).\n\n"
-                              "Choose Off, Draft model or MTP and the draft length in the Speculation menu; "
-                              "View ▸ Colour drafted tokens shows which words the drafter got right.")
+            self.hint.setText(
+                f"{name} is ready. Type a message below and send it "
+                "(Enter, or the key set in Preferences).\n\n"
+                "Choose Off, Draft model or MTP and the draft length in the Speculation menu; "
+                "View ▸ Colour drafted tokens shows which words the drafter got right."
+            )
         else:
-            self.hint.setText("No model is loaded. Open Models… to pick one already on this machine (the "
-                              "Hugging Face cache, LM Studio, your folders) or to download one; or choose a "
-                              "target in the toolbar and press Load.\n\n"
-                              "Pair it with a small draft model of the same family to see "
-                              "speculative decoding at work.")
+            self.hint.setText(
+                "No model is loaded. Open Models… to pick one already on this machine (the "
+                "Hugging Face cache, LM Studio, your folders) or to download one; or choose a "
+                "target in the toolbar and press Load.\n\n"
+                "Pair it with a small draft model of the same family to see "
+                "speculative decoding at work."
+            )
         self.models_button.setVisible(not loaded)
         self._fit_hint()
 

@@ -31,18 +31,25 @@ DEFAULT_PROMPT = "Write a Python function that merges two sorted lists, with a d
 
 def card_style() -> str:
     """The A/B card's style sheet in the current palette."""
-    return (f"ABCard {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
-            f" QLabel#abTitle {{ font-weight: 600; color: {theme.TEXT}; }}"
-            f" QLabel#abSpeed {{ font-size: 20px; font-weight: 600; color: {theme.TEXT}; }}"
-            f" QLabel#abDetail {{ color: {theme.MUTED}; }}")
+    return (
+        f"ABCard {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
+        f" QLabel#abTitle {{ font-weight: 600; color: {theme.TEXT}; }}"
+        f" QLabel#abSpeed {{ font-size: 20px; font-weight: 600; color: {theme.TEXT}; }}"
+        f" QLabel#abDetail {{ color: {theme.MUTED}; }}"
+    )
 
 
-SPEED_TIP = ("Decode speed of this mode's run: generated tokens over the time from the end of prompt processing "
-             "to the last token (the engine's clock), greedy, same prompt and token limit for every mode.")
-DETAIL_TIP = ("Tokens generated; acceptance: share of drafted tokens the target accepted (— when nothing was "
-              "drafted); accepted / round: accepted drafts per speculative round.")
-IDENTICAL_TIP = ("Greedy decoding: speculation must give exactly the tokens of Off. 'From token N' is the first "
-                 "token that differs.")
+SPEED_TIP = (
+    "Decode speed of this mode's run: generated tokens over the time from the end of prompt processing "
+    "to the last token (the engine's clock), greedy, same prompt and token limit for every mode."
+)
+DETAIL_TIP = (
+    "Tokens generated; acceptance: share of drafted tokens the target accepted (— when nothing was "
+    "drafted); accepted / round: accepted drafts per speculative round."
+)
+IDENTICAL_TIP = (
+    "Greedy decoding: speculation must give exactly the tokens of Off. 'From token N' is the first token that differs."
+)
 
 
 class ABCard(QFrame):
@@ -96,8 +103,10 @@ def identical_html(row: ABRow) -> str:
         return f'<span style="color:{theme.MUTED}">reference output</span>'
     if row.identical:
         return '<span style="color:#1f9d55; font-weight:600">✓ identical output: yes</span>'
-    return (f'<span style="color:{theme.REJECT}; font-weight:600">✕ identical output: no '
-            f'(differs from token {row.first_mismatch})</span>')
+    return (
+        f'<span style="color:{theme.REJECT}; font-weight:600">✕ identical output: no '
+        f"(differs from token {row.first_mismatch})</span>"
+    )
 
 
 class ABPanel(QWidget):
@@ -135,8 +144,9 @@ class ABPanel(QWidget):
             cards.addWidget(card, 0, i)
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
-        column.addWidget(QLabel("Same prompt, every mode (greedy: outputs must be identical)"),
-                         0, Qt.AlignmentFlag.AlignLeft)
+        column.addWidget(
+            QLabel("Same prompt, every mode (greedy: outputs must be identical)"), 0, Qt.AlignmentFlag.AlignLeft
+        )
         column.addWidget(self.prompt)
         column.addLayout(controls)
         column.addLayout(cards)

@@ -30,10 +30,12 @@ MIN_TIME_SPAN_S = 60  # the narrowest time window a chart over time shows
 
 def card_style() -> str:
     """The chart card's style sheet in the current palette."""
-    return (f"ChartCard {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
-            f" QLabel#chartTitle {{ color: {theme.TEXT}; font-weight: 600; }}"
-            f" QLabel#chartCaption, QLabel#chartLegend {{ color: {theme.MUTED}; font-size: 11px; }}"
-            f" QLabel#chartEmpty {{ color: {theme.MUTED}; background: transparent; }}")
+    return (
+        f"ChartCard {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
+        f" QLabel#chartTitle {{ color: {theme.TEXT}; font-weight: 600; }}"
+        f" QLabel#chartCaption, QLabel#chartLegend {{ color: {theme.MUTED}; font-size: 11px; }}"
+        f" QLabel#chartEmpty {{ color: {theme.MUTED}; background: transparent; }}"
+    )
 
 
 def pen(color: str, width: float = 2.0, dashed: bool = False):
@@ -46,8 +48,11 @@ class CountAxis(pg.AxisItem):
     """An axis for counts (rounds, draft lengths): ticks at whole numbers only, never "2.5"."""
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph's names)
-        levels = [(spacing, [v for v in values if abs(v - round(v)) < 1e-6])
-                  for spacing, values in super().tickValues(minVal, maxVal, size) if spacing >= 1]
+        levels = [
+            (spacing, [v for v in values if abs(v - round(v)) < 1e-6])
+            for spacing, values in super().tickValues(minVal, maxVal, size)
+            if spacing >= 1
+        ]
         if not levels:  # a range under two units: every whole number in it
             levels = [(1.0, [float(v) for v in range(math.ceil(minVal), math.floor(maxVal) + 1)])]
         return levels
@@ -92,13 +97,13 @@ def colour_plot(plot: pg.PlotWidget, y_label: str, x_label: str = "") -> None:
 
 CHART_HELP = {  # each chart's title -> what it plots and how (the title's tooltip)
     "Decode speed": "Tokens per second of each speculative round (tokens it emitted over its draft + verify "
-                    "time), with a rolling mean; the dashed line is the plain-decode reference.",
+    "time), with a rolling mean; the dashed line is the plain-decode reference.",
     "Acceptance": "Share of each round's drafted tokens that the target accepted, in percent.",
     "Memory": "MLX active and peak memory, system memory available and this process's resident size, in GB, "
-              "read every second.",
+    "read every second.",
     "Power": "Battery level in percent and whether the machine runs on mains power, read from the OS.",
     "Speedup vs plain decoding": "Median tok/s of each K over plain decoding's median, minus 1, in percent; "
-                                 "faded bars are noisy (CV above 5%), a red cross marks output that differed.",
+    "faded bars are noisy (CV above 5%), a red cross marks output that differed.",
 }
 
 
@@ -117,16 +122,27 @@ SWATCHES = {"line": "━━", "dashed": "╍╍", "dot": "●", "bar": "■", "c
 
 def legend_html(entries: list[tuple[str, str, str]]) -> str:
     """Rich text for a legend: (colour, kind of swatch, label) entries; it wraps between entries."""
-    parts = [f'<span style="color:{color}; font-weight:700">{SWATCHES[kind]}</span>&nbsp;{label}'
-             for color, kind, label in entries]
+    parts = [
+        f'<span style="color:{color}; font-weight:700">{SWATCHES[kind]}</span>&nbsp;{label}'
+        for color, kind, label in entries
+    ]
     return f'<span style="color:{theme.MUTED}">{"&nbsp;&nbsp; ".join(parts)}</span>'
 
 
 def horizontal_line(color: str, label: str = "") -> pg.InfiniteLine:
     """A dashed horizontal marker line with its label at the right end."""
-    line = pg.InfiniteLine(angle=0, movable=False, pen=pen(color, 1.6, dashed=True), label=label,
-                           labelOpts={"position": 0.97, "color": color, "anchors": [(1, 1), (1, 1)],
-                                      "fill": pg.mkBrush(*theme.CHART_LABEL_FILL)})
+    line = pg.InfiniteLine(
+        angle=0,
+        movable=False,
+        pen=pen(color, 1.6, dashed=True),
+        label=label,
+        labelOpts={
+            "position": 0.97,
+            "color": color,
+            "anchors": [(1, 1), (1, 1)],
+            "fill": pg.mkBrush(*theme.CHART_LABEL_FILL),
+        },
+    )
     line.setZValue(-5)
     return line
 
@@ -134,8 +150,9 @@ def horizontal_line(color: str, label: str = "") -> pg.InfiniteLine:
 class ChartCard(QFrame):
     """A card: a title, a caption on the right, and a plot with a centred note shown when it is empty."""
 
-    def __init__(self, title: str, plot: pg.PlotWidget, empty_text: str,
-                 legend: Sequence[tuple[str, str, str]] = (), parent=None):
+    def __init__(
+        self, title: str, plot: pg.PlotWidget, empty_text: str, legend: Sequence[tuple[str, str, str]] = (), parent=None
+    ):
         super().__init__(parent)
         follow(self, lambda: self.setStyleSheet(card_style()))
         self.plot = plot

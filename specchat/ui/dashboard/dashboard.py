@@ -67,8 +67,15 @@ class Dashboard(QWidget):
     # the body's scroll area: the name hides QWidget.scroll(dx, dy), which nothing calls on the dashboard
     scroll: QScrollArea  # type: ignore[assignment]
 
-    def __init__(self, paths: AppPaths | None = None, parent=None, *, poller: SystemPoller | None = None,
-                 redraw_interval_ms: int = REDRAW_INTERVAL_MS, start_polling: bool = True):
+    def __init__(
+        self,
+        paths: AppPaths | None = None,
+        parent=None,
+        *,
+        poller: SystemPoller | None = None,
+        redraw_interval_ms: int = REDRAW_INTERVAL_MS,
+        start_polling: bool = True,
+    ):
         super().__init__(parent)
         self.setObjectName("dashboard")
         self.baselines = BaselineCache.for_paths(paths or AppPaths.default())
@@ -97,13 +104,25 @@ class Dashboard(QWidget):
     # --- construction ---
 
     def _build(self) -> None:
-        follow(self, lambda: self.setStyleSheet(f"#dashboard, #dashboardBody {{ background: {theme.WINDOW_BG}; }}"
-                                                f" QLabel#dashStatus {{ color: {theme.MUTED}; }}"))
+        follow(
+            self,
+            lambda: self.setStyleSheet(
+                f"#dashboard, #dashboardBody {{ background: {theme.WINDOW_BG}; }}"
+                f" QLabel#dashStatus {{ color: {theme.MUTED}; }}"
+            ),
+        )
         self.banner = Banner()
-        self.tiles = {name: StatTile(title, accent) for name, title, accent in (
-            ("speed", "Decode speed", BLUE), ("vs_plain", "vs plain decode", RED),
-            ("acceptance", "Acceptance", GREEN), ("per_round", "Accepted / round", TEAL),
-            ("memory", "MLX memory", PURPLE), ("power", "Power", ORANGE))}
+        self.tiles = {
+            name: StatTile(title, accent)
+            for name, title, accent in (
+                ("speed", "Decode speed", BLUE),
+                ("vs_plain", "vs plain decode", RED),
+                ("acceptance", "Acceptance", GREEN),
+                ("per_round", "Accepted / round", TEAL),
+                ("memory", "MLX memory", PURPLE),
+                ("power", "Power", ORANGE),
+            )
+        }
         self.tile_grid = ReflowGrid(list(self.tiles.values()), TILE_WIDTH, TILE_COLUMNS)
         self.throughput = ThroughputChart()
         self.acceptance = AcceptanceChart()
@@ -115,15 +134,19 @@ class Dashboard(QWidget):
         self.status = QLabel("No generation yet.", objectName="dashStatus")
         self.status.setWordWrap(True)  # a long summary wraps rather than widening the dock
         self.remeasure = QPushButton("Measure plain decode")
-        self.remeasure.setToolTip("Measure the current target's plain-decode speed now (speculation off, greedy, "
-                                  "64 tokens after a short warm-up): the reference of 'vs plain decode' and the "
-                                  "break-even line, until this session has its own plain replies")
+        self.remeasure.setToolTip(
+            "Measure the current target's plain-decode speed now (speculation off, greedy, "
+            "64 tokens after a short warm-up): the reference of 'vs plain decode' and the "
+            "break-even line, until this session has its own plain replies"
+        )
         self.remeasure.setEnabled(False)
         self.remeasure.clicked.connect(self.request_baseline)
         self.cluster = QLabel("", objectName="dashStatus")  # a cluster's memory per rank (Connect to server)
         self.cluster.setWordWrap(True)
-        self.cluster.setToolTip("MLX memory each rank of the server's cluster holds now and at its peak, "
-                                "read from the server every few seconds")
+        self.cluster.setToolTip(
+            "MLX memory each rank of the server's cluster holds now and at its peak, "
+            "read from the server every few seconds"
+        )
         self.cluster.hide()
         footer = QHBoxLayout()
         footer.addWidget(self.status, 1)
@@ -197,8 +220,13 @@ class Dashboard(QWidget):
     def on_memory(self, sample: MemorySample) -> None:
         """Add a memory reading."""
         self.last_memory = sample
-        self.memory.append(sample.time, sample.mlx_active_bytes, sample.mlx_peak_bytes,
-                           sample.system_available_bytes, sample.process_rss_bytes)
+        self.memory.append(
+            sample.time,
+            sample.mlx_active_bytes,
+            sample.mlx_peak_bytes,
+            sample.system_available_bytes,
+            sample.process_rss_bytes,
+        )
         self.memory_chart.set_working_set(sample.gpu_working_set_bytes)
         self._dirty = True
 
@@ -218,16 +246,23 @@ class Dashboard(QWidget):
         entry = self.baselines.get(model_key) if model_key else None
         known = any(s.model_key == model_key for s in self.plain.samples)
         if model_key and entry is not None and not known:
-            self.plain.add_measurement(model_key, entry.tokens_per_s, EARLIER, parse_time(entry.measured_at),
-                                       entry.sampling, entry.power_source)
+            self.plain.add_measurement(
+                model_key,
+                entry.tokens_per_s,
+                EARLIER,
+                parse_time(entry.measured_at),
+                entry.sampling,
+                entry.power_source,
+            )
         self.remeasure.setEnabled(model_key is not None)
         self.remeasure.setText(REMEASURE if entry or known else "Measure plain decode")
         self._dirty = True
         if model_key and entry is None and not known:
             self.baselineRequested.emit(model_key)
 
-    def set_baseline_tps(self, model_key: str, tps: float, source: str = "measured",
-                         sampling: str | None = None) -> None:
+    def set_baseline_tps(
+        self, model_key: str, tps: float, source: str = "measured", sampling: str | None = None
+    ) -> None:
         """A fresh plain-decode measurement of a model: cached, and the reference while no plain reply is newer."""
         power = self.power_source()
         self.baselines.put(model_key, tps, source, power, sampling)
@@ -245,8 +280,13 @@ class Dashboard(QWidget):
     def reference(self) -> Reference | None:
         """The plain-decode reference for the last reply (or the next one): same target, sampling and power."""
         stats = self.last_stats
-        return self.plain.reference(self.model_key, stats.sampling if stats else None, self.power_source(),
-                                    stats.prompt_tokens if stats else None, self.last_plain_sample)
+        return self.plain.reference(
+            self.model_key,
+            stats.sampling if stats else None,
+            self.power_source(),
+            stats.prompt_tokens if stats else None,
+            self.last_plain_sample,
+        )
 
     def power_source(self) -> str | None:
         """'ac' or 'battery' from the last power reading; None while unknown."""
@@ -282,17 +322,29 @@ class Dashboard(QWidget):
         mode = "Plain decoding" if stats.mode == "baseline" else MODE_NAMES.get(stats.mode, stats.mode)
         k = f", {speculation_text(asdict(stats))}" if stats.mode != "baseline" else ""
         ended = stop_text(asdict(stats), event.cancelled) or "ended"
-        self.status.setText(f"Last reply: {mode}{k} · {stats.generated_tokens} tokens · "
-                            f"{stats.decode_tokens_per_s:.1f} tok/s decode · {ended}")
+        self.status.setText(
+            f"Last reply: {mode}{k} · {stats.generated_tokens} tokens · "
+            f"{stats.decode_tokens_per_s:.1f} tok/s decode · {ended}"
+        )
         self.last_plain_sample = None
-        if stats.mode == "baseline" and not event.cancelled and self.model_key \
-                and stats.generated_tokens >= MIN_TOKENS_FOR_BASELINE:
+        if (
+            stats.mode == "baseline"
+            and not event.cancelled
+            and self.model_key
+            and stats.generated_tokens >= MIN_TOKENS_FOR_BASELINE
+        ):
             self.last_plain_sample = self.plain.add_reply(
-                self.model_key, stats.decode_tokens_per_s, stats.generated_tokens, stats.prompt_tokens,
-                stats.sampling, self.power_source())
+                self.model_key,
+                stats.decode_tokens_per_s,
+                stats.generated_tokens,
+                stats.prompt_tokens,
+                stats.sampling,
+                self.power_source(),
+            )
             if self.last_plain_sample is not None:  # the next app start finds this target's plain speed
-                self.baselines.put(self.model_key, stats.decode_tokens_per_s, "plain-decode reply",
-                                   self.power_source(), stats.sampling)
+                self.baselines.put(
+                    self.model_key, stats.decode_tokens_per_s, "plain-decode reply", self.power_source(), stats.sampling
+                )
                 self.remeasure.setText(REMEASURE)
 
     def _update_banner(self, status: PowerStatus, low_power: bool | None) -> None:
@@ -327,8 +379,7 @@ class Dashboard(QWidget):
         plain = self.last_stats is not None and self.last_stats.mode == "baseline" and not has_rounds
         note = "Plain decoding has no speculative rounds." if plain else None
         self.throughput.set_empty(None if has_rounds else note or self.throughput_empty_text())
-        self.acceptance.set_empty(None if has_rounds else note or "Acceptance appears once the target "
-                                                                  "checks drafts.")
+        self.acceptance.set_empty(None if has_rounds else note or "Acceptance appears once the target checks drafts.")
         self.memory_chart.set_empty(None if len(self.memory) else "Reading memory…")
         self.power_chart.set_empty(self._power_empty_text())
         self._place_power()
@@ -343,8 +394,7 @@ class Dashboard(QWidget):
         if self.last_power is None:
             return "Reading power…"
         status = self.last_power[0]
-        if status.percent is not None or len(self.power) and not all(
-                math.isnan(p) for p in self.power.column(1)):
+        if status.percent is not None or len(self.power) and not all(math.isnan(p) for p in self.power.column(1)):
             return None
         if status.source == "ac":
             return "No battery: this machine runs on mains power."

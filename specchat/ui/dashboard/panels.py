@@ -59,13 +59,17 @@ class ThroughputChart(ChartCard):
     """Decode tok/s of each round, the rolling speed, and plain decoding as the break-even line."""
 
     def __init__(self, parent=None):
-        super().__init__("Decode speed", make_plot("tok/s", "round"),
-                         "No speculative rounds yet.\nSend a message with Draft or MTP on.",
-                         [(BLUE_LIGHT, "dot", "per round"), (BLUE, "line", "rolling"),
-                          (RED, "dashed", "plain decode")], parent)
+        super().__init__(
+            "Decode speed",
+            make_plot("tok/s", "round"),
+            "No speculative rounds yet.\nSend a message with Draft or MTP on.",
+            [(BLUE_LIGHT, "dot", "per round"), (BLUE, "line", "rolling"), (RED, "dashed", "plain decode")],
+            parent,
+        )
         item = self.plot.getPlotItem()
-        self.round_curve = item.plot(pen=pen(BLUE_LIGHT, 1.2), symbol="o", symbolSize=5,
-                                     symbolBrush=BLUE_LIGHT, symbolPen=None, antialias=True)
+        self.round_curve = item.plot(
+            pen=pen(BLUE_LIGHT, 1.2), symbol="o", symbolSize=5, symbolBrush=BLUE_LIGHT, symbolPen=None, antialias=True
+        )
         self.rolling_curve = item.plot(pen=pen(BLUE, 2.6), antialias=True)
         self.baseline_line = horizontal_line(RED)
         self.baseline_line.hide()
@@ -98,14 +102,19 @@ class AcceptanceChart(ChartCard):
     """Each round's acceptance as bars, and the acceptance of all rounds so far as a line."""
 
     def __init__(self, parent=None):
-        super().__init__("Acceptance", make_plot("% of drafted tokens", "round"),
-                         "Acceptance appears once the target checks drafts.",
-                         [(GREEN_LIGHT, "bar", "per round"), (GREEN, "line", "cumulative")], parent)
+        super().__init__(
+            "Acceptance",
+            make_plot("% of drafted tokens", "round"),
+            "Acceptance appears once the target checks drafts.",
+            [(GREEN_LIGHT, "bar", "per round"), (GREEN, "line", "cumulative")],
+            parent,
+        )
         item = self.plot.getPlotItem()
         item.setYRange(0, 105, padding=0)
         item.getViewBox().setLimits(yMin=-5, yMax=110)
-        self.round_curve = item.plot(stepMode="center", fillLevel=0,
-                                     brush=pg.mkBrush(GREEN_LIGHT), pen=pen(GREEN_LIGHT, 1))
+        self.round_curve = item.plot(
+            stepMode="center", fillLevel=0, brush=pg.mkBrush(GREEN_LIGHT), pen=pen(GREEN_LIGHT, 1)
+        )
         self.cumulative_curve = item.plot(pen=pen(GREEN, 2.6), antialias=True)
 
     def redraw(self, rounds: RoundSeries) -> None:
@@ -125,9 +134,18 @@ class MemoryChart(ChartCard):
     (right axis, its own scale: many GB of free RAM would flatten the MLX lines into the floor)."""
 
     def __init__(self, parent=None):
-        super().__init__("Memory", make_plot("MLX GB", date_axis=True), "Reading memory…",
-                         [(BLUE, "line", "MLX active"), (PURPLE, "line", "MLX peak"),
-                          (ORANGE, "dashed", "weights"), (TEAL, "line", "system available (right)")], parent)
+        super().__init__(
+            "Memory",
+            make_plot("MLX GB", date_axis=True),
+            "Reading memory…",
+            [
+                (BLUE, "line", "MLX active"),
+                (PURPLE, "line", "MLX peak"),
+                (ORANGE, "dashed", "weights"),
+                (TEAL, "line", "system available (right)"),
+            ],
+            parent,
+        )
         item = self.plot.getPlotItem()
         self.system_view = pg.ViewBox(enableMenu=False)
         item.showAxis("right")
@@ -188,8 +206,13 @@ class PowerChart(ChartCard):
     it folds into one line: its title and what it knows."""
 
     def __init__(self, parent=None):
-        super().__init__("Power", make_plot("battery %", date_axis=True), "Reading power…",
-                         [(GREEN, "line", "on mains"), (ORANGE, "line", "on battery")], parent)
+        super().__init__(
+            "Power",
+            make_plot("battery %", date_axis=True),
+            "Reading power…",
+            [(GREEN, "line", "on mains"), (ORANGE, "line", "on battery")],
+            parent,
+        )
         item = self.plot.getPlotItem()
         item.setYRange(0, 105, padding=0)
         dots = {"symbol": "o", "symbolSize": 4, "symbolPen": None}

@@ -31,13 +31,19 @@ class _Bridge(QObject):
 class SystemPoller(QObject):
     """Emits memorySampled and powerRead on timers; readers are injectable for tests."""
 
-    memorySampled = Signal(object)   # MemorySample
+    memorySampled = Signal(object)  # MemorySample
     powerRead = Signal(object, object)  # PowerStatus, low-power mode (bool | None)
 
-    def __init__(self, parent=None, *, read_memory: Callable[[], MemorySample] | None = None,
-                 read_power: Callable[[], PowerStatus] = read_power,
-                 read_low_power: Callable[[], bool | None] = read_low_power_mode,
-                 memory_interval_ms: int = MEMORY_INTERVAL_MS, power_interval_ms: int = POWER_INTERVAL_MS):
+    def __init__(
+        self,
+        parent=None,
+        *,
+        read_memory: Callable[[], MemorySample] | None = None,
+        read_power: Callable[[], PowerStatus] = read_power,
+        read_low_power: Callable[[], bool | None] = read_low_power_mode,
+        memory_interval_ms: int = MEMORY_INTERVAL_MS,
+        power_interval_ms: int = POWER_INTERVAL_MS,
+    ):
         super().__init__(parent)
         self.read_memory = read_memory or default_memory_reader()
         self.read_power = read_power

@@ -49,8 +49,10 @@ class ReflowGrid(QWidget):
 
     def item_height(self, width: int) -> int:
         """The tallest item at this width (wrapped text included)."""
-        return max(max(item.minimumSizeHint().height(), item.minimumHeight(), item.heightForWidth(width))
-                   for item in self.items)
+        return max(
+            max(item.minimumSizeHint().height(), item.minimumHeight(), item.heightForWidth(width))
+            for item in self.items
+        )
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
         fewest = min(self.choices)

@@ -9,9 +9,25 @@ from pathlib import Path
 from specchat.tuning.sweep_report import cell_notes
 from specchat.tuning.sweep_results import CellResult, SweepResult, is_best
 
-CSV_COLUMNS = ("prompt", "k", "tokens_per_s", "measured_tokens_per_s", "speedup_pct", "acceptance_rate",
-               "mean_accepted_per_round", "cv", "noisy", "identical", "first_mismatch", "peak_memory_bytes",
-               "peak_memory_delta_bytes", "power_changed", "reps", "best", "notes")
+CSV_COLUMNS = (
+    "prompt",
+    "k",
+    "tokens_per_s",
+    "measured_tokens_per_s",
+    "speedup_pct",
+    "acceptance_rate",
+    "mean_accepted_per_round",
+    "cv",
+    "noisy",
+    "identical",
+    "first_mismatch",
+    "peak_memory_bytes",
+    "peak_memory_delta_bytes",
+    "power_changed",
+    "reps",
+    "best",
+    "notes",
+)
 
 
 def _value(value):
@@ -24,21 +40,30 @@ def _value(value):
 def cell_record(prompt: str, cell: CellResult, best: bool) -> dict:
     """One CSV row as a dict keyed by CSV_COLUMNS."""
     return {
-        "prompt": prompt, "k": "baseline" if cell.k is None else cell.k,
-        "tokens_per_s": cell.median_tokens_per_s, "measured_tokens_per_s": cell.measured_median_tokens_per_s,
-        "speedup_pct": cell.speedup_pct, "acceptance_rate": cell.acceptance_rate,
-        "mean_accepted_per_round": cell.mean_accepted_per_round, "cv": cell.cv, "noisy": cell.noisy,
-        "identical": cell.identical, "first_mismatch": cell.first_mismatch,
-        "peak_memory_bytes": cell.peak_memory_bytes, "peak_memory_delta_bytes": cell.peak_memory_delta_bytes,
-        "power_changed": cell.power_changed, "reps": len(cell.reps), "best": best, "notes": cell_notes(cell),
+        "prompt": prompt,
+        "k": "baseline" if cell.k is None else cell.k,
+        "tokens_per_s": cell.median_tokens_per_s,
+        "measured_tokens_per_s": cell.measured_median_tokens_per_s,
+        "speedup_pct": cell.speedup_pct,
+        "acceptance_rate": cell.acceptance_rate,
+        "mean_accepted_per_round": cell.mean_accepted_per_round,
+        "cv": cell.cv,
+        "noisy": cell.noisy,
+        "identical": cell.identical,
+        "first_mismatch": cell.first_mismatch,
+        "peak_memory_bytes": cell.peak_memory_bytes,
+        "peak_memory_delta_bytes": cell.peak_memory_delta_bytes,
+        "power_changed": cell.power_changed,
+        "reps": len(cell.reps),
+        "best": best,
+        "notes": cell_notes(cell),
     }
 
 
 def sweep_records(result: SweepResult) -> list[dict]:
     """Every cell of every prompt as a row dict, baseline first within each prompt."""
     best = result.best_k()
-    return [cell_record(p.name, c, is_best(c, best.get(p.name)))
-            for p in result.prompts for c in p.cells]
+    return [cell_record(p.name, c, is_best(c, best.get(p.name))) for p in result.prompts for c in p.cells]
 
 
 def write_csv(result: SweepResult, path: str | Path) -> Path:

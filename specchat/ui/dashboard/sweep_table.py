@@ -28,7 +28,7 @@ COLUMN_HELP = {
     "Prompt": "The prompt type the cell ran (each prompt: plain decoding first, then each K).",
     "K": "Draft length: tokens drafted per round; 'baseline' is plain decoding (speculation off).",
     "tok/s": "Median decode speed over the measured reps (warmups left out): generated tokens over the time "
-             "from the end of prompt processing to the last token. — when the output differed from plain decoding.",
+    "from the end of prompt processing to the last token. — when the output differed from plain decoding.",
     "Speedup": "This K's median tok/s over plain decoding's median, minus 1, in percent.",
     "Accept": "Share of drafted tokens the target accepted, over every measured rep.",
     "Acc/round": "Accepted drafted tokens per speculative round (each round also adds one target token).",
@@ -53,8 +53,17 @@ def cell_texts(prompt: str, cell: CellResult, best: bool) -> list[str]:
     if best:
         star = "★ best K" if cell.k is not None else "★ best: Off (no K beats plain decoding beyond the noise)"
         notes = star + (f"; {notes}" if notes else "")
-    return [prompt, cell.label, speed, _pct(cell.speedup_pct, signed=True), acceptance, per_round, cv_text(cell.cv),
-            f"{cell.peak_memory_bytes / 1e9:.2f}", notes]
+    return [
+        prompt,
+        cell.label,
+        speed,
+        _pct(cell.speedup_pct, signed=True),
+        acceptance,
+        per_round,
+        cv_text(cell.cv),
+        f"{cell.peak_memory_bytes / 1e9:.2f}",
+        notes,
+    ]
 
 
 class SweepTable(QTableWidget):
@@ -75,10 +84,14 @@ class SweepTable(QTableWidget):
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        follow(self, lambda: self.setStyleSheet(
-            f"QTableWidget {{ background: {theme.SURFACE}; color: {theme.TEXT}; border: 1px solid {theme.BORDER}; "
-            f"border-radius: 8px; }} QHeaderView::section {{ background: {theme.CODE_BG}; "
-            f"border: none; padding: 4px 6px; color: {theme.MUTED}; font-weight: 600; }}"))
+        follow(
+            self,
+            lambda: self.setStyleSheet(
+                f"QTableWidget {{ background: {theme.SURFACE}; color: {theme.TEXT}; border: 1px solid {theme.BORDER}; "
+                f"border-radius: 8px; }} QHeaderView::section {{ background: {theme.CODE_BG}; "
+                f"border: none; padding: 4px 6px; color: {theme.MUTED}; font-weight: 600; }}"
+            ),
+        )
 
     def show_cells(self, prompts: list[tuple[str, list[CellResult]]], best: dict[str, int]) -> None:
         """Fill the table from (prompt name, cells) pairs; best marks the best choice per prompt (0: Off)."""
@@ -110,8 +123,13 @@ class SpeedupChart(ChartCard):
     """Grouped bars: speedup over plain decoding for each K, one colour per prompt type."""
 
     def __init__(self, parent=None):
-        super().__init__("Speedup vs plain decoding", make_plot("speedup %", "draft length K"),
-                         "Run a sweep to see the speedup of each K.", [], parent)
+        super().__init__(
+            "Speedup vs plain decoding",
+            make_plot("speedup %", "draft length K"),
+            "Run a sweep to see the speedup of each K.",
+            [],
+            parent,
+        )
         self.bars: dict[str, pg.BarGraphItem] = {}
         self.markers: dict[str, pg.ScatterPlotItem] = {}
         item = self.plot.getPlotItem()
@@ -140,8 +158,14 @@ class SpeedupChart(ChartCard):
             item.addItem(bars)
             self.bars[name] = bars
             failed = [xi for xi, k in zip(x, present) if by_k[k].identical is False]
-            markers = pg.ScatterPlotItem(x=failed, y=[0.0] * len(failed), symbol="x", size=14,
-                                         pen=pg.mkPen(RED, width=2.5), brush=pg.mkBrush(RED))
+            markers = pg.ScatterPlotItem(
+                x=failed,
+                y=[0.0] * len(failed),
+                symbol="x",
+                size=14,
+                pen=pg.mkPen(RED, width=2.5),
+                brush=pg.mkBrush(RED),
+            )
             item.addItem(markers)
             self.markers[name] = markers
         legend += [(theme.MUTED, "bar", "faded: noisy (CV > 5%)"), (RED, "cross", "output differs")]

@@ -51,12 +51,11 @@ def card_css() -> str:
 class SweepView(QWidget):
     """Give it the engine client and the loaded pair; Run queues a sweep, "Use best K" saves the result."""
 
-    busyChanged = Signal(bool)      # True while this view's sweep is queued or running
-    bestKSaved = Signal(object)     # dict[str, int]: the best K per prompt type just saved
+    busyChanged = Signal(bool)  # True while this view's sweep is queued or running
+    bestKSaved = Signal(object)  # dict[str, int]: the best K per prompt type just saved
     sweepFinished = Signal(object)  # SweepResult
 
-    def __init__(self, paths: AppPaths | None = None, parent=None, *, read_power=None, machine_info=None,
-                 client=None):
+    def __init__(self, paths: AppPaths | None = None, parent=None, *, read_power=None, machine_info=None, client=None):
         super().__init__(parent)
         self.paths = paths or AppPaths.default()
         self.read_power, self.machine_info = read_power, machine_info
@@ -82,8 +81,9 @@ class SweepView(QWidget):
         self.ks_edit.setMaximumWidth(110)
         self.reps = QSpinBox(minimum=1, maximum=50, value=3, prefix="reps ")
         self.warmup = QSpinBox(minimum=0, maximum=10, value=1, prefix="warmup ")
-        self.max_tokens = QSpinBox(minimum=int(LIMITS["max_tokens"].low), maximum=int(LIMITS["max_tokens"].high),
-                                   value=128, suffix=" tokens")
+        self.max_tokens = QSpinBox(
+            minimum=int(LIMITS["max_tokens"].low), maximum=int(LIMITS["max_tokens"].high), value=128, suffix=" tokens"
+        )
         self.prompt_boxes = {name: QCheckBox(name, checked=True) for name in BUILTIN_PROMPTS}
         self.allow_battery = QCheckBox("run on battery")
         self.run_button = QPushButton("Run sweep", objectName="primary", clicked=self.start)
@@ -95,11 +95,14 @@ class SweepView(QWidget):
         self.chart = SpeedupChart()
         self.best_label = QLabel("")
         self.use_best = QPushButton("Use best K", clicked=self.use_best_k, enabled=False)
-        self.use_best.setToolTip("Save the best choice per prompt type for this pair as the chat's default: a K "
-                                 "only when it beats plain decoding beyond the noise, else Off (speculation off)")
-        self.exports = [QPushButton(f"Export {kind}", enabled=False,
-                                    clicked=lambda _=False, k=kind: self._ask_export(k))
-                        for kind in ("CSV", "JSON", "PNG")]
+        self.use_best.setToolTip(
+            "Save the best choice per prompt type for this pair as the chat's default: a K "
+            "only when it beats plain decoding beyond the noise, else Off (speculation off)"
+        )
+        self.exports = [
+            QPushButton(f"Export {kind}", enabled=False, clicked=lambda _=False, k=kind: self._ask_export(k))
+            for kind in ("CSV", "JSON", "PNG")
+        ]
         self.ab = ABPanel()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 12, 14, 12)
@@ -165,8 +168,9 @@ class SweepView(QWidget):
                 self.mode.addItem(label, mode)
         self._refresh_button()
         if self.job is None:
-            self.progress_label.setText("" if self.mode.count() else "Load a target with a draft model or an "
-                                                                     "MTP head to sweep K.")
+            self.progress_label.setText(
+                "" if self.mode.count() else "Load a target with a draft model or an MTP head to sweep K."
+            )
         self.ab.set_pair(pair)
 
     def _refresh_button(self) -> None:
@@ -177,10 +181,15 @@ class SweepView(QWidget):
         names = [name for name, box in self.prompt_boxes.items() if box.isChecked()]
         if not names:
             raise ConfigError("choose at least one prompt type to sweep")
-        return SweepConfig(mode=self.mode.currentData() or "draft", ks=parse_ks(self.ks_edit.text()),
-                           reps=self.reps.value(), warmup=self.warmup.value(),
-                           max_tokens=self.max_tokens.value(), prompts=tuple(builtin_prompts(names)),
-                           allow_battery=self.allow_battery.isChecked())
+        return SweepConfig(
+            mode=self.mode.currentData() or "draft",
+            ks=parse_ks(self.ks_edit.text()),
+            reps=self.reps.value(),
+            warmup=self.warmup.value(),
+            max_tokens=self.max_tokens.value(),
+            prompts=tuple(builtin_prompts(names)),
+            allow_battery=self.allow_battery.isChecked(),
+        )
 
     # --- running ---
 
@@ -197,8 +206,9 @@ class SweepView(QWidget):
         read_power, machine_info = self.read_power, self.machine_info
 
         def work(ctx):
-            runner = SweepRunner(ctx.engine, config, read_power=read_power, machine_info=machine_info,
-                                 cancel=ctx.cancel)
+            runner = SweepRunner(
+                ctx.engine, config, read_power=read_power, machine_info=machine_info, cancel=ctx.cancel
+            )
             return runner.run(ctx.emit)
 
         self.result, self.cells, self.ks = None, {}, config.ks
@@ -298,8 +308,9 @@ class SweepView(QWidget):
         path = save_sweep(self.paths, self.result)
         best = self.result.best_k()
         if path is not None:
-            self.best_label.setText("Saved best K for this pair: "
-                                    + ", ".join(f"{name} {choice_text(k)}" for name, k in best.items()))
+            self.best_label.setText(
+                "Saved best K for this pair: " + ", ".join(f"{name} {choice_text(k)}" for name, k in best.items())
+            )
             self.bestKSaved.emit(best)
         return path
 
@@ -326,8 +337,9 @@ class SweepView(QWidget):
 
     def _ask_export(self, kind: str) -> None:
         suffix = kind.lower()
-        name, _ = QFileDialog.getSaveFileName(self, f"Export sweep as {kind}", f"sweep.{suffix}",
-                                              f"{kind} (*.{suffix})")
+        name, _ = QFileDialog.getSaveFileName(
+            self, f"Export sweep as {kind}", f"sweep.{suffix}", f"{kind} (*.{suffix})"
+        )
         if not name:
             return
         try:

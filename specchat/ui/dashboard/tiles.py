@@ -13,29 +13,33 @@ DASH = "—"
 VERDICT_COLORS = {FASTER: "#1f9d55", SLOWER: theme.REJECT}  # within noise: the tile's grey
 TILE_HELP = {
     "speed": "Decode speed: tokens per second after the first token. While a reply streams: the rolling rate over "
-             "the last rounds; after it: the reply's generated tokens over the time from the end of prompt "
-             "processing to its last token (the engine's clock).",
+    "the last rounds; after it: the reply's generated tokens over the time from the end of prompt "
+    "processing to its last token (the engine's clock).",
     "vs_plain": "The last reply's decode speed divided by plain decoding (speculation off) on the same target with "
-                "the same sampling settings and power source, timed by the same clock: this session's plain "
-                "replies of comparable context length when there are any, else a measurement. Green: faster "
-                "beyond the noise; red: slower beyond it; grey: within noise (or a stale reference). The band is "
-                "ratio × (1 ± noise), noise = max(5%, 2 × the spread (CV) of the plain replies), 5% with fewer "
-                "than 3.",
+    "the same sampling settings and power source, timed by the same clock: this session's plain "
+    "replies of comparable context length when there are any, else a measurement. Green: faster "
+    "beyond the noise; red: slower beyond it; grey: within noise (or a stale reference). The band is "
+    "ratio × (1 ± noise), noise = max(5%, 2 × the spread (CV) of the plain replies), 5% with fewer "
+    "than 3.",
     "acceptance": "Share of drafted tokens the target accepted, over the rounds of the last reply ( — when nothing "
-                  "was drafted).",
+    "was drafted).",
     "per_round": "Accepted drafted tokens per speculative round of the last reply (each round also adds one token "
-                 "of the target's own).",
+    "of the target's own).",
     "memory": "MLX active memory now (mx.get_active_memory), with the peak since the reply started, MLX's buffer "
-              "cache and the loaded weights' size.",
+    "cache and the loaded weights' size.",
     "power": "The power source and battery level read from the OS (pmset on macOS; psutil / sysfs elsewhere), "
-             "and whether low-power mode is on: speeds on battery or low power are not comparable.",
+    "and whether low-power mode is on: speeds on battery or low power are not comparable.",
 }
+
+
 def tile_style() -> str:
     """The tile's style sheet in the current palette."""
-    return (f"StatTile {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
-            f" QLabel#tileTitle {{ color: {theme.MUTED}; font-size: 11px; font-weight: 600; }}"
-            f" QLabel#tileValue {{ color: {theme.TEXT}; font-size: 21px; font-weight: 600; }}"
-            f" QLabel#tileSub {{ color: {theme.MUTED}; font-size: 11px; }}")
+    return (
+        f"StatTile {{ background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px; }}"
+        f" QLabel#tileTitle {{ color: {theme.MUTED}; font-size: 11px; font-weight: 600; }}"
+        f" QLabel#tileValue {{ color: {theme.TEXT}; font-size: 21px; font-weight: 600; }}"
+        f" QLabel#tileSub {{ color: {theme.MUTED}; font-size: 11px; }}"
+    )
 
 
 class StatTile(QFrame):
@@ -43,8 +47,12 @@ class StatTile(QFrame):
 
     def __init__(self, title: str, accent: str, parent=None):
         super().__init__(parent)
-        follow(self, lambda: self.setStyleSheet(
-            tile_style() + f" QFrame#tileAccent {{ background: {accent}; border-radius: 2px; }}"))
+        follow(
+            self,
+            lambda: self.setStyleSheet(
+                tile_style() + f" QFrame#tileAccent {{ background: {accent}; border-radius: 2px; }}"
+            ),
+        )
         accent_bar = QFrame(objectName="tileAccent")
         accent_bar.setFixedWidth(4)
         self.title = QLabel(title.upper(), objectName="tileTitle")
@@ -116,11 +124,14 @@ def fill_tiles(dash) -> None:
         drafting = sum(stats.k_rounds.values()) if stats is not None and stats.k_rounds else 0
         # auto K's plain bursts are rounds that drafted nothing (drafting is 0 without stats)
         if stats is not None and drafting and drafting != totals["rounds"]:
-            tiles["per_round"].set(f"{stats.mean_accepted_per_round:.2f}",
-                                   f"over {drafting} drafting rounds (+{totals['rounds'] - drafting:.0f} plain)")
+            tiles["per_round"].set(
+                f"{stats.mean_accepted_per_round:.2f}",
+                f"over {drafting} drafting rounds (+{totals['rounds'] - drafting:.0f} plain)",
+            )
         else:
-            tiles["per_round"].set(f"{totals['accepted'] / totals['rounds']:.2f}",
-                                   f"over {totals['rounds']:.0f} rounds")
+            tiles["per_round"].set(
+                f"{totals['accepted'] / totals['rounds']:.2f}", f"over {totals['rounds']:.0f} rounds"
+            )
     else:
         tiles["acceptance"].set(DASH, "no drafts yet")
         tiles["per_round"].set(DASH, "no rounds yet")
@@ -142,8 +153,9 @@ def _fill_vs_plain(tile: StatTile, dash, speed: float | None) -> None:
         return
     result = compare(speed, ref)
     live = dash.generating  # a rolling rate over rounds: not the reply's own clock, so no verdict yet
-    tile.set(f"{result.ratio:.2f}×", ("live; " if live else "") + line,
-             None if live else VERDICT_COLORS.get(result.verdict))
+    tile.set(
+        f"{result.ratio:.2f}×", ("live; " if live else "") + line, None if live else VERDICT_COLORS.get(result.verdict)
+    )
 
 
 def _fill_memory(tile: StatTile, sample, weights: int | None) -> None:

@@ -24,18 +24,34 @@ from .table_model import FRACTION_ROLE, ROW_ROLE, STATE_ROLE
 
 BAR_HEIGHT = 6
 TRACK = QColor("#e6e9ef")
-BAR_COLOURS = {DOWNLOADING: QColor(theme.ACCENT), CANCELLED: QColor("#c4cad4"),
-               FAILED: QColor(theme.REJECT), QUEUED: QColor("#c4cad4")}
+BAR_COLOURS = {
+    DOWNLOADING: QColor(theme.ACCENT),
+    CANCELLED: QColor("#c4cad4"),
+    FAILED: QColor(theme.REJECT),
+    QUEUED: QColor("#c4cad4"),
+}
 DONE_COLOUR = QColor("#2e9e5b")
 # (background, text) of the status pill
-PILLS = {COMPLETE: ("#dff3e6", "#1d6b3c"), PARTIAL: ("#fff1d6", "#8a5a00"),
-         NOT_DOWNLOADED: ("#eef0f3", "#5b6472"), DOWNLOADING: ("#e4edfc", "#1d4aa0"),
-         QUEUED: ("#eef0f3", "#5b6472"), CANCELLED: ("#fff1d6", "#8a5a00"),
-         FAILED: ("#fdecec", "#8a1f1f"), DONE: ("#dff3e6", "#1d6b3c")}
-DARK_PILLS = {COMPLETE: ("#1f3d2a", "#9fe0b5"), PARTIAL: ("#3d321c", "#f1d48a"),
-              NOT_DOWNLOADED: ("#2c3038", "#aab2bf"), DOWNLOADING: ("#1d2a40", "#b9cff7"),
-              QUEUED: ("#2c3038", "#aab2bf"), CANCELLED: ("#3d321c", "#f1d48a"),
-              FAILED: ("#3d1f22", "#f6b9b9"), DONE: ("#1f3d2a", "#9fe0b5")}
+PILLS = {
+    COMPLETE: ("#dff3e6", "#1d6b3c"),
+    PARTIAL: ("#fff1d6", "#8a5a00"),
+    NOT_DOWNLOADED: ("#eef0f3", "#5b6472"),
+    DOWNLOADING: ("#e4edfc", "#1d4aa0"),
+    QUEUED: ("#eef0f3", "#5b6472"),
+    CANCELLED: ("#fff1d6", "#8a5a00"),
+    FAILED: ("#fdecec", "#8a1f1f"),
+    DONE: ("#dff3e6", "#1d6b3c"),
+}
+DARK_PILLS = {
+    COMPLETE: ("#1f3d2a", "#9fe0b5"),
+    PARTIAL: ("#3d321c", "#f1d48a"),
+    NOT_DOWNLOADED: ("#2c3038", "#aab2bf"),
+    DOWNLOADING: ("#1d2a40", "#b9cff7"),
+    QUEUED: ("#2c3038", "#aab2bf"),
+    CANCELLED: ("#3d321c", "#f1d48a"),
+    FAILED: ("#3d1f22", "#f6b9b9"),
+    DONE: ("#1f3d2a", "#9fe0b5"),
+}
 
 
 def _paint_selection(painter: QPainter, option: QStyleOptionViewItem, index) -> None:
@@ -71,12 +87,14 @@ class ProgressDelegate(QStyledItemDelegate):
         if done > 0:
             colour = DONE_COLOUR if done >= 1.0 and state != CANCELLED else BAR_COLOURS.get(state, DONE_COLOUR)
             painter.setBrush(colour)
-            painter.drawRoundedRect(QRectF(track.left(), top, max(track.width() * done, BAR_HEIGHT),
-                                           BAR_HEIGHT), BAR_HEIGHT / 2, BAR_HEIGHT / 2)
+            painter.drawRoundedRect(
+                QRectF(track.left(), top, max(track.width() * done, BAR_HEIGHT), BAR_HEIGHT),
+                BAR_HEIGHT / 2,
+                BAR_HEIGHT / 2,
+            )
         painter.setPen(QColor(theme.MUTED))
         text_rect = QRectF(rect.left(), track.bottom() + 3, rect.width(), text_height)
-        text = option.fontMetrics.elidedText(index.data() or "", Qt.TextElideMode.ElideRight,
-                                             int(text_rect.width()))
+        text = option.fontMetrics.elidedText(index.data() or "", Qt.TextElideMode.ElideRight, int(text_rect.width()))
         painter.drawText(text_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
         painter.restore()
 

@@ -11,8 +11,13 @@ from specchat.hub.units import format_bytes
 
 from .. import theme
 
-PART_COLOURS = {"target weights": "#2f6fde", "target cache": "#7fa6ec", "draft weights": "#8a63d2",
-                "draft cache": "#bda6e8", "runtime": "#b8c0cc"}
+PART_COLOURS = {
+    "target weights": "#2f6fde",
+    "target cache": "#7fa6ec",
+    "draft weights": "#8a63d2",
+    "draft cache": "#bda6e8",
+    "runtime": "#b8c0cc",
+}
 LEVEL_COLOURS = {GREEN: ("#dff3e6", "#1d6b3c"), YELLOW: ("#fff1d6", "#8a5a00"), RED: ("#fdecec", "#8a1f1f")}
 LEVEL_WORDS = {GREEN: "Fits", YELLOW: "Tight", RED: "Does not fit"}
 HEIGHT = 12
@@ -29,8 +34,7 @@ class MemoryBar(QWidget):
     def set_fit(self, fit: MemoryFit | None) -> None:
         """Show a fit (None clears the bar)."""
         self.fit = fit
-        self.setToolTip("" if fit is None else "\n".join(
-            f"{label}: {format_bytes(n)}" for label, n in fit.parts))
+        self.setToolTip("" if fit is None else "\n".join(f"{label}: {format_bytes(n)}" for label, n in fit.parts))
         self.update()
 
     def sizeHint(self) -> QSize:
@@ -64,12 +68,17 @@ class MemoryBar(QWidget):
 
 def fit_numbers(fit: MemoryFit) -> tuple[str, str]:
     """("needs 1.2 GB of 17.2 GB (total RAM)", "at 8,192 tokens of context · 9.8 GB free now")."""
-    return (f"needs {format_bytes(fit.needed_bytes)} of {format_bytes(fit.limit_bytes)} ({fit.limit_source})",
-            f"at {fit.context:,} tokens of context · {format_bytes(fit.available_bytes)} free now")
+    return (
+        f"needs {format_bytes(fit.needed_bytes)} of {format_bytes(fit.limit_bytes)} ({fit.limit_source})",
+        f"at {fit.context:,} tokens of context · {format_bytes(fit.available_bytes)} free now",
+    )
 
 
 def fit_legend(fit: MemoryFit) -> str:
     """Rich text: a coloured square and the size of each part."""
-    items = (f"<span style='color:{PART_COLOURS.get(label, '#b8c0cc')}'>■</span>&nbsp;{label} {format_bytes(n)}"
-             for label, n in fit.parts if n > 0)
+    items = (
+        f"<span style='color:{PART_COLOURS.get(label, '#b8c0cc')}'>■</span>&nbsp;{label} {format_bytes(n)}"
+        for label, n in fit.parts
+        if n > 0
+    )
     return " &nbsp; ".join(item.replace(" ", "&nbsp;").replace("<span&nbsp;", "<span ") for item in items)

@@ -39,19 +39,18 @@ class PairResult:
     fit: MemoryFit
 
 
-def check_pair(target: str, draft: str | None, context: int, tokenizers: dict,
-               read_memory: Callable[[], MachineMemory]) -> PairResult:
+def check_pair(
+    target: str, draft: str | None, context: int, tokenizers: dict, read_memory: Callable[[], MachineMemory]
+) -> PairResult:
     """The compatibility report and memory fit of a pair of local folders (runs off the UI thread)."""
     report = pair_report(Path(target), Path(draft), tokenizers) if draft else None
-    fit = memory_fit(model_memory(Path(target)), model_memory(Path(draft)) if draft else None,
-                     context, read_memory())
+    fit = memory_fit(model_memory(Path(target)), model_memory(Path(draft)) if draft else None, context, read_memory())
     return PairResult(target, draft, context, report, fit)
 
 
 def pill(text: str, background: str, foreground: str) -> str:
     """Rich text for a rounded coloured label."""
-    return (f"<span style='background:{background}; color:{foreground}; font-weight:600;'>"
-            f"&nbsp;{text}&nbsp;</span>")
+    return f"<span style='background:{background}; color:{foreground}; font-weight:600;'>&nbsp;{text}&nbsp;</span>"
 
 
 def checks_html(report: PairReport) -> str:
@@ -59,9 +58,11 @@ def checks_html(report: PairReport) -> str:
     lines = []
     for check in report.checks:
         mark, colour = MARKS.get(check.status, WARNING_MARK)
-        lines.append(f"<tr><td style='color:{colour}; font-weight:700; padding:3px 8px 3px 0'>{mark}</td>"
-                     f"<td style='font-weight:600; padding:3px 10px 3px 0; white-space:nowrap'>"
-                     f"{_escape(check.name)}</td><td style='padding:3px 0'>{_escape(check.detail)}</td></tr>")
+        lines.append(
+            f"<tr><td style='color:{colour}; font-weight:700; padding:3px 8px 3px 0'>{mark}</td>"
+            f"<td style='font-weight:600; padding:3px 10px 3px 0; white-space:nowrap'>"
+            f"{_escape(check.name)}</td><td style='padding:3px 0'>{_escape(check.detail)}</td></tr>"
+        )
     return "<table cellspacing='0'>" + "".join(lines) + "</table>"
 
 
@@ -73,8 +74,14 @@ class PairPanel(QFrame):
     plannedChecked = Signal(object)  # PlannedFit of models not downloaded yet, after the view shows it
     plannedFailed = Signal(str)  # why the planned fit could not be made (e.g. offline)
 
-    def __init__(self, runner: TaskRunner, catalog: Catalog, read_memory: Callable[[], MachineMemory],
-                 parent=None, config: HubConfig | None = None):
+    def __init__(
+        self,
+        runner: TaskRunner,
+        catalog: Catalog,
+        read_memory: Callable[[], MachineMemory],
+        parent=None,
+        config: HubConfig | None = None,
+    ):
         super().__init__(parent)
         self.setObjectName("pairPanel")
         self.runner, self.catalog, self.read_memory = runner, catalog, read_memory
@@ -91,8 +98,7 @@ class PairPanel(QFrame):
 
     def _build(self) -> None:
         title = QLabel("Pair builder", objectName="sectionTitle")
-        hint = QLabel("Pick a downloaded target and a draft: every check and the memory it needs.",
-                      objectName="hint")
+        hint = QLabel("Pick a downloaded target and a draft: every check and the memory it needs.", objectName="hint")
         hint.setWordWrap(True)
         self.setMinimumWidth(330)
         self.setMaximumWidth(480)
@@ -109,8 +115,9 @@ class PairPanel(QFrame):
         self.context.valueChanged.connect(self._changed)
         form = QGridLayout()
         form.setHorizontalSpacing(8)
-        for row, (label, widget) in enumerate((("Target", self.target), ("Draft", self.draft),
-                                               ("Context", self.context))):
+        for row, (label, widget) in enumerate(
+            (("Target", self.target), ("Draft", self.draft), ("Context", self.context))
+        ):
             form.addWidget(QLabel(label, objectName="fieldLabel"), row, 0)
             form.addWidget(widget, row, 1)
         self.verdict = QLabel(objectName="verdict")
@@ -250,14 +257,17 @@ class PairPanel(QFrame):
         if target is None:
             return
         if draft == target:
-            self._show_idle(SELF_DRAFT[0].upper() + SELF_DRAFT[1:] + ". Choose a smaller model of the same "
-                            "family to speed replies up.")
+            self._show_idle(
+                SELF_DRAFT[0].upper() + SELF_DRAFT[1:] + ". Choose a smaller model of the same "
+                "family to speed replies up."
+            )
             return
         self._pending = (target, draft, context)
         self.verdict.setText("<span style='color:#6b7280'>Checking…</span>")
         tokenizers, read_memory = self._tokenizers, self.read_memory
-        self.runner.run(lambda: check_pair(target, draft, context, tokenizers, read_memory),
-                        self._show_result, self._show_error)
+        self.runner.run(
+            lambda: check_pair(target, draft, context, tokenizers, read_memory), self._show_result, self._show_error
+        )
 
     def _show_result(self, result: PairResult) -> None:
         if (result.target, result.draft, result.context) != self._pending:
@@ -275,8 +285,11 @@ class PairPanel(QFrame):
         self._pending = ("planned", repo_ids, context)
         self.planned_result = None
         self.verdict.setText("<span style='color:#6b7280'>Asking Hugging Face for sizes and config.json…</span>")
-        self.runner.run(lambda: (repo_ids, context, plan_fit(repo_ids, config, context, read_memory())),
-                        self._show_planned, lambda message: self._planned_failed(repo_ids, context, message))
+        self.runner.run(
+            lambda: (repo_ids, context, plan_fit(repo_ids, config, context, read_memory())),
+            self._show_planned,
+            lambda message: self._planned_failed(repo_ids, context, message),
+        )
 
     def _show_planned(self, answer) -> None:
         repo_ids, context, planned = answer
@@ -284,8 +297,10 @@ class PairPanel(QFrame):
             return  # the selection changed while the hub answered
         self.result, self.planned_result = None, planned
         names = _escape(planned.target) + (f" + {_escape(planned.draft)}" if planned.draft else "")
-        self.verdict.setText(pill("Not downloaded", "#eef0f3", "#5b6472") + f"&nbsp; target {names}"
-                             "<br><span style='color:#6b7280'>compatibility is checked once downloaded</span>")
+        self.verdict.setText(
+            pill("Not downloaded", "#eef0f3", "#5b6472") + f"&nbsp; target {names}"
+            "<br><span style='color:#6b7280'>compatibility is checked once downloaded</span>"
+        )
         self.checks.clear()
         self.checks.hide()
         self._show_fit(planned.fit, PLANNED_NOTE)
@@ -298,9 +313,11 @@ class PairPanel(QFrame):
         self._show_idle("")
         self._pending = ("planned", repo_ids, context)  # answered: no new request until the choice changes
         offline = message.startswith("offline")
-        self.verdict.setText(pill("Offline" if offline else "Cannot plan", "#fdecec", "#8a1f1f")
-                             + "&nbsp; the memory fit of a model that is not downloaded needs its size and "
-                             f"config.json from Hugging Face: {_escape(message)}")
+        self.verdict.setText(
+            pill("Offline" if offline else "Cannot plan", "#fdecec", "#8a1f1f")
+            + "&nbsp; the memory fit of a model that is not downloaded needs its size and "
+            f"config.json from Hugging Face: {_escape(message)}"
+        )
         self.plannedFailed.emit(message)
 
     def _show_error(self, message: str) -> None:
@@ -324,16 +341,16 @@ class PairPanel(QFrame):
         self.checks.clear()
         self.checks.hide()
         if report is None:
-            self.verdict.setText(pill("Target alone", "#eef0f3", "#5b6472")
-                                 + "&nbsp; pick a draft to check a pair")
+            self.verdict.setText(pill("Target alone", "#eef0f3", "#5b6472") + "&nbsp; pick a draft to check a pair")
             return
         if report.compatible:
-            self.verdict.setText(pill("✓ Compatible", "#dff3e6", "#1d6b3c")
-                                 + "&nbsp; this draft can serve this target")
+            self.verdict.setText(pill("✓ Compatible", "#dff3e6", "#1d6b3c") + "&nbsp; this draft can serve this target")
         else:
             failed = ", ".join(c.name for c in report.checks if c.status == INCOMPATIBLE)
-            self.verdict.setText(pill("✗ Incompatible", "#fdecec", "#8a1f1f")
-                                 + f"&nbsp; this draft cannot serve this target ({_escape(failed)})")
+            self.verdict.setText(
+                pill("✗ Incompatible", "#fdecec", "#8a1f1f")
+                + f"&nbsp; this draft cannot serve this target ({_escape(failed)})"
+            )
         self.checks.setText(checks_html(report))
         self.checks.show()
 
@@ -341,8 +358,10 @@ class PairPanel(QFrame):
         background, foreground = LEVEL_COLOURS[fit.level]
         needs, context = fit_numbers(fit)
         note = f"<br><i style='color:#6b7280'>{_escape(note)}</i>" if note else ""
-        self.fit_label.setText(pill(LEVEL_WORDS[fit.level], background, foreground) + f"&nbsp; {needs}"
-                               f"<br><span style='color:#6b7280'>{context}</span>{note}")
+        self.fit_label.setText(
+            pill(LEVEL_WORDS[fit.level], background, foreground) + f"&nbsp; {needs}"
+            f"<br><span style='color:#6b7280'>{context}</span>{note}"
+        )
         self.memory_bar.set_fit(fit)
         self.legend.setText(fit_legend(fit))
 
@@ -353,8 +372,12 @@ class PairPanel(QFrame):
             for pair in self.catalog.pairs_for(target.repo_id):
                 if pair.mode == "mtp":
                     text = f"Catalog: this target drafts with its own MTP head (depth {pair.k})."
-                elif (draft is not None and draft.repo_id and pair.draft is not None  # a "draft" pair names one
-                      and pair.draft.lower() == draft.repo_id.lower()):
+                elif (
+                    draft is not None
+                    and draft.repo_id
+                    and pair.draft is not None  # a "draft" pair names one
+                    and pair.draft.lower() == draft.repo_id.lower()
+                ):
                     text = f"Catalog: a recommended pair; K = {pair.k} draft tokens is known to work."
         self.recommendation.setText(text)
 

@@ -51,8 +51,9 @@ def plan_fit(repo_ids: Sequence[str], config: HubConfig, context: int, machine: 
     """Ask the hub for sizes and config.json, then fit the larger repo as target (runs off the UI thread)."""
     if not 1 <= len(repo_ids) <= 2:
         raise ValueError(f"a planned fit takes a target and at most one draft, not {len(repo_ids)} models")
-    models = sorted((_plan_memory(p, config) for p in plan_bundle(repo_ids, config)),
-                    key=lambda m: m.weights_bytes, reverse=True)
+    models = sorted(
+        (_plan_memory(p, config) for p in plan_bundle(repo_ids, config)), key=lambda m: m.weights_bytes, reverse=True
+    )
     target, draft = models[0], (models[1] if len(models) > 1 else None)
     fit = memory_fit(target, draft, context, machine)
     return PlannedFit(tuple(repo_ids), target.name, draft.name if draft else None, context, fit)
@@ -62,9 +63,11 @@ def not_fitting_text(planned: PlannedFit) -> str:
     """The question asked before downloading a pair that does not fit."""
     fit = planned.fit
     names = planned.target + (f" + {planned.draft}" if planned.draft else "")
-    return (f"{names} does not fit: needs {format_bytes(fit.needed_bytes)} at {fit.context:,} tokens of "
-            f"context, this machine has {format_bytes(fit.limit_bytes)} ({fit.limit_source}).\n\n"
-            f"This is {PLANNED_NOTE}. Download anyway?")
+    return (
+        f"{names} does not fit: needs {format_bytes(fit.needed_bytes)} at {fit.context:,} tokens of "
+        f"context, this machine has {format_bytes(fit.limit_bytes)} ({fit.limit_source}).\n\n"
+        f"This is {PLANNED_NOTE}. Download anyway?"
+    )
 
 
 class DownloadGate(QObject):
@@ -92,9 +95,11 @@ class DownloadGate(QObject):
         self._checking |= keys
         self.table.set_transfer(list(keys), Transfer(QUEUED))  # the click shows at once
         config, read_memory = self.panel.config, self.panel.read_memory
-        self.runner.run(lambda: plan_fit(repos, config, context, read_memory()),
-                        lambda p: self._checked(rows, keys, p),
-                        lambda _message: self._checked(rows, keys, None))
+        self.runner.run(
+            lambda: plan_fit(repos, config, context, read_memory()),
+            lambda p: self._checked(rows, keys, p),
+            lambda _message: self._checked(rows, keys, None),
+        )
 
     def cancel(self, rows: Sequence[ModelRow]) -> None:
         """Drop the downloads of these rows that are still being checked."""
@@ -114,8 +119,12 @@ class DownloadGate(QObject):
     def _decide(self, rows: list[ModelRow], planned: PlannedFit) -> None:
         if planned.fit.level == RED:
             answer = QMessageBox.question(
-                self.window, "Model does not fit in memory", not_fitting_text(planned),
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+                self.window,
+                "Model does not fit in memory",
+                not_fitting_text(planned),
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                QMessageBox.StandardButton.No,
+            )
             if answer != QMessageBox.StandardButton.Yes:
                 self.table.set_transfer([r.key for r in rows], None)
                 return

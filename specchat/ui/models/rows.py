@@ -93,8 +93,9 @@ def row_key(repo_id: str) -> str:
     return repo_id.lower()
 
 
-def build_rows(catalog: Catalog, hits: Iterable[SearchHit], local: Iterable[LocalModel],
-               query: str = "") -> list[ModelRow]:
+def build_rows(
+    catalog: Catalog, hits: Iterable[SearchHit], local: Iterable[LocalModel], query: str = ""
+) -> list[ModelRow]:
     """Local models first, then the search hits; catalog facts attached wherever the repo is curated.
 
     Local models are always listed (filtered by the query's words), so a search never hides
@@ -216,8 +217,10 @@ def progress_text(row: ModelRow) -> str:
 
 def transfer_detail(p: DownloadProgress) -> str:
     """Bytes and files of a download, for the tooltip."""
-    return (f"{format_bytes(p.bytes_done)} of {format_bytes(p.bytes_total)} · "
-            f"file {min(p.files_done + 1, p.files_total)} of {p.files_total}: {p.filename}")
+    return (
+        f"{format_bytes(p.bytes_done)} of {format_bytes(p.bytes_total)} · "
+        f"file {min(p.files_done + 1, p.files_total)} of {p.files_total}: {p.filename}"
+    )
 
 
 def tooltip_text(row: ModelRow) -> str:

@@ -53,5 +53,7 @@ def state_pill(state: str) -> str:
     """Rich text: the hub state (online, offline, searching) as a coloured pill."""
     states = DARK_STATES if theme.is_dark() else STATES
     label, background, colour = states.get(state, states["offline"])
-    return (f"<span style='background:{background}; color:{colour}; font-weight:600;'>"
-            f"&nbsp;● Hugging Face: {label}&nbsp;</span>")
+    return (
+        f"<span style='background:{background}; color:{colour}; font-weight:600;'>"
+        f"&nbsp;● Hugging Face: {label}&nbsp;</span>"
+    )

@@ -32,8 +32,14 @@ SORT_ROLE = Qt.ItemDataRole.UserRole + 4
 ROOT = QModelIndex()  # the invisible root: a flat table has no parents
 
 _TEXT: dict[int, Callable[[ModelRow], str]] = {
-    NAME: lambda r: r.name, ROLE: role_text, ARCHITECTURE: architecture_text, MTP: mtp_text,
-    QUANTIZATION: quantization_text, SIZE: size_text, STATUS: status_text, PROGRESS: progress_text,
+    NAME: lambda r: r.name,
+    ROLE: role_text,
+    ARCHITECTURE: architecture_text,
+    MTP: mtp_text,
+    QUANTIZATION: quantization_text,
+    SIZE: size_text,
+    STATUS: status_text,
+    PROGRESS: progress_text,
 }
 _STATUS_ORDER = {COMPLETE: 0, PARTIAL: 1}
 _MUTED = QColor("#6b7280")

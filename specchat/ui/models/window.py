@@ -54,9 +54,17 @@ class ModelsWindow(QWidget):
     searchFinished = Signal(object)  # SearchResult, after the table shows it
     localScanned = Signal(object)  # list[LocalModel], after the table shows it
 
-    def __init__(self, paths: AppPaths, settings: Settings, parent=None, config: HubConfig | None = None,
-                 catalog: Catalog | None = None, read_memory: Callable[[], MachineMemory] = read_machine_memory,
-                 free: FreeSpace | None = None, autostart: bool = True):
+    def __init__(
+        self,
+        paths: AppPaths,
+        settings: Settings,
+        parent=None,
+        config: HubConfig | None = None,
+        catalog: Catalog | None = None,
+        read_memory: Callable[[], MachineMemory] = read_machine_memory,
+        free: FreeSpace | None = None,
+        autostart: bool = True,
+    ):
         super().__init__(parent, Qt.WindowType.Window)
         self.paths, self.settings = paths, settings
         self.config = config or HubConfig.from_env()
@@ -90,10 +98,12 @@ class ModelsWindow(QWidget):
 
     def _build(self, read_memory) -> None:
         title = QLabel("Models", objectName="windowTitle")
-        subtitle = QLabel("Curated Qwen models for MLX, Hugging Face search, and what is on this Mac.",
-                          objectName="hint")
-        self.search_box = QLineEdit(placeholderText="Search MLX models on Hugging Face…",
-                                    objectName="searchBox", clearButtonEnabled=True)
+        subtitle = QLabel(
+            "Curated Qwen models for MLX, Hugging Face search, and what is on this Mac.", objectName="hint"
+        )
+        self.search_box = QLineEdit(
+            placeholderText="Search MLX models on Hugging Face…", objectName="searchBox", clearButtonEnabled=True
+        )
         self.search_button = QPushButton("Search")
         self.state_label = QLabel(objectName="hubState")
         self.state_label.setTextFormat(Qt.TextFormat.RichText)
@@ -102,8 +112,7 @@ class ModelsWindow(QWidget):
         self.table = ModelsTable(self.table_model)
         self.downloads = DownloadRows(self.downloader, self.table_model, self)
         self.pair_panel = PairPanel(self.runner, self.catalog, read_memory, config=self.config)
-        self.download_gate = DownloadGate(self, self.downloads.start, self.pair_panel, self.runner,
-                                          self.table_model)
+        self.download_gate = DownloadGate(self, self.downloads.start, self.pair_panel, self.runner, self.table_model)
         self._make_actions()
         header = QHBoxLayout()
         heading = QVBoxLayout()
@@ -158,15 +167,20 @@ class ModelsWindow(QWidget):
         self.close_action = close
 
     def _make_actions(self) -> None:
-        specs = (("download", "Download", "Download the selected models into the Hugging Face cache "
-                  "(select a target and its draft to fetch both as one job)", self.download_selected),
-                 ("cancel", "Cancel", "Stop the download; partial files are kept to resume later",
-                  self.cancel_selected),
-                 ("delete", "Delete…", "Delete the selected download from the Hugging Face cache",
-                  self.delete_selected),
-                 ("target", "Use as target", "Load this model as the chat's target", self._emit_target),
-                 ("draft", "Use as draft", "Load this model as the chat's draft", self._emit_draft),
-                 ("folder", "Add folder…", "Also list the models in a folder of yours", self.add_folder))
+        specs = (
+            (
+                "download",
+                "Download",
+                "Download the selected models into the Hugging Face cache "
+                "(select a target and its draft to fetch both as one job)",
+                self.download_selected,
+            ),
+            ("cancel", "Cancel", "Stop the download; partial files are kept to resume later", self.cancel_selected),
+            ("delete", "Delete…", "Delete the selected download from the Hugging Face cache", self.delete_selected),
+            ("target", "Use as target", "Load this model as the chat's target", self._emit_target),
+            ("draft", "Use as draft", "Load this model as the chat's draft", self._emit_draft),
+            ("folder", "Add folder…", "Also list the models in a folder of yours", self.add_folder),
+        )
         self.actions_by_name: dict[str, QAction] = {}
         self.buttons: dict[str, QPushButton] = {}
         for name, text, tip, slot in specs:
@@ -205,8 +219,7 @@ class ModelsWindow(QWidget):
         seq, query, catalog, config = self._search_seq, self._query, self.catalog, self.config
         self._set_hub_state("searching", "")
         self._rebuild()  # local models filter at once; hub hits follow
-        self.runner.run(lambda: (seq, search_models(query, catalog, config)),
-                        self._search_done, self._search_failed)
+        self.runner.run(lambda: (seq, search_models(query, catalog, config)), self._search_done, self._search_failed)
 
     def _search_done(self, answer) -> None:
         seq, result = answer
@@ -229,8 +242,11 @@ class ModelsWindow(QWidget):
         self.state_label.setToolTip(message or f"Hugging Face at {self.config.endpoint}")
         if state == "offline":
             detail = message.removeprefix("offline: ").removesuffix("; showing the catalog only")
-            self.banner.show_message("Hugging Face is not reachable, so the list shows the curated catalog "
-                                     "and the models on this machine.", "warning", detail)
+            self.banner.show_message(
+                "Hugging Face is not reachable, so the list shows the curated catalog and the models on this machine.",
+                "warning",
+                detail,
+            )
         elif self.banner.level == "warning":
             self.banner.dismiss()
 
@@ -238,9 +254,11 @@ class ModelsWindow(QWidget):
         """Rescan the HF cache and the user's folders, off the UI thread."""
         self._scan_seq += 1
         seq, config, folders, vocab = self._scan_seq, self.config, list(self.settings.extra_model_dirs), self.vocab
-        self.runner.run(lambda: (seq, scan_local_models(config, folders, vocab)),
-                        self._scan_done, lambda message: self.banner.show_message(
-                            f"Could not list the local models: {message}"))
+        self.runner.run(
+            lambda: (seq, scan_local_models(config, folders, vocab)),
+            self._scan_done,
+            lambda message: self.banner.show_message(f"Could not list the local models: {message}"),
+        )
 
     def _scan_done(self, answer) -> None:
         seq, models = answer
@@ -257,8 +275,10 @@ class ModelsWindow(QWidget):
         self.table.select_keys(selected)
         self.pair_panel.set_models(self.table_model.rows())
         on_disk = sum(r.local is not None for r in self.table_model.rows())
-        self.footer.setText(f"{len(self.table_model.rows())} models · {on_disk} on this machine · "
-                            f"downloads go to {self.config.cache_dir}")
+        self.footer.setText(
+            f"{len(self.table_model.rows())} models · {on_disk} on this machine · "
+            f"downloads go to {self.config.cache_dir}"
+        )
 
     # --- selection and actions ---
 
@@ -273,11 +293,13 @@ class ModelsWindow(QWidget):
     def _update_actions(self, *_) -> None:
         rows = self.selected_rows()
         single = rows[0] if len(rows) == 1 else None
-        enabled = {"download": bool(rows) and all(r.downloadable for r in rows),
-                   "cancel": any(r.busy for r in rows),
-                   "delete": single is not None and single.deletable,
-                   "target": single is not None and single.usable,
-                   "draft": single is not None and single.usable}
+        enabled = {
+            "download": bool(rows) and all(r.downloadable for r in rows),
+            "cancel": any(r.busy for r in rows),
+            "delete": single is not None and single.deletable,
+            "target": single is not None and single.usable,
+            "draft": single is not None and single.usable,
+        }
         for name, on in enabled.items():
             self.actions_by_name[name].setEnabled(on)  # its button follows (enabledChanged)
 
@@ -364,16 +386,21 @@ class ModelsWindow(QWidget):
         model = rows[0].local
         assert model is not None  # a deletable row is on disk
         answer = QMessageBox.question(
-            self, "Delete model?",
+            self,
+            "Delete model?",
             f"Delete {model.name} ({format_bytes(model.size_bytes)}) from the Hugging Face cache?\n\n"
             f"Other apps that share this cache ({self.config.cache_dir}) lose it too.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
         if answer != QMessageBox.StandardButton.Yes:
             return
         config = self.config
-        self.runner.run(lambda: delete_model(model, config, confirm=True),
-                        lambda freed: self._deleted(model, freed),
-                        lambda message: self.banner.show_message(f"Could not delete {model.name}: {message}"))
+        self.runner.run(
+            lambda: delete_model(model, config, confirm=True),
+            lambda freed: self._deleted(model, freed),
+            lambda message: self.banner.show_message(f"Could not delete {model.name}: {message}"),
+        )
 
     def _deleted(self, model: LocalModel, freed: int) -> None:
         self.banner.show_message(f"Deleted {model.name}; {format_bytes(freed)} freed.", "info")
@@ -394,9 +421,13 @@ class ModelsWindow(QWidget):
         if busy and self.isVisible() and not self.closed:
             names = ", ".join(r.name for r in busy)
             answer = QMessageBox.question(
-                self, "Stop downloads?", f"Closing stops the download of {names}. The files fetched so "
+                self,
+                "Stop downloads?",
+                f"Closing stops the download of {names}. The files fetched so "
                 "far are kept, and downloading again resumes from there.",
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes)
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                QMessageBox.StandardButton.Yes,
+            )
             if answer != QMessageBox.StandardButton.Yes:
                 event.ignore()
                 return
@@ -420,4 +451,3 @@ def open_models_window(parent, paths: AppPaths, settings: Settings) -> ModelsWin
     window.raise_()
     window.activateWindow()
     return window
-

@@ -42,11 +42,11 @@ class DownloadJob:
 class DownloadWorker(QObject):
     """Lives on the download thread; runs one job at a time, in the order they were queued."""
 
-    started = Signal(object)            # DownloadJob
-    progress = Signal(object, object)   # DownloadJob, DownloadProgress
-    finished = Signal(object, object)   # DownloadJob, list of snapshot Paths
-    cancelled = Signal(object)          # DownloadJob
-    failed = Signal(object, str)        # DownloadJob, message
+    started = Signal(object)  # DownloadJob
+    progress = Signal(object, object)  # DownloadJob, DownloadProgress
+    finished = Signal(object, object)  # DownloadJob, list of snapshot Paths
+    cancelled = Signal(object)  # DownloadJob
+    failed = Signal(object, str)  # DownloadJob, message
 
     def __init__(self, config: HubConfig, free: FreeSpace | None = None):
         super().__init__()
@@ -60,8 +60,9 @@ class DownloadWorker(QObject):
             return
         self.started.emit(job)
         try:
-            paths = download_bundle(list(job.repo_ids), self.config,
-                                    lambda p: self.progress.emit(job, p), job.cancel, self.free)
+            paths = download_bundle(
+                list(job.repo_ids), self.config, lambda p: self.progress.emit(job, p), job.cancel, self.free
+            )
         except DownloadCancelled:
             self.cancelled.emit(job)
         except Exception as exc:  # the window must hear about every failure
