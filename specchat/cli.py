@@ -38,6 +38,14 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
+# generate's sampling flags: the setting, its default, its help ({allowed}: the range LIMITS gives it)
+SAMPLING_FLAGS = (
+    ("max_tokens", 256, "at most this many new tokens ({allowed})"),
+    ("temperature", 0.0, "sampling temperature ({allowed})"),
+    ("top_p", 1.0, "nucleus sampling ({allowed}; 1 keeps every token)"),
+    ("top_k", 0, "keep the k likeliest tokens ({allowed})"),
+    ("min_p", 0.0, "drop tokens below min-p x the likeliest's probability ({allowed})"),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,36 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="MTP: the head attends over the whole conversation through its own cache, as it "
         "was trained (default: each head step sees only itself, as mlx-optiq drafts)",
     )
-    gen.add_argument(
-        "--max-tokens",
-        type=LIMITS["max_tokens"].arg_type(),
-        default=256,
-        help=f"at most this many new tokens ({LIMITS['max_tokens'].allowed()})",
-    )
-    gen.add_argument(
-        "--temperature",
-        type=LIMITS["temperature"].arg_type(),
-        default=0.0,
-        help=f"sampling temperature ({LIMITS['temperature'].allowed()})",
-    )
-    gen.add_argument(
-        "--top-p",
-        type=LIMITS["top_p"].arg_type(),
-        default=1.0,
-        help=f"nucleus sampling ({LIMITS['top_p'].allowed()}; 1 keeps every token)",
-    )
-    gen.add_argument(
-        "--top-k",
-        type=LIMITS["top_k"].arg_type(),
-        default=0,
-        help=f"keep the k likeliest tokens ({LIMITS['top_k'].allowed()})",
-    )
-    gen.add_argument(
-        "--min-p",
-        type=LIMITS["min_p"].arg_type(),
-        default=0.0,
-        help=f"drop tokens below min-p x the likeliest's probability ({LIMITS['min_p'].allowed()})",
-    )
+    for name, default, what in SAMPLING_FLAGS:
+        limit = LIMITS[name]
+        gen.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=limit.arg_type(),
+            default=default,
+            help=what.format(allowed=limit.allowed()),
+        )
     gen.add_argument("--seed", type=LIMITS["seed"].arg_type(), help="sampling seed (the same seed, the same reply)")
     gen.add_argument("--raw", action="store_true", help="no chat template: encode the prompt as is")
     gen.add_argument("--thinking", action="store_true", help="let Qwen3 think (enable_thinking=True)")

@@ -36,7 +36,7 @@ def draft_tokens_arg(text: str) -> int | str:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `serve` subcommand."""
     from specchat.cli_args import model_folder, port_number, whole_number
-    from specchat.engine.config import MODES
+    from specchat.engine.config import LIMITS, MODES
 
     serve = subparsers.add_parser("serve", help="serve the model over an OpenAI-compatible API (with speculation)")
     serve.add_argument("--target", required=True, type=model_folder, help="local mlx-lm model folder")
@@ -50,7 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     serve.add_argument("--mode", choices=MODES, help="default speculation: draft when --draft is given, else baseline")
     serve.add_argument("--draft-tokens", type=draft_tokens_arg, default="auto", help="K per round, or 'auto'")
-    serve.add_argument("--max-tokens", type=whole_number(1), default=1024, help="a request's default max_tokens")
+    serve.add_argument(
+        "--max-tokens", type=LIMITS["max_tokens"].arg_type(), default=1024, help="a request's default max_tokens"
+    )
     serve.add_argument(
         "--max-queue",
         type=whole_number(0),
