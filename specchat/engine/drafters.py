@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import mlx.core as mx
 
-from .runner import ModelRunner, ProgressCallback
+from .runner import ModelRunner
 from .sampling import Sampler
 
 CATCH_UP_IN_ROUND = 32  # a draft further behind (after plain bursts) is prefilled first
@@ -33,8 +33,8 @@ class Drafter(Protocol):
 
     name: str
 
-    def prefill(self, seq: list[int], progress: ProgressCallback | None = None) -> None:
-        """Process the prompt ahead of the first round."""
+    def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:
+        """Process the prompt ahead of the first round, a chunk at a time: (done, total) after each."""
 
     def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
         """Guess the next k tokens after seq."""
@@ -54,9 +54,9 @@ class DraftModelDrafter:
     def __init__(self, runner: ModelRunner):
         self.runner = runner
 
-    def prefill(self, seq: list[int], progress: ProgressCallback | None = None) -> None:
-        """Prefill the draft model's caches with all but the last token."""
-        self.runner.prepare(seq, progress)
+    def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:
+        """Prefill the draft model's caches with all but the last token, a chunk at a time."""
+        yield from self.runner.prepare_steps(seq)
 
     def unseen(self, seq: list[int]) -> int:
         """Tokens of seq the draft model has not taken in yet (its next proposal catches up on them)."""

@@ -161,17 +161,11 @@ class Engine:
         self.runner.hidden_sink = getattr(drafter, "receive_hidden", None)  # MTP needs them
         if isinstance(drafter, MtpDrafter):
             drafter.history = cfg.mtp_history
-        if not cancel.is_set():
-            for done, total in self.runner.prepare_steps(prompt):  # cancel acts between chunks
-                yield PrefillProgress(done, total)
-                if cancel.is_set():
-                    break
+        yield from self._prefill(prompt, drafter, cancel)  # every model's prompt work counts as prefill
         stats.prefill_done()
         if cancel.is_set():  # stopped before any token: the chunks done stay cached, exactly
             yield Finished((), "", stats.finish(0, "cancelled"), True)
             return
-        if drafter is not None:
-            drafter.prefill(prompt)
         ctx = LoopContext(prompt, Sampler(cfg), budget, frozenset(self.tokenizer.eos_token_ids), cancel)
         steps = (
             baseline_steps(self.runner, ctx)
@@ -190,6 +184,19 @@ class Engine:
             yield TextChunk(tail, (), ())
         final = stats.finish(len(tokens), stop or "length")
         yield Finished(tuple(tokens), whole_characters(self.tokenizer.decode(tokens)), final, stop == "cancelled")
+
+    def _prefill(self, prompt: list[int], drafter: Drafter | None, cancel: threading.Event) -> Iterator[Event]:
+        """The target reads the prompt, then the drafter does; cancel acts between chunks."""
+        stages = [("target", self.runner.prepare_steps(prompt))]
+        if drafter is not None:
+            stages.append(("draft", drafter.prefill_steps(prompt)))
+        for model, steps in stages:
+            if cancel.is_set():
+                return
+            for done, total in steps:
+                yield PrefillProgress(done, total, model)
+                if cancel.is_set():
+                    return
 
     def _budget(self, prompt_tokens: int, max_tokens: int) -> int:
         """Tokens this reply may generate: max_tokens, cut to what the context has room for.

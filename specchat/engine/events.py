@@ -71,10 +71,11 @@ class RoundResult:
 
 @dataclass(frozen=True)
 class PrefillProgress:
-    """Prompt processing progress: tokens done out of total."""
+    """Prompt processing progress: tokens done out of total, by the target or then by the drafter."""
 
     done: int
     total: int
+    model: str = "target"  # "target", then "draft" while the draft model (or the MTP head) reads the prompt
 
 
 @dataclass(frozen=True)

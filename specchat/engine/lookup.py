@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import mlx.core as mx
 
 from .drafters import Draft
-from .runner import ProgressCallback
 from .sampling import Sampler
 
 
@@ -28,8 +29,9 @@ class PromptLookupDrafter:
         self.vocab_size = vocab_size
         self.ngram_max = ngram_max
 
-    def prefill(self, seq: list[int], progress: ProgressCallback | None = None) -> None:
+    def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:
         """Nothing to prefill."""
+        yield from ()
 
     def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
         """The continuation of the last match; a deterministic proposal has one-hot probabilities."""

@@ -20,6 +20,7 @@ position, as mlx-optiq's engine drafts (one head position per draft instead of o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from .drafters import Draft
 from .errors import ModelLoadError
 from .mtp_detect import MtpSupport, detect_mtp
 from .rollback import Transaction
-from .runner import PREFILL_CHUNK, ModelRunner, ProgressCallback, held_agreement
+from .runner import PREFILL_CHUNK, ModelRunner, held_agreement
 from .sampling import Sampler
 
 
@@ -123,8 +124,9 @@ class MtpDrafter:
         """Hidden states from a target pass (ModelRunner.hidden_sink)."""
         self.rows.put(position, hidden)
 
-    def prefill(self, seq: list[int], progress: ProgressCallback | None = None) -> None:
-        """Feed the head every prompt position but the last (kept for the first draft)."""
+    def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:
+        """Feed the head every prompt position but the last (kept for the first draft), a chunk at a time;
+        each chunk is recorded as consumed, so stopping between chunks leaves the head consistent."""
         if not self.history:
             return
         start = self._sync(seq)
@@ -133,6 +135,8 @@ class MtpDrafter:
             b = min(a + PREFILL_CHUNK, end)
             self._feed(self._rows(a, b), seq[a + 1 : b + 1])
             mx.eval([c.state for c in self.cache])
+            self._consumed(seq, b)
+            yield b - start, end - start
         self._consumed(seq, max(start, end))
 
     def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:

@@ -98,3 +98,19 @@ def test_footer_names_tokens_speed_ttft_acceptance_mode_and_k():
     off = footer_text({**stats, "mode": "baseline"}, cancelled=True)
     assert off == "42 tokens · 31.5 tok/s · TTFT 0.12 s · speculation off · stopped by you"
     assert footer_text(None, cancelled=True) == "stopped by you"
+
+
+def test_the_card_says_when_the_draft_is_reading_the_prompt():
+    from specchat.engine import PrefillProgress
+    from specchat.ui.chat.message_actions import stopped_notice
+    from specchat.ui.chat.message_view import prefill_text
+    from specchat.ui.chat.trace import ReplyTrace
+
+    assert prefill_text(1024, 4096) == "Reading the prompt… 1,024 / 4,096 tokens"
+    assert prefill_text(512, 4095, "draft") == "Draft reading the prompt… 512 / 4,095 tokens"
+    trace = ReplyTrace(lambda ids: "")
+    trace.add(PrefillProgress(4095, 4095))
+    trace.add(PrefillProgress(512, 4095, "draft"))
+    assert stopped_notice(trace, None) == (
+        "Stopped by you while the draft read the prompt (512 / 4,095 tokens): nothing was generated"
+    )

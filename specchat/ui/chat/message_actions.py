@@ -12,7 +12,6 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 from specchat.store.export import to_json, to_markdown
 
 from .footer import footer_text
-from .message_view import prefill_text
 from .trace import ReplyTrace, saved_trace
 
 EXPORT_FORMATS = {"markdown": ("Markdown", ".md", to_markdown), "json": ("JSON", ".json", to_json)}
@@ -23,7 +22,9 @@ def stopped_notice(trace: ReplyTrace, stats: dict | None) -> str:
     if stats and stats.get("stop_reason") == "error":
         return footer_text(stats, True)
     if trace.prefill is not None:
-        progress = prefill_text(trace.prefill.done, trace.prefill.total).replace("Reading the prompt… ", "")
+        progress = f"{trace.prefill.done:,} / {trace.prefill.total:,} tokens"
+        if trace.prefill.model == "draft":
+            return f"Stopped by you while the draft read the prompt ({progress}): nothing was generated"
         return f"Stopped by you while reading the prompt ({progress}): nothing was generated"
     return "Stopped by you before any text"
 

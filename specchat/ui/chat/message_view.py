@@ -183,7 +183,7 @@ class MessageView(QFrame):
         self.prefill_label.setVisible(progress is not None)
         self.prefill_bar.setVisible(progress is not None)
         if progress is not None:
-            self.prefill_label.setText(prefill_text(progress.done, progress.total))
+            self.prefill_label.setText(prefill_text(progress.done, progress.total, progress.model))
             self.prefill_bar.setRange(0, max(progress.total, 1))
             self.prefill_bar.setValue(progress.done)
         return progress is not None
@@ -208,9 +208,10 @@ class MessageView(QFrame):
         self.render()
 
 
-def prefill_text(done: int, total: int) -> str:
-    """E.g. 'Reading the prompt… 1,024 / 4,096 tokens'."""
-    return f"Reading the prompt… {done:,} / {total:,} tokens"
+def prefill_text(done: int, total: int, model: str = "target") -> str:
+    """E.g. 'Reading the prompt… 1,024 / 4,096 tokens', or 'Draft reading the prompt… 512 / 4,096 tokens'."""
+    who = "Draft reading the prompt" if model == "draft" else "Reading the prompt"
+    return f"{who}… {done:,} / {total:,} tokens"
 
 
 def _slice(flags, start: int, length: int):
