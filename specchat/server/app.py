@@ -9,11 +9,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from sse_starlette.sse import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.base import RequestResponseEndpoint
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 
@@ -50,12 +49,8 @@ def create_app(backend: EngineBackend, options: ServerOptions) -> FastAPI:
     api.state.backend, api.state.options = backend, options
     api.add_exception_handler(ApiError, _api_error)
     api.add_exception_handler(StarletteHTTPException, _http_error)
-    api.middleware("http")(_check_key)
     api.include_router(routes)
     return api
-
-
-routes = APIRouter()
 
 
 def _backend(request: Request) -> EngineBackend:
@@ -78,13 +73,19 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(ApiError(exc.status_code, str(exc.detail)).body(), status_code=exc.status_code)
 
 
-async def _check_key(request: Request, call_next: RequestResponseEndpoint) -> Response:
-    """401 unless the request carries the server's key (when it has one)."""
+async def _check_key(request: Request) -> None:
+    """401 unless the request carries the server's key (when it has one).
+
+    A route dependency, not an HTTP middleware: Starlette's BaseHTTPMiddleware wraps `receive`, and a
+    route behind it never sees the client hang up (request.is_disconnected() stays False), so an
+    abandoned request went on reading its prompt for minutes.
+    """
     key = _options(request).api_key
     if key and not _key_matches(request, key):
-        error = unauthorized()
-        return JSONResponse(error.body(), status_code=error.status)
-    return await call_next(request)
+        raise unauthorized()
+
+
+routes = APIRouter(dependencies=[Depends(_check_key)])
 
 
 @routes.get("/v1/models")
