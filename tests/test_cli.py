@@ -136,3 +136,15 @@ def test_bad_arguments_are_refused_in_one_line_before_any_model_work(tmp_path, d
         error = proc.stderr.strip().splitlines()[-1]
         assert error.startswith(f"specchat {args[0]}: error: argument {flag}") and words in error, (args, error)
         assert "Traceback" not in proc.stderr and not proc.stdout
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line_before_loading(dense_target):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = run_cli("serve", "--target", str(dense_target), "--port", str(port))
+    assert proc.returncode == 2 and not proc.stdout  # no "Serving" line, no model loaded
+    assert proc.stderr.strip() == f"specchat serve: cannot listen on 127.0.0.1:{port}: Address already in use"

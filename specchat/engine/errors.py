@@ -20,6 +20,7 @@ class ErrorKind(StrEnum):
     ROLLBACK = "rollback"
     THREAD = "thread"
     REMOTE = "remote"  # a SpecChat server elsewhere failed or could not be reached
+    SHUTDOWN = "shutdown"  # the server (or app) is stopping: the work was cut short, try again later
     ENGINE = "engine"  # any other engine error with a message meant for the user
     INTERNAL = "internal"  # an exception the engine did not expect (a bug): its type is named
 

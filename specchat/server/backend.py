@@ -12,7 +12,7 @@ from specchat.engine.loading import context_limit
 from specchat.engine.owner import EngineHost, JobContext, JobEvent, JobHandle
 from specchat.engine.prompt import ChatTemplate, chat_prompt_ids
 
-from .errors import ApiError, bad_request, busy
+from .errors import ApiError, bad_request, busy, shutting_down
 from .requests import ApiRequest
 
 NOT_LOADED = "No model is loaded on this server"
@@ -59,6 +59,8 @@ class EngineBackend:
         self.requests_served = 0
         self.observers: list[Callable[[int, object], None]] = []  # (job id, engine event), on the engine thread
         self._count_lock = threading.Lock()
+        self.stopping = threading.Event()  # set by begin_shutdown: every request ends with a 503 / an error chunk
+        self._jobs: set[JobHandle] = set()  # the requests' jobs not known to have ended
 
     @property
     def engine(self) -> ServedEngine:
@@ -104,13 +106,27 @@ class EngineBackend:
             )
 
     def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]) -> JobHandle:
-        """Queue the generation; 503 when the queue is full. listener gets the job's events."""
+        """Queue the generation; 503 when the queue is full or the server stops. listener gets the job's events."""
+        if self.stopping.is_set():
+            raise shutting_down()
         state = self.host.state()
         if len(state.queued) >= self.max_queue:
             raise busy(retry_after_s=max(1, len(state.queued)), queued=len(state.queued))
         with self._count_lock:
             self.requests_served += 1
-        return self.host.submit("api", self.generation_work(prompt_ids, cfg), listener)
+        handle = self.host.submit("api", self.generation_work(prompt_ids, cfg), listener)
+        with self._count_lock:
+            self._jobs = {h for h in self._jobs if not h.done} | {handle}
+        return handle
+
+    def begin_shutdown(self) -> None:
+        """The server is stopping: refuse new requests (503) and stop every request's job now."""
+        self.stopping.set()
+        with self._count_lock:
+            jobs = list(self._jobs)
+        for handle in jobs:
+            if not handle.done:
+                self.host.cancel(handle)
 
     def generation_work(self, prompt_ids: list[int], cfg: GenerationConfig) -> Callable[[JobContext], None]:
         """The job that streams one generation (a cluster backend runs it on every rank)."""

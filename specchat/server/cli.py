@@ -90,10 +90,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from .app import ServerOptions, create_app
     from .backend import EngineBackend
+    from .running import ServingServer, check_port, exit_after_engine, stop_on_sigterm
 
     try:
         mode, defaults = serve_defaults(args)
-    except (ValueError, EngineError) as exc:
+        check_port(args.host, args.port)
+    except (ValueError, EngineError, OSError) as exc:
         print(f"specchat serve: {exc}", file=sys.stderr)
         return 2
     host = EngineHost()
@@ -114,6 +116,10 @@ def run_serve(args: argparse.Namespace) -> int:
         f"(speculation: {mode}{'' if mode == 'baseline' else f', K {k}'}); Ctrl-C stops",
         flush=True,
     )
-    uvicorn.run(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
-    host.shutdown()
-    return 0
+    config = uvicorn.Config(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
+    stop_on_sigterm()
+    try:
+        ServingServer(config, backend).run()
+    except KeyboardInterrupt:  # uvicorn raises the Ctrl-C or SIGTERM it stopped on again, once requests closed
+        pass
+    return exit_after_engine(host, 0)

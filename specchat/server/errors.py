@@ -47,6 +47,14 @@ def unauthorized() -> ApiError:
     )
 
 
+SHUTTING_DOWN = "The server is shutting down: this request was stopped; retry once it is back"
+
+
+def shutting_down() -> ApiError:
+    """503: the server is stopping; what the request got so far is not a whole answer."""
+    return ApiError(503, SHUTTING_DOWN, "server_error", None, "server_shutting_down")
+
+
 def busy(retry_after_s: int, queued: int) -> ApiError:
     """503: the queue is full; try again later."""
     return ApiError(

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+import signal
 import socket
+import sys
 import threading
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import uvicorn
 
 from .app import ServerOptions, create_app
 from .backend import EngineBackend
+
+if TYPE_CHECKING:
+    from specchat.engine.owner import EngineHost
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -41,21 +49,73 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+SHUTDOWN_GRACE_S = 2  # after a stop: open streams get their error chunk, then connections are closed
+ENGINE_WAIT_S = 1.5  # then how long the engine thread may take to park before the process exits anyway
+
+
+def check_port(host: str, port: int) -> None:
+    """OSError naming the address when nothing could listen on it now (in use, or not this machine's)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def stop_on_sigterm() -> None:
+    """Let SIGTERM stop the server as Ctrl-C does: the requests end with their error, the engine is released."""
+
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def exit_after_engine(host: EngineHost, status: int) -> int:
+    """Release the engine and return the exit status; when its thread is stuck (a long prefill chunk, a
+    collective whose peer died) past ENGINE_WAIT_S, say so and end the process at once: waiting on it
+    would keep the server alive, and exiting normally with MLX mid-call aborts."""
+    if host.shutdown(ENGINE_WAIT_S):
+        return status
+    print(
+        f"specchat serve: the engine was still busy {ENGINE_WAIT_S:g} s after the stop; exiting without it",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    os._exit(status)
+
+
+class ServingServer(uvicorn.Server):
+    """uvicorn that, asked to stop (Ctrl-C, SIGTERM, stop()), ends every request with a clear error first:
+    a stream gets an error chunk and [DONE], a whole response a 503; new requests get 503 too."""
+
+    def __init__(self, config: uvicorn.Config, backend: EngineBackend):
+        config.timeout_graceful_shutdown = SHUTDOWN_GRACE_S
+        super().__init__(config)
+        self.backend = backend
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """A stop signal: the requests' jobs stop now, then uvicorn closes the connections."""
+        self.backend.begin_shutdown()
+        super().handle_exit(sig, frame)
+
+    def stop(self) -> None:
+        """Stop from another thread, as a signal would."""
+        self.backend.begin_shutdown()
+        self.should_exit = True
+
+
 class BackgroundServer:
     """uvicorn on its own thread, started and stopped from any thread."""
 
     def __init__(self, backend: EngineBackend, options: ServerOptions, host: str = "127.0.0.1", port: int = 8080):
         check_exposure(host, options.api_key)
         self.backend, self.host, self.port = backend, host, port
-        config = uvicorn.Config(
-            create_app(backend, options),
-            host=host,
-            port=port,
-            log_level="warning",
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-        )
-        self.server = uvicorn.Server(config)
+        config = uvicorn.Config(create_app(backend, options), host=host, port=port, log_level="warning", lifespan="off")
+        self.server = ServingServer(config, backend)
         self.thread = threading.Thread(target=self._run, name="api-server", daemon=True)
 
     @property
@@ -81,6 +141,6 @@ class BackgroundServer:
             raise RuntimeError(f"the server could not listen on {self.host}:{self.port}")
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop listening and wait for the thread."""
-        self.server.should_exit = True
+        """End every request with a clear error, stop listening and wait for the thread."""
+        self.server.stop()
         self.thread.join(timeout_s)

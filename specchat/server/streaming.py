@@ -16,7 +16,7 @@ from specchat.engine.events import Event, Failed, Finished, GenerationStats, Tex
 from specchat.engine.owner import JobCancelled, JobEvent, JobFailed, JobFinished, JobHandle, JobProgress, JobQueued
 
 from .backend import EngineBackend
-from .errors import ApiError
+from .errors import SHUTTING_DOWN, ApiError, shutting_down
 from .requests import ApiRequest
 from .responses import ResponseShape, StopMatcher, finish_reason, usage
 from .wire import ENGINE_EVENTS
@@ -46,6 +46,14 @@ class JobStream:
         if self.handle is not None and not self.handle.done:
             self.backend.cancel(self.handle)
 
+    def _cut_by_shutdown(self, event: JobEvent) -> bool:
+        """True for the end of a job the server's shutdown stopped (cancelled, or finished cancelled)."""
+        if not self.backend.stopping.is_set():
+            return False
+        if isinstance(event, JobCancelled):
+            return True
+        return isinstance(event, JobProgress) and isinstance(event.event, Finished) and event.event.cancelled
+
     async def events(self, include_queue: bool = False) -> AsyncIterator[Event | dict[str, Any]]:
         """Engine events until the job ends (and {"type": "Queued", "ahead": n} when asked);
         cancels the job when the client disconnects or this generator is closed early."""
@@ -60,6 +68,9 @@ class JobStream:
                     continue
                 if isinstance(event, JobQueued) and include_queue:
                     yield {"type": "Queued", "ahead": event.ahead}
+                elif self._cut_by_shutdown(event):  # never a silent normal end
+                    yield Failed(SHUTTING_DOWN, ErrorKind.SHUTDOWN)
+                    return
                 elif isinstance(event, JobProgress) and isinstance(event.event, ENGINE_EVENTS):  # all a job emits
                     yield event.event
                 elif isinstance(event, JobFailed):
@@ -125,4 +136,6 @@ def _engine_error(event: Failed) -> ApiError:
     """A failed generation: a bad setting is the client's (400), anything else the server's (500)."""
     if event.kind is ErrorKind.CONFIG:
         return ApiError(400, event.message)
+    if event.kind is ErrorKind.SHUTDOWN:
+        return shutting_down()
     return ApiError(500, event.message, "server_error")
