@@ -17,6 +17,7 @@ from specchat.engine.engine import Engine
 from specchat.engine.errors import EngineError
 from specchat.engine.loading import load_model
 from specchat.hub.errors import HubError
+from specchat.server.running import ServingServer, exit_after_engine
 
 from .backend import ClusterBackend
 from .follower import follow
@@ -50,7 +51,7 @@ def load_job(group: ClusterGroup, target: str, draft: str | None) -> Callable[[J
     return work
 
 
-class ClusterServer(uvicorn.Server):
+class ClusterServer(ServingServer):
     """uvicorn that answers SIGTERM by checking the ranks first.
 
     mlx.launch sends SIGTERM to every rank when one exits. Rank 0 then pings the others: if one is gone
@@ -59,8 +60,8 @@ class ClusterServer(uvicorn.Server):
     """
 
     def __init__(self, config: uvicorn.Config, backend: ClusterBackend):
-        super().__init__(config)
-        self.backend = backend
+        super().__init__(config, backend)
+        self.cluster = backend
         self._told = False
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -69,12 +70,12 @@ class ClusterServer(uvicorn.Server):
         threading.Thread(target=self._stop_unless_degraded, name="sigterm-probe", daemon=True).start()
 
     def _stop_unless_degraded(self) -> None:
-        if self.backend.probe():
-            self.should_exit = True
+        if self.cluster.probe():
+            self.stop()
         elif not self._told:  # mlx.launch repeats its SIGTERM: say it once
             self._told = True
             print(
-                f"specchat serve: SIGTERM while the cluster is degraded ({self.backend.state.degraded}); "
+                f"specchat serve: SIGTERM while the cluster is degraded ({self.cluster.state.degraded}); "
                 "staying up to answer with a clear error; Ctrl-C stops the server",
                 file=sys.stderr,
                 flush=True,
@@ -134,9 +135,13 @@ def _serve_rank0(args: argparse.Namespace, group: ClusterGroup) -> int:
         flush=True,
     )
     config = uvicorn.Config(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
-    ClusterServer(config, backend).run()
+    try:
+        ClusterServer(config, backend).run()
+    except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it stopped on again, once the requests closed
+        pass
     watchdog.stop()
     backend.stop()
     if state.degraded is None:
         host.submit("cluster-stop", lambda ctx: stop_followers(state)).wait(5)
-    return 0
+    # After a rank died the engine thread may be stuck in a collective for good: do not wait on it.
+    return exit_after_engine(host, 0)

@@ -3,6 +3,7 @@
 import os
 import signal
 import time
+from pathlib import Path
 
 import openai
 import pytest
@@ -117,6 +118,28 @@ def test_a_killed_rank_fails_the_reply_and_the_server_stays_up(cluster):
     time.sleep(1.0)
     assert_degraded(cluster, "rank 1 on host")
     assert "rank 1 on host" in RemoteEngine(cluster.url).status().degraded  # "lost the link to" or "did not answer"
+
+
+def gone(pid: int) -> bool:
+    """True once the process has exited (a zombie its parent has not reaped yet counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] == "Z"
+    except (FileNotFoundError, IndexError):
+        return True
+
+
+@pytest.mark.parametrize("fault", [signal.SIGKILL, signal.SIGSTOP])
+def test_ctrl_c_stops_rank_0_even_after_a_rank_died_mid_reply(cluster, fault):
+    """SIGSTOP leaves rank 0's engine thread waiting in a collective for good: the exit must not wait on it."""
+    stream_until_fault(cluster, lambda pid: os.kill(pid, fault))
+    rank0 = cluster.status()["cluster"]["ranks"][0]["pid"]
+    stopped_at = time.monotonic()
+    os.kill(rank0, signal.SIGINT)
+    while not gone(rank0) and time.monotonic() - stopped_at < 60:
+        time.sleep(0.1)
+    assert gone(rank0), "rank 0 ignored Ctrl-C after its peer died:\n" + cluster.log.read_text()[-2000:]
+    assert time.monotonic() - stopped_at < 30  # about 3 s here (the grace for open requests, then the exit)
+    assert "terminate called" not in cluster.log.read_text() and "Traceback" not in cluster.log.read_text()
 
 
 def test_sigterm_with_every_rank_alive_stops_the_whole_cluster(cluster):
