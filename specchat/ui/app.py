@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+from types import FrameType
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from specchat.logs import details_note
@@ -13,13 +16,16 @@ from specchat.paths import AppPaths
 from .main_window import MainWindow
 
 log = logging.getLogger(__name__)
+WAKE_MS = 200
 
 
 def run_app(target: str | None = None, draft: str | None = None, paths: AppPaths | None = None) -> int:
     """Open the main window (on a local model folder when given) and run until it closes."""
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     app.setOrganizationName("SpecChat")
+    wake = close_on_stop_signals(app)
     try:
         window = MainWindow(paths, target=target, draft=draft)
     except Exception as error:  # a bug in building the window: say so in a dialog, never a bare traceback
@@ -27,4 +33,23 @@ def run_app(target: str | None = None, draft: str | None = None, paths: AppPaths
         QMessageBox.critical(None, "SpecChat could not start", f"{type(error).__name__}: {error}.{details_note()}")
         return 1
     window.show()
-    return app.exec()
+    status = app.exec()
+    wake.stop()
+    return status
+
+
+def close_on_stop_signals(app: QApplication) -> QTimer:
+    """Ctrl-C or SIGTERM in the terminal closes the windows as their close buttons do (the reply in progress
+    is saved, the engine released). Qt's event loop runs no Python code by itself, so a Python signal
+    handler would wait for the next Qt callback (or Python's default one raise KeyboardInterrupt inside
+    it): a timer wakes the interpreter every WAKE_MS."""
+
+    def close(_signum: int, _frame: FrameType | None) -> None:
+        QTimer.singleShot(0, app.closeAllWindows)
+
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, close)
+    wake = QTimer(app)
+    wake.timeout.connect(lambda: None)
+    wake.start(WAKE_MS)
+    return wake

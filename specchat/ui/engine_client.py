@@ -91,6 +91,7 @@ class EngineClient(QObject):
         self._owns_host = host is None
         self.host = host or EngineHost()
         self.current: QtJob | None = None  # the reply queued or running
+        self.closed = False  # set by shutdown: job events that arrive later are dropped
         self._jobs: dict[int, QtJob] = {}
         self.drafts = DraftChecker(self)
         self.drafts.checked.connect(self.draftsChecked)
@@ -112,7 +113,7 @@ class EngineClient(QObject):
 
     def _dispatch(self, event: JobEvent) -> None:
         job = self._jobs.get(event.job.id)
-        if job is None:
+        if job is None or self.closed:  # after shutdown the views are going: a late load must start no job
             return
         if isinstance(event, TERMINAL):
             del self._jobs[event.job.id]
@@ -221,6 +222,7 @@ class EngineClient(QObject):
 
     def shutdown(self, timeout_ms: int = 30000) -> None:
         """Cancel every job and release the engine (when this client owns the host)."""
+        self.closed = True
         self.cancel()
         if self._owns_host:
             self.host.shutdown(timeout_ms / 1000)
