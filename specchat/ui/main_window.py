@@ -353,4 +353,5 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.server.stop()
         self.client.shutdown()
         self.store.close()
+        self.storage.close()
         super().closeEvent(event)

@@ -12,6 +12,7 @@ from specchat.paths import AppPaths
 from specchat.settings import Settings, load_settings
 from specchat.store import ConversationStore, open_store
 from specchat.store.conversations import IN_MEMORY
+from specchat.system.instance_lock import InstanceLock
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,12 @@ class Storage:
     read_only: bool = False  # True: settings and conversations are not written
     notices: list[tuple[str, str]] = field(default_factory=list)
     scratch: tempfile.TemporaryDirectory | None = None
+    lock: InstanceLock | None = None  # held while this window owns the data folder
+
+    def close(self) -> None:
+        """Let another SpecChat use the data folder."""
+        if self.lock is not None:
+            self.lock.release()
 
     def banner(self) -> tuple[str, str] | None:
         """One (level, text) for the banner: every notice, the most serious level."""
@@ -53,6 +60,9 @@ def open_storage(paths: AppPaths) -> Storage:
             ("warning", f"Can't save: {folder} is not writable; conversations and settings will not be kept.")
         )
         log.warning("%s is not writable; running without saving", folder)
+    lock = None if unwritable else _lock(paths, notices)
+    if not unwritable and lock is None:  # another SpecChat owns the folder: show its data, write none
+        unwritable = [paths.data_dir, paths.config_dir]
     store = _store(paths, bool(unwritable), notices)
     scratch = tempfile.TemporaryDirectory(prefix="specchat-unsaved-") if unwritable else None
     if scratch:
@@ -60,7 +70,29 @@ def open_storage(paths: AppPaths) -> Storage:
         paths = replace(
             paths, **{name: Path(scratch.name) / name for name, folder in swap.items() if folder in unwritable}
         ).ensure()
-    return Storage(settings, store, paths, bool(unwritable), notices, scratch)
+    return Storage(settings, store, paths, bool(unwritable), notices, scratch, lock)
+
+
+def _lock(paths: AppPaths, notices: list) -> InstanceLock | None:
+    """The data folder's lock, or None (and a notice) when another SpecChat holds it."""
+    lock = InstanceLock(paths.data_dir)
+    try:
+        holder = lock.acquire()
+    except OSError as error:  # a folder that takes no lock file is no reason not to start
+        log.warning("could not lock %s: %s", paths.data_dir, error)
+        return InstanceLock(paths.data_dir)
+    if holder is None:
+        return lock
+    who = f"Another SpecChat (process {holder})" if holder else "Another SpecChat"
+    notices.append(
+        (
+            "warning",
+            f"{who} is using {paths.data_dir}: this window shows its conversations but "
+            "saves nothing; close the other one to keep what you do here.",
+        )
+    )
+    log.warning("%s is locked by process %s; running without saving", paths.data_dir, holder)
+    return None
 
 
 def _start_log(paths: AppPaths) -> None:

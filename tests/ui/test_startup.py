@@ -135,3 +135,23 @@ def test_a_read_only_data_folder_still_shows_the_saved_conversations(qtbot, open
     window.close()
     assert paths.conversations_db.read_bytes() == before
     assert ConversationStore(paths.conversations_db).get(conv.id).system_prompt == ""
+
+
+def test_a_second_window_on_the_same_data_folder_says_so_and_writes_nothing(qtbot, open_window, paths):
+    import os
+
+    first = open_window()
+    first.chat.set_system_prompt("Kept.")
+    second = open_window()
+    assert not first.read_only and second.read_only and second.store.in_memory
+    assert second.banner.level == "warning" and second.banner.message.startswith(
+        f"Another SpecChat (process {os.getpid()}) is using {paths.data_dir}: this window shows its conversations"
+    )
+    assert [c.system_prompt for c in second.store.conversations()] == ["Kept."]  # the first one's, shown
+    second.chat.new_conversation()
+    second.chat.set_system_prompt("Not kept.")
+    second.close()
+    first.close()
+    third = open_window()  # the lock went with the first window
+    assert not third.read_only and not third.banner.isVisible()
+    assert [c.system_prompt for c in third.store.conversations()] == ["Kept."]
