@@ -142,3 +142,21 @@ def test_an_auto_k_reply_tells_plain_bursts_from_drafting_rounds(qtbot, paths):
     assert dash.tiles["per_round"].value.text() == "1.60"
     assert dash.tiles["per_round"].sub.text() == "over 5 drafting rounds (+1 plain)"
     assert dash.tiles["acceptance"].value.text() == "80%"
+
+
+def test_the_edge_shows_a_verdict_only_and_a_plain_reply_gets_none(qtbot, paths):
+    dash = make_dashboard(qtbot, paths)
+    dash.on_power(AC, False)
+    dash.redraw()
+    vs_plain = dash.tiles["vs_plain"]
+    assert vs_plain.accent is None and vs_plain.sub.text() == "no model loaded"  # no red edge for nothing
+    dash.set_model(KEY)
+    dash.set_baseline_tps(KEY, 8.0)
+    reply(dash, 10.1)  # a plain reply faster than the measurement: still plain decoding
+    value, sub, style = tile(dash)
+    assert value == f"{10.1 / 8.0:.2f}×" and style == "" and vs_plain.accent is None
+    assert sub.startswith("speculation off: plain decoding against plain decoding; plain decode 8.0 tok/s")
+    reply(dash, 16.0, mode="draft")
+    assert tile(dash)[2] == f"color: {VERDICT_COLORS[FASTER]};" and vs_plain.accent == VERDICT_COLORS[FASTER]
+    reply(dash, 4.0, mode="draft")
+    assert vs_plain.accent == VERDICT_COLORS[SLOWER]

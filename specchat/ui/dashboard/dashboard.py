@@ -38,7 +38,7 @@ from specchat.ui.chat.footer import MODE_NAMES
 from .. import theme
 from ..banner import Banner
 from ..theme_switch import follow
-from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL, ChartCard
+from .charts import BLUE, GREEN, ORANGE, PURPLE, TEAL, ChartCard
 from .panels import (
     MEMORY_COLUMNS,
     POWER_COLUMNS,
@@ -116,7 +116,7 @@ class Dashboard(QWidget):
             name: StatTile(title, accent)
             for name, title, accent in (
                 ("speed", "Decode speed", BLUE),
-                ("vs_plain", "vs plain decode", RED),
+                ("vs_plain", "vs plain decode", None),  # its edge shows the verdict (tiles._fill_vs_plain)
                 ("acceptance", "Acceptance", GREEN),
                 ("per_round", "Accepted / round", TEAL),
                 ("memory", "MLX memory", PURPLE),

@@ -45,14 +45,10 @@ def tile_style() -> str:
 class StatTile(QFrame):
     """A title, one large value and a line of detail."""
 
-    def __init__(self, title: str, accent: str, parent=None):
+    def __init__(self, title: str, accent: str | None, parent=None):
         super().__init__(parent)
-        follow(
-            self,
-            lambda: self.setStyleSheet(
-                tile_style() + f" QFrame#tileAccent {{ background: {accent}; border-radius: 2px; }}"
-            ),
-        )
+        self.accent = accent  # the edge's colour; None: the theme's border (no verdict, nothing to say)
+        follow(self, self._restyle)
         accent_bar = QFrame(objectName="tileAccent")
         accent_bar.setFixedWidth(4)
         self.title = QLabel(title.upper(), objectName="tileTitle")
@@ -71,6 +67,16 @@ class StatTile(QFrame):
         row.setSpacing(8)
         row.addWidget(accent_bar)
         row.addLayout(text, 1)
+
+    def _restyle(self) -> None:
+        edge = self.accent or theme.BORDER
+        self.setStyleSheet(tile_style() + f" QFrame#tileAccent {{ background: {edge}; border-radius: 2px; }}")
+
+    def set_accent(self, color: str | None) -> None:
+        """Colour the tile's edge (None: the theme's border)."""
+        if color != self.accent:
+            self.accent = color
+            self._restyle()
 
     def set(self, value: str, sub: str = "", color: str | None = None) -> None:
         """Show a value (in a colour, else the usual one) and its detail line."""
@@ -141,6 +147,7 @@ def fill_tiles(dash) -> None:
 
 def _fill_vs_plain(tile: StatTile, dash, speed: float | None) -> None:
     """The ratio to plain decoding, coloured by whether its band clears 1.0, with its reference's source and age."""
+    tile.set_accent(None)  # the edge shows a verdict only, never one for nothing
     ref = dash.reference()
     if ref is None:
         tile.set(DASH, "plain decode not measured" if dash.model_key else "no model loaded")
@@ -153,9 +160,14 @@ def _fill_vs_plain(tile: StatTile, dash, speed: float | None) -> None:
         return
     result = compare(speed, ref)
     live = dash.generating  # a rolling rate over rounds: not the reply's own clock, so no verdict yet
-    tile.set(
-        f"{result.ratio:.2f}×", ("live; " if live else "") + line, None if live else VERDICT_COLORS.get(result.verdict)
-    )
+    plain = not live and dash.last_stats is not None and dash.last_stats.mode == "baseline"
+    if live or plain:  # a plain reply is plain decoding: its ratio is the noise, not a gain or a loss
+        note = "live; " if live else "speculation off: plain decoding against plain decoding; "
+        tile.set(f"{result.ratio:.2f}×", note + line)
+        return
+    color = VERDICT_COLORS.get(result.verdict)
+    tile.set(f"{result.ratio:.2f}×", line, color)
+    tile.set_accent(color)
 
 
 def _fill_memory(tile: StatTile, sample, weights: int | None) -> None:
