@@ -82,7 +82,7 @@ class ServerLink(QObject):
         self.menu.localRequested.connect(self._use_local)
         self.controller.stateChanged.connect(self._state)
         self.controller.failed.connect(self._failed)
-        self.controller.requestEvent.connect(window.docks.dashboard.on_request_event)
+        self.controller.requestEvent.connect(window.docks.dashboard.on_api_event)
         self.poller = RemoteStatusPoller(self)
         self.poller.status.connect(lambda st: window.docks.dashboard.set_cluster(st.ranks, st.degraded))
 

@@ -128,7 +128,7 @@ def test_the_dashboard_beside_the_chat_shows_everything(qtbot, open_window):
     dash.on_power(NO_BATTERY, None)
     dash.set_weights_bytes(int(1.2 * GB))
     dash.redraw()
-    dash.status.setText("Last reply: Draft model, K=4 · 512 tokens · 251.1 tok/s decode · stopped: length")
+    dash.status.setText("Last chat reply: Draft model, K=4 · 512 tokens · 251.1 tok/s decode · stopped: length")
     qtbot.wait(50)
     # no battery: the power panel is one line below the charts, not a chart
     power = dash.power_chart

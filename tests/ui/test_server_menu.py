@@ -25,9 +25,16 @@ def test_serving_from_the_app_answers_clients_and_shows_requests(qtbot, open_win
     )
     assert reply.usage.model_extra["speculation"]["mode"] == window.speculation.checked_mode()
     qtbot.waitUntil(lambda: window.server.label.text().endswith("· 1 request"), timeout=10_000)
-    qtbot.waitUntil(lambda: len(window.docks.dashboard.rounds) > rounds_before, timeout=10_000)
+    dash = window.docks.dashboard
+    qtbot.waitUntil(lambda: len(dash.rounds) > rounds_before, timeout=10_000)
+    qtbot.waitUntil(lambda: dash.status.text().startswith("Last API request: "), timeout=10_000)
+    dash.redraw()
+    assert dash.tiles["speed"].sub.text().startswith("last API request (")  # never passed off as a chat reply
     assert httpx.get(f"http://127.0.0.1:{port}/v1/models").status_code == 401  # the key is enforced
     send(qtbot, window, "And the chat still works")  # chat replies and API requests share the queue
+    qtbot.waitUntil(lambda: dash.status.text().startswith("Last chat reply: "), timeout=10_000)
+    dash.redraw()
+    assert dash.tiles["speed"].sub.text().startswith("last chat reply (")
     window.server.menu.serve_action.setChecked(False)
     assert not window.server.controller.running and not window.server.label.isVisible()
 

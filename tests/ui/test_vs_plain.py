@@ -135,7 +135,7 @@ def test_an_auto_k_reply_tells_plain_bursts_from_drafting_rounds(qtbot, paths):
     dash.on_event(Finished((1,) * 163, "x", stats))
     dash.redraw()
     assert dash.status.text() == (
-        "Last reply: Draft model, K auto: plain decoding for 92% of tokens, K=2 for the "
+        "Last chat reply: Draft model, K auto: plain decoding for 92% of tokens, K=2 for the "
         "rest; 80% of drafted tokens accepted · 163 tokens · 9.0 tok/s decode · "
         "max tokens (163)"
     )

@@ -52,6 +52,7 @@ from .reflow import ChartDeck, ReflowGrid
 from .tiles import StatTile, fill_tiles
 
 REDRAW_INTERVAL_MS = 250
+SOURCE_NAMES = {"chat": "chat reply", "api": "API request"}  # where the figures come from
 TILE_WIDTH = 150  # tiles wrap into 3 or 2 columns below six of these
 TILE_COLUMNS = (6, 3, 2)
 CHART_MIN_SIZE = QSize(290, 180)  # below two of these side by side, the charts go into tabs
@@ -90,6 +91,7 @@ class Dashboard(QWidget):
         self.last_power: tuple[PowerStatus, bool | None] | None = None
         self.weights_bytes: int | None = None
         self._generating = False
+        self.source = "chat"  # what the last figures came from: "chat" or "api"
         self._dirty = True
         self._build()
         self.poller = poller or SystemPoller(self)
@@ -189,19 +191,21 @@ class Dashboard(QWidget):
     # --- inputs ---
 
     @Slot(object)
-    def on_event(self, event) -> None:
-        """Take one engine event (TextChunk, RoundResult, PrefillProgress, Finished, Failed)."""
+    def on_event(self, event, source: str = "chat") -> None:
+        """Take one engine event (TextChunk, RoundResult, PrefillProgress, Finished, Failed) of a chat reply
+        or (source "api") of an API request; the figures always say which one they are from."""
         if isinstance(event, (Finished, Failed)):
             self._generating = False
             if isinstance(event, Finished):
                 self._finished(event)
             else:
-                self.status.setText(f"Last generation failed: {event.message}")
+                self.status.setText(f"Last {self.source_name} failed: {event.message}")
         else:
             if not self._generating:
                 self._generating = True
+                self.source = source
                 self.rounds.clear()
-                self.status.setText("Generating…")
+                self.status.setText("Generating an API request…" if source == "api" else "Generating…")
             if isinstance(event, RoundResult):
                 self.rounds.add(event)
         self._dirty = True
@@ -211,10 +215,20 @@ class Dashboard(QWidget):
         """True from a reply's first event until its Finished or Failed."""
         return self._generating
 
+    @property
+    def source_name(self) -> str:
+        """What the figures are from: 'chat reply' or 'API request'."""
+        return SOURCE_NAMES[self.source]
+
     @Slot(int, object)
     def on_request_event(self, request_id: int, event) -> None:
-        """EngineClient.event carries (request id, event); the id does not matter here."""
-        self.on_event(event)
+        """A chat reply's event: EngineClient.event carries (request id, event); the id does not matter here."""
+        self.on_event(event, "chat")
+
+    @Slot(int, object)
+    def on_api_event(self, job_id: int, event) -> None:
+        """An API request's event (the server's requestEvent: job id, event)."""
+        self.on_event(event, "api")
 
     @Slot(object)
     def on_memory(self, sample: MemorySample) -> None:
@@ -323,7 +337,7 @@ class Dashboard(QWidget):
         k = f", {speculation_text(asdict(stats))}" if stats.mode != "baseline" else ""
         ended = stop_text(asdict(stats), event.cancelled) or "ended"
         self.status.setText(
-            f"Last reply: {mode}{k} · {stats.generated_tokens} tokens · "
+            f"Last {self.source_name}: {mode}{k} · {stats.generated_tokens} tokens · "
             f"{stats.decode_tokens_per_s:.1f} tok/s decode · {ended}"
         )
         self.last_plain_sample = None

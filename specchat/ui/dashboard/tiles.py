@@ -110,7 +110,7 @@ def _speed(dash) -> tuple[float | None, str]:
     if dash.generating and len(dash.rounds):
         return float(dash.rounds.rolling_tokens_per_s()[-1]), f"rolling, last {dash.rounds.window} rounds"
     if dash.last_stats is not None and not dash.generating:
-        return dash.last_stats.decode_tokens_per_s, f"last reply ({dash.last_stats.mode})"
+        return dash.last_stats.decode_tokens_per_s, f"last {dash.source_name} ({dash.last_stats.mode})"
     return None, "generating…" if dash.generating else "no reply yet"
 
 
