@@ -233,6 +233,16 @@ class EngineClient(QObject):
             self.memoryChanged.emit(active)
 
 
+def waiting_text(state: QueueState, job_id: int) -> str | None:
+    """What a queued job waits for ('Waiting for the plain-decode measurement…'), None once it runs."""
+    ahead = state.ahead_of(job_id)
+    if ahead is None or state.running is None:
+        return None
+    running = KIND_NAMES.get(state.running.kind, state.running.kind)
+    more = f" and {ahead - 1} more queued job{'s' if ahead > 2 else ''}" if ahead > 1 else ""
+    return f"Waiting for the {running}{more} to finish…"
+
+
 def queue_text(state: QueueState) -> str:
     """'Running: reply · queued: sweep, A/B' (empty when the engine is idle)."""
     parts = []

@@ -52,3 +52,24 @@ def test_an_old_saved_message_without_the_new_keys():
         == "8 tokens · 20.0 tok/s · TTFT 0.10 s · Draft model K=4; 75% of drafted tokens accepted · stopped by you"
     )
     assert footer_text(old) == "8 tokens · 20.0 tok/s · TTFT 0.10 s · Draft model K=4; 75% of drafted tokens accepted"
+
+
+def test_ttft_counts_from_send_and_says_a_queue_wait():
+    from specchat.ui.chat.footer import ttft_text
+
+    assert ttft_text({"ttft_s": 0.31}) == "TTFT 0.31 s"  # a reply saved before the app timed it
+    assert ttft_text({"ttft_s": 0.31, "ttft_from_send_s": 0.35, "queued_s": 0.01}) == "TTFT 0.35 s"
+    assert ttft_text({"ttft_s": 1.8, "ttft_from_send_s": 29.0, "queued_s": 27.1}) == (
+        "TTFT 29.00 s (27.1 s waiting in the queue)"
+    )
+
+
+def test_a_queued_job_says_what_it_waits_for():
+    from specchat.engine.owner import JobInfo, QueueState
+    from specchat.ui.engine_client import waiting_text
+
+    reply = JobInfo(5, "reply")
+    assert waiting_text(QueueState(JobInfo(1, "sweep"), (reply,)), 5) == "Waiting for the sweep to finish…"
+    state = QueueState(JobInfo(1, "load"), (JobInfo(2, "baseline"), JobInfo(3, "ab"), reply))
+    assert waiting_text(state, 5) == "Waiting for the load and 2 more queued jobs to finish…"
+    assert waiting_text(QueueState(reply, ()), 5) is None  # it runs

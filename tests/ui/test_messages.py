@@ -236,3 +236,26 @@ def test_closing_the_window_mid_reply_saves_it_as_interrupted(qtbot, open_window
     assert reply.role == "assistant" and reply.content == partial and partial
     assert reply.cancelled and reply.complete and reply.stats == {"stop_reason": "interrupted"}
     assert again.transcript.views[-1].footer.text() == INTERRUPTED_TEXT
+
+
+def test_a_queued_reply_says_what_it_waits_for_and_its_ttft_counts_from_send(qtbot, open_window, dense_target):
+    window = open_window(dense_target, max_tokens=6)
+    gate = threading.Event()
+    window.client.submit("baseline", lambda _ctx: gate.wait(30))  # stands in for the load-time measurement
+    with qtbot.waitSignal(window.chat.replyFinished, timeout=REPLY_TIMEOUT_MS) as blocker:
+        window.composer.text.setPlainText("hello")
+        window.composer.send_button.click()
+        card = window.transcript.views[-1]
+        qtbot.waitUntil(lambda: card.prefill_label.isVisibleTo(card), timeout=REPLY_TIMEOUT_MS)
+        # behind it, maybe, the real measurement this load queued: "... and 1 more queued job to finish…"
+        assert card.prefill_label.text().startswith("Waiting for the plain-decode measurement")
+        assert card.prefill_bar.maximum() == 0  # busy
+        threading.Event().wait(0.6)  # the reply waits this long in the queue at least
+        gate.set()
+    stats = window.store.messages(window.chat.conversation_id)[-1].stats
+    assert (
+        stats["queued_s"] >= 0.6 and stats["ttft_from_send_s"] >= stats["queued_s"] + blocker.args[0].stats.ttft_s * 0
+    )
+    assert stats["ttft_from_send_s"] > stats["ttft_s"]  # the engine's own clock starts when the job does
+    footer = window.transcript.views[-1].footer.text()
+    assert f"TTFT {stats['ttft_from_send_s']:.2f} s ({stats['queued_s']:.1f} s waiting in the queue)" in footer

@@ -9,10 +9,11 @@ from dataclasses import asdict, dataclass
 from PySide6.QtCore import QObject, Signal
 
 from specchat.engine import ConfigError, Failed, Finished, GenerationConfig, PrefillProgress, RoundResult, TextChunk
+from specchat.engine.owner import QueueState
 from specchat.store import ConversationStore, StoredMessage
 from specchat.store.conversations import DEFAULT_TITLE, title_from
 
-from ..engine_client import EngineClient
+from ..engine_client import EngineClient, waiting_text
 from .composer import Composer
 from .conversation_list import ConversationList
 from .footer import error_stats, footer_text, interrupted_stats
@@ -64,6 +65,7 @@ class ChatController(QObject):
         self.active: ActiveReply | None = None
         self.last_trace: ReplyTrace | None = None
         client.event.connect(self._on_event)
+        client.queueChanged.connect(self._queue_changed)
         composer.sendRequested.connect(self.send)
         composer.stopRequested.connect(self.stop)
         transcript.regenerateRequested.connect(self.regenerate)
@@ -208,9 +210,20 @@ class ChatController(QObject):
         elif isinstance(event, Failed):
             self._fail(event.message)
 
+    def _queue_changed(self, state: QueueState) -> None:
+        """A queued reply's card says what it waits for (a load, the plain-decode measurement, a sweep)."""
+        active = self.active
+        if active is None or active.trace.started_at is not None:
+            return
+        active.trace.waiting = waiting_text(state, active.request_id)
+        if active.conversation_id == self.conversation_id:
+            self.transcript.reply_updated()
+
     def _finish(self, text: str, stats: dict | None, cancelled: bool) -> None:
         active, self.active = self.active, None
         assert active is not None  # only the active reply finishes
+        if stats is not None and "generated_tokens" in stats:  # time to first token as the user saw it
+            stats = {**stats, **active.trace.timing()}
         self.client.finished(active.request_id)
         shown = active.conversation_id == self.conversation_id
         if text or not cancelled:

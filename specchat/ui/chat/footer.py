@@ -14,6 +14,7 @@ FOOTER_TOOLTIP = (
 
 __all__ = ["MODE_NAMES", "FOOTER_TOOLTIP", "footer_text", "error_stats", "k_text"]
 INTERRUPTED = "interrupted"
+QUEUE_NOTE_S = 0.5  # a queue wait this long is said in the footer
 INTERRUPTED_TEXT = "interrupted: SpecChat was closed while this reply was being written"
 
 
@@ -29,7 +30,7 @@ def footer_text(stats: dict | None, cancelled: bool = False) -> str:
     parts = [
         f"{stats.get('generated_tokens', 0)} tokens",
         f"{stats.get('decode_tokens_per_s', 0.0):.1f} tok/s",
-        f"TTFT {stats.get('ttft_s', 0.0):.2f} s",
+        ttft_text(stats),
     ]
     mode = stats.get("mode", "baseline")
     if mode != "baseline":
@@ -40,6 +41,13 @@ def footer_text(stats: dict | None, cancelled: bool = False) -> str:
     if stop:
         parts.append(stop)
     return " · ".join(parts)
+
+
+def ttft_text(stats: dict) -> str:
+    """'TTFT 0.31 s', counted from Send when the app measured it, with the queue wait when there was one."""
+    ttft = stats.get("ttft_from_send_s", stats.get("ttft_s", 0.0))
+    queued = stats.get("queued_s", 0.0)
+    return f"TTFT {ttft:.2f} s" + (f" ({queued:.1f} s waiting in the queue)" if queued >= QUEUE_NOTE_S else "")
 
 
 def interrupted_stats() -> dict:

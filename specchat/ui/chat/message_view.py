@@ -178,10 +178,15 @@ class MessageView(QFrame):
         self._render_thinking(parts, flags, rejections)
 
     def _render_prefill(self, text: str) -> bool:
-        """Show 'Reading the prompt…' and its bar while a streaming reply has no text yet; True when shown."""
+        """Show 'Reading the prompt…' and its bar while a streaming reply has no text yet (or what a queued
+        one waits for, with a busy bar); True when shown."""
         progress = self.trace.prefill if self.trace is not None and self.streaming and not text else None
-        self.prefill_label.setVisible(progress is not None)
-        self.prefill_bar.setVisible(progress is not None)
+        waiting = getattr(self.trace, "waiting", None) if self.streaming and progress is None else None
+        self.prefill_label.setVisible(progress is not None or waiting is not None)
+        self.prefill_bar.setVisible(progress is not None or waiting is not None)
+        if waiting is not None:
+            self.prefill_label.setText(waiting)
+            self.prefill_bar.setRange(0, 0)  # busy: how far the job ahead has got is its own
         if progress is not None:
             self.prefill_label.setText(prefill_text(progress.done, progress.total, progress.model))
             self.prefill_bar.setRange(0, max(progress.total, 1))

@@ -3,6 +3,7 @@ the rejected draft positions. Plain Python (no Qt) so it is easy to test."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -62,9 +63,27 @@ class ReplyTrace:
         self.token_starts: list[int] = []  # char offset of each token's text
         self.rejections: list[RejectedSpot] = []
         self.prefill: PrefillProgress | None = None  # the latest prompt-reading progress
+        self.waiting: str | None = None  # what the queued reply waits for, until its first event
+        self.sent_at = time.monotonic()  # when Send was pressed: time to first token counts from here
+        self.started_at: float | None = None  # its first engine event (it left the queue)
+        self.first_text_at: float | None = None
+
+    def timing(self) -> dict[str, float]:
+        """Seconds from Send: to the first text (the reply's time to first token) and in the queue."""
+        times = {}
+        if self.first_text_at is not None:
+            times["ttft_from_send_s"] = self.first_text_at - self.sent_at
+        if self.started_at is not None:
+            times["queued_s"] = self.started_at - self.sent_at
+        return times
 
     def add(self, event) -> None:
         """Take one TextChunk, RoundResult or PrefillProgress (other events are ignored)."""
+        now = time.monotonic()
+        self.waiting = None
+        self.started_at = self.started_at or now
+        if isinstance(event, TextChunk) and event.text and self.first_text_at is None:
+            self.first_text_at = now
         if isinstance(event, PrefillProgress):
             self.prefill = event
         elif isinstance(event, TextChunk):
