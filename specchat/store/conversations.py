@@ -18,6 +18,7 @@ DEFAULT_TITLE = "New chat"
 ROLES = ("user", "assistant")
 IN_MEMORY = ":memory:"
 CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+BUSY_TIMEOUT_S = 1.0  # how long a write waits for another program's lock before it is refused (and said)
 
 
 class NewerDatabaseError(RuntimeError):
@@ -86,7 +87,7 @@ class ConversationStore(VersionsMixin):
         if not self.in_memory:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         # autocommit: every write goes through _transaction(), so BEGIN/COMMIT are ours, never implicit
-        self._db = sqlite3.connect(str(db_path), isolation_level=None)
+        self._db = sqlite3.connect(str(db_path), isolation_level=None, timeout=BUSY_TIMEOUT_S)
         try:
             self._open()
         except BaseException:

@@ -183,6 +183,8 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         client.queueChanged.connect(lambda state: self.queue_label.setText(queue_text(state)))
         self.chat.replyFailed.connect(lambda message: self.banner.show_message(message, "error"))
         self.chat.settingsRejected.connect(lambda message: self.banner.show_message(message, "error"))
+        self.chat.storeFailed.connect(lambda message: self.banner.show_message(message, "warning"))
+        self.chat.storeRecovered.connect(self.banner.dismiss)
         self.chat.busyChanged.connect(self._on_busy)
         self.chat.actions.exported.connect(lambda path: self.banner.show_message(f"Exported to {path}", "info"))
         self.chat.actions.exportFailed.connect(lambda message: self.banner.show_message(message, "error"))

@@ -129,3 +129,24 @@ def test_a_reply_that_fails_midway_keeps_its_text_and_its_footer_says_error(
         "stop_reason": "error",
         "error": "RuntimeError: the device went away",
     }
+
+
+def test_a_locked_conversations_file_keeps_the_message_says_so_and_sends_it_when_free(
+    qtbot, open_window, dense_target, paths
+):
+    import sqlite3
+
+    window = open_window(dense_target)
+    window.chat.retry_ms = 100
+    other = sqlite3.connect(str(paths.conversations_db), isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another program holds the file
+    window.composer.text.setPlainText("hello")
+    window.composer.send_button.click()
+    assert window.banner.level == "warning" and "database is locked" in window.banner.message
+    assert "kept in the box" in window.banner.message and window.composer.text.toPlainText() == "hello"
+    assert not window.chat.busy
+    with qtbot.waitSignal(window.chat.replyFinished, timeout=60_000):
+        other.execute("ROLLBACK")  # the lock goes: the next retry sends it
+    other.close()
+    assert [m.role for m in window.store.messages(window.chat.conversation_id)] == ["user", "assistant"]
+    assert window.composer.text.toPlainText() == "" and not window.banner.isVisible()

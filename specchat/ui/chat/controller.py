@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from specchat.engine import ConfigError, Failed, Finished, GenerationConfig, PrefillProgress, RoundResult, TextChunk
 from specchat.engine.owner import QueueState
@@ -21,6 +22,7 @@ from .message_actions import MessageActions, stopped_notice
 from .trace import ReplyTrace, trace_data
 from .transcript import TranscriptView
 
+RETRY_MS = 2000  # a message the conversations file refused is sent again this often
 SAVE_INTERVAL_S = 2.0  # a streaming reply's text is saved at least this often (a crash loses at most this much)
 
 
@@ -42,6 +44,8 @@ class ChatController(QObject):
     replyStarted = Signal(int)  # request id
     replyFinished = Signal(object)  # the Finished event
     replyFailed = Signal(str)  # message (also shown in the banner)
+    storeFailed = Signal(str)  # a message could not be saved: it is kept and sent again (said once)
+    storeRecovered = Signal()  # ... and now it was
     settingsRejected = Signal(str)  # a setting out of range: nothing was saved or sent
     busyChanged = Signal(bool)
 
@@ -60,6 +64,8 @@ class ChatController(QObject):
         self.transcript, self.composer, self.sidebar = transcript, composer, sidebar
         self.reply_settings = reply_settings
         self.save_interval_s = SAVE_INTERVAL_S
+        self.retry_ms = RETRY_MS
+        self._unsaved: str | None = None  # a sent message waiting for the conversations file
         self.decode: Callable[[list[int]], str] = lambda ids: ""
         self.conversation_id: int | None = None
         self.active: ActiveReply | None = None
@@ -113,12 +119,39 @@ class ChatController(QObject):
             self.store.set_system_prompt(self.conversation_id, text)
 
     def send(self, text: str) -> None:
-        """Save the user's message (replacing an edited one and what followed) and start the reply."""
+        """Save the user's message (replacing an edited one and what followed) and start the reply; when the
+        conversations file cannot be written (locked by another program), say so once, keep the message in
+        the box and send it again every retry_ms until it can."""
         if self.busy:
             return
         settings = self._valid_reply_settings()  # before anything is saved: a bad setting loses nothing
         if settings is None:
             return
+        try:
+            self._save_sent(text)
+        except sqlite3.OperationalError as error:
+            self._retry_send(text, error)
+            return
+        if self._unsaved is not None:
+            self._unsaved = None
+            self.storeRecovered.emit()
+        self._start_reply(settings)
+
+    def _retry_send(self, text: str, error: sqlite3.OperationalError) -> None:
+        if self._unsaved is None:
+            self.storeFailed.emit(
+                f"Could not save your message to {self.store.path} ({error}): another program may be using it. "
+                f"The message is kept in the box and goes out as soon as the file can be written."
+            )
+        self._unsaved = text
+        QTimer.singleShot(self.retry_ms, lambda: self._send_again(text))
+
+    def _send_again(self, text: str) -> None:
+        """The retry: only while the same message still waits in the box."""
+        if self._unsaved == text and self.composer.text.toPlainText().strip() == text and not self.busy:
+            self.send(text)
+
+    def _save_sent(self, text: str) -> None:
         if self.conversation_id is None:
             self.conversation_id = self.store.create(title=title_from(text)).id
         elif self.store.get(self.conversation_id).title == DEFAULT_TITLE:
@@ -132,7 +165,6 @@ class ChatController(QObject):
         self.composer.leave_edit()
         self.transcript.add_user(text).message_id = row.id
         self.sidebar.refresh(select=self.conversation_id)
-        self._start_reply(settings)
 
     def regenerate(self) -> None:
         """Generate the last reply again; the earlier ones stay as versions (‹ 1/2 ›)."""
