@@ -19,6 +19,22 @@ _state: dict[str, Path | None] = {"path": None}
 _lock = threading.Lock()
 
 
+class QuietFileHandler(logging.handlers.RotatingFileHandler):
+    """The rotating log file; when it cannot be written (a full disk) it says so once on stderr and drops
+    records, instead of logging's traceback for every record."""
+
+    failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        if not self.failed:
+            self.failed = True
+            problem = sys.exc_info()[1]
+            print(
+                f"SpecChat: the log {self.baseFilename} cannot be written ({problem}); further errors are not logged",
+                file=sys.stderr,
+            )
+
+
 def setup_logging(log_file: Path) -> Path | None:
     """Send app.* log records (warnings and up) to a rotating file; returns its path, None when unwritable.
 
@@ -29,7 +45,7 @@ def setup_logging(log_file: Path) -> Path | None:
     with _lock:
         try:
             Path(log_file).parent.mkdir(parents=True, exist_ok=True)
-            handler: logging.Handler = logging.handlers.RotatingFileHandler(
+            handler: logging.Handler = QuietFileHandler(
                 log_file, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8"
             )
         except OSError:  # no file log: the records go nowhere (not to Python's last-resort stderr printer)

@@ -46,6 +46,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         super().__init__()
         storage = open_storage(paths or AppPaths.default())  # never raises: what went wrong comes back as notices
         self.storage = storage  # holds the scratch folder (if any) alive until the window goes
+        self._settings_unsaved = False  # the last settings write failed (said once)
         self.paths = storage.paths  # unwritable folders swapped for a scratch folder deleted at exit
         self.settings: Settings = storage.settings
         self.read_only = storage.read_only
@@ -296,9 +297,22 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.model_bar.load_button.setEnabled(not busy)
 
     def save(self) -> None:
-        """Write the settings file (not when its folder is not writable: the banner said so)."""
-        if not self.read_only:
+        """Write the settings file (not when its folder is not writable: the banner said so); a write that
+        fails (a full disk) is said once, and the settings live on for the session."""
+        if self.read_only:
+            return
+        try:
             save_settings(self.paths, self.settings)
+        except OSError as error:
+            if not self._settings_unsaved:
+                self.banner.show_message(
+                    f"Could not save settings to {self.paths.settings_file} "
+                    f"({error.strerror or error}); they stay as set for this session.",
+                    "warning",
+                )
+            self._settings_unsaved = True
+        else:
+            self._settings_unsaved = False
 
     # --- conversations and keys ---
 

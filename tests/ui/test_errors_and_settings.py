@@ -1,5 +1,7 @@
 """Failures become banners and the window keeps working; corrupt settings are set aside."""
 
+import pytest
+
 from specchat.engine import ErrorKind, Failed
 from specchat.engine.session import ChatSession
 from specchat.settings import load_settings
@@ -150,3 +152,50 @@ def test_a_locked_conversations_file_keeps_the_message_says_so_and_sends_it_when
     other.close()
     assert [m.role for m in window.store.messages(window.chat.conversation_id)] == ["user", "assistant"]
     assert window.composer.text.toPlainText() == "" and not window.banner.isVisible()
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 2 MB tmpfs (root only: skipped where it cannot be mounted), unmounted afterwards."""
+    import subprocess
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk) -> None:
+    """Write until the disk is full."""
+    import os
+
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def test_a_full_disk_is_said_once_and_the_window_goes_on_and_closes(qtbot, open_window, dense_target, tiny_disk, capfd):
+    from specchat.paths import AppPaths
+
+    window = open_window(dense_target, at=AppPaths.under(tiny_disk / "home"))
+    fill(tiny_disk)
+    window.composer.text.setPlainText("hello")
+    window.composer.send_button.click()
+    assert window.banner.level == "warning" and "database or disk is full" in window.banner.message
+    assert window.composer.text.toPlainText() == "hello"  # kept: it goes out once there is room
+    window.settings.temperature = 0.5
+    window.save()  # no exception: the settings live on for the session
+    assert (
+        "Could not save settings" in window.banner.message and "stay as set for this session" in window.banner.message
+    )
+    window.close()  # no exception: the close path survives the full disk too
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and err.count("cannot be written") <= 1  # the log said its problem once

@@ -66,6 +66,7 @@ class ChatController(QObject):
         self.save_interval_s = SAVE_INTERVAL_S
         self.retry_ms = RETRY_MS
         self._unsaved: str | None = None  # a sent message waiting for the conversations file
+        self._store_said = False  # the store's refusal was said for the reply in progress
         self.decode: Callable[[list[int]], str] = lambda ids: ""
         self.conversation_id: int | None = None
         self.active: ActiveReply | None = None
@@ -140,8 +141,9 @@ class ChatController(QObject):
     def _retry_send(self, text: str, error: sqlite3.OperationalError) -> None:
         if self._unsaved is None:
             self.storeFailed.emit(
-                f"Could not save your message to {self.store.path} ({error}): another program may be using it. "
-                f"The message is kept in the box and goes out as soon as the file can be written."
+                f"Could not save your message to {self.store.path} ({error})"
+                + (": another program is using it. " if "locked" in str(error) else ". ")
+                + "The message is kept in the box and goes out as soon as the file can be written."
             )
         self._unsaved = text
         QTimer.singleShot(self.retry_ms, lambda: self._send_again(text))
@@ -258,6 +260,25 @@ class ChatController(QObject):
             stats = {**stats, **active.trace.timing()}
         self.client.finished(active.request_id)
         shown = active.conversation_id == self.conversation_id
+        try:
+            self._save_finished(active, text, stats, cancelled, shown)
+        except sqlite3.DatabaseError as error:  # a full disk: the reply stays on screen, unsaved, and it is said
+            self._store_error(error)
+            if shown:
+                self.transcript.finish_reply(text, footer_text(stats, cancelled))
+        self._set_busy(False)
+
+    def _store_error(self, error: sqlite3.DatabaseError) -> None:
+        """Say once per reply that the conversations file refused a write."""
+        if not self._store_said:
+            self._store_said = True
+            self.storeFailed.emit(
+                f"Could not save to {self.store.path} ({error}): the chat goes on, but this "
+                "reply is not kept. Free some space and the next one will be."
+            )
+
+    def _save_finished(self, active: ActiveReply, text: str, stats: dict | None, cancelled: bool, shown: bool) -> None:
+        self._store_said = False
         if text or not cancelled:
             row = self.store.finish_reply(active.message_id, text, stats, cancelled, trace_data(active.trace))
             if shown and row is not None:
@@ -272,14 +293,16 @@ class ChatController(QObject):
             self.store.delete_message(active.message_id)  # stopped before it said anything
             if shown:
                 self.transcript.keep_as_notice(stopped_notice(active.trace, stats))
-        self._set_busy(False)
 
     def _save_partial(self, active: ActiveReply) -> None:
         """Save the text so far when save_interval_s has passed since the last save."""
         now = time.monotonic()
         if now - active.saved_at >= self.save_interval_s:
-            self.store.update_reply(active.message_id, active.trace.text)
             active.saved_at = now
+            try:
+                self.store.update_reply(active.message_id, active.trace.text)
+            except sqlite3.DatabaseError as error:
+                self._store_error(error)
 
     def _fail(self, message: str) -> None:
         assert self.active is not None  # only the active reply fails

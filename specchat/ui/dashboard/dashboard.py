@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import asdict
@@ -51,6 +52,7 @@ from .poller import SystemPoller
 from .reflow import ChartDeck, ReflowGrid
 from .tiles import StatTile, fill_tiles
 
+log = logging.getLogger(__name__)
 REDRAW_INTERVAL_MS = 250
 SOURCE_NAMES = {"chat": "chat reply", "api": "API request"}  # where the figures come from
 TILE_WIDTH = 150  # tiles wrap into 3 or 2 columns below six of these
@@ -279,7 +281,7 @@ class Dashboard(QWidget):
     ) -> None:
         """A fresh plain-decode measurement of a model: cached, and the reference while no plain reply is newer."""
         power = self.power_source()
-        self.baselines.put(model_key, tps, source, power, sampling)
+        self._remember(model_key, tps, source, power, sampling)
         self.plain.add_measurement(model_key, tps, MEASURED, sampling=sampling, power_source=power)
         if model_key == self.model_key:
             self.remeasure.setText(REMEASURE)
@@ -356,10 +358,18 @@ class Dashboard(QWidget):
                 self.power_source(),
             )
             if self.last_plain_sample is not None:  # the next app start finds this target's plain speed
-                self.baselines.put(
+                self._remember(
                     self.model_key, stats.decode_tokens_per_s, "plain-decode reply", self.power_source(), stats.sampling
                 )
                 self.remeasure.setText(REMEASURE)
+
+    def _remember(self, model_key: str, tps: float, source: str, power: str | None, sampling: str | None) -> None:
+        """Cache a plain-decode speed for the next start; a cache that cannot be written (a full disk) only
+        costs a measurement next time: logged, not raised."""
+        try:
+            self.baselines.put(model_key, tps, source, power, sampling)
+        except OSError as error:
+            log.warning("could not cache the plain-decode speed of %s: %s", model_key, error)
 
     def _update_banner(self, status: PowerStatus, low_power: bool | None) -> None:
         if status.source == "battery":
