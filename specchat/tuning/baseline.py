@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from specchat.engine.events import Event, TextChunk
 from specchat.engine.prompt import user_prompt_ids
 from specchat.jsonfile import write_json_atomic
 from specchat.paths import AppPaths
@@ -87,17 +89,39 @@ def _entry(raw: object) -> BaselineEntry | None:
     return BaselineEntry(float(tps), str(raw.get("measured_at", "")), str(raw.get("source", "")), **optional)
 
 
+@dataclass(frozen=True)
+class MeasureProgress:
+    """How far a plain-decode measurement has got: tokens of its measured reply."""
+
+    done: int
+    total: int
+
+
 def measure_baseline_tps(
     engine: TuningEngine,
     max_tokens: int = MEASURE_MAX_TOKENS,
     prompt: str = MEASURE_PROMPT,
     cancel: threading.Event | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> float:
-    """Plain-decode tok/s of the engine's target on a fixed prompt (after a short warmup); call off the UI thread."""
+    """Plain-decode tok/s of the engine's target on a fixed prompt (after a short warmup); call off the UI thread.
+    progress(done, total) follows the measured reply's tokens."""
     from specchat.engine.config import GenerationConfig
 
     ids = user_prompt_ids(engine.tokenizer, prompt)
     engine.generate(ids, GenerationConfig("baseline", max_tokens=4), cancel)  # warm up kernels and caches
     engine.reset()
-    result = engine.generate(ids, GenerationConfig("baseline", max_tokens=max_tokens), cancel)
-    return result.stats.decode_tokens_per_s
+    from specchat.engine.engine import result_of
+
+    events = engine.stream(ids, GenerationConfig("baseline", max_tokens=max_tokens), cancel)
+    return result_of(_counted(events, max_tokens, progress)).stats.decode_tokens_per_s
+
+
+def _counted(events: Iterable[Event], total: int, progress: Callable[[int, int], None] | None) -> Iterator[Event]:
+    """The events, calling progress(tokens so far, total) after each piece of text."""
+    done = 0
+    for event in events:
+        if progress is not None and isinstance(event, TextChunk) and event.token_ids:
+            done += len(event.token_ids)
+            progress(done, total)
+        yield event

@@ -6,8 +6,11 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from specchat.engine.config import GenerationConfig
     from specchat.engine.engine import GenerationResult
+    from specchat.engine.events import Event
 
 
 class TuningEngine(Protocol):
@@ -21,5 +24,9 @@ class TuningEngine(Protocol):
     def generate(
         self, prompt_ids: list[int], cfg: GenerationConfig, cancel: threading.Event | None = None
     ) -> GenerationResult: ...
+
+    def stream(
+        self, prompt_ids: list[int], cfg: GenerationConfig, cancel: threading.Event | None = None
+    ) -> Iterator[Event]: ...
 
     def reset(self) -> None: ...

@@ -34,7 +34,7 @@ from specchat.engine.owner import (
     reply_job,
 )
 from specchat.system.memory import read_mlx_memory
-from specchat.tuning.baseline import measure_baseline_tps
+from specchat.tuning.baseline import MeasureProgress, measure_baseline_tps
 
 from .draft_check import DraftChecker
 
@@ -92,6 +92,7 @@ class EngineClient(QObject):
         self.host = host or EngineHost()
         self.current: QtJob | None = None  # the reply queued or running
         self.closed = False  # set by shutdown: job events that arrive later are dropped
+        self.running_detail: str | None = None  # how far the running measurement has got ("24 / 64 tokens")
         self._jobs: dict[int, QtJob] = {}
         self.drafts = DraftChecker(self)
         self.drafts.checked.connect(self.draftsChecked)
@@ -197,7 +198,9 @@ class EngineClient(QObject):
         def work(ctx: JobContext) -> float:
             if str(ctx.engine.target.path) != model_key:
                 raise EngineError(f"cannot measure {Path(model_key).name}: it is not the loaded target")
-            tps = measure_baseline_tps(ctx.engine, cancel=ctx.cancel)
+            tps = measure_baseline_tps(
+                ctx.engine, cancel=ctx.cancel, progress=lambda d, t: ctx.emit(MeasureProgress(d, t))
+            )
             if not tps > 0:
                 raise EngineError(f"the plain-decode measurement of {Path(model_key).name} gave no speed")
             return float(tps)
@@ -207,6 +210,11 @@ class EngineClient(QObject):
         return job
 
     def _baseline_event(self, model_key: str, event: JobEvent) -> None:
+        if isinstance(event, JobProgress) and isinstance(event.event, MeasureProgress):
+            self.running_detail = f"{event.event.done} / {event.event.total} tokens"
+            self._state_changed()  # a reply waiting behind it says how far it has got
+        elif isinstance(event, TERMINAL):
+            self.running_detail = None
         if isinstance(event, JobFinished):
             self.baselineMeasured.emit(model_key, event.result)
         elif isinstance(event, JobFailed):
@@ -233,12 +241,13 @@ class EngineClient(QObject):
             self.memoryChanged.emit(active)
 
 
-def waiting_text(state: QueueState, job_id: int) -> str | None:
-    """What a queued job waits for ('Waiting for the plain-decode measurement…'), None once it runs."""
+def waiting_text(state: QueueState, job_id: int, detail: str | None = None) -> str | None:
+    """What a queued job waits for ('Waiting for the plain-decode measurement (24 / 64 tokens) to finish…'),
+    None once it runs; detail says how far the running job has got."""
     ahead = state.ahead_of(job_id)
     if ahead is None or state.running is None:
         return None
-    running = KIND_NAMES.get(state.running.kind, state.running.kind)
+    running = KIND_NAMES.get(state.running.kind, state.running.kind) + (f" ({detail})" if detail else "")
     more = f" and {ahead - 1} more queued job{'s' if ahead > 2 else ''}" if ahead > 1 else ""
     return f"Waiting for the {running}{more} to finish…"
 

@@ -73,3 +73,7 @@ def test_a_queued_job_says_what_it_waits_for():
     state = QueueState(JobInfo(1, "load"), (JobInfo(2, "baseline"), JobInfo(3, "ab"), reply))
     assert waiting_text(state, 5) == "Waiting for the load and 2 more queued jobs to finish…"
     assert waiting_text(QueueState(reply, ()), 5) is None  # it runs
+    measuring = QueueState(JobInfo(1, "baseline"), (reply,))
+    assert waiting_text(measuring, 5, "8 / 64 tokens") == (
+        "Waiting for the plain-decode measurement (8 / 64 tokens) to finish…"
+    )

@@ -259,3 +259,28 @@ def test_a_queued_reply_says_what_it_waits_for_and_its_ttft_counts_from_send(qtb
     assert stats["ttft_from_send_s"] > stats["ttft_s"]  # the engine's own clock starts when the job does
     footer = window.transcript.views[-1].footer.text()
     assert f"TTFT {stats['ttft_from_send_s']:.2f} s ({stats['queued_s']:.1f} s waiting in the queue)" in footer
+
+
+def test_a_reply_behind_the_plain_decode_measurement_says_how_far_it_has_got(
+    qtbot, open_window, dense_target, monkeypatch
+):
+    import specchat.ui.engine_client as engine_client
+
+    gate, measuring = threading.Event(), threading.Event()
+
+    def measured(engine, cancel=None, progress=None):  # the load-time measurement, held at 8 of 64 tokens
+        progress(8, 64)
+        measuring.set()
+        gate.wait(30)
+        return 5.0
+
+    monkeypatch.setattr(engine_client, "measure_baseline_tps", measured)
+    window = open_window(dense_target, max_tokens=6)
+    qtbot.waitUntil(measuring.is_set, timeout=REPLY_TIMEOUT_MS)
+    with qtbot.waitSignal(window.chat.replyFinished, timeout=REPLY_TIMEOUT_MS):
+        window.composer.text.setPlainText("hello")
+        window.composer.send_button.click()
+        card = window.transcript.views[-1]
+        expected = "Waiting for the plain-decode measurement (8 / 64 tokens) to finish…"
+        qtbot.waitUntil(lambda: card.prefill_label.text() == expected, timeout=REPLY_TIMEOUT_MS)
+        gate.set()

@@ -249,7 +249,8 @@ class ChatController(QObject):
         active = self.active
         if active is None or active.trace.started_at is not None:
             return
-        active.trace.waiting = waiting_text(state, active.request_id)
+        detail = self.client.running_detail if state.running is not None and state.running.kind == "baseline" else None
+        active.trace.waiting = waiting_text(state, active.request_id, detail)
         if active.conversation_id == self.conversation_id:
             self.transcript.reply_updated()
 
