@@ -186,6 +186,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.chat.settingsRejected.connect(lambda message: self.banner.show_message(message, "error"))
         self.chat.storeFailed.connect(lambda message: self.banner.show_message(message, "warning"))
         self.chat.storeRecovered.connect(self.banner.dismiss)
+        self.chat.storeReplaced.connect(self._store_replaced)
         self.chat.busyChanged.connect(self._on_busy)
         self.chat.actions.exported.connect(lambda path: self.banner.show_message(f"Exported to {path}", "info"))
         self.chat.actions.exportFailed.connect(lambda message: self.banner.show_message(message, "error"))
@@ -295,6 +296,11 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.stop_action.setEnabled(busy)
         self.regenerate_action.setEnabled(not busy)
         self.model_bar.load_button.setEnabled(not busy)
+
+    def _store_replaced(self, store) -> None:
+        """The conversations go on in memory (the disk is full): nothing writes the file from now on."""
+        self.store = store
+        self.read_only = True
 
     def save(self) -> None:
         """Write the settings file (not when its folder is not writable: the banner said so); a write that

@@ -186,16 +186,18 @@ def test_a_full_disk_is_said_once_and_the_window_goes_on_and_closes(qtbot, open_
     from specchat.paths import AppPaths
 
     window = open_window(dense_target, at=AppPaths.under(tiny_disk / "home"))
-    fill(tiny_disk)
-    window.composer.text.setPlainText("hello")
-    window.composer.send_button.click()
-    assert window.banner.level == "warning" and "database or disk is full" in window.banner.message
-    assert window.composer.text.toPlainText() == "hello"  # kept: it goes out once there is room
+    send(qtbot, window, "first, saved")
     window.settings.temperature = 0.5
+    fill(tiny_disk)
     window.save()  # no exception: the settings live on for the session
     assert (
         "Could not save settings" in window.banner.message and "stay as set for this session" in window.banner.message
     )
+    send(qtbot, window, "second, in memory")  # the chat goes on
+    assert window.banner.level == "warning" and "database or disk is full" in window.banner.message
+    assert "the chat goes on in memory" in window.banner.message and window.store.in_memory
+    users = [m.content for m in window.store.messages(window.chat.conversation_id) if m.role == "user"]
+    assert users == ["first, saved", "second, in memory"] and window.composer.text.toPlainText() == ""
     window.close()  # no exception: the close path survives the full disk too
     err = capfd.readouterr().err
     assert "Traceback" not in err and err.count("cannot be written") <= 1  # the log said its problem once

@@ -26,6 +26,11 @@ RETRY_MS = 2000  # a message the conversations file refused is sent again this o
 SAVE_INTERVAL_S = 2.0  # a streaming reply's text is saved at least this often (a crash loses at most this much)
 
 
+def disk_full(error: sqlite3.Error) -> bool:
+    """True for SQLite's 'database or disk is full'."""
+    return "full" in str(error)
+
+
 @dataclass
 class ActiveReply:
     """The reply being generated and the conversation it belongs to."""
@@ -46,6 +51,7 @@ class ChatController(QObject):
     replyFailed = Signal(str)  # message (also shown in the banner)
     storeFailed = Signal(str)  # a message could not be saved: it is kept and sent again (said once)
     storeRecovered = Signal()  # ... and now it was
+    storeReplaced = Signal(object)  # the in-memory ConversationStore the session goes on in (a full disk)
     settingsRejected = Signal(str)  # a setting out of range: nothing was saved or sent
     busyChanged = Signal(bool)
 
@@ -131,12 +137,31 @@ class ChatController(QObject):
         try:
             self._save_sent(text)
         except sqlite3.OperationalError as error:
-            self._retry_send(text, error)
-            return
+            if not (disk_full(error) and self._go_on_in_memory(error)):
+                self._retry_send(text, error)
+                return
+            self._save_sent(text)  # the in-memory copy takes it
         if self._unsaved is not None:
             self._unsaved = None
             self.storeRecovered.emit()
         self._start_reply(settings)
+
+    def _go_on_in_memory(self, error: sqlite3.Error) -> bool:
+        """The disk is full: carry on with an in-memory copy of the conversations (said once); False when even
+        that copy could not be made."""
+        try:
+            memory = ConversationStore.snapshot(self.store.path)
+        except Exception:
+            return False
+        old, self.store = self.store, memory
+        self.sidebar.store = memory
+        old.close()
+        self.storeReplaced.emit(memory)
+        self.storeFailed.emit(
+            f"Could not save to {old.path} ({error}): the chat goes on in memory and nothing "
+            "more is saved this session. Free some space and restart SpecChat to save again."
+        )
+        return True
 
     def _retry_send(self, text: str, error: sqlite3.OperationalError) -> None:
         if self._unsaved is None:
@@ -263,10 +288,13 @@ class ChatController(QObject):
         shown = active.conversation_id == self.conversation_id
         try:
             self._save_finished(active, text, stats, cancelled, shown)
-        except sqlite3.DatabaseError as error:  # a full disk: the reply stays on screen, unsaved, and it is said
-            self._store_error(error)
-            if shown:
-                self.transcript.finish_reply(text, footer_text(stats, cancelled))
+        except sqlite3.DatabaseError as error:  # the disk filled up during the reply
+            if disk_full(error) and self._go_on_in_memory(error):
+                self._save_finished(active, text, stats, cancelled, shown)  # into the in-memory copy
+            else:
+                self._store_error(error)
+                if shown:
+                    self.transcript.finish_reply(text, footer_text(stats, cancelled))
         self._set_busy(False)
 
     def _store_error(self, error: sqlite3.DatabaseError) -> None:
