@@ -12,8 +12,8 @@ from tests.hub.conftest import draft_repo, hub, hub_config, hub_env, target_repo
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MAX_TOKENS = 24
-LOAD_TIMEOUT_MS = 60_000
-REPLY_TIMEOUT_MS = 60_000
+LOAD_TIMEOUT_MS = 300_000  # upper bounds of waits on signals: several times the unloaded time
+REPLY_TIMEOUT_MS = 300_000
 
 
 @pytest.fixture

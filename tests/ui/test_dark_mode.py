@@ -138,7 +138,7 @@ def test_preferences_and_models_window_in_dark_mode(qtbot, open_window, hub_env)
     assert _lightness(dialog, QPoint(3, dialog.height() // 2)) < 0.2
     dialog.reject()
     models = window.models.open()
-    qtbot.waitUntil(lambda: not models.runner.busy, timeout=30_000)
+    qtbot.waitUntil(lambda: not models.runner.busy, timeout=120_000)
     screenshot(models, "dark_mode_models_window")
     assert _lightness(models, QPoint(3, models.height() // 2)) < 0.2
     models.close()

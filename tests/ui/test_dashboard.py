@@ -143,7 +143,7 @@ def test_charts_redraw_on_the_timer_not_per_event(qtbot, paths, recorded_stream)
     feed(dash, recorded_stream)
     assert len(dash.rounds) > 0 and points(dash.throughput.round_curve) == 0
     dash.redraw_timer.setInterval(20)
-    qtbot.waitUntil(lambda: points(dash.throughput.round_curve) == len(dash.rounds), timeout=5000)
+    qtbot.waitUntil(lambda: points(dash.throughput.round_curve) == len(dash.rounds), timeout=30_000)
 
 
 def test_a_new_generation_starts_fresh_rounds(qtbot, paths, recorded_stream):
@@ -192,7 +192,7 @@ def test_battery_and_low_power_banner(qtbot, paths):
     dash = Dashboard(paths, poller=poller, redraw_interval_ms=100_000, start_polling=False)
     qtbot.addWidget(dash)
     dash.show()
-    with qtbot.waitSignal(poller.powerRead, timeout=5000):
+    with qtbot.waitSignal(poller.powerRead, timeout=30_000):
         poller.request_power()
     assert dash.banner.isVisible() and dash.banner.level == "warning"
     assert "battery" in dash.banner.message and "40%" in dash.banner.message
@@ -200,11 +200,11 @@ def test_battery_and_low_power_banner(qtbot, paths):
     dash.redraw()  # tiles, like charts, change on the redraw timer
     assert dash.tiles["power"].value.text() == "Battery 40%"
     state.update(power=AC, low=True)
-    with qtbot.waitSignal(poller.powerRead, timeout=5000):
+    with qtbot.waitSignal(poller.powerRead, timeout=30_000):
         poller.request_power()
     assert dash.banner.isVisible() and dash.banner.message.startswith("Low-power mode is on")
     state.update(low=False)
-    with qtbot.waitSignal(poller.powerRead, timeout=5000):
+    with qtbot.waitSignal(poller.powerRead, timeout=30_000):
         poller.request_power()
     assert not dash.banner.isVisible()
     dash.redraw()
@@ -314,7 +314,7 @@ def test_vs_plain_tile_and_screenshot(qtbot, paths, recorded_stream):
     dash.set_weights_bytes(int(1.6 * GB))
     for _ in range(12):
         dash.poller.sample_memory()
-    with qtbot.waitSignal(dash.poller.powerRead, timeout=5000):
+    with qtbot.waitSignal(dash.poller.powerRead, timeout=30_000):
         dash.poller.request_power()
     feed(dash, recorded_stream)
     dash.redraw()

@@ -16,7 +16,7 @@ from tests.hub.conftest import hub_env  # noqa: F401
 
 from .conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, screenshot, send
 
-MEASURE_TIMEOUT_MS = 60_000
+MEASURE_TIMEOUT_MS = 300_000
 
 
 def wait_for_baseline(qtbot, window) -> float:

@@ -120,7 +120,7 @@ def test_preferences_is_a_real_dialog_with_the_macos_menu_role(qtbot, open_windo
     qtbot.keyClicks(window.composer.text, "one")
     qtbot.keyClick(window.composer.text, Qt.Key.Key_Return)
     assert window.chat.conversation_id is None and window.composer.text.toPlainText() == "one\n"
-    with qtbot.waitSignal(window.chat.replyFinished, timeout=60_000):
+    with qtbot.waitSignal(window.chat.replyFinished, timeout=300_000):
         qtbot.keyClick(window.composer.text, Qt.Key.Key_Return, SHIFT)
     assert window.store.messages(window.chat.conversation_id)[0].content == "one"
     window.preferences.apply({"theme": "light"})
@@ -177,7 +177,7 @@ def test_think_is_offered_only_when_the_template_has_the_switch(qtbot, open_wind
     window.composer.thinking.setChecked(True)
     assert window.reply_settings()[1] is True
     window.load_models(str(no_think_target))
-    qtbot.waitUntil(lambda: window.pair.target == str(no_think_target), timeout=60_000)
+    qtbot.waitUntil(lambda: window.pair.target == str(no_think_target), timeout=300_000)
     assert not window.composer.thinking.isEnabled() and not window.thinking_action.isEnabled()
     assert window.composer.thinking.toolTip() == NO_THINKING
     assert window.reply_settings()[1] is False  # a checked but greyed switch is not sent

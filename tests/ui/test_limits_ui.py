@@ -24,7 +24,7 @@ def test_spin_boxes_offer_exactly_the_limits(qtbot):
 def test_a_bad_setting_stops_the_send_before_the_message_is_saved(qtbot, open_window, dense_target):
     window = open_window(dense_target)
     window.settings.min_p = 1.5  # as a hand-edited value would arrive, past the spin box
-    with qtbot.waitSignal(window.chat.settingsRejected, timeout=5_000) as blocker:
+    with qtbot.waitSignal(window.chat.settingsRejected, timeout=30_000) as blocker:
         window.composer.text.setPlainText("hello")
         window.composer.send_button.click()
     assert "min-p must be between 0 and 1, got 1.5" in blocker.args[0]
@@ -42,7 +42,7 @@ def test_regenerate_with_a_bad_setting_keeps_the_reply(qtbot, open_window, dense
     send(qtbot, window, "hello")
     before = [(m.role, m.content) for m in window.store.messages(window.chat.conversation_id)]
     window.settings.temperature = float("nan")
-    with qtbot.waitSignal(window.chat.settingsRejected, timeout=5_000) as blocker:
+    with qtbot.waitSignal(window.chat.settingsRejected, timeout=30_000) as blocker:
         window.chat.regenerate()
     assert "temperature must be between 0.01 and 2, or 0 (greedy), got nan" in blocker.args[0]
     assert [(m.role, m.content) for m in window.store.messages(window.chat.conversation_id)] == before

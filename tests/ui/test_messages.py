@@ -193,7 +193,7 @@ def test_a_reopened_long_conversation_shows_its_last_message(qtbot, open_window,
     store.close()
     window = open_window()
     bar = window.transcript.verticalScrollBar()
-    qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=5000)
+    qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=30_000)
     last = window.transcript.views[-1]
     assert last.visibleRegion().isEmpty() is False
 

@@ -24,15 +24,15 @@ def test_serving_from_the_app_answers_clients_and_shows_requests(qtbot, open_win
         model="dense_target", messages=[{"role": "user", "content": "hi"}], max_tokens=12
     )
     assert reply.usage.model_extra["speculation"]["mode"] == window.speculation.checked_mode()
-    qtbot.waitUntil(lambda: window.server.label.text().endswith("· 1 request"), timeout=10_000)
+    qtbot.waitUntil(lambda: window.server.label.text().endswith("· 1 request"), timeout=300_000)
     dash = window.docks.dashboard
-    qtbot.waitUntil(lambda: len(dash.rounds) > rounds_before, timeout=10_000)
-    qtbot.waitUntil(lambda: dash.status.text().startswith("Last API request: "), timeout=10_000)
+    qtbot.waitUntil(lambda: len(dash.rounds) > rounds_before, timeout=300_000)
+    qtbot.waitUntil(lambda: dash.status.text().startswith("Last API request: "), timeout=300_000)
     dash.redraw()
     assert dash.tiles["speed"].sub.text().startswith("last API request (")  # never passed off as a chat reply
     assert httpx.get(f"http://127.0.0.1:{port}/v1/models").status_code == 401  # the key is enforced
     send(qtbot, window, "And the chat still works")  # chat replies and API requests share the queue
-    qtbot.waitUntil(lambda: dash.status.text().startswith("Last chat reply: "), timeout=10_000)
+    qtbot.waitUntil(lambda: dash.status.text().startswith("Last chat reply: "), timeout=300_000)
     dash.redraw()
     assert dash.tiles["speed"].sub.text().startswith("last chat reply (")
     window.server.menu.serve_action.setChecked(False)
@@ -63,7 +63,7 @@ def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target,
     try:
         window = open_window(dense_target)
         saved_target = window.settings.target_path
-        with qtbot.waitSignal(window.client.loaded, timeout=30_000):
+        with qtbot.waitSignal(window.client.loaded, timeout=120_000):
             window.server.connect_to(server.url, "remote-key")
         assert window.pair.remote == server.url and window.pair.draft  # the server's pair, draft included
         assert f"on {server.url}" in window.model_bar.state.text()
@@ -95,9 +95,9 @@ def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target,
             }
         }
         window.server.poller.poll()
-        qtbot.waitUntil(lambda: "rank 1 (mac-b): 2.0 GB, peak 2.2 GB" in cluster.text(), timeout=10_000)
+        qtbot.waitUntil(lambda: "rank 1 (mac-b): 2.0 GB, peak 2.2 GB" in cluster.text(), timeout=300_000)
         assert cluster.isVisibleTo(window.docks.dashboard) and "rank 0 (mac-a): 2.1 GB" in cluster.text()
-        with qtbot.waitSignal(window.client.loaded, timeout=60_000):
+        with qtbot.waitSignal(window.client.loaded, timeout=300_000):
             window.server.menu.local_action.trigger()
         assert window.pair.remote is None and not cluster.isVisibleTo(window.docks.dashboard)
     finally:
