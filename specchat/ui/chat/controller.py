@@ -171,7 +171,7 @@ class ChatController(QObject):
                 + "The message is kept in the box and goes out as soon as the file can be written."
             )
         self._unsaved = text
-        QTimer.singleShot(self.retry_ms, lambda: self._send_again(text))
+        QTimer.singleShot(self.retry_ms, self, lambda: self._send_again(text))  # dies with the controller
 
     def _send_again(self, text: str) -> None:
         """The retry: only while the same message still waits in the box."""
@@ -220,6 +220,7 @@ class ChatController(QObject):
     def interrupt(self) -> None:
         """The window is closing: stop the reply and save what it wrote now, marked interrupted; the reply's
         later events (they arrive after the store has closed) are then ignored."""
+        self._unsaved = None  # a message still waiting for the file is not sent into a closed store
         if self.active is None:
             return
         self.client.cancel()
