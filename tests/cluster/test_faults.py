@@ -138,7 +138,7 @@ def test_ctrl_c_stops_rank_0_even_after_a_rank_died_mid_reply(cluster, fault):
     while not gone(rank0) and time.monotonic() - stopped_at < 60:
         time.sleep(0.1)
     assert gone(rank0), "rank 0 ignored Ctrl-C after its peer died:\n" + cluster.log.read_text()[-2000:]
-    assert time.monotonic() - stopped_at < 30  # about 3 s here (the grace for open requests, then the exit)
+    assert time.monotonic() - stopped_at < 30  # 0.6 s (killed peer), 1.6 s (stopped peer) here
     assert "terminate called" not in cluster.log.read_text() and "Traceback" not in cluster.log.read_text()
 
 
