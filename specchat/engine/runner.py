@@ -20,7 +20,6 @@ from .rollback import TRIMMABLE, Transaction, check_supported, linear_layers
 
 PREFILL_CHUNK = 512
 MAX_CHECKPOINTS = 2
-ProgressCallback = Callable[[int, int], None]  # (done, total)
 # Per cache, in order: an ArraysCache's states, any other cache's offset.
 Checkpoint = list[ArraysState | int]
 
@@ -122,11 +121,10 @@ class ModelRunner:
         self.hidden_sink(position, hidden[0])
         return logits[0], hidden[0]
 
-    def prefill(self, tokens: list[int], progress: ProgressCallback | None = None) -> None:
+    def prefill(self, tokens: list[int]) -> None:
         """Process tokens in chunks, outside any round, and checkpoint the end."""
-        for done, total in self.prefill_chunks(tokens):
-            if progress:
-                progress(done, total)
+        for _ in self.prefill_chunks(tokens):
+            pass
 
     def prefill_chunks(self, tokens: list[int]) -> Iterator[tuple[int, int]]:
         """Process tokens `prefill_chunk` at a time, yielding (done, total) after each chunk; checkpoint the
@@ -142,13 +140,13 @@ class ModelRunner:
         if tokens:
             self._checkpoint()
 
-    def prepare(self, seq: list[int], progress: ProgressCallback | None = None, leave: int = 1) -> list[int]:
+    def prepare(self, seq: list[int], leave: int = 1) -> list[int]:
         """Bring the caches to a prefix of seq; prefill all but the last `leave` missing tokens and return
         those (at least one): a caller that feeds them with its next pass saves a call and a wait.
-        While rounds run on seq, the caller may only append to it (see _agreement)."""
-        for done, total in self.prepare_steps(seq, leave):
-            if progress:
-                progress(done, total)
+        While rounds run on seq, the caller may only append to it (see _agreement); prepare_steps() is the
+        same a chunk at a time."""
+        for _ in self.prepare_steps(seq, leave):
+            pass
         return seq[len(self.tokens) :]
 
     def prepare_steps(self, seq: list[int], leave: int = 1) -> Iterator[tuple[int, int]]:

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 from specchat.store.export import to_json, to_markdown
 
 from .footer import footer_text
+from .message_view import token_count
 from .trace import ReplyTrace, saved_trace
 
 EXPORT_FORMATS = {"markdown": ("Markdown", ".md", to_markdown), "json": ("JSON", ".json", to_json)}
@@ -22,7 +23,7 @@ def stopped_notice(trace: ReplyTrace, stats: dict | None) -> str:
     if stats and stats.get("stop_reason") == "error":
         return footer_text(stats, True)
     if trace.prefill is not None:
-        progress = f"{trace.prefill.done:,} / {trace.prefill.total:,} tokens"
+        progress = token_count(trace.prefill.done, trace.prefill.total)
         if trace.prefill.model == "draft":
             return f"Stopped by you while the draft read the prompt ({progress}): nothing was generated"
         return f"Stopped by you while reading the prompt ({progress}): nothing was generated"

@@ -216,7 +216,12 @@ class MessageView(QFrame):
 def prefill_text(done: int, total: int, model: str = "target") -> str:
     """E.g. 'Reading the prompt… 1,024 / 4,096 tokens', or 'Draft reading the prompt… 512 / 4,096 tokens'."""
     who = "Draft reading the prompt" if model == "draft" else "Reading the prompt"
-    return f"{who}… {done:,} / {total:,} tokens"
+    return f"{who}… {token_count(done, total)}"
+
+
+def token_count(done: int, total: int) -> str:
+    """'1,024 / 4,096 tokens'."""
+    return f"{done:,} / {total:,} tokens"
 
 
 def _slice(flags, start: int, length: int):
