@@ -13,12 +13,12 @@ MTP_UNREADABLE = "could not tell whether this model has a multi-token-prediction
 NO_DRAFT = "no draft model loaded: choose one in the toolbar"
 NOT_LOADED = "no model is loaded yet: choose one in the toolbar or open Models…"
 UPSTREAM = "the installed mlx-lm version does not support this mode"
+SELF_DRAFT = "the target drafting for itself always agrees but cannot be faster: useful only as an exactness check"
+
+
 def this_machine(platform: str = sys.platform) -> str:
     """What the app calls the computer it runs on: "this Mac" on macOS, "this computer" elsewhere."""
     return "this Mac" if platform == "darwin" else "this computer"
-
-
-SELF_DRAFT = "the target drafting for itself always agrees but cannot be faster: useful only as an exactness check"
 
 
 def mtp_reason(available: bool | None, reason: str) -> tuple[str, str]:
