@@ -58,6 +58,7 @@ class Settings:
     server_port: int = 8080  # Server menu: the port "Serve on localhost" listens on
     server_api_key: str | None = None  # the key clients must send (None: none; required off localhost)
     server_url: str | None = None  # the last server used with "Connect to server…"
+    sweep_controls: dict[str, Any] = field(default_factory=dict)  # the Sweep panel's last settings (it checks them)
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,12 @@ def _base64_or_none(name: str, value: Any) -> str | None:
     return value
 
 
+def _text_keyed(name: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+        raise SettingsError(f"{name} must be an object, got {value!r}")
+    return dict(value)
+
+
 def _schema_version(name: str, value: Any) -> int:
     if not _is_int(value) or value < 1:
         raise SettingsError(f"{name} must be a positive whole number, got {value!r}")
@@ -205,6 +212,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "server_port": _port,
     "server_api_key": _optional_text,
     "server_url": _optional_text,
+    "sweep_controls": _text_keyed,
 }
 assert set(_CHECKS) == {f.name for f in fields(Settings)}, "every setting needs a check"
 

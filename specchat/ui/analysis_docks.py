@@ -53,6 +53,7 @@ class AnalysisDocks(QObject):
         self.sweep_action = self._toggle(self.sweep_dock, "&Sweep and A/B", SWEEP_SHORTCUT)
         self.measuring: str | None = None  # model key whose measurement is queued or running
         self._connect()
+        self._remember_sweep_controls()
 
     def _connect(self) -> None:
         client = self.client
@@ -61,6 +62,19 @@ class AnalysisDocks(QObject):
         client.baselineFailed.connect(self._baseline_failed)
         self.dashboard.baselineRequested.connect(self.request_baseline)
         self.sweep_view.bestKSaved.connect(self.bestKSaved)
+
+    def _remember_sweep_controls(self) -> None:
+        """The sweep's controls come back as they were left (kept in the window's settings, when it has any)."""
+        settings = getattr(self.main_window, "settings", None)
+        if settings is None:
+            return
+        self.sweep_view.set_controls(settings.sweep_controls)
+
+        def changed(values: dict) -> None:
+            settings.sweep_controls = values
+            self.main_window.save()  # type: ignore[attr-defined]  # MainWindow, the one window with settings
+
+        self.sweep_view.controlsChanged.connect(changed)
 
     def _toggle(self, dock: QDockWidget, text: str, shortcut: str) -> QAction:
         """The dock's show/hide action; showing raises its tab and makes room for it beside the chat."""

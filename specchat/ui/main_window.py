@@ -13,7 +13,7 @@ from specchat.paths import AppPaths
 from specchat.settings import Settings, save_settings
 
 from . import theme
-from .analysis_docks import AnalysisDocks
+from .analysis_docks import CHAT_MIN, AnalysisDocks
 from .banner import Banner
 from .chat.composer import Composer
 from .chat.controller import ChatController
@@ -89,6 +89,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.model_bar = ModelBar()
         self.addToolBar(self.model_bar)
         center = QWidget(objectName="centralArea")
+        center.setMinimumWidth(CHAT_MIN)  # a dock or a dragged splitter never squeezes the chat below this
         column = QVBoxLayout(center)
         column.setContentsMargins(16, 10, 16, 14)
         column.setSpacing(8)

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication, QLabel
 from specchat.settings import Settings
 from specchat.system.memory import MachineMemory, MemorySample
 from specchat.system.power import PowerStatus
+from specchat.ui.plain_words import this_machine
 
 from .conftest import screenshot
 
@@ -94,12 +95,14 @@ def test_main_window_with_the_dashboard_docked_fits(qtbot, open_window):
         assert_fits(window, f"dashboard shown again ({turn})")
 
 
-def test_a_saved_layout_that_squeezes_the_chat_is_shared_again(qtbot, open_window, paths):
+def test_a_dock_dragged_as_wide_as_it_goes_leaves_the_chat_its_minimum(qtbot, open_window, paths):
     window = open_window()
     dock = window.docks.dashboard_dock
     qtbot.waitUntil(lambda: chat_width(window) >= CHAT_MIN)
     window.resizeDocks([dock], [window.width()], Qt.Orientation.Horizontal)  # dragged as wide as it goes
-    qtbot.waitUntil(lambda: chat_width(window) < CHAT_MIN)
+    qtbot.wait(50)
+    assert chat_width(window) >= CHAT_MIN
+    assert_fits(window, "dock dragged wide")
     window.close()  # saves the layout
     again = open_window(at=paths)
     assert again.docks.dashboard_dock.isVisible()
@@ -133,7 +136,7 @@ def test_the_dashboard_beside_the_chat_shows_everything(qtbot, open_window):
     # no battery: the power panel is one line below the charts, not a chart
     power = dash.power_chart
     assert power.compact and power.height() < 40 and power not in dash.charts.cards
-    assert power.note.text() == "No battery: this machine runs on mains power."
+    assert power.note.text() == f"No battery: {this_machine()} runs on mains power."
     # the MLX lines use the left axis' height; system memory has its own axis on the right
     low, high = dash.memory_chart.plot.getPlotItem().getViewBox().viewRange()[1]
     assert low == 0 and 1.9 <= high <= 1.9 * 1.25
@@ -174,3 +177,62 @@ def test_the_models_window_fits_and_closes_with_esc_and_ctrl_w(qtbot, paths):
         qtbot.keyClick(window.search_box, key, modifier)
         qtbot.waitUntil(lambda: not window.isVisible())
         assert window.closed  # closing stopped its threads
+
+
+def test_every_panel_opened_run_and_closed_keeps_the_window_on_the_screen(qtbot, open_window, dense_target):
+    """Open and close every panel, run a tiny A/B and sweep: the window never leaves the screen and the chat column
+    never drops below CHAT_MIN, however the panels were shown."""
+    window = open_window(dense_target, dense_target)  # the target drafting for itself: draft mode available
+    assert window.pair is not None, window.banner.text.text()
+    docks = window.docks
+    seen: list[str] = []
+
+    def check(what: str) -> None:
+        qtbot.wait(30)  # queued layout passes (QTimer.singleShot(0)) run before the check
+        qtbot.waitUntil(lambda: chat_width(window) >= CHAT_MIN, timeout=30_000)
+        assert_fits(window, what)
+        for dock in (docks.dashboard_dock, docks.sweep_dock):
+            if dock.isVisible() and dock.isFloating():
+                assert available().contains(dock.frameGeometry()), f"{what}: {dock.objectName()} leaves the screen"
+        seen.append(what)
+
+    check("start")
+    for turn in range(2):
+        docks.sweep_action.trigger()
+        qtbot.waitUntil(docks.sweep_dock.isVisible)
+        check(f"sweep shown ({turn})")
+        sweep, ab = docks.sweep_view, docks.sweep_view.ab
+        if turn == 0:
+            ab.max_tokens.setValue(4)
+            with qtbot.waitSignal(ab.compared, timeout=300_000):
+                ab.start()
+            check("after an A/B run")
+            sweep.ks_edit.setText("1,2")
+            sweep.reps.setValue(1)
+            sweep.warmup.setValue(0)
+            sweep.max_tokens.setValue(4)
+            for box in list(sweep.prompt_boxes.values())[1:]:
+                box.setChecked(False)
+            with qtbot.waitSignal(sweep.sweepFinished, timeout=300_000):
+                assert sweep.start()
+            check("after a sweep")
+        docks.dashboard_action.trigger()
+        check(f"dashboard toggled ({turn})")
+        window.panel_action.trigger()
+        check(f"settings toggled ({turn})")
+        window.panel_action.trigger()
+        check(f"settings toggled back ({turn})")
+        window.panel.system_prompt.setPlainText("Answer in one sentence. " * 20)
+        check(f"long system prompt ({turn})")
+        docks.sweep_action.trigger()
+        qtbot.waitUntil(lambda: not docks.sweep_dock.isVisible())
+        check(f"sweep hidden ({turn})")
+        docks.dashboard_action.trigger()
+        check(f"dashboard toggled again ({turn})")
+    window.preferences.action.trigger()
+    dialog = window.preferences.dialog
+    qtbot.waitUntil(dialog.isVisible)
+    assert available().contains(dialog.frameGeometry()), "preferences leave the screen"
+    dialog.close()
+    check("preferences closed")
+    assert len(seen) == 18

@@ -2,6 +2,7 @@
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QImage
@@ -14,6 +15,8 @@ from specchat.ui.dashboard import SweepView
 from specchat.ui.dashboard.sweep_table import DIFFERS_BG, NOISY_BG
 from specchat.ui.dashboard.sweep_view import parse_ks
 from specchat.ui.engine_client import EngineClient
+
+from specchat.ui.plain_words import NO_MTP_HEAD
 
 from .conftest import screenshot
 
@@ -179,6 +182,9 @@ def test_ab_panel_compares_off_draft_and_mtp_then_screenshot(qtbot, paths, loade
     assert rows["mtp"].unavailable and "MTP" in rows["mtp"].unavailable
     assert "identical output: yes" in panel.cards["draft"].identical.text()
     assert panel.cards["mtp"].speed.text() == "n/a"
+    # the MTP card says why in the words the Speculation menu uses; the technical reason is its tooltip
+    assert panel.cards["mtp"].detail.text() == f"Not available: {NO_MTP_HEAD}."
+    assert panel.cards["mtp"].detail.toolTip() and "MTP" not in panel.cards["mtp"].detail.text()
     qtbot.wait(50)
     screenshot(view, "sweep_view")
 
@@ -214,3 +220,64 @@ def test_ab_card_says_acceptance_dash_when_nothing_was_drafted_and_explains_its_
     card.show_row(ABRow("draft", None, 12.5, None, None, 10, True, None, "x"))
     assert card.detail.text() == "10 tokens · acceptance —" and card.speed.text() == "12.5 tok/s"
     assert "engine's clock" in card.speed.toolTip() and "drafted" in card.detail.toolTip()
+
+
+def test_the_view_is_narrow_enough_to_sit_beside_the_chat_and_shows_every_control_whole(qtbot, paths, loaded):
+    view = make_view(qtbot, paths, loaded, ks="1,2,4,8")
+    assert view.minimumSizeHint().width() <= 340  # beside a 480 px chat and both side columns on a 1280 px screen
+    view.resize(340, 700)
+    view.show()
+    qtbot.waitUntil(lambda: view.ks_edit.width() > 0)
+    content = view.scroller.widget()
+    qtbot.waitUntil(lambda: content.width() <= view.scroller.viewport().width(), timeout=30_000)
+    # the K field shows its whole text; the controls wrap onto lines instead of leaving the view
+    edit = view.ks_edit
+    assert edit.fontMetrics().horizontalAdvance(edit.text()) < edit.width() - 8
+    for widget in (view.run_button, view.cancel_button, view.allow_battery, view.ab.run_button, *view.exports):
+        right = widget.mapTo(content, widget.rect().topRight()).x()
+        assert right <= content.width(), f"{widget.text()!r} ends at {right} of {content.width()}"
+        assert widget.width() >= widget.sizeHint().width(), widget.text()
+    cards = [card.mapTo(content, card.rect().topRight()).x() for card in view.ab.cards.values()]
+    assert max(cards) <= content.width()  # the A/B cards stack when three do not fit
+
+
+def test_the_sweep_controls_are_the_same_after_a_restart(qtbot, open_window, paths):
+    window = open_window()
+    sweep = window.docks.sweep_view
+    sweep.ks_edit.setText("2,3")
+    sweep.ks_edit.editingFinished.emit()
+    sweep.reps.setValue(5)
+    sweep.max_tokens.setValue(64)
+    list(sweep.prompt_boxes.values())[0].setChecked(False)
+    sweep.allow_battery.setChecked(True)
+    wanted = sweep.controls()
+    window.close()
+    again = open_window(at=paths).docks.sweep_view
+    assert again.controls() == wanted
+    assert again.ks_edit.text() == "2,3" and again.reps.value() == 5 and again.allow_battery.isChecked()
+
+
+def test_saved_sweep_controls_of_the_wrong_type_are_left_at_their_defaults(qtbot, paths):
+    view = SweepView(paths)
+    qtbot.addWidget(view)
+    defaults = view.controls()
+    view.set_controls({"ks": 4, "reps": "many", "warmup": 99, "max_tokens": True, "prompts": ["nope"], "mode": 1})
+    assert view.controls() == defaults
+
+
+def test_an_export_is_named_after_the_pair_mode_and_day(qtbot, paths, loaded):
+    from specchat.ui.dashboard.sweep_view import export_name
+
+    view = make_view(qtbot, paths, loaded)
+    result = run_sweep(qtbot, view)
+    name = export_name(result, "csv")
+    assert name == f"sweep {Path(result.target).name} draft {result.started_at[:10]}.csv"
+    assert export_name(None, "png") == "sweep.png"
+
+
+def test_the_progress_line_names_the_power_source_in_words(qtbot, paths, loaded):
+    from specchat.tuning.sweep_results import SweepStarted
+
+    view = make_view(qtbot, paths, loaded)
+    view._sweep_event(SweepStarted(12, ("chat",), (1, 2), "ac"))
+    assert view.progress_label.text() == "12 runs ahead, on mains power"

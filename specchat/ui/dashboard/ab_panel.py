@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import cast
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QFrame,
-    QGridLayout,
-    QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QPushButton,
@@ -23,9 +21,13 @@ from specchat.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
 
 from .. import theme
 from ..engine_client import QtJob
+from ..flow_layout import FlowLayout
+from ..plain_words import mode_reason
 from ..settings_panel import limited_spin_box
 from ..theme_switch import follow
+from .reflow import ReflowGrid
 
+CARD_WIDTH = 160  # the cards sit side by side when three of them fit, else one above the other
 DEFAULT_PROMPT = "Write a Python function that merges two sorted lists, with a docstring."
 
 
@@ -80,10 +82,13 @@ class ABCard(QFrame):
             self.identical.setText("")
             return
         if row.unavailable:
+            plain, detail = mode_reason(row.mode, row.unavailable)
             self.speed.setText("n/a")
-            self.detail.setText(f"unavailable: {row.unavailable}")
+            self.detail.setText(f"Not available: {plain}.")
+            self.detail.setToolTip(detail or DETAIL_TIP)
             self.identical.setText("")
             return
+        self.detail.setToolTip(DETAIL_TIP)
         self.speed.setText(f"{row.tokens_per_s:.1f} tok/s")
         parts = [f"{row.generated_tokens} tokens"]
         if row.acceptance_rate is not None:
@@ -130,26 +135,21 @@ class ABPanel(QWidget):
         self.run_button.clicked.connect(self.start)
         self.run_button.setEnabled(False)
         self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)
-        self.status = QLabel("Load a model to compare modes.")
+        self.status = QLabel("Load a model to compare modes.", wordWrap=True)
         self.status.setStyleSheet(f"color: {theme.MUTED}")
         self.cards = {mode: ABCard(mode) for mode in AB_MODES}
-        controls = QHBoxLayout()
-        controls.addWidget(self.k)
-        controls.addWidget(self.max_tokens)
-        controls.addWidget(self.status, 1)
-        controls.addWidget(self.cancel_button)
-        controls.addWidget(self.run_button)
-        cards = QGridLayout()
-        for i, card in enumerate(self.cards.values()):
-            cards.addWidget(card, 0, i)
+        controls = FlowLayout()
+        for widget in (self.k, self.max_tokens, self.cancel_button, self.run_button):
+            controls.add(widget)
+        self.card_grid = ReflowGrid(list(self.cards.values()), CARD_WIDTH, (len(self.cards), 1))
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
-        column.addWidget(
-            QLabel("Same prompt, every mode (greedy: outputs must be identical)"), 0, Qt.AlignmentFlag.AlignLeft
-        )
+        heading = QLabel("Same prompt, every mode (greedy: outputs must be identical)", wordWrap=True)
+        column.addWidget(heading)
         column.addWidget(self.prompt)
         column.addLayout(controls)
-        column.addLayout(cards)
+        column.addWidget(self.status)
+        column.addWidget(self.card_grid)
 
     def set_client(self, client) -> None:
         """The engine client whose queue runs the comparison."""

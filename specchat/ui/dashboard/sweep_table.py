@@ -51,7 +51,7 @@ def cell_texts(prompt: str, cell: CellResult, best: bool) -> list[str]:
     per_round = DASH if cell.mean_accepted_per_round is None else f"{cell.mean_accepted_per_round:.2f}"
     notes = cell_notes(cell)
     if best:
-        star = "★ best K" if cell.k is not None else "★ best: Off (no K beats plain decoding beyond the noise)"
+        star = "★ best K" if cell.k is not None else "★ best: Off"
         notes = star + (f"; {notes}" if notes else "")
     return [
         prompt,
@@ -64,6 +64,13 @@ def cell_texts(prompt: str, cell: CellResult, best: bool) -> list[str]:
         f"{cell.peak_memory_bytes / 1e9:.2f}",
         notes,
     ]
+
+
+def notes_help(text: str, cell: CellResult) -> str:
+    """The hover text of a Notes cell: the whole note, and why Off won when it did."""
+    if cell.k is None and text.startswith("★"):
+        return text + "\nNo K beats plain decoding beyond the noise, so speculation stays off for this prompt type."
+    return text
 
 
 class SweepTable(QTableWidget):
@@ -104,6 +111,8 @@ class SweepTable(QTableWidget):
 
     def _item(self, text: str, cell: CellResult, column: int, best: bool) -> QTableWidgetItem:
         item = QTableWidgetItem(text)
+        if COLUMNS[column] == "Notes" and text:
+            item.setToolTip(notes_help(text, cell))
         if 1 <= column <= 7:
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if cell.identical is False:

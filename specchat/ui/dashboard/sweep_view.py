@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import cast
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSignalBlocker, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QSplitter,
     QVBoxLayout,
@@ -35,12 +37,35 @@ from specchat.tuning.sweep_results import CellDone, CellResult, RunDone, SweepFi
 from .. import theme
 from ..banner import Banner
 from ..engine_client import QtJob
+from ..flow_layout import FlowLayout
 from ..theme_switch import follow
 from .ab_panel import ABPanel
 from .sweep_export import write_csv
 from .sweep_table import SpeedupChart, SweepTable
 
 DEFAULT_KS = "1,2,4,8"
+POWER_WORDS = {"ac": "on mains power", "battery": "on battery", "unknown": "power source unknown"}
+MIN_HEIGHT = 240  # below this the view scrolls
+SIDE_BY_SIDE = 900  # from this width the table and the chart sit side by side, else one above the other
+
+
+def _labelled(text: str, field: QWidget) -> QWidget:
+    """A label and its field as one piece that a flow layout keeps together."""
+    piece = QWidget()
+    row = QHBoxLayout(piece)
+    row.setContentsMargins(0, 0, 0, 0)
+    row.addWidget(QLabel(text))
+    row.addWidget(field)
+    return piece
+
+
+def export_name(result: SweepResult | None, suffix: str) -> str:
+    """A file name that says what was swept and when: 'sweep Qwen3-8B draft 2026-12-01.csv'."""
+    if result is None:
+        return f"sweep.{suffix}"
+    parts = ["sweep", Path(result.target).name, result.mode, result.started_at[:10]]
+    stem = " ".join(part for part in parts if part)
+    return re.sub(r"[^\w\-. ]+", "", stem).strip() + f".{suffix}"
 
 
 def card_css() -> str:
@@ -54,6 +79,7 @@ class SweepView(QWidget):
     busyChanged = Signal(bool)  # True while this view's sweep is queued or running
     bestKSaved = Signal(object)  # dict[str, int]: the best K per prompt type just saved
     sweepFinished = Signal(object)  # SweepResult
+    controlsChanged = Signal(dict)  # the controls' values (controls()), to remember them across restarts
 
     def __init__(self, paths: AppPaths | None = None, parent=None, *, read_power=None, machine_info=None, client=None):
         super().__init__(parent)
@@ -65,6 +91,7 @@ class SweepView(QWidget):
         self.result: SweepResult | None = None
         self.cells: dict[str, list[CellResult]] = {}
         self.ks: tuple[int, ...] = ()
+        self._wanted_mode = "draft"  # the saved mode, chosen whenever the loaded pair offers it
         self._build()
         self.set_pair(None)
         if client is not None:
@@ -74,11 +101,89 @@ class SweepView(QWidget):
 
     def _build(self) -> None:
         self.setObjectName("sweepView")
-        follow(self, lambda: self.setStyleSheet(f"#sweepView {{ background: {theme.WINDOW_BG}; }}"))
+        self._make_controls()
+        content = QWidget(objectName="sweepContent")
+        follow(self, lambda: self.setStyleSheet(f"#sweepView, #sweepContent {{ background: {theme.WINDOW_BG}; }}"))
+        layout = QVBoxLayout(content)
+        layout.setContentsMargins(14, 12, 14, 12)
+        layout.setSpacing(10)
+        layout.addWidget(self.banner)
+        layout.addWidget(self._controls())
+        self.results = QSplitter(Qt.Orientation.Vertical)
+        self.results.addWidget(self.table)
+        self.results.addWidget(self.chart)
+        self.results.setChildrenCollapsible(False)
+        layout.addWidget(self.results, 3)
+        layout.addWidget(self.best_label)
+        actions = FlowLayout()
+        for button in (self.use_best, *self.exports):
+            actions.add(button)
+        layout.addLayout(actions)
+        ab_card = QFrame(objectName="abFrame")
+        follow(ab_card, lambda: ab_card.setStyleSheet(f"QFrame#abFrame {{ {card_css()} }}"))
+        inner = QVBoxLayout(ab_card)
+        inner.addWidget(self.ab)
+        layout.addWidget(ab_card, 0)
+        self.scroller = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        self.scroller.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.scroller.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.scroller)
+        self._watch_controls()
+
+    def _watch_controls(self) -> None:
+        changed = lambda *_: self.controlsChanged.emit(self.controls())  # noqa: E731
+        self.mode.activated.connect(changed)
+        self.ks_edit.editingFinished.connect(changed)
+        for box in (self.reps, self.warmup, self.max_tokens):
+            box.valueChanged.connect(changed)
+        for check in (*self.prompt_boxes.values(), self.allow_battery):
+            check.toggled.connect(changed)
+
+    def controls(self) -> dict:
+        """The controls' values as plain JSON: what set_controls takes back."""
+        return {
+            "mode": self.mode.currentData() or self._wanted_mode,
+            "ks": self.ks_edit.text(),
+            "reps": self.reps.value(),
+            "warmup": self.warmup.value(),
+            "max_tokens": self.max_tokens.value(),
+            "prompts": [name for name, box in self.prompt_boxes.items() if box.isChecked()],
+            "allow_battery": self.allow_battery.isChecked(),
+        }
+
+    def set_controls(self, values: dict) -> None:
+        """Put saved values back into the controls; a value of the wrong type or range is left at its default."""
+        blockers = [QSignalBlocker(w) for w in (self.ks_edit, self.reps, self.warmup, self.max_tokens)]
+        if isinstance(values.get("mode"), str):
+            self._wanted_mode = values["mode"]
+            self._choose_mode()
+        if isinstance(values.get("ks"), str):
+            self.ks_edit.setText(values["ks"])
+        for name, box in (("reps", self.reps), ("warmup", self.warmup), ("max_tokens", self.max_tokens)):
+            value = values.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and box.minimum() <= value <= box.maximum():
+                box.setValue(value)
+        prompts = values.get("prompts")
+        if isinstance(prompts, list) and any(name in self.prompt_boxes for name in prompts):
+            for name, box in self.prompt_boxes.items():
+                box.setChecked(name in prompts)
+        if isinstance(values.get("allow_battery"), bool):
+            self.allow_battery.setChecked(values["allow_battery"])
+        del blockers
+
+    def _choose_mode(self) -> None:
+        index = self.mode.findData(self._wanted_mode)
+        if index >= 0:
+            self.mode.setCurrentIndex(index)
+
+    def _make_controls(self) -> None:
         self.banner = Banner()
         self.mode = QComboBox()
         self.ks_edit = QLineEdit(DEFAULT_KS)
-        self.ks_edit.setMaximumWidth(110)
+        self.ks_edit.setToolTip("Draft lengths to try, separated by commas (1 to 16)")
+        self.ks_edit.setMinimumWidth(self.ks_edit.fontMetrics().horizontalAdvance("1,2,4,8,16 ") + 16)
         self.reps = QSpinBox(minimum=1, maximum=50, value=3, prefix="reps ")
         self.warmup = QSpinBox(minimum=0, maximum=10, value=1, prefix="warmup ")
         self.max_tokens = QSpinBox(
@@ -89,11 +194,11 @@ class SweepView(QWidget):
         self.run_button = QPushButton("Run sweep", objectName="primary", clicked=self.start)
         self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)
         self.progress = QProgressBar(textVisible=True)
-        self.progress_label = QLabel("")
+        self.progress_label = QLabel("", wordWrap=True)
         self.progress_label.setStyleSheet(f"color: {theme.MUTED}")
         self.table = SweepTable()
         self.chart = SpeedupChart()
-        self.best_label = QLabel("")
+        self.best_label = QLabel("", wordWrap=True)
         self.use_best = QPushButton("Use best K", clicked=self.use_best_k, enabled=False)
         self.use_best.setToolTip(
             "Save the best choice per prompt type for this pair as the chat's default: a K "
@@ -104,48 +209,39 @@ class SweepView(QWidget):
             for kind in ("CSV", "JSON", "PNG")
         ]
         self.ab = ABPanel()
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(14, 12, 14, 12)
-        layout.setSpacing(10)
-        layout.addWidget(self.banner)
-        layout.addWidget(self._controls())
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.table)
-        splitter.addWidget(self.chart)
-        splitter.setSizes([700, 460])
-        layout.addWidget(splitter, 3)
-        actions = QHBoxLayout()
-        actions.addWidget(self.best_label, 1)
-        for button in (self.use_best, *self.exports):
-            actions.addWidget(button)
-        layout.addLayout(actions)
-        ab_card = QFrame(objectName="abFrame")
-        follow(ab_card, lambda: ab_card.setStyleSheet(f"QFrame#abFrame {{ {card_css()} }}"))
-        inner = QVBoxLayout(ab_card)
-        inner.addWidget(self.ab)
-        layout.addWidget(ab_card, 0)
 
     def _controls(self) -> QFrame:
         card = QFrame(objectName="sweepControls")
         follow(card, lambda: card.setStyleSheet(f"QFrame#sweepControls {{ {card_css()} }}"))
-        row = QHBoxLayout()
-        row.addWidget(QLabel("Sweep"))
-        row.addWidget(self.mode)
-        row.addWidget(QLabel("K"))
-        row.addWidget(self.ks_edit)
+        row = FlowLayout()
+        row.add(_labelled("Sweep", self.mode))
+        row.add(_labelled("K", self.ks_edit))
         for widget in (self.reps, self.warmup, self.max_tokens, *self.prompt_boxes.values(), self.allow_battery):
-            row.addWidget(widget)
-        row.addStretch(1)
-        row.addWidget(self.cancel_button)
-        row.addWidget(self.run_button)
-        progress = QHBoxLayout()
-        progress.addWidget(self.progress, 2)
-        progress.addWidget(self.progress_label, 3)
+            row.add(widget)
+        buttons = QWidget()
+        pair = QHBoxLayout(buttons)
+        pair.setContentsMargins(0, 0, 0, 0)
+        pair.addWidget(self.cancel_button)
+        pair.addWidget(self.run_button)
+        row.add(buttons)
         column = QVBoxLayout(card)
         column.setContentsMargins(12, 8, 12, 8)
         column.addLayout(row)
-        column.addLayout(progress)
+        column.addWidget(self.progress)
+        column.addWidget(self.progress_label)
         return card
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        """As narrow as the widest control (the rows wrap); any height (the content scrolls)."""
+        content = self.scroller.widget()
+        assert content is not None
+        bar = self.scroller.verticalScrollBar().sizeHint().width()
+        return QSize(content.minimumSizeHint().width() + bar, MIN_HEIGHT)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        wide = event.size().width() >= SIDE_BY_SIDE
+        self.results.setOrientation(Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical)
 
     # --- the pair ---
 
@@ -166,6 +262,7 @@ class SweepView(QWidget):
         for mode, label in (("draft", "Draft model"), ("mtp", "MTP head")):
             if pair is not None and not reasons.get(mode):
                 self.mode.addItem(label, mode)
+        self._choose_mode()
         self._refresh_button()
         if self.job is None:
             self.progress_label.setText(
@@ -265,7 +362,7 @@ class SweepView(QWidget):
 
     def _sweep_event(self, event) -> None:
         if isinstance(event, SweepStarted):
-            self.progress_label.setText(f"{event.total_runs} runs ahead (power: {event.power_source})")
+            self.progress_label.setText(f"{event.total_runs} runs ahead, {POWER_WORDS.get(event.power_source, '')}")
         elif isinstance(event, RunDone):
             self.progress.setValue(event.done)
             cell = "baseline" if event.k is None else f"K={event.k}"
@@ -338,7 +435,7 @@ class SweepView(QWidget):
     def _ask_export(self, kind: str) -> None:
         suffix = kind.lower()
         name, _ = QFileDialog.getSaveFileName(
-            self, f"Export sweep as {kind}", f"sweep.{suffix}", f"{kind} (*.{suffix})"
+            self, f"Export sweep as {kind}", export_name(self.result, suffix), f"{kind} (*.{suffix})"
         )
         if not name:
             return
