@@ -108,6 +108,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.queue_label = QLabel()  # what the engine runs and what waits for it
         self.queue_label.setObjectName("footer")
         self.legend = QLabel()
+        self.legend.setMinimumWidth(1)  # a narrow window clips the legend rather than growing past the screen
         self.legend.setToolTip(
             "Each speculative round ends with one token the target chooses itself, after the "
             "drafts it accepted: so even a fully accepted reply has one untinted token per round. "
@@ -345,8 +346,8 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.setStyleSheet(theme.style_sheet())
         self.legend.setText(
             f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
-            f" · <span style='color:{theme.REJECT}'><u>red underline</u></span> rejected draft (hover it)"
-            " · untinted: the target's own token (one per round, even when every draft was accepted)"
+            f" · <span style='color:{theme.REJECT}'><u>red</u></span> rejected draft (hover it)"
+            " · untinted: the target's own token"
         )
         if (
             self.isVisible()

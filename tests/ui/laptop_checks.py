@@ -75,6 +75,8 @@ def test_main_window_with_the_dashboard_docked_fits(qtbot, open_window):
     assert dock.isVisible() and not dock.isFloating()
     qtbot.waitUntil(lambda: chat_width(window) >= CHAT_MIN)
     assert_fits(window, "first start")
+    window.model_bar.set_loaded("Ready · Qwen3-8B-4bit + Qwen3-0.6B-4bit")
+    assert_shown_whole(qtbot, {"legend": window.legend, "mode": window.mode_label, "queue": window.queue_label})
     assert dock.width() >= docks.dashboard.minimumSizeHint().width()
     assert dock.height() >= docks.dashboard.minimumSizeHint().height()
     # a long pair name shortens in the toolbar rather than widening the window

@@ -37,7 +37,10 @@ def test_a_reply_equals_the_engines_output_and_is_saved(qtbot, open_window, path
     assert reply.footer.text().startswith(f"{MAX_TOKENS} tokens") and f"K={k}" in reply.footer.text()
     assert reply.footer.text().endswith(f" · max tokens ({MAX_TOKENS})") and reply.footer.toolTip()
     assert window.sidebar.ids() == [window.chat.conversation_id]
-    assert "untinted: the target's own token (one per round" in window.legend.text()
+    assert (
+        "untinted: the target's own token" in window.legend.text()
+        and "one untinted token per round" in window.legend.toolTip()
+    )
     screenshot(window, "main_window_tiny_reply")
 
 
