@@ -25,7 +25,7 @@ from .model_bar import ModelBar
 from .models_link import ModelsLink
 from .pair_control import PairControl
 from .preferences_link import PreferencesLink
-from .screen_fit import fit_to_screen
+from .screen_fit import RefitWhenFramed, fit_to_screen
 from .server_link import ServerLink
 from .settings_panel import SettingsPanel
 from .speculation_control import SpeculationControl
@@ -103,6 +103,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.splitter.setSizes([250, 760, 270])
         self.splitter.setChildrenCollapsible(False)
         self._fitted = False
+        self._refit = RefitWhenFramed(self)
         self.setCentralWidget(self.splitter)
         self.mode_label = QLabel()
         self.queue_label = QLabel()  # what the engine runs and what waits for it

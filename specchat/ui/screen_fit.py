@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSize
+from PySide6.QtCore import QEvent, QObject, QRect, QSize
 from PySide6.QtWidgets import QWidget
 
 FRAME_GUESS = QSize(0, 32)  # a title bar, until the window is shown and its frame is known
@@ -52,3 +52,22 @@ def keep_on_screen(window: QWidget, screen: QRect) -> None:
     y = min(max(frame.y(), screen.top()), max(screen.top(), screen.top() + screen.height() - height))
     if (x, y) != (frame.x(), frame.y()):
         window.move(x, y)
+
+
+class RefitWhenFramed(QObject):
+    """Fits a window to its screen again whenever its frame changes size: a window manager adds the frame
+    after the window is shown, so a fit made before that leaves the frame's border off the screen."""
+
+    def __init__(self, window: QWidget):
+        super().__init__(window)
+        self.window = window
+        self.frame = frame_extra(window)
+        window.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if event.type() in (QEvent.Type.Move, QEvent.Type.Resize, QEvent.Type.Show) and self.window.isVisible():
+            frame = frame_extra(self.window)
+            if frame != self.frame:
+                self.frame = frame
+                fit_to_screen(self.window)
+        return False
