@@ -1,11 +1,13 @@
 """The model manager window against the loopback hub: table, downloads, cancel, delete, pairs, offline."""
 
+import shutil
 import threading
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt
+from PySide6.QtGui import QHelpEvent
+from PySide6.QtWidgets import QApplication, QMessageBox, QProxyStyle, QStyle, QStyleOptionComboBox, QToolTip
 
 from specchat.hub.catalog import load_catalog
 from specchat.hub.config import HubConfig
@@ -17,9 +19,13 @@ from specchat.paths import AppPaths
 from specchat.settings import Settings
 from specchat.system.memory import MachineMemory
 from specchat.ui.models import ModelsWindow, open_models_window, workers
+from specchat.ui.models.name_combo import ELLIPSIS
+from specchat.ui.models.pair_panel import NO_DRAFT
 from specchat.ui.models.planned_fit import PLANNED_NOTE
 from specchat.ui.models.rows import CANCELLED, COMPLETE, FAILED, NOT_DOWNLOADED, PARTIAL, row_key
 from specchat.ui.models.table_model import NAME, PROGRESS, STATUS
+from specchat.ui.models.window import DEFAULT_SIZE
+from specchat.ui.screen_fit import fit_to_screen
 from tests.fixtures.tiny_models import build_dense
 from tests.hub.conftest import DRAFT_REPO, TARGET_REPO  # the hub fixtures come through tests/ui/conftest.py
 from tests.hub.hub_server import FakeRepo
@@ -27,6 +33,10 @@ from tests.hub.hub_server import FakeRepo
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WEIGHTS = "model.safetensors"
 SMALL_DRAFT_REPO = "mlx-community/Tiny-Small-Draft-4bit"
+CATALOG_REPO = "mlx-community/Qwen3-0.6B-4bit"
+LONG_TARGET = "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit"
+LONG_DRAFT = "mlx-community/Qwen3-Coder-Next-0.6B-Instruct-DWQ-4bit"
+LAPTOP_SCREEN = QRect(0, 0, 1280, 800)  # a 13" MacBook Air, in points
 TASK_TIMEOUT_MS = 30_000
 ROOMY = MachineMemory(
     total_bytes=16_000_000_000, available_bytes=8_000_000_000, gpu_working_set_bytes=None, source="test"
@@ -360,3 +370,114 @@ def test_open_models_window_reuses_the_open_window(qtbot, tmp_path, hub_env):
     qtbot.waitUntil(lambda: not first.runner.busy, timeout=TASK_TIMEOUT_MS)
     first.close()
     assert open_models_window(parent, paths, Settings()) is not first
+
+
+def cached_model(cache: Path, repo_id: str, folder: Path) -> Path:
+    """Put a model folder in the HF cache as this repo's snapshot; returns the snapshot folder."""
+    repo = cache / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo / "snapshots" / "abc123"
+    shutil.copytree(folder, snapshot)
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("abc123")
+    return snapshot.resolve()
+
+
+class LabelSpy(QProxyStyle):
+    """The app's style, noting the text each combo box draws as its label."""
+
+    def __init__(self):
+        super().__init__()
+        self.drawn: list[tuple[object, str]] = []
+
+    def drawControl(self, element, option, painter, widget=None):  # noqa: N802 (Qt's name)
+        if element == QStyle.ControlElement.CE_ComboBoxLabel:
+            self.drawn.append((widget, option.currentText))
+        super().drawControl(element, option, painter, widget)
+
+
+def label_width(combo) -> int:
+    option = QStyleOptionComboBox()
+    combo.initStyleOption(option)
+    field = combo.style().subControlRect(
+        QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, combo
+    )
+    return field.width()
+
+
+def hover_text(qtbot, widget) -> str:
+    """The tooltip the widget shows when hovered."""
+    pos = QPoint(5, 5)
+    QApplication.sendEvent(widget, QHelpEvent(QEvent.Type.ToolTip, pos, widget.mapToGlobal(pos)))
+    qtbot.waitUntil(QToolTip.isVisible, timeout=TASK_TIMEOUT_MS)
+    text = QToolTip.text()
+    QToolTip.hideText()
+    return text
+
+
+def test_the_pair_builder_shows_long_model_names_whole_on_a_laptop_screen(
+    qtbot, hub_env, make_window, dense_target, dense_draft_partial
+):
+    target = cached_model(hub_env, LONG_TARGET, dense_target)
+    draft = cached_model(hub_env, LONG_DRAFT, dense_draft_partial)
+    window = make_window()
+    fit_to_screen(window, QSize(*DEFAULT_SIZE), LAPTOP_SCREEN)
+    assert LAPTOP_SCREEN.width() - 40 <= window.width() <= LAPTOP_SCREEN.width()  # less its frame
+    panel = window.pair_panel
+    with qtbot.waitSignal(panel.checked, timeout=TASK_TIMEOUT_MS):
+        panel.choose(target=str(target), draft=str(draft))
+    spy = LabelSpy()
+    for combo, name in ((panel.target, LONG_TARGET), (panel.draft, LONG_DRAFT)):
+        assert combo.currentText() == name
+        combo.setStyle(spy)
+        combo.repaint()
+        combo.setStyle(None)  # back to the window's style before the spy goes
+        drawn = [text for widget, text in spy.drawn if widget is combo][-1]
+        assert drawn == name or ELLIPSIS in drawn, f"{name!r} drawn as {drawn!r}"
+        assert combo.fontMetrics().horizontalAdvance(drawn) <= label_width(combo), f"{drawn!r} is clipped"
+        assert name in hover_text(qtbot, combo).splitlines()  # the whole name when the box shortens it
+
+
+def test_the_planned_fit_stays_when_a_draft_is_chosen(qtbot, tmp_path, hub, make_window, dense_target):
+    small_draft = build_dense(tmp_path / "small_draft", seed=3, layers=1)  # on disk, smaller than the target
+    window = make_window([small_draft])
+    panel, context = window.pair_panel, window.pair_panel.context.value()
+    alone = memory_fit(model_memory(dense_target), None, context, ROOMY)
+    paired = memory_fit(model_memory(dense_target), model_memory(small_draft), context, ROOMY)
+    with qtbot.waitSignal(panel.plannedChecked, timeout=TASK_TIMEOUT_MS) as one:
+        window.select(row_key(TARGET_REPO))  # on the hub only
+    assert one.args[0].fit == alone
+    with qtbot.waitSignal(panel.plannedChecked, timeout=TASK_TIMEOUT_MS) as two:
+        panel.draft.setCurrentIndex(panel.draft.findData(str(small_draft)))  # picked in the pair builder
+    planned = two.args[0]
+    assert (planned.target, planned.draft, planned.fit) == (TARGET_REPO, "small_draft", paired)
+    assert (
+        f"needs {format_bytes(paired.needed_bytes)}" in panel.fit_label.text()
+        and PLANNED_NOTE in panel.fit_label.text()
+    )
+    assert panel.memory_bar.fit == paired and "draft&nbsp;weights" in panel.legend.text()
+    assert "Not downloaded" in panel.verdict.text() and "small_draft" in panel.verdict.text()
+    with qtbot.waitSignal(panel.plannedChecked, timeout=TASK_TIMEOUT_MS) as back:
+        panel.draft.setCurrentIndex(panel.draft.findText(NO_DRAFT))
+    assert back.args[0].fit == alone and panel.memory_bar.fit == alone
+    with qtbot.waitSignal(panel.plannedChecked, timeout=TASK_TIMEOUT_MS) as both:
+        window.select(row_key(TARGET_REPO), str(small_draft))  # or chosen in the table, beside the target
+    assert both.args[0].fit == paired and panel.memory_bar.fit == paired
+    assert not weights_requested(hub)
+
+
+def test_download_waits_for_the_hub_while_it_is_offline(qtbot, hub, make_window):
+    hub.faults.hang = True
+    window = make_window(deadline_s=1.0)
+    assert window.hub_state == "offline"
+    download = window.buttons["download"]
+    window.select(row_key(CATALOG_REPO))  # not downloaded: Download would be offered online
+    assert not download.isEnabled() and not window.actions_by_name["download"].isEnabled()
+    assert "not reachable" in download.toolTip() and "Search" in download.toolTip()
+    hub.faults.hang = False
+    hub.release.set()  # the requests still hanging end
+    with qtbot.waitSignal(window.searchFinished, timeout=TASK_TIMEOUT_MS) as searched:
+        window.search_button.click()
+        assert not download.isEnabled()  # still offline until the hub answers
+    assert searched.args[0].online and window.hub_state == "online"
+    qtbot.waitUntil(download.isEnabled, timeout=TASK_TIMEOUT_MS)
+    assert download.toolTip().startswith("Download the selected models")

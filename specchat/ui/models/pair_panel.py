@@ -17,6 +17,7 @@ from specchat.system.memory import MachineMemory
 
 from ..plain_words import SELF_DRAFT
 from .memory_bar import LEVEL_COLOURS, LEVEL_WORDS, MemoryBar, fit_legend, fit_numbers
+from .name_combo import NameCombo
 from .planned_fit import PLANNED_NOTE, PlannedFit, plan_fit
 from .rows import ModelRow
 from .workers import TaskRunner
@@ -88,6 +89,7 @@ class PairPanel(QFrame):
         self.config = config or HubConfig.from_env()
         self.result: PairResult | None = None
         self.planned: tuple[str, ...] | None = None  # repos whose planned fit the panel shows instead
+        self.planned_draft: str | None = None  # a local folder drafting for the planned target
         self.planned_result: PlannedFit | None = None
         self._rows: dict[str, ModelRow] = {}
         self._tokenizers: dict = {}
@@ -102,12 +104,12 @@ class PairPanel(QFrame):
         hint.setWordWrap(True)
         self.setMinimumWidth(330)
         self.setMaximumWidth(480)
-        self.target, self.draft = QComboBox(), QComboBox()
-        self.target.setToolTip("The model whose output you get")
-        self.draft.setToolTip("A small model that guesses the target's next tokens")
+        self.target = NameCombo("The model whose output you get")
+        self.draft = NameCombo("A small model that guesses the target's next tokens")
         for combo in (self.target, self.draft):
             combo.setMinimumWidth(180)
-            combo.currentIndexChanged.connect(self._pair_changed)
+        self.target.currentIndexChanged.connect(self._pair_changed)
+        self.draft.currentIndexChanged.connect(self._draft_changed)
         self.context = QSpinBox(minimum=512, maximum=1_048_576, singleStep=1024, value=DEFAULT_CONTEXT)
         self.context.setSuffix(" tokens")
         self.context.setGroupSeparatorShown(True)
@@ -115,6 +117,7 @@ class PairPanel(QFrame):
         self.context.valueChanged.connect(self._changed)
         form = QGridLayout()
         form.setHorizontalSpacing(8)
+        form.setColumnStretch(1, 1)  # the pickers take the width the labels do not need
         for row, (label, widget) in enumerate(
             (("Target", self.target), ("Draft", self.draft), ("Context", self.context))
         ):
@@ -191,12 +194,13 @@ class PairPanel(QFrame):
             _select(self.draft, str(draft))
         self._changed()
 
-    def check_planned(self, repo_ids: Sequence[str]) -> None:
-        """Show the planned memory fit of repos not downloaded yet (a target, optionally a draft)."""
+    def check_planned(self, repo_ids: Sequence[str], draft_folder: str | None = None) -> None:
+        """Show the planned memory fit of repos not downloaded yet (a target, optionally a draft, which may
+        be a local folder instead)."""
         repo_ids = tuple(repo_ids)
-        if self.planned == repo_ids and self._pending is not None:
+        if (self.planned, self.planned_draft) == (repo_ids, draft_folder) and self._pending is not None:
             return  # already on show or on its way
-        self.planned = repo_ids
+        self.planned, self.planned_draft = repo_ids, draft_folder
         self.use_button.setEnabled(False)
         self._debounce.start()
 
@@ -226,16 +230,27 @@ class PairPanel(QFrame):
         self._mark_self_draft()
         self._changed()
 
+    def _draft_changed(self, *_) -> None:
+        """A draft picked while a planned fit is on show joins the planned target; else the local pair changed."""
+        if self.planned is None:
+            self._pair_changed()
+            return
+        self.planned_draft = self.draft_path()
+        self._changed()
+
     def _mark_self_draft(self) -> None:
         """The target is offered as its own draft only with a label that says it cannot be faster."""
         target = self.target_path()
         for i in range(1, self.draft.count()):
             path = self.draft.itemData(i)
-            row = self._rows.get(path)
-            name = row.name if row is not None else Path(path).name
+            name = self._name(path)
             mine = path == target
             self.draft.setItemText(i, name + (SELF_SUFFIX if mine else ""))
             self.draft.setItemData(i, SELF_DRAFT if mine else path, Qt.ItemDataRole.ToolTipRole)
+
+    def _name(self, path: str) -> str:
+        row = self._rows.get(path)
+        return row.name if row is not None else Path(path).name
 
     def _changed(self, *_) -> None:
         self.use_button.setEnabled(False)
@@ -281,19 +296,20 @@ class PairPanel(QFrame):
         self.checked.emit(result)
 
     def _check_planned_now(self, repo_ids: tuple[str, ...]) -> None:
-        context, config, read_memory = self.context.value(), self.config, self.read_memory
-        self._pending = ("planned", repo_ids, context)
+        context, config, read_memory, draft = self.context.value(), self.config, self.read_memory, self.planned_draft
+        draft_name = self._name(draft) if draft is not None else None
+        pending = self._pending = ("planned", repo_ids, draft, context)
         self.planned_result = None
         self.verdict.setText("<span style='color:#6b7280'>Asking Hugging Face for sizes and config.json…</span>")
         self.runner.run(
-            lambda: (repo_ids, context, plan_fit(repo_ids, config, context, read_memory())),
+            lambda: (pending, plan_fit(repo_ids, config, context, read_memory(), draft, draft_name)),
             self._show_planned,
-            lambda message: self._planned_failed(repo_ids, context, message),
+            lambda message: self._planned_failed(pending, message),
         )
 
     def _show_planned(self, answer) -> None:
-        repo_ids, context, planned = answer
-        if self._pending != ("planned", repo_ids, context):
+        pending, planned = answer
+        if self._pending != pending:
             return  # the selection changed while the hub answered
         self.result, self.planned_result = None, planned
         names = _escape(planned.target) + (f" + {_escape(planned.draft)}" if planned.draft else "")
@@ -307,11 +323,11 @@ class PairPanel(QFrame):
         self.recommendation.clear()
         self.plannedChecked.emit(planned)
 
-    def _planned_failed(self, repo_ids, context, message: str) -> None:
-        if self._pending != ("planned", repo_ids, context):
+    def _planned_failed(self, pending: tuple, message: str) -> None:
+        if self._pending != pending:
             return
         self._show_idle("")
-        self._pending = ("planned", repo_ids, context)  # answered: no new request until the choice changes
+        self._pending = pending  # answered: no new request until the choice changes
         offline = message.startswith("offline")
         self.verdict.setText(
             pill("Offline" if offline else "Cannot plan", "#fdecec", "#8a1f1f")

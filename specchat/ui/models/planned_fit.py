@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from specchat.hub.config import HubConfig
 from specchat.hub.download import fetch_config, plan_bundle
-from specchat.hub.memory_fit import RED, MemoryFit, ModelMemory, memory_fit, planned_memory
+from specchat.hub.memory_fit import RED, MemoryFit, ModelMemory, memory_fit, model_memory, planned_memory
 from specchat.hub.remote import RepoPlan
 from specchat.hub.units import format_bytes
 from specchat.system.memory import MachineMemory
@@ -29,17 +30,21 @@ WEIGHT_SUFFIX = ".safetensors"
 
 @dataclass(frozen=True)
 class PlannedFit:
-    """The fit of repos not on disk yet: target first (the larger), then the draft if any."""
+    """The fit of repos not on disk yet: target first (the larger), then the draft if any.
+
+    The draft may be a local folder (draft_folder), e.g. one picked in the pair builder.
+    """
 
     repo_ids: tuple[str, ...]  # as asked, in the order asked
     target: str
     draft: str | None
     context: int
     fit: MemoryFit
+    draft_folder: str | None = None
 
     def covers(self, repo_ids: Sequence[str], context: int) -> bool:
-        """True when this answer is about these repos (any order) at this context."""
-        return set(self.repo_ids) == set(repo_ids) and self.context == context
+        """True when this answer is about these repos (any order) and nothing else, at this context."""
+        return set(self.repo_ids) == set(repo_ids) and self.draft_folder is None and self.context == context
 
 
 def _plan_memory(plan: RepoPlan, config: HubConfig) -> ModelMemory:
@@ -47,16 +52,30 @@ def _plan_memory(plan: RepoPlan, config: HubConfig) -> ModelMemory:
     return planned_memory(plan.repo_id, weights, fetch_config(plan, config))
 
 
-def plan_fit(repo_ids: Sequence[str], config: HubConfig, context: int, machine: MachineMemory) -> PlannedFit:
-    """Ask the hub for sizes and config.json, then fit the larger repo as target (runs off the UI thread)."""
+def plan_fit(
+    repo_ids: Sequence[str],
+    config: HubConfig,
+    context: int,
+    machine: MachineMemory,
+    draft_folder: str | None = None,
+    draft_name: str | None = None,
+) -> PlannedFit:
+    """Ask the hub for sizes and config.json, then fit the larger model as target (runs off the UI thread).
+
+    With draft_folder, that local model is the draft of the largest repo (the larger of the two is the target).
+    """
     if not 1 <= len(repo_ids) <= 2:
         raise ValueError(f"a planned fit takes a target and at most one draft, not {len(repo_ids)} models")
-    models = sorted(
-        (_plan_memory(p, config) for p in plan_bundle(repo_ids, config)), key=lambda m: m.weights_bytes, reverse=True
-    )
+    models = _largest_first(_plan_memory(p, config) for p in plan_bundle(repo_ids, config))
+    if draft_folder is not None:
+        models = _largest_first([models[0], model_memory(Path(draft_folder), draft_name)])
     target, draft = models[0], (models[1] if len(models) > 1 else None)
     fit = memory_fit(target, draft, context, machine)
-    return PlannedFit(tuple(repo_ids), target.name, draft.name if draft else None, context, fit)
+    return PlannedFit(tuple(repo_ids), target.name, draft.name if draft else None, context, fit, draft_folder)
+
+
+def _largest_first(models) -> list[ModelMemory]:
+    return sorted(models, key=lambda m: m.weights_bytes, reverse=True)
 
 
 def not_fitting_text(planned: PlannedFit) -> str:

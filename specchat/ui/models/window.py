@@ -32,6 +32,7 @@ from specchat.settings import Settings, save_settings
 from specchat.system.memory import MachineMemory, read_machine_memory
 
 from ..banner import Banner
+from ..plain_words import this_machine
 from ..screen_fit import fit_to_screen
 from ..theme_switch import follow
 from .downloads import DownloadRows
@@ -44,6 +45,7 @@ from .table_view import ModelsTable
 from .workers import Downloader, TaskRunner
 
 DEFAULT_SIZE = (1360, 800)
+OFFLINE_TIP = "Hugging Face is not reachable, so nothing can be downloaded now: press Search to try again"
 
 
 class ModelsWindow(QWidget):
@@ -74,6 +76,7 @@ class ModelsWindow(QWidget):
         self.downloader = Downloader(self.config, free, self)
         self.search_result = SearchResult(tuple(catalog_hits(self.catalog, "")), False, "")
         self.hub_state = "searching"
+        self.hub_reachable = True  # until a search says otherwise; "searching" again keeps the last answer
         self.local: list[LocalModel] = []
         self._query = ""
         self._search_seq = self._scan_seq = 0
@@ -99,7 +102,7 @@ class ModelsWindow(QWidget):
     def _build(self, read_memory) -> None:
         title = QLabel("Models", objectName="windowTitle")
         subtitle = QLabel(
-            "Curated Qwen models for MLX, Hugging Face search, and what is on this Mac.", objectName="hint"
+            f"Curated Qwen models for MLX, Hugging Face search, and what is on {this_machine()}.", objectName="hint"
         )
         self.search_box = QLineEdit(
             placeholderText="Search MLX models on Hugging Face…", objectName="searchBox", clearButtonEnabled=True
@@ -183,6 +186,7 @@ class ModelsWindow(QWidget):
         )
         self.actions_by_name: dict[str, QAction] = {}
         self.buttons: dict[str, QPushButton] = {}
+        self.tips = {name: tip for name, _text, tip, _slot in specs}
         for name, text, tip, slot in specs:
             action = QAction(text, self, toolTip=tip)
             action.triggered.connect(slot)
@@ -238,6 +242,9 @@ class ModelsWindow(QWidget):
 
     def _set_hub_state(self, state: str, message: str) -> None:
         self.hub_state = state
+        if state != "searching":
+            self.hub_reachable = state == "online"
+            self._update_actions()
         self.state_label.setText(state_pill(state))
         self.state_label.setToolTip(message or f"Hugging Face at {self.config.endpoint}")
         if state == "offline":
@@ -294,7 +301,7 @@ class ModelsWindow(QWidget):
         rows = self.selected_rows()
         single = rows[0] if len(rows) == 1 else None
         enabled = {
-            "download": bool(rows) and all(r.downloadable for r in rows),
+            "download": self.hub_reachable and bool(rows) and all(r.downloadable for r in rows),
             "cancel": any(r.busy for r in rows),
             "delete": single is not None and single.deletable,
             "target": single is not None and single.usable,
@@ -302,12 +309,21 @@ class ModelsWindow(QWidget):
         }
         for name, on in enabled.items():
             self.actions_by_name[name].setEnabled(on)  # its button follows (enabledChanged)
+        self._set_tip("download", self.tips["download"] if self.hub_reachable else OFFLINE_TIP)
+
+    def _set_tip(self, name: str, tip: str) -> None:
+        self.actions_by_name[name].setToolTip(tip)
+        self.buttons[name].setToolTip(tip)
 
     def _show_selected_fit(self, *_) -> None:
-        """A target (and a draft) not downloaded yet: their planned memory fit in the pair builder."""
+        """A target (and a draft) not downloaded yet: their planned memory fit in the pair builder.
+
+        The draft may be on disk already: the planned fit is then the hub target's with that draft.
+        """
         rows = self.selected_rows()
-        if 1 <= len(rows) <= 2 and all(r.downloadable for r in rows):
-            self.pair_panel.check_planned(repo_ids(rows))
+        hub, local = [r for r in rows if r.downloadable], [r for r in rows if r.usable]
+        if hub and len(rows) <= 2 and len(hub) + len(local) == len(rows):
+            self.pair_panel.check_planned(repo_ids(hub), _folder(local[0]) if local else None)
         else:
             self.pair_panel.check_local()
 
