@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +84,8 @@ class ConversationStore(VersionsMixin):
         """
         self.in_memory = str(db_path) == IN_MEMORY
         self.path = Path(db_path)
+        # called with a conversation's id after its title followed a change to its first message
+        self.title_listeners: list[Callable[[int], None]] = []
         if not self.in_memory:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         # autocommit: every write goes through _transaction(), so BEGIN/COMMIT are ours, never implicit
@@ -216,7 +218,7 @@ class ConversationStore(VersionsMixin):
         """Edit-and-resend: drop the messages from `position` on and append this one, in one transaction."""
         _check_role(role)
         self.get(conversation_id)
-        with self._transaction() as db:
+        with self._changing_messages(conversation_id) as db:
             db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?", (conversation_id, position))
             message_id = self._insert(conversation_id, role, content, None, False, complete=True)
         return self._written(message_id)
@@ -253,12 +255,15 @@ class ConversationStore(VersionsMixin):
 
     def delete_message(self, message_id: int) -> None:
         """Delete one message (a reply stopped before it said anything)."""
-        with self._transaction() as db:
+        message = self._message(message_id)
+        if message is None:
+            return
+        with self._changing_messages(message.conversation_id) as db:
             db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
 
     def truncate(self, conversation_id: int, keep: int) -> None:
         """Delete every message from position `keep` on (regenerate)."""
-        with self._transaction() as db:
+        with self._changing_messages(conversation_id) as db:
             db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?", (conversation_id, keep))
             db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), conversation_id))
 
@@ -294,6 +299,46 @@ class ConversationStore(VersionsMixin):
         if message is None:
             raise KeyError(f"no message with id {message_id}")
         return message
+
+    # --- titles made from the first message ---
+
+    def _title_is_derived(self, conversation_id: int) -> bool:
+        """True when the title is the default or was made from the first user message (not one the user gave);
+        False when there is no such conversation."""
+        row = self._db.execute("SELECT title FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        if row is None:
+            return False
+        first = self._first_user_text(conversation_id)
+        return row[0] == DEFAULT_TITLE or (first is not None and row[0] == title_from(first))
+
+    def _first_user_text(self, conversation_id: int) -> str | None:
+        row = self._db.execute(
+            "SELECT content FROM messages WHERE conversation_id = ? AND role = 'user' ORDER BY position LIMIT 1",
+            (conversation_id,),
+        ).fetchone()
+        return row[0] if row is not None else None
+
+    @contextmanager
+    def _changing_messages(self, conversation_id: int) -> Iterator[sqlite3.Connection]:
+        """A write transaction that changes a conversation's messages: a derived title then follows the first
+        user message (DEFAULT_TITLE when none is left), a title the user gave stays; the title listeners
+        hear of a change once it is committed."""
+        with self._transaction() as db:
+            derived = self._title_is_derived(conversation_id)
+            yield db
+            retitled = derived and self._follow_first_message(conversation_id)
+        if retitled:
+            for listener in list(self.title_listeners):
+                listener(conversation_id)
+
+    def _follow_first_message(self, conversation_id: int) -> bool:
+        """Inside a transaction: title the conversation after its first user message; True when that changed it."""
+        first = self._first_user_text(conversation_id)
+        title = DEFAULT_TITLE if first is None else title_from(first)
+        if title == self.get(conversation_id).title:
+            return False
+        self._db.execute("UPDATE conversations SET title = ? WHERE id = ?", (title, conversation_id))
+        return True
 
     # --- recovery ---
 

@@ -29,7 +29,8 @@ class ReplyVersion:
 
 
 class VersionsMixin:
-    """Version and delete operations; the host class provides _db, _transaction() and _message()."""
+    """Version and delete operations; the host class provides _db, _transaction(), _changing_messages()
+    and _message()."""
 
     _db: sqlite3.Connection
 
@@ -38,6 +39,8 @@ class VersionsMixin:
         def _transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
         def _message(self, message_id: int) -> StoredMessage | None: ...
+
+        def _changing_messages(self, conversation_id: int) -> AbstractContextManager[sqlite3.Connection]: ...
 
     def versions(self, message_id: int) -> list[ReplyVersion]:
         """Every saved version of a reply, oldest first; [] for a reply never regenerated."""
@@ -118,7 +121,7 @@ class VersionsMixin:
             if after is not None and after["role"] == "assistant":
                 positions.append(message.position + 1)
         cid, first, gap = message.conversation_id, positions[0], len(positions)
-        with self._transaction() as db:
+        with self._changing_messages(cid) as db:  # deleting the first message retitles a derived title
             db.execute(
                 "DELETE FROM messages WHERE conversation_id = ? AND position BETWEEN ? AND ?",
                 (cid, first, positions[-1]),

@@ -6,8 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QMenu, QSpinBox, QWidget
+from PySide6.QtGui import QAction, QFontMetrics
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QSpinBox,
+    QWidget,
+)
 
 from specchat.engine.config import GenerationConfig
 from specchat.server.app import ServerOptions
@@ -15,8 +25,32 @@ from specchat.server.backend import EngineBackend
 from specchat.server.running import BackgroundServer
 
 from .engine_client import EngineClient
+from .plain_words import this_machine
 
 LOCALHOST = "127.0.0.1"
+CONNECT_TITLE = "Connect to a server"
+SERVE_TITLE = "Serve on localhost"
+DIALOG_MIN_WIDTH = 420  # the address and key placeholders show whole
+# room a title bar takes beside its text: the close / minimise / zoom buttons, an icon and the margins
+TITLE_BAR_ALLOWANCE = 160
+
+
+def other_machine() -> str:
+    """Another computer, as the app names this one: "another Mac" on macOS, "another computer" elsewhere."""
+    return this_machine().replace("this ", "another ", 1)
+
+
+def title_width(title: str) -> int:
+    """The width a dialog needs for its whole title in the title bar (the title font is often bold)."""
+    font = QApplication.font()
+    font.setBold(True)
+    return QFontMetrics(font).horizontalAdvance(title) + TITLE_BAR_ALLOWANCE
+
+
+def fit_title(dialog: QDialog, title: str) -> None:
+    """Set a dialog's window title and make it wide enough that the title bar never shortens it."""
+    dialog.setWindowTitle(title)
+    dialog.setMinimumWidth(max(DIALOG_MIN_WIDTH, title_width(title)))
 
 
 @dataclass(frozen=True)
@@ -96,7 +130,9 @@ class ServerMenu(QMenu):
         )
         self.serve_action.toggled.connect(self.serveToggled)
         self.connect_action = QAction("Connect to server…", self)
-        self.connect_action.setToolTip("Use a SpecChat server (python -m specchat serve) on another Mac as the engine")
+        self.connect_action.setToolTip(
+            f"Use a SpecChat server (python -m specchat serve) on {other_machine()} as the engine"
+        )
         self.local_action = QAction("Use local models", self, enabled=False)
         self.local_action.triggered.connect(self.localRequested)
         self.connect_action.triggered.connect(self._ask_connect)
@@ -124,9 +160,9 @@ class ServeDialog(QDialog):
 
     def __init__(self, port: int, api_key: str | None, parent=None):
         super().__init__(parent)
-        self.setWindowTitle("Serve on localhost")
+        fit_title(self, SERVE_TITLE)
         self.port = QSpinBox(minimum=1024, maximum=65535, value=port)
-        self.key = QLineEdit(api_key or "", placeholderText="none (only this Mac can connect)")
+        self.key = QLineEdit(api_key or "", placeholderText=f"none (only {this_machine()} can connect)")
         form = QFormLayout(self)
         form.addRow("Port:", self.port)
         form.addRow("API key:", self.key)
@@ -146,11 +182,14 @@ class ConnectDialog(QDialog):
 
     def __init__(self, parent=None, url: str = "", api_key: str | None = None):
         super().__init__(parent)
-        self.setWindowTitle("Connect to a SpecChat server")
-        self.url = QLineEdit(url, placeholderText="http://mac-studio.local:8080")
+        fit_title(self, CONNECT_TITLE)
+        self.heading = QLabel(f"Use a SpecChat server on {other_machine()} as the engine.")
+        self.heading.setWordWrap(True)
+        self.url = QLineEdit(url, placeholderText="http://studio.local:8080")
         self.key = QLineEdit(api_key or "", placeholderText="the key the server was started with")
         self.key.setEchoMode(QLineEdit.EchoMode.Password)
         form = QFormLayout(self)
+        form.addRow(self.heading)
         form.addRow("Address:", self.url)
         form.addRow("API key:", self.key)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)

@@ -91,12 +91,21 @@ class SpeculationMenu(QMenu):
     def set_available(self, modes: dict[str, str | None] | None) -> None:
         """Enable each mode the engine offers; None means nothing is loaded."""
         for mode, action in self.mode_actions.items():
-            reason = None if mode == "baseline" else (NOT_LOADED if modes is None else modes.get(mode, "unknown mode"))
+            reason = unavailable(modes, mode)
             action.setEnabled(reason is None)
             tip = f"{MODE_LABELS[mode]} ({MODE_SHORTCUTS[mode]})"
             plain, detail = mode_reason(mode, reason)
             action.setToolTip(tip if reason is None else f"Unavailable: {plain}" + (f" ({detail})" if detail else ""))
             action.setStatusTip(action.toolTip())
+        self._set_history_available(unavailable(modes, "mtp"))
+
+    def _set_history_available(self, reason: str | None) -> None:
+        """The history switch applies to MTP only: greyed, with why in plain words, while MTP is unavailable."""
+        action = self.history_action
+        action.setEnabled(reason is None)
+        plain, _detail = mode_reason("mtp", reason)
+        action.setToolTip(HISTORY_TIP if reason is None else f"Applies to MTP only, and MTP is unavailable: {plain}")
+        action.setStatusTip(action.toolTip())
 
     def set_mode(self, mode: Mode) -> None:
         """Check a mode without emitting."""
@@ -159,6 +168,13 @@ class SpeculationMenu(QMenu):
         index = choices.index(self.current_k) + step
         if 0 <= index < len(choices):
             self.k_actions[choices[index]].trigger()
+
+
+def unavailable(modes: dict[str, str | None] | None, mode: str) -> str | None:
+    """Why a mode cannot run (None: it can); modes None means nothing is loaded."""
+    if mode == "baseline":
+        return None
+    return NOT_LOADED if modes is None else modes.get(mode, "unknown mode")
 
 
 def tuned_k(paths: AppPaths, target: str | None, drafter: str | None) -> int | None:

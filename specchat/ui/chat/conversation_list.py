@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shiboken6
 from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
@@ -35,7 +36,8 @@ class ConversationList(QFrame):
 
     def __init__(self, store: ConversationStore, parent=None):
         super().__init__(parent)
-        self.store = store
+        self._store = store
+        store.title_listeners.append(self._title_changed)
         self.setObjectName("sidebar")
         self.setMinimumWidth(200)
         self.setMaximumWidth(360)
@@ -59,6 +61,22 @@ class ConversationList(QFrame):
         for widget in (self.new_button, self.search, self.list):
             layout.addWidget(widget)
         self._quiet = False
+
+    @property
+    def store(self) -> ConversationStore:
+        """The conversations listed; the list follows their titles (a deleted first message retitles one)."""
+        return self._store
+
+    @store.setter
+    def store(self, store: ConversationStore) -> None:
+        if self._title_changed in self._store.title_listeners:
+            self._store.title_listeners.remove(self._title_changed)
+        self._store = store
+        store.title_listeners.append(self._title_changed)
+
+    def _title_changed(self, _conversation_id: int) -> None:
+        if shiboken6.isValid(self):  # a store can outlive its sidebar
+            self.refresh()
 
     def refresh(self, select: int | None = None) -> None:
         """Reload titles from the store (filtered by the search box), keeping or setting the selection."""

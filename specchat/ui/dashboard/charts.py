@@ -11,6 +11,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout
 
 from .. import theme
+from ..plain_words import this_machine
 from ..theme_switch import follow
 
 BLUE = "#2f6fde"
@@ -26,6 +27,7 @@ PLOT_MIN_HEIGHT = 130
 PLOT_MIN_WIDTH = 200
 HEADROOM = 1.2  # a y range this much above the highest value or marker leaves room for the marker's label
 MIN_TIME_SPAN_S = 60  # the narrowest time window a chart over time shows
+ROUND_MARGIN = 0.5  # a chart over rounds shows this much beside its first and last round (room for the bars)
 
 
 def card_style() -> str:
@@ -45,26 +47,35 @@ def pen(color: str, width: float = 2.0, dashed: bool = False):
 
 
 class CountAxis(pg.AxisItem):
-    """An axis for counts (rounds, draft lengths): ticks at whole numbers only, never "2.5"."""
+    """An axis for counts (rounds, draft lengths): ticks at whole numbers only, never "2.5" nor below zero.
+    The value 0 is labelled `first_label`: rounds, numbered from 0 by the engine, are counted from 1."""
+
+    def __init__(self, *args, first_label: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.first_label = first_label
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph's names)
         levels = [
-            (spacing, [v for v in values if abs(v - round(v)) < 1e-6])
+            (spacing, [v for v in values if abs(v - round(v)) < 1e-6 and v > -0.5])
             for spacing, values in super().tickValues(minVal, maxVal, size)
             if spacing >= 1
         ]
         if not levels:  # a range under two units: every whole number in it
-            levels = [(1.0, [float(v) for v in range(math.ceil(minVal), math.floor(maxVal) + 1)])]
+            low = max(math.ceil(minVal), 0)
+            levels = [(1.0, [float(v) for v in range(low, math.floor(maxVal) + 1)])]
         return levels
 
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph's name)
+        return [str(round(v) + self.first_label) for v in values]
 
-def make_plot(y_label: str, x_label: str = "", date_axis: bool = False) -> pg.PlotWidget:
+
+def make_plot(y_label: str, x_label: str = "", date_axis: bool = False, first_label: int = 0) -> pg.PlotWidget:
     """A white plot with a light grid and muted axes (the legend lives in the card's header).
-    The x axis shows dates (date_axis) or, when labelled, counts."""
+    The x axis shows dates (date_axis) or, when labelled, counts (0 labelled first_label)."""
     if date_axis:
         axes = {"bottom": pg.DateAxisItem(orientation="bottom")}
     else:
-        axes = {"bottom": CountAxis(orientation="bottom")} if x_label else {}
+        axes = {"bottom": CountAxis(orientation="bottom", first_label=first_label)} if x_label else {}
     plot = pg.PlotWidget(axisItems=axes)
     plot.setMinimumHeight(PLOT_MIN_HEIGHT)
     plot.setMinimumWidth(PLOT_MIN_WIDTH)
@@ -101,7 +112,7 @@ CHART_HELP = {  # each chart's title -> what it plots and how (the title's toolt
     "Acceptance": "Share of each round's drafted tokens that the target accepted, in percent.",
     "Memory": "MLX active and peak memory, system memory available and this process's resident size, in GB, "
     "read every second.",
-    "Power": "Battery level in percent and whether the machine runs on mains power, read from the OS.",
+    "Power": f"Battery level in percent and whether {this_machine()} runs on mains power, read from the OS.",
     "Speedup vs plain decoding": "Median tok/s of each K over plain decoding's median, minus 1, in percent; "
     "faded bars are noisy (CV above 5%), a red cross marks output that differed.",
 }
@@ -192,6 +203,12 @@ class ChartCard(QFrame):
         elif self._recent_window:
             item.enableAutoRange(x=True)
             self._recent_window = False
+
+    def show_rounds(self, x) -> None:
+        """Charts over rounds: exactly the rounds held, half a round either side (one round shows as 0.5 to 1.5),
+        never pyqtgraph's range around a single point, which runs into negative rounds."""
+        if len(x):
+            self.plot.getPlotItem().setXRange(float(x[0]) - ROUND_MARGIN, float(x[-1]) + ROUND_MARGIN, padding=0)
 
     def set_empty(self, text: str | None) -> None:
         """Show a note over the plot (None hides it); an empty plot hides its meaningless tick values."""

@@ -38,6 +38,7 @@ from specchat.ui.chat.footer import MODE_NAMES
 
 from .. import theme
 from ..banner import Banner
+from ..plain_words import this_machine
 from ..theme_switch import follow
 from .charts import BLUE, GREEN, ORANGE, PURPLE, TEAL, ChartCard
 from .panels import (
@@ -50,7 +51,7 @@ from .panels import (
 )
 from .poller import SystemPoller
 from .reflow import ChartDeck, ReflowGrid
-from .tiles import StatTile, fill_tiles
+from .tiles import StatTile, fill_tiles, plural
 
 log = logging.getLogger(__name__)
 REDRAW_INTERVAL_MS = 250
@@ -406,23 +407,25 @@ class Dashboard(QWidget):
         self.acceptance.set_empty(None if has_rounds else note or "Acceptance appears once the target checks drafts.")
         self.memory_chart.set_empty(None if len(self.memory) else "Reading memory…")
         self.power_chart.set_empty(self._power_empty_text())
+        self.power_chart.note.setToolTip(f"Reported: {self.last_power[0].detail}" if self.last_power else "")
         self._place_power()
         self.acceptance.caption.setText(self._per_round_caption())
-        self.throughput.caption.setText(f"rolling: last {self.rounds.window} rounds")
+        self.throughput.caption.setText(f"rolling: last {plural(self.rounds.window, 'round')}")
 
     def throughput_empty_text(self) -> str:
         """What the throughput chart says before any round."""
         return "No speculative rounds yet.\nSend a message with Draft or MTP on."
 
     def _power_empty_text(self) -> str | None:
+        """The power card's one line when there is no battery level to plot (None: it plots one)."""
         if self.last_power is None:
             return "Reading power…"
         status = self.last_power[0]
         if status.percent is not None or len(self.power) and not all(math.isnan(p) for p in self.power.column(1)):
             return None
         if status.source == "ac":
-            return "No battery: this machine runs on mains power."
-        return f"Power source unknown.\n{status.detail}"
+            return f"No battery: {this_machine()} runs on mains power."
+        return f"Power source unknown: the system did not say whether {this_machine()} runs on mains or battery."
 
     def _per_round_caption(self) -> str:
         totals = self.rounds.totals()

@@ -61,7 +61,7 @@ class ThroughputChart(ChartCard):
     def __init__(self, parent=None):
         super().__init__(
             "Decode speed",
-            make_plot("tok/s", "round"),
+            make_plot("tok/s", "round", first_label=1),
             "No speculative rounds yet.\nSend a message with Draft or MTP on.",
             [(BLUE_LIGHT, "dot", "per round"), (BLUE, "line", "rolling"), (RED, "dashed", "plain decode")],
             parent,
@@ -82,6 +82,7 @@ class ThroughputChart(ChartCard):
         self._per_round = rounds.tokens_per_s()
         set_curve(self.round_curve, x, self._per_round)
         set_curve(self.rolling_curve, x, rounds.rolling_tokens_per_s())
+        self.show_rounds(x)
         self._fit()
 
     def set_baseline(self, tps: float | None) -> None:
@@ -104,7 +105,7 @@ class AcceptanceChart(ChartCard):
     def __init__(self, parent=None):
         super().__init__(
             "Acceptance",
-            make_plot("% of drafted tokens", "round"),
+            make_plot("% of drafted tokens", "round", first_label=1),
             "Acceptance appears once the target checks drafts.",
             [(GREEN_LIGHT, "bar", "per round"), (GREEN, "line", "cumulative")],
             parent,
@@ -127,6 +128,7 @@ class AcceptanceChart(ChartCard):
         else:
             self.round_curve.setData([], [])
         set_curve(self.cumulative_curve, x, rounds.cumulative_acceptance() * 100)
+        self.show_rounds(x)
 
 
 class MemoryChart(ChartCard):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout
 
 from specchat.tuning.reference import FASTER, SLOWER, compare
+from specchat.ui.chat.footer import MODE_NAMES
 
 from .. import theme
 from ..theme_switch import follow
@@ -78,13 +79,37 @@ class StatTile(QFrame):
             self.accent = color
             self._restyle()
 
-    def set(self, value: str, sub: str = "", color: str | None = None) -> None:
-        """Show a value (in a colour, else the usual one) and its detail line."""
+    def set(self, value: str, sub: str = "", color: str | None = None, detail: str = "") -> None:
+        """Show a value (in a colour, else the usual one) and its detail line; `detail` (technical: what the
+        OS reported) goes in the tooltip only."""
         self.value.setText(value)
         self.value.setStyleSheet(f"color: {color};" if color else "")
         self.sub.setText(sub)
         now = f"{self.title.text().title()}: {value}" + (f" ({sub})" if sub else "")
+        if detail:
+            now += f"\nReported: {detail}"
         self.setToolTip(f"{self.help}\n\n{now}" if self.help else now)
+
+
+def plural(count: float, word: str) -> str:
+    """A whole count and its word, singular for one: '1 round', '3 rounds'."""
+    n = int(round(count))
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def mode_words(mode: str) -> str:
+    """A reply's mode as the menus name it ('plain decoding' for speculation off), never the raw key."""
+    return "plain decoding" if mode == "baseline" else MODE_NAMES.get(mode, mode)
+
+
+def power_words(source: str | None, percent: float | None = None) -> str:
+    """A power source in plain words: 'on mains power', 'on battery 80%', 'power source unknown'."""
+    shown = f" {percent:.0f}%" if percent is not None and percent == percent else ""
+    if source == "ac":
+        return "on mains power" + (f", battery{shown}" if shown else "")
+    if source == "battery":
+        return "on battery" + shown
+    return "power source unknown"
 
 
 def fmt_rate(tps: float | None) -> str:
@@ -108,9 +133,9 @@ def fmt_gb(n_bytes: float | None) -> str:
 def _speed(dash) -> tuple[float | None, str]:
     """The headline speed: rolling while rounds come in, else the last reply's decode speed."""
     if dash.generating and len(dash.rounds):
-        return float(dash.rounds.rolling_tokens_per_s()[-1]), f"rolling, last {dash.rounds.window} rounds"
+        return float(dash.rounds.rolling_tokens_per_s()[-1]), f"rolling, last {plural(dash.rounds.window, 'round')}"
     if dash.last_stats is not None and not dash.generating:
-        return dash.last_stats.decode_tokens_per_s, f"last {dash.source_name} ({dash.last_stats.mode})"
+        return dash.last_stats.decode_tokens_per_s, f"last {dash.source_name} ({mode_words(dash.last_stats.mode)})"
     return None, "generating…" if dash.generating else "no reply yet"
 
 
@@ -122,27 +147,32 @@ def fill_tiles(dash) -> None:
     speed, speed_note = _speed(dash)
     tiles["speed"].set(fmt_rate(speed), speed_note)
     _fill_vs_plain(tiles["vs_plain"], dash, speed)
-    totals = dash.rounds.totals()
-    if totals["rounds"]:
-        rate = totals["accepted"] / totals["drafted"] if totals["drafted"] else None
-        tiles["acceptance"].set(fmt_pct(rate), f"{totals['accepted']:.0f} of {totals['drafted']:.0f} drafted")
-        stats = None if dash.generating else dash.last_stats
-        drafting = sum(stats.k_rounds.values()) if stats is not None and stats.k_rounds else 0
-        # auto K's plain bursts are rounds that drafted nothing (drafting is 0 without stats)
-        if stats is not None and drafting and drafting != totals["rounds"]:
-            tiles["per_round"].set(
-                f"{stats.mean_accepted_per_round:.2f}",
-                f"over {drafting} drafting rounds (+{totals['rounds'] - drafting:.0f} plain)",
-            )
-        else:
-            tiles["per_round"].set(
-                f"{totals['accepted'] / totals['rounds']:.2f}", f"over {totals['rounds']:.0f} rounds"
-            )
-    else:
-        tiles["acceptance"].set(DASH, "no drafts yet")
-        tiles["per_round"].set(DASH, "no rounds yet")
+    _fill_rounds(tiles, dash)
     _fill_memory(tiles["memory"], dash.last_memory, dash.weights_bytes)
     _fill_power(tiles["power"], dash.last_power)
+
+
+def _fill_rounds(tiles: dict[str, StatTile], dash) -> None:
+    """Acceptance and accepted per round over the rounds so far (a finished reply's own figures when auto K
+    also decoded plainly)."""
+    totals = dash.rounds.totals()
+    if not totals["rounds"]:
+        tiles["acceptance"].set(DASH, "no drafts yet")
+        tiles["per_round"].set(DASH, "no rounds yet")
+        return
+    rate = totals["accepted"] / totals["drafted"] if totals["drafted"] else None
+    tiles["acceptance"].set(fmt_pct(rate), f"{totals['accepted']:.0f} of {totals['drafted']:.0f} drafted")
+    stats = None if dash.generating else dash.last_stats
+    drafting = sum(stats.k_rounds.values()) if stats is not None and stats.k_rounds else 0
+    # auto K's plain bursts are rounds that drafted nothing (drafting is 0 without stats)
+    if stats is not None and drafting and drafting != totals["rounds"]:
+        plain = f"+{totals['rounds'] - drafting:.0f} plain"
+        tiles["per_round"].set(
+            f"{stats.mean_accepted_per_round:.2f}", f"over {plural(drafting, 'drafting round')} ({plain})"
+        )
+    else:
+        mean = totals["accepted"] / totals["rounds"]
+        tiles["per_round"].set(f"{mean:.2f}", f"over {plural(totals['rounds'], 'round')}")
 
 
 def _fill_vs_plain(tile: StatTile, dash, speed: float | None) -> None:
@@ -181,6 +211,7 @@ def _fill_memory(tile: StatTile, sample, weights: int | None) -> None:
 
 
 def _fill_power(tile: StatTile, reading) -> None:
+    """The source and battery level, then what else is known in plain words; the OS's own words in the tooltip."""
     if reading is None:
         tile.set(DASH, "reading…")
         return
@@ -195,5 +226,5 @@ def _fill_power(tile: StatTile, reading) -> None:
     elif low_power is False:
         notes.append("low-power mode off")
     if status.source == "unknown" or not notes:
-        notes.append(status.detail)
-    tile.set(value, " · ".join(notes))
+        notes.insert(0, power_words(status.source, status.percent))
+    tile.set(value, " · ".join(notes), detail=status.detail)
