@@ -112,8 +112,10 @@ def test_copy_and_delete_a_message(qtbot, open_window, dense_target):
     send(qtbot, window, "first")
     second = send(qtbot, window, "second")
     conv = window.chat.conversation_id
-    window.transcript.views[-1].copy_button.click()
-    assert QGuiApplication.clipboard().text() == second.text
+    copy = window.transcript.views[-1].copy_button
+    copy.click()
+    assert QGuiApplication.clipboard().text() == second.text and copy.text() == "Copied ✓"
+    qtbot.waitUntil(lambda: copy.text() == "Copy", timeout=30_000)
     asked = []
     window.chat.actions.confirm = lambda _parent, question: asked.append(question) or False
     window.transcript.views[0].delete_button.click()

@@ -2,6 +2,7 @@
 
 import time
 
+import pytest
 from PySide6.QtCore import QEvent, QTimer, QUrl
 from PySide6.QtGui import QColor, QGuiApplication, QHelpEvent, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
@@ -156,3 +157,70 @@ def _foreground(doc, position: int) -> QColor:
     cursor = QTextCursor(doc)
     cursor.setPosition(position + 1)  # the format of the character before the cursor
     return cursor.charFormat().foreground().color()
+
+
+LONG_WORDS = "See " + "supercalifragilistic" * 6 + " and /a/very/long/path/" + "segment" * 12 + " then more text."
+LONG_FOOTER = "error: /models/" + "Qwen3-30B-A3B-Instruct-2507-MLX-4bit" * 3 + "/config.json could not be read"
+
+
+def _clipped(transcript) -> list[str]:
+    """What sticks out of its card or the viewport, or is cut short by its own width."""
+    from PySide6.QtCore import QPoint, QRect
+    from PySide6.QtWidgets import QLabel, QToolButton
+
+    problems = []
+    viewport = transcript.viewport()
+    if transcript.widget().width() > viewport.width():
+        problems.append(f"content {transcript.widget().width()} px wide in a {viewport.width()} px viewport")
+    for view in transcript.views:
+        card = QRect(view.mapTo(viewport, QPoint(0, 0)), view.size())
+        if card.left() < 0 or card.right() >= viewport.width():
+            problems.append(f"{view.role} card at {card} sticks out of the viewport")
+        for widget in view.findChildren(QLabel) + view.findChildren(QToolButton):
+            if not widget.isVisibleTo(view) or not widget.text():
+                continue
+            name = f"{view.role} {type(widget).__name__} {widget.text()[:20]!r}"
+            spot = QRect(widget.mapTo(view, QPoint(0, 0)), widget.size())
+            if not view.contentsRect().contains(spot):
+                problems.append(f"{name} at {spot} is outside its card {view.contentsRect()}")
+            wraps = isinstance(widget, QLabel) and widget.wordWrap()
+            if wraps and widget.height() < widget.heightForWidth(widget.width()):
+                problems.append(f"{name} is {widget.height()} px high, needs {widget.heightForWidth(widget.width())}")
+            if not wraps and widget.width() < widget.sizeHint().width():
+                problems.append(f"{name} is {widget.width()} px wide, needs {widget.sizeHint().width()}")
+        for body in (view.body, view.thinking):
+            if body.isVisibleTo(view) and body.document().idealWidth() > body.viewport().width() + 1:
+                problems.append(
+                    f"{view.role} text is {body.document().idealWidth()} px wide in {body.viewport().width()}"
+                )
+    return problems
+
+
+@pytest.mark.parametrize("width", [320, 420, 448])
+def test_cards_wrap_and_keep_every_action_link_in_a_narrow_transcript(qtbot, width):
+    from specchat.engine.events import TextChunk
+    from specchat.ui.chat.trace import ReplyTrace
+    from specchat.ui.chat.transcript import TranscriptView
+
+    transcript = TranscriptView()
+    qtbot.addWidget(transcript)
+    transcript.resize(width, 700)
+    transcript.show()
+    transcript.add_user(LONG_WORDS)
+    reply = f"<think>\nA plan.\n</think>\n\n{LONG_WORDS}\n\n```python\nx = '{'y' * 150}'\n```"
+    trace = ReplyTrace(lambda ids: "")
+    transcript.start_reply(trace)
+    trace.add(TextChunk(reply, (), ()))
+    transcript.finish_reply(reply, LONG_FOOTER, 1, 3)  # version 2/3: ‹ 2/3 › Copy Delete Regenerate
+    card = transcript.views[-1]
+    assert card.regenerate_button.isVisibleTo(card) and card.version_label.isVisibleTo(card)
+
+    def fits():
+        assert all(view.width() > 0 for view in transcript.views)
+        assert _clipped(transcript) == []
+
+    qtbot.waitUntil(fits, timeout=30_000)
+    card.copy_button.click()  # "Copied ✓" is wider than "Copy"
+    assert card.copy_button.text() == "Copied ✓"
+    qtbot.waitUntil(fits, timeout=30_000)
+    screenshot(transcript, f"transcript_narrow_{width}")

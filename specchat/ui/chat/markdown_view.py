@@ -1,12 +1,13 @@
 """A read-only text view that renders Markdown, fits its height to its content, offers a
-copy link per code block, and can tint characters that came from accepted drafts."""
+copy link per code block (it says Copied for a moment once used), and can tint characters that came
+from accepted drafts."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import contextmanager
 
-from PySide6.QtCore import QSize, Qt, QUrl, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QColor,
     QDesktopServices,
@@ -22,7 +23,7 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
 
 from .. import theme
 from .highlight import colour_spans
-from .markdown_source import copy_index, prepare_markdown
+from .markdown_source import COPIED_LABEL, COPIED_MS, COPY_LABEL, copy_index, prepare_markdown
 from .trace import RejectedSpot, align
 
 
@@ -36,6 +37,9 @@ class MarkdownView(QTextBrowser):
         self.code_blocks: list[str] = []
         self.muted = muted
         self._cursor: QTextCursor | None = None
+        self._copied: int | None = None  # the code block whose link says Copied for a moment
+        self._copied_reset = QTimer(self, singleShot=True, interval=COPIED_MS)
+        self._copied_reset.timeout.connect(self._unmark_copied)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setOpenLinks(False)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -63,6 +67,8 @@ class MarkdownView(QTextBrowser):
                     for m in align(prepared.markdown, self.document().toPlainText())
                 ]
                 self._overlay(mapping, draft_flags, rejections or {})
+        if self._copied is not None:
+            self._relabel(self._copied, COPIED_LABEL)
         self._fit_height()
 
     def set_plain(
@@ -110,44 +116,62 @@ class MarkdownView(QTextBrowser):
             self._cursor = None
 
     def _style_blocks(self) -> None:
-        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        """Code blocks, copy links and inline code get their look (each positions the cursor itself)."""
         block = self.document().begin()
         code_run: list = []  # the blocks (lines) of the fenced code block being walked
         while block.isValid():
-            fmt = block.blockFormat()
-            cursor = self._cursor
-            assert cursor is not None  # styled inside _edit_block()
-            cursor.setPosition(block.position())
-            is_code = fmt.hasProperty(QTextFormat.Property.BlockCodeFence)
-            if code_run and not is_code:
-                self._highlight(code_run)
-                code_run = []
-            if is_code:
+            if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
                 code_run.append(block)
-                fmt.setBackground(QColor(theme.CODE_BG))
-                fmt.setLeftMargin(8)
-                cursor.setBlockFormat(fmt)
-                code = QTextCharFormat()
-                code.setFont(mono)
-                code.setFontPointSize(max(9.0, self.font().pointSizeF() - 1))
-                cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
-                cursor.mergeCharFormat(code)
-            elif block.text() and _is_copy_link(block):
-                right = QTextBlockFormat(fmt)
-                right.setAlignment(Qt.AlignmentFlag.AlignRight)
-                right.setBottomMargin(0)
-                cursor.setBlockFormat(right)
-                small = QTextCharFormat()
-                small.setFontPointSize(max(8.0, self.font().pointSizeF() - 2))
-                small.setForeground(QColor(theme.ACCENT))
-                small.setFontUnderline(False)
-                cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
-                cursor.mergeCharFormat(small)
             else:
-                self._style_inline_code(block)
+                if code_run:
+                    self._style_code(code_run)
+                    code_run = []
+                if block.text() and _link_index(block) is not None:
+                    self._style_link(block)
+                else:
+                    self._style_inline_code(block)
             block = block.next()
         if code_run:
-            self._highlight(code_run)
+            self._style_code(code_run)
+
+    def _style_code(self, blocks: list) -> None:
+        """A fenced code block: shaded, monospace, its long lines wrapped inside it, then coloured."""
+        code = QTextCharFormat()
+        code.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        code.setFontPointSize(max(9.0, self.font().pointSizeF() - 1))
+        for block in blocks:
+            fmt = block.blockFormat()
+            fmt.setBackground(QColor(theme.CODE_BG))
+            fmt.setLeftMargin(8)
+            fmt.setNonBreakableLines(False)  # a long line wraps in the block instead of widening the card
+            cursor = self._select_block(block)
+            cursor.setBlockFormat(fmt)
+            cursor.mergeCharFormat(code)
+        self._highlight(blocks)
+
+    def _style_link(self, block) -> None:
+        """A copy link: small, in the accent colour, at the right edge just above its code block."""
+        right = QTextBlockFormat(block.blockFormat())
+        right.setAlignment(Qt.AlignmentFlag.AlignRight)
+        right.setBottomMargin(0)
+        cursor = self._select_block(block)
+        cursor.setBlockFormat(right)
+        cursor.mergeCharFormat(self._link_format())
+
+    def _link_format(self) -> QTextCharFormat:
+        small = QTextCharFormat()
+        small.setFontPointSize(max(8.0, self.font().pointSizeF() - 2))
+        small.setForeground(QColor(theme.ACCENT))
+        small.setFontUnderline(False)
+        return small
+
+    def _select_block(self, block) -> QTextCursor:
+        """The edit cursor, selecting the block's text."""
+        cursor = self._cursor
+        assert cursor is not None  # styled inside _edit_block()
+        cursor.setPosition(block.position())
+        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        return cursor
 
     def _highlight(self, blocks: list) -> None:
         """Colour one fenced code block (its lines are consecutive blocks) with Pygments."""
@@ -213,14 +237,40 @@ class MarkdownView(QTextBrowser):
         index = copy_index(url.toString())
         if index is not None and index < len(self.code_blocks):
             QGuiApplication.clipboard().setText(self.code_blocks[index])
+            self._mark_copied(index)
             self.copied.emit(self.code_blocks[index])
         elif url.scheme() in ("http", "https"):
             QDesktopServices.openUrl(url)
 
+    # --- copy feedback ---
 
-def _is_copy_link(block) -> bool:
+    def _mark_copied(self, index: int) -> None:
+        """The link of code block `index` says Copied for COPIED_MS (kept across streaming redraws)."""
+        self._unmark_copied()
+        self._copied = index
+        self._relabel(index, COPIED_LABEL)
+        self._copied_reset.start()
+
+    def _unmark_copied(self) -> None:
+        if self._copied is not None:
+            self._relabel(self._copied, COPY_LABEL)
+            self._copied = None
+
+    def _relabel(self, index: int, label: str) -> None:
+        """Change the text of code block `index`'s copy link, keeping its link and look."""
+        block = self.document().begin()
+        while block.isValid() and _link_index(block) != index:
+            block = block.next()
+        if block.isValid():
+            cursor = QTextCursor(block)
+            cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+            cursor.insertText(label, block.begin().fragment().charFormat())
+
+
+def _link_index(block) -> int | None:
+    """The code block number of the copy link that is this block, else None."""
     it = block.begin()
-    return not it.atEnd() and copy_index(it.fragment().charFormat().anchorHref()) is not None
+    return None if it.atEnd() else copy_index(it.fragment().charFormat().anchorHref())
 
 
 def _muted_format() -> QTextCharFormat:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QToolButton, QVBoxLayout
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QToolButton, QVBoxLayout, QWidget
 
+from .action_row import ActionRow
 from .footer import FOOTER_TOOLTIP
+from .markdown_source import COPIED_LABEL, COPIED_MS
 from .markdown_view import MarkdownView, body_font
 from .trace import ReplyTrace, SavedTrace, split_thinking
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant"}
+COPY_TEXT = "Copy"
 
 
 class MessageView(QFrame):
@@ -40,7 +43,7 @@ class MessageView(QFrame):
         self.thinking_toggle.toggled.connect(self._show_thinking)
         self.thinking = MarkdownView(muted=True)
         self.thinking.setFont(body_font(-1))
-        self.prefill_label = QLabel(objectName="footer")
+        self.prefill_label = QLabel(objectName="footer", wordWrap=True)
         self.prefill_bar = QProgressBar(textVisible=False, maximumHeight=4)
         self.body = MarkdownView()
         self.body.setFont(body_font())
@@ -66,44 +69,45 @@ class MessageView(QFrame):
 
     def _header(self) -> QHBoxLayout:
         row = QHBoxLayout()
-        row.addWidget(QLabel(ROLE_NAMES.get(self.role, self.role), objectName="roleLabel"))
-        row.addStretch(1)
-        self.edit_button = QToolButton(objectName="link", text="Edit")
-        self.edit_button.setToolTip("Edit this message and send it again")
+        row.addWidget(
+            QLabel(ROLE_NAMES.get(self.role, self.role), objectName="roleLabel"), 0, Qt.AlignmentFlag.AlignTop
+        )
+        self.edit_button = _link("Edit", "Edit this message and send it again")
         self.edit_button.clicked.connect(lambda: self.editRequested.emit(self.position))
-        self.regenerate_button = QToolButton(objectName="link", text="Regenerate")
-        self.regenerate_button.setToolTip("Generate this reply again (Ctrl+R)")
+        self.regenerate_button = _link("Regenerate", "Generate this reply again (Ctrl+R)")
         self.regenerate_button.clicked.connect(self.regenerateRequested.emit)
-        self.previous_button = QToolButton(objectName="link", text="‹")
-        self.previous_button.setToolTip("Show the previous version of this reply")
-        self.previous_button.clicked.connect(lambda: self.versionRequested.emit(self.position, self.version - 1))
-        self.version_label = QLabel(objectName="footer")
-        self.next_button = QToolButton(objectName="link", text="›")
-        self.next_button.setToolTip("Show the next version of this reply")
-        self.next_button.clicked.connect(lambda: self.versionRequested.emit(self.position, self.version + 1))
-        self.copy_button = QToolButton(objectName="link", text="Copy")
-        self.copy_button.setToolTip("Copy the whole message to the clipboard")
+        self.copy_button = _link(COPY_TEXT, "Copy the whole message to the clipboard")
         self.copy_button.clicked.connect(self.copy)
-        self.delete_button = QToolButton(objectName="link", text="Delete")
-        self.delete_button.setToolTip(
-            "Delete this message and the reply after it" if self.role == "user" else "Delete this reply"
+        self._copy_reset = QTimer(self, singleShot=True, interval=COPIED_MS)
+        self._copy_reset.timeout.connect(lambda: self.copy_button.setText(COPY_TEXT))
+        self.delete_button = _link(
+            "Delete", "Delete this message and the reply after it" if self.role == "user" else "Delete this reply"
         )
         self.delete_button.clicked.connect(lambda: self.deleteRequested.emit(self.position))
-        for widget in (
-            self.previous_button,
-            self.version_label,
-            self.next_button,
-            self.copy_button,
-            self.delete_button,
-            self.edit_button,
-            self.regenerate_button,
-        ):
-            row.addWidget(widget)
-        if self.role != "user":  # never setVisible(True) here: a widget without a parent yet would
-            self.edit_button.hide()  # open as a window of its own for a moment and take the focus
+        self.action_row = ActionRow(
+            (self._versions(), self.copy_button, self.delete_button, self.edit_button, self.regenerate_button), self
+        )
+        row.addWidget(self.action_row, 1)
+        if self.role != "user":
+            self.edit_button.hide()
         self.regenerate_button.hide()
         self.set_versions(0, 1)
         return row
+
+    def _versions(self) -> QWidget:
+        """‹ 2/3 ›, kept together on one line of the action row."""
+        self.versions = QWidget(self)
+        row = QHBoxLayout(self.versions)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        self.previous_button = _link("‹", "Show the previous version of this reply")
+        self.previous_button.clicked.connect(lambda: self.versionRequested.emit(self.position, self.version - 1))
+        self.version_label = QLabel(objectName="footer")
+        self.next_button = _link("›", "Show the next version of this reply")
+        self.next_button.clicked.connect(lambda: self.versionRequested.emit(self.position, self.version + 1))
+        for widget in (self.previous_button, self.version_label, self.next_button):
+            row.addWidget(widget)
+        return self.versions
 
     def start_trace(self, trace: ReplyTrace) -> None:
         """Follow a streaming reply; call render() to show what has arrived."""
@@ -124,9 +128,7 @@ class MessageView(QFrame):
     def set_versions(self, shown: int, count: int) -> None:
         """‹ shown+1/count › for a regenerated reply; hidden while it has one version."""
         self.version, self.version_count = shown, count
-        many = count > 1
-        for widget in (self.previous_button, self.version_label, self.next_button):
-            widget.setVisible(many)
+        self.versions.setVisible(count > 1)
         self.version_label.setText(f"{shown + 1}/{count}")
         self.previous_button.setEnabled(shown > 0)
         self.next_button.setEnabled(shown < count - 1)
@@ -136,8 +138,10 @@ class MessageView(QFrame):
         return self.trace.text if self.trace is not None else self.text
 
     def copy(self) -> None:
-        """Put the whole message on the clipboard."""
+        """Put the whole message on the clipboard; the Copy link says Copied for a moment."""
         QGuiApplication.clipboard().setText(self.full_text())
+        self.copy_button.setText(COPIED_LABEL)
+        self._copy_reset.start()
 
     def set_footer(self, text: str) -> None:
         """Show the stats line under the reply."""
@@ -211,6 +215,12 @@ class MessageView(QFrame):
     def _show_thinking(self, shown: bool) -> None:
         self.thinking.setVisible(shown)
         self.render()
+
+
+def _link(text: str, tooltip: str) -> QToolButton:
+    button = QToolButton(objectName="link", text=text)
+    button.setToolTip(tooltip)
+    return button
 
 
 def prefill_text(done: int, total: int, model: str = "target") -> str:

@@ -16,6 +16,7 @@ from .trace import ReplyTrace, SavedTrace, saved_trace
 
 READING_WIDTH = 860
 REDRAW_MS = 50  # at most ~20 redraws a second while a reply streams
+END_SLACK = 8  # px: a view this close to the end counts as at the end
 INTERRUPTED = "(interrupted)"  # footer of a reply the app did not see finish (a crash, a kill)
 
 
@@ -37,7 +38,9 @@ class TranscriptView(QScrollArea):
         self.busy = False
         self._streaming: MessageView | None = None
         self.notice: MessageView | None = None  # a reply stopped before any text: shown, not a message
-        self._opening = False  # a conversation just opened: keep its last message in view while it lays out
+        # Keep the end in view as cards grow (a streaming reply, its footer, a conversation laying out) until
+        # the user scrolls away from it; scrolling back to the end pins it again.
+        self._pinned = True
         self._redraw = QTimer(self, singleShot=True, interval=REDRAW_MS)
         self._redraw.timeout.connect(self._redraw_streaming)
         self.empty = EmptyState()
@@ -56,7 +59,7 @@ class TranscriptView(QScrollArea):
         row.addStretch(1)
         self.setWidget(outer)
         self.verticalScrollBar().rangeChanged.connect(self._follow)
-        self._at_bottom = True
+        self.verticalScrollBar().actionTriggered.connect(self._user_scrolled)  # wheel, drag, keys: not setValue
         MessageView("assistant", 0, "warm-up").deleteLater()  # PySide builds its enum types on first use (~0.1 s)
 
     def show_messages(self, messages: list[StoredMessage], version_counts: dict[int, int] | None = None) -> None:
@@ -70,13 +73,13 @@ class TranscriptView(QScrollArea):
                 view.show_saved(message.content, message_footer(message), saved_trace(message.content, message.trace))
                 view.set_versions(message.version, (version_counts or {}).get(message.id, 1))
         self._update_actions()
-        self._opening = True
-        self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+        self._pin_end()
 
     def show_version(
         self, position: int, text: str, footer: str, trace: SavedTrace | None, shown: int, count: int
     ) -> None:
         """Show another version of the reply at `position`."""
+        self._pinned = False  # the user reads this card: its new length must not scroll it away
         view = self.views[position]
         view.show_saved(text, footer, trace)
         view.set_versions(shown, count)
@@ -93,7 +96,6 @@ class TranscriptView(QScrollArea):
 
     def add_user(self, text: str) -> MessageView:
         """Append the user's message."""
-        self._opening = False
         view = self._add("user", text)
         self._update_actions()
         return view
@@ -104,7 +106,7 @@ class TranscriptView(QScrollArea):
         view.start_trace(trace)
         self._streaming = view
         self._redraw.setInterval(REDRAW_MS)
-        self._at_bottom = True
+        self._pin_end()
         self._update_actions()
         return view
 
@@ -116,7 +118,7 @@ class TranscriptView(QScrollArea):
         view.render()
         self._streaming = view
         self._redraw.setInterval(REDRAW_MS)
-        self._at_bottom = True
+        self._pin_end()
         self._update_actions()
         return view
 
@@ -126,7 +128,8 @@ class TranscriptView(QScrollArea):
             self._redraw.start()
 
     def finish_reply(self, text: str, footer: str, shown: int = 0, count: int = 1) -> None:
-        """The streaming reply ended: final text, stats line and its version among count."""
+        """The streaming reply ended: final text, stats line and its version among count (followed into view
+        unless the user scrolled away)."""
         view = self._streaming
         self._streaming = None
         self._redraw.stop()
@@ -189,6 +192,7 @@ class TranscriptView(QScrollArea):
         view.regenerateRequested.connect(self.regenerateRequested)
         view.deleteRequested.connect(self.deleteRequested)
         view.versionRequested.connect(self.versionRequested)
+        view.thinking_toggle.clicked.connect(lambda _checked=False: self._unpin_unless_streaming(view))
         self.column.insertWidget(self.column.count() - 1, view)
         self.views.append(view)
         self.empty.setVisible(False)
@@ -201,8 +205,6 @@ class TranscriptView(QScrollArea):
 
     def _redraw_streaming(self) -> None:
         if self._streaming is not None:
-            bar = self.verticalScrollBar()
-            self._at_bottom = bar.value() >= bar.maximum() - 8
             start = time.perf_counter()
             self._streaming.render()
             # long replies render slower: redraw less often so the UI thread stays mostly idle
@@ -214,13 +216,22 @@ class TranscriptView(QScrollArea):
             self.notice.deleteLater()
             self.notice = None
 
+    def _pin_end(self) -> None:
+        self._pinned = True
+        self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+
     def _follow(self, _low: int, high: int) -> None:
-        if (self._streaming is not None and self._at_bottom) or self._opening:
+        if self._pinned:
             self.verticalScrollBar().setValue(high)
 
-    def wheelEvent(self, event) -> None:
-        self._opening = False  # the user scrolls: stop pinning the end of a just-opened conversation
-        super().wheelEvent(event)
+    def _user_scrolled(self, _action: int) -> None:
+        bar = self.verticalScrollBar()  # its slider is where the action puts it; its value follows
+        self._pinned = bar.sliderPosition() >= bar.maximum() - END_SLACK
+
+    def _unpin_unless_streaming(self, view: MessageView) -> None:
+        """Thinking opened or closed on a finished card: keep it where the user is reading."""
+        if view is not self._streaming:
+            self._pinned = False
 
 
 def message_footer(message: StoredMessage) -> str:
