@@ -138,8 +138,8 @@ def test_lookup_and_auto_are_restored_on_the_next_start(qtbot, open_window, path
     assert (cfg.mode, cfg.num_draft_tokens) == ("lookup", AUTO)
 
 
-def test_mtp_history_switch_is_saved_used_and_restored(qtbot, open_window, paths, dense_target):
-    window = open_window(dense_target)
+def test_mtp_history_switch_is_saved_used_and_restored(qtbot, open_window, paths, mtp_agree):
+    window = open_window(mtp_agree)  # the switch applies to MTP only: a model with a head
     action = window.speculation.history_action
     assert not action.isChecked() and not window.reply_settings()[0].mtp_history
     action.trigger()

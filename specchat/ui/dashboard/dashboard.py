@@ -424,7 +424,7 @@ class Dashboard(QWidget):
         if status.percent is not None or len(self.power) and not all(math.isnan(p) for p in self.power.column(1)):
             return None
         if status.source == "ac":
-            return f"No battery: {this_machine()} runs on mains power."
+            return "No battery: on mains power."
         return f"Power source unknown: the system did not say whether {this_machine()} runs on mains or battery."
 
     def _per_round_caption(self) -> str:
