@@ -3,7 +3,8 @@
 For each reply (the code and open prompts of bench/real_pair.py: a 256-token first reply, then the
 conversation's two 64-token follow-ups) plain decoding writes the target's greedy reply, and one
 teacher-forced pass of the draft over prompt + reply tells, at every position, whether the draft's
-greedy guess equals the target's token. A speculative round that starts at position p with K drafts
+greedy guess equals the target's token, with the draft's confidence there (its top-1 probability and
+the entropy of its distribution). A speculative round that starts at position p with K drafts
 accepts exactly the run of agreements from p on (at most K), so these strings replay the pair's
 acceptance for any K choice. tests/engine/autok_sim.py drives AutoK over them.
 
@@ -25,11 +26,19 @@ from real_pair import FOLLOW_UPS, PROMPTS
 from specchat.engine import Engine, GenerationConfig
 
 
-def agreements(draft_model, prompt: list[int], reply: list[int]) -> str:
-    """'1' where the draft's greedy guess after prompt + reply[:i] is reply[i], else '0'."""
-    logits = draft_model(mx.array([prompt + reply[:-1]]))
-    guesses = mx.argmax(logits[0, len(prompt) - 1 :], axis=-1).tolist()
-    return "".join("1" if guess == token else "0" for guess, token in zip(guesses, reply))
+def agreements(draft_model, prompt: list[int], reply: list[int]) -> dict[str, object]:
+    """At every position of reply: "match", '1' where the draft's greedy guess after prompt + reply[:i] is
+    reply[i], else '0'; "top1", the draft's probability of its guess; "entropy", of its distribution (nats)."""
+    logits = draft_model(mx.array([prompt + reply[:-1]]))[0, len(prompt) - 1 :].astype(mx.float32)
+    logp = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+    guesses = mx.argmax(logits, axis=-1).tolist()
+    top1 = mx.exp(mx.max(logp, axis=-1)).tolist()
+    entropy = (-mx.sum(mx.exp(logp) * logp, axis=-1)).tolist()
+    return {
+        "match": "".join("1" if guess == token else "0" for guess, token in zip(guesses, reply)),
+        "top1": [round(p, 3) for p in top1],
+        "entropy": [round(h, 3) for h in entropy],
+    }
 
 
 def record(engine: Engine, first_tokens: int, follow_tokens: int) -> dict[str, dict]:
@@ -43,10 +52,7 @@ def record(engine: Engine, first_tokens: int, follow_tokens: int) -> dict[str, d
             engine.reset()
             cfg = GenerationConfig(mode="baseline", max_tokens=first_tokens if i == 0 else follow_tokens)
             result = engine.generate(ids, cfg)
-            out[f"{kind}-{i}"] = {
-                "prompt_tokens": len(ids),
-                "match": agreements(engine.draft.model, ids, result.tokens),
-            }
+            out[f"{kind}-{i}"] = {"prompt_tokens": len(ids), **agreements(engine.draft.model, ids, result.tokens)}
             print(kind, i, out[f"{kind}-{i}"]["match"], file=sys.stderr, flush=True)
             # the conversation goes on with the first follow_tokens of the reply, as bench/real_pair.py's does
             history.append({"role": "assistant", "content": engine.tokenizer.decode(result.tokens[:follow_tokens])})

@@ -20,6 +20,7 @@ import numpy as np
 
 from specchat.engine.autok import AutoK
 from specchat.engine.config import MODES, GenerationConfig
+from specchat.engine.draft_stop import StopCosts
 from specchat.engine.errors import EngineError
 from specchat.engine.events import Event, Failed, TextChunk
 
@@ -141,6 +142,9 @@ def gather_memory(group: ClusterGroup) -> list[RankMemory]:
     ]
 
 
+COST_SCALE = 1_000_000  # early-stop thresholds (expected tokens) travel as whole millionths
+
+
 @dataclass
 class SharedAutoK(AutoK):
     """Auto K whose choice is rank 0's: each rank measures its own costs, but all ranks use one K.
@@ -157,6 +161,14 @@ class SharedAutoK(AutoK):
     def burst_length(self) -> int:
         """Rank 0's plain burst length, on every rank (it follows rank 0's probing state)."""
         return self._rank0(super().burst_length())
+
+    def stop_costs(self) -> StopCosts:
+        """Rank 0's early-stop thresholds, on every rank: with the same confidences (the draft runs whole on
+        every rank) and the same thresholds, every rank's draft stops at the same token."""
+        mine = super().stop_costs()
+        values = np.array([round(mine.keep_at * COST_SCALE), round(mine.go_on_at * COST_SCALE)])
+        shared = self.group.broadcast(values if self.group.rank == 0 else None, 2)
+        return StopCosts(float(shared[0]) / COST_SCALE, float(shared[1]) / COST_SCALE)
 
     def _rank0(self, mine: int) -> int:
         return int(self.group.broadcast(np.array([mine]) if self.group.rank == 0 else None, 1)[0])

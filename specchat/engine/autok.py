@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .draft_stop import ConfidenceModel, RoundPlan, StopCosts
+
 
 def expected_tokens(alpha: float, k: int) -> float:
     """Tokens one round yields with k drafts accepted i.i.d. with probability alpha."""
@@ -59,6 +61,10 @@ class AutoK:
     reach: int = START_K  # the longest K this reply may try: two past the longest fully accepted
     plain_since_probe: int = 0
     probe_gap: int = 0  # 0: not probing (speculating, or plain not yet chosen)
+    early_stop: bool = True  # drafts stop where the drafter is unsure (draft_stop.py)
+    confidence: ConfidenceModel = field(default_factory=ConfidenceModel)
+    entry: str = "full"  # the outcome before the next round's first draft: "miss" or "full"
+    expected_rate: float = 0.0  # tokens per second of the best choice at the last choose()
 
     @property
     def alpha(self) -> float:
@@ -76,12 +82,27 @@ class AutoK:
             key=lambda k: (self.verify_rounds.get(k, 0), -rates[k]),
         )
         plain = self.rate(0)
+        self.expected_rate = max(rates[best], plain)
         if self.plain_s is None:  # plain decoding unmeasured: measure it only if it could win
             return best if rates[best] >= PLAIN_MARGIN * plain else 0
         if rates[best] > (1 - STAY_MARGIN) * plain:
             self.probe_gap = 0
             return best
         return self._plain_or_probe()
+
+    def plan(self) -> RoundPlan:
+        """The next round: its longest draft (K = 0: plain decoding) and where drafting stops early."""
+        k = self.choose()
+        if k == 0 or not self.early_stop or self.draft_step_s is None:
+            return RoundPlan(k, self.entry, None)
+        self.confidence.overall = self.alpha
+        return RoundPlan(self.k_max, self.entry, self.stop_costs(), self.confidence)
+
+    def stop_costs(self) -> StopCosts:
+        """A token's keep and go-on thresholds: its costs in seconds times the rate the controller expects."""
+        _, slope = self._verify_line()
+        rate = self.expected_rate
+        return StopCosts(rate * slope, rate * ((self.draft_step_s or 0.0) + slope))
 
     def _plain_or_probe(self) -> int:
         if not self.probe_gap:
@@ -146,17 +167,34 @@ class AutoK:
             self.plain_s = _ema(self.plain_s, seconds / tokens, self.decay)
             self.plain_since_probe += tokens
 
-    def observe(self, k: int, accepted: int, draft_s: float, verify_s: float, catch_up: int = 0) -> None:
-        """Fold one finished round into the estimates; catch_up is how many tokens the drafter took in
-        before drafting (a round after a plain burst: its draft time is not a draft step's cost)."""
+    def observe(
+        self,
+        k: int,
+        accepted: int,
+        draft_s: float,
+        verify_s: float,
+        catch_up: int = 0,
+        confidences: list[float] | None = None,
+        steps: int | None = None,
+    ) -> None:
+        """Fold one finished round into the estimates: k tokens verified, the first `accepted` of them
+        accepted. catch_up is how many tokens the drafter took in before drafting (a round after a plain
+        burst: its draft time is not a draft step's cost); confidences are the k tokens' (when the
+        drafter gave them), steps the draft steps run (a token dropped for low confidence took one too)."""
         if k == 0:  # the drafter had nothing to propose (prompt lookup without a match): a miss
             self._count(0, 1)
+            self.entry = "miss"
             return
         self.verify_s[k] = _ema(self.verify_s.get(k), verify_s, self.decay)
         self.verify_rounds[k] = self.verify_rounds.get(k, 0) + 1
         if catch_up <= NORMAL_CATCH_UP or self.draft_step_s is None:
-            self.draft_step_s = _ema(self.draft_step_s, draft_s / k, self.decay)
+            self.draft_step_s = _ema(self.draft_step_s, draft_s / max(steps or k, 1), self.decay)
         self._count(accepted, 1 if accepted < k else 0)
+        seen = (confidences or [])[: accepted + 1]
+        for i, confidence in enumerate(seen):
+            before = seen[i - 1] if i else None
+            self.confidence.observe(self.entry if i == 0 else "match", confidence, i < accepted, before)
+        self.entry = "full" if accepted == k else "miss"
         if accepted == k:
             self.reach = max(self.reach, k + 2)  # explore longer drafts two at a time
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import mlx.core as mx
 
+from .draft_stop import RoundPlan
 from .runner import ModelRunner
 from .sampling import Sampler
 
@@ -16,16 +17,50 @@ CATCH_UP_IN_ROUND = 32  # a draft further behind (after plain bursts) is prefill
 
 @dataclass
 class Draft:
-    """Proposed tokens (lazy, shape (k,)) and, when sampling, the probabilities they came from (k, V)."""
+    """Proposed tokens (lazy, shape (k,)) and, when sampling, the probabilities they came from (k, V);
+    steps: the draft steps run (one more than the tokens when the last one was dropped as too unsure)."""
 
     tokens: mx.array
     probs: mx.array | None
+    steps: int = 0
 
     @classmethod
-    def from_steps(cls, tokens: list[mx.array], probs: Sequence[mx.array | None], sampler: Sampler) -> Draft:
+    def from_steps(
+        cls, tokens: list[mx.array], probs: Sequence[mx.array | None], sampler: Sampler, steps: int | None = None
+    ) -> Draft:
         """A draft from per-step tokens and probabilities (the probabilities only when sampling: None when greedy)."""
         stacked = None if sampler.greedy else mx.stack([p for p in probs if p is not None])
-        return cls(mx.stack(tokens).reshape(-1), stacked)
+        return cls(mx.stack(tokens).reshape(-1), stacked, len(tokens) if steps is None else steps)
+
+
+def top1(logits: mx.array) -> float:
+    """The draft's confidence in its next token: the top-1 probability of its distribution (waits for it)."""
+    return float(cast(float, mx.max(mx.softmax(logits.astype(mx.float32), axis=-1)).item()))
+
+
+class DraftSteps:
+    """A draft built one step at a time, stopping where the round's plan says the drafter is too unsure."""
+
+    def __init__(self, k: int, sampler: Sampler, plan: RoundPlan | None):
+        self.k, self.sampler = k, sampler
+        self.plan = plan if plan is not None and plan.costs is not None else None  # no early stop: no waiting
+        self.tokens: list[mx.array] = []
+        self.probs: list[mx.array | None] = []
+        self.steps = 0
+
+    def add(self, logits: mx.array) -> mx.array | None:
+        """Draft from a step's logits; returns the token to feed the next step, or None when drafting ends."""
+        token, p = self.sampler.pick(logits)
+        self.steps += 1
+        keep, more = (True, self.steps < self.k) if self.plan is None else self.plan.take(top1(logits))
+        if keep:
+            self.tokens.append(token)
+            self.probs.append(p)
+        return token if keep and more and self.steps < self.k else None
+
+    def draft(self) -> Draft:
+        """What was drafted."""
+        return Draft.from_steps(self.tokens, self.probs, self.sampler, self.steps)
 
 
 class Drafter(Protocol):
@@ -36,8 +71,8 @@ class Drafter(Protocol):
     def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:
         """Process the prompt ahead of the first round, a chunk at a time: (done, total) after each."""
 
-    def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
-        """Guess the next k tokens after seq."""
+    def propose(self, seq: list[int], k: int, sampler: Sampler, plan: RoundPlan | None = None) -> Draft:
+        """Guess the next k tokens after seq (fewer where the plan stops early)."""
 
     def commit(self, seq: list[int]) -> None:
         """The round ended with seq; drop whatever the drafter holds beyond it."""
@@ -62,22 +97,18 @@ class DraftModelDrafter:
         """Tokens of seq the draft model has not taken in yet (its next proposal catches up on them)."""
         return max(len(seq) - len(self.runner.tokens), 0)
 
-    def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
-        """Run the draft model k steps; tokens stay lazy until the target verifies them."""
+    def propose(self, seq: list[int], k: int, sampler: Sampler, plan: RoundPlan | None = None) -> Draft:
+        """Run the draft model up to k steps; without an early-stop plan the tokens stay lazy until the
+        target verifies them (with one, each step's confidence is read before the next)."""
         # What the draft has not seen yet (usually the last draft after a full accept, plus the
         # target's token) goes into its first step, as one call.
         feed = mx.array(self.runner.prepare(seq, leave=CATCH_UP_IN_ROUND), dtype=mx.uint32)
         self.runner.begin()
-        tokens, probs = [], []
-        for i in range(k):
-            logits = self.runner.forward(feed)[-1]
-            token, p = sampler.pick(logits)
-            tokens.append(token)
-            probs.append(p)
-            if i < k - 1:
-                feed = token.reshape(1)
-                mx.async_eval(feed)
-        return Draft.from_steps(tokens, probs, sampler)
+        steps = DraftSteps(k, sampler, plan)
+        while (token := steps.add(self.runner.forward(feed)[-1])) is not None:
+            feed = token.reshape(1)
+            mx.async_eval(feed)
+        return steps.draft()
 
     def commit(self, seq: list[int]) -> None:
         """Roll the draft caches back to the part of seq they agree with."""

@@ -67,6 +67,9 @@ class RoundResult:
     draft_s: float
     verify_s: float
     rejection: Rejection | None = None
+    stopped_early: bool = False  # drafting stopped before K because the drafter was unsure
+    stop_confidence: float | None = None  # the drafter's confidence in the token where it stopped
+    confidences: tuple[float, ...] = ()  # the drafter's confidence in each drafted token (auto K only)
 
 
 @dataclass(frozen=True)

@@ -3,21 +3,52 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import islice
 
 import mlx.core as mx
 
+from .draft_stop import RoundPlan
 from .drafters import Draft
 from .sampling import Sampler
+
+OCCURRENCES = 8  # the most recent occurrences of the tail that vote on its continuation
 
 
 def find_continuation(seq: list[int], k: int, ngram_max: int = 4, ngram_min: int = 1) -> list[int]:
     """Up to k tokens that followed the most recent earlier occurrence of seq's longest matching tail."""
+    return match_continuation(seq, k, ngram_max, ngram_min)[0]
+
+
+def match_continuation(seq: list[int], k: int, ngram_max: int = 4, ngram_min: int = 1) -> tuple[list[int], list[float]]:
+    """find_continuation's tokens, and a confidence for each: how long the matched tail is (of ngram_max)
+    times the share of the tail's earlier occurrences that continue with the same tokens up to there."""
     for n in range(min(ngram_max, len(seq) - 1), ngram_min - 1, -1):
         tail = seq[-n:]
-        for start in range(len(seq) - n - 1, -1, -1):
-            if seq[start : start + n] == tail:
-                return seq[start + n : start + n + k]
-    return []
+        starts = list(islice((s for s in range(len(seq) - n - 1, -1, -1) if seq[s : s + n] == tail), OCCURRENCES))
+        if starts:
+            tokens = seq[starts[0] + n : starts[0] + n + k]
+            return tokens, _agreement(seq, starts, n, tokens, n / ngram_max)
+    return [], []
+
+
+def _agreement(seq: list[int], starts: list[int], n: int, tokens: list[int], length: float) -> list[float]:
+    """For each proposed token: length times the share of occurrences whose continuation agrees so far."""
+    alive, out = list(starts), []
+    for i, token in enumerate(tokens):
+        alive = [s for s in alive if s + n + i < len(seq) and seq[s + n + i] == token]
+        out.append(length * len(alive) / len(starts))
+    return out
+
+
+def _kept(plan: RoundPlan, confidences: list[float]) -> int:
+    """How many of the proposed tokens the plan keeps."""
+    for i, confidence in enumerate(confidences):
+        keep, more = plan.take(confidence)
+        if not keep:
+            return i
+        if not more:
+            return i + 1
+    return len(confidences)
 
 
 class PromptLookupDrafter:
@@ -33,9 +64,12 @@ class PromptLookupDrafter:
         """Nothing to prefill."""
         yield from ()
 
-    def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
-        """The continuation of the last match; a deterministic proposal has one-hot probabilities."""
-        tokens = find_continuation(seq, k, self.ngram_max)
+    def propose(self, seq: list[int], k: int, sampler: Sampler, plan: RoundPlan | None = None) -> Draft:
+        """The continuation of the last match, cut where the plan finds the match too weak; a deterministic
+        proposal has one-hot probabilities."""
+        tokens, confidences = match_continuation(seq, k, self.ngram_max)
+        if plan is not None and plan.costs is not None:
+            tokens = tokens[: _kept(plan, confidences)]
         ids = mx.array(tokens, dtype=mx.uint32)
         if sampler.greedy:
             return Draft(ids, None)

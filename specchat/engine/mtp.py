@@ -28,7 +28,8 @@ import mlx.core as mx
 
 from specchat.upstream.mlx_optiq import attach_mtp_head, head_logits, mtp_core
 
-from .drafters import Draft
+from .draft_stop import RoundPlan
+from .drafters import Draft, DraftSteps
 from .errors import ModelLoadError
 from .mtp_detect import MtpSupport, detect_mtp
 from .rollback import Transaction
@@ -139,43 +140,41 @@ class MtpDrafter:
             yield b - start, end - start
         self._consumed(seq, max(start, end))
 
-    def propose(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
-        """Catch up on the kept positions, then draft k tokens; the head keeps only the catch-up."""
+    def propose(self, seq: list[int], k: int, sampler: Sampler, plan: RoundPlan | None = None) -> Draft:
+        """Catch up on the kept positions, then draft up to k tokens (fewer where the plan stops early);
+        the head keeps only the catch-up."""
         if len(seq) < 2:  # no target hidden state yet: propose the last token, honestly
             return self._repeat_last(seq, k, sampler)
         if not self.history:
-            return self._propose_without_history(seq, k, sampler)
+            return self._propose_without_history(seq, k, sampler, plan)
         start = self._sync(seq)
         end = len(seq) - 1
         txn = Transaction(self.cache)
         with txn.feeding(end - start):
             logits, hidden = self._catch_up(self._rows(start, end), seq[start + 1 :])
-        tokens, probs = [], []
-        for i in range(k):
-            token, p = sampler.pick(logits[-1])
-            tokens.append(token)
-            probs.append(p)
-            if i < k - 1:
-                with txn.feeding(1):
-                    logits, hidden = self._feed(hidden[-1:], token.reshape(1))
+        steps = DraftSteps(k, sampler, plan)
+        while (token := steps.add(logits[-1])) is not None:
+            with txn.feeding(1):
+                logits, hidden = self._feed(hidden[-1:], token.reshape(1))
         txn.commit(end - start, {})  # the head's own cache: attention only
         self._consumed(seq, end)
-        return Draft.from_steps(tokens, probs, sampler)
+        return steps.draft()
 
-    def _propose_without_history(self, seq: list[int], k: int, sampler: Sampler) -> Draft:
+    def _propose_without_history(
+        self, seq: list[int], k: int, sampler: Sampler, plan: RoundPlan | None = None
+    ) -> Draft:
         """Draft k tokens from the target's last hidden state, every head step seeing only itself."""
         last = len(seq) - 2
         self._ensure_rows(seq, last)
         self.rows.drop_before(last)
         hidden, token = self._rows(last, last + 1), mx.array(seq[-1:], dtype=mx.uint32)
-        tokens, probs = [], []
-        for _ in range(k):
+        steps = DraftSteps(k, sampler, plan)
+        while True:
             logits, hidden = self._feed(hidden, token, own_cache=False)
-            token, p = sampler.pick(logits[-1])
-            tokens.append(token)
-            probs.append(p)
-            token = token.reshape(1)
-        return Draft.from_steps(tokens, probs, sampler)
+            picked = steps.add(logits[-1])
+            if picked is None:
+                return steps.draft()
+            token = picked.reshape(1)
 
     def commit(self, seq: list[int]) -> None:
         """The target holds seq[:-1]: forget hidden states of the positions it rolled back."""

@@ -90,7 +90,10 @@ def speculative_steps(
     """
     generated, index = 0, 0
     while True:
-        k = min(auto.choose() if auto else k_max, ctx.budget - generated)
+        plan = auto.plan() if auto else None
+        k = min(plan.k if plan else k_max, ctx.budget - generated)
+        if plan is not None:
+            plan.k = k
         if auto is not None and k == 0:  # auto chose plain decoding: a pipelined burst, reported as one K=0 round
             burst = yield from _plain_burst(target, ctx, auto, index, generated)
             generated, index = generated + burst.emitted, index + 1
@@ -99,7 +102,7 @@ def speculative_steps(
             continue
         catch_up = drafter.unseen(ctx.seq) if hasattr(drafter, "unseen") else 0
         t0 = time.perf_counter()
-        draft = drafter.propose(ctx.seq, k, ctx.sampler)
+        draft = drafter.propose(ctx.seq, k, ctx.sampler, plan)
         mx.async_eval(draft.tokens)  # the device drafts while Python builds the verify graph
         pending = _build_verify(target, ctx, draft)
         t1 = _dispatch_verify(draft.tokens, pending)
@@ -118,9 +121,23 @@ def speculative_steps(
             n = verdict.accepted
             rejection = Rejection(generated + n, drafts[n], verdict.target_choice)
         flags = [i < verdict.accepted for i in range(len(emitted))]
-        info = RoundResult(index, k, len(drafts), verdict.accepted, len(emitted), t1 - t0, t2 - t1, rejection)
+        dynamic = plan is not None and plan.costs is not None
+        info = RoundResult(
+            index,
+            len(drafts) if dynamic else k,  # an early-stopping round's K is what it drafted
+            len(drafts),
+            verdict.accepted,
+            len(emitted),
+            t1 - t0,
+            t2 - t1,
+            rejection,
+            stopped_early=bool(plan and plan.stopped_early),
+            stop_confidence=plan.stop_confidence if plan else None,
+            confidences=tuple(plan.confidences) if dynamic and plan else (),
+        )
         if auto:
-            auto.observe(len(drafts), verdict.accepted, t1 - t0, t2 - t1, catch_up)
+            confidences = plan.confidences if dynamic and plan else None
+            auto.observe(len(drafts), verdict.accepted, t1 - t0, t2 - t1, catch_up, confidences, draft.steps or None)
         generated += len(emitted)
         index += 1
         if stop is None and ctx.cancel.is_set():

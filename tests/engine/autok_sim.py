@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specchat.engine.autok import AutoK
+from specchat.engine.draft_stop import RoundPlan
 
 RECORDED = Path(__file__).resolve().parents[1] / "data/autok/real_pair_matches.json"
 
@@ -60,32 +61,85 @@ def recorded(name: str, n: int | None = None) -> list[bool]:
     return [c == "1" for c in _recorded_replies()[name]["match"][:n]]
 
 
+def recorded_confidence(name: str, n: int | None = None) -> list[float]:
+    """The draft's top-1 probability at each position of a recorded reply."""
+    return list(_recorded_replies()[name]["top1"][:n])
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A reply in numbers: whether the draft's guess matches at each position, and how sure it was."""
+
+    match: list[bool]
+    confidence: list[float]
+
+    def __len__(self) -> int:
+        return len(self.match)
+
+    @classmethod
+    def real(cls, name: str, n: int | None = None) -> Reply:
+        """A recorded reply of the real pair."""
+        return cls(recorded(name, n), recorded_confidence(name, n))
+
+
 def run(
-    match: list[bool], pair: Pair, seed: int, fixed: int | None = None, auto: AutoK | None = None, noise: float = 0.05
+    match: list[bool] | Reply,
+    pair: Pair,
+    seed: int,
+    fixed: int | None = None,
+    auto: AutoK | None = None,
+    noise: float = 0.05,
 ) -> float:
-    """Seconds one reply takes (as many tokens as the match sequence) at a fixed K, or with `auto` choosing."""
+    """Seconds one reply takes (as many tokens as the match sequence) at a fixed K, or with `auto` choosing
+    (drafts that stop early where the reply carries the draft's confidence)."""
+    if isinstance(match, Reply):
+        confidence: list[float] | None = match.confidence + [0.0] * 20
+        match = match.match
+    else:
+        confidence = None
     n, match = len(match), match + [False] * 20
     jitter = random.Random(seed + 99)
     pos, seconds, unseen = 0, 0.0, 0
     if auto is not None:
         auto.new_reply()
     while pos < n:
-        k = min(fixed if auto is None else auto.choose(), n - pos)
+        plan = None
+        if auto is None:
+            k = min(fixed or 0, n - pos)
+        elif confidence is not None:
+            plan = auto.plan()
+            k = min(plan.k, n - pos)
+        else:
+            k = min(auto.choose(), n - pos)
         if k == 0:
             burst = min(auto.burst_length(), n - pos)
             cost = burst * pair.plain * (1 + jitter.gauss(0, noise))
             auto.observe_plain(burst, cost)
             seconds, pos, unseen = seconds + cost, pos + burst, unseen + burst
             continue
+        steps, confidences = k, None
+        if plan is not None and confidence is not None:
+            plan.k = k
+            steps = _draft_with(plan, confidence[pos : pos + k])
+            k, confidences = plan.kept(), plan.confidences
         accepted = 0
         while accepted < k and match[pos + accepted]:
             accepted += 1
-        draft = k * pair.draft * (1 + jitter.gauss(0, noise)) + unseen * pair.catch_up
+        draft = steps * pair.draft * (1 + jitter.gauss(0, noise)) + unseen * pair.catch_up
         verify = (pair.v0 + pair.vs * k) * (1 + jitter.gauss(0, noise))
         if auto is not None:
-            auto.observe(k, accepted, draft, verify, catch_up=unseen + 1)
+            auto.observe(k, accepted, draft, verify, catch_up=unseen + 1, confidences=confidences, steps=steps)
         seconds, pos, unseen = seconds + draft + verify, pos + accepted + 1, 1
     return seconds
+
+
+def _draft_with(plan: RoundPlan, confidences: list[float]) -> int:
+    """Draft token by token as the plan says; returns the draft steps run."""
+    for step, confidence in enumerate(confidences, 1):
+        keep, more = plan.take(confidence)
+        if not (keep and more):
+            return step
+    return len(confidences)
 
 
 def conversation_seconds(replies: list[list[bool]], pair: Pair, seed: int, fixed: int | None = None) -> float:

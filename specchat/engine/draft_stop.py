@@ -1,0 +1,131 @@
+"""Drafts that stop when the drafter is unsure.
+
+The drafter's confidence in a token (its top-1 probability; for prompt lookup, how long and how
+often the match recurs) predicts whether the target will accept it. ConfidenceModel learns, online
+and per pair, how acceptance depends on that confidence and on what happened just before: on
+prose misses come in runs, on code matches do, which an i.i.d. acceptance cannot see. A RoundPlan
+then keeps drafting while one more token is expected to bring more than it costs at the rate the
+controller expects to reach: a draft step plus what one more token adds to the verify pass, both
+measured. Where verifying one token costs what verifying K+1 does (a Mac's GPU) the only cost is the
+draft step, so the rule drafts further.
+
+Only the draft's own probabilities decide where a draft stops, so rejection sampling stays exact at
+temperature > 0, and greedy output stays the target's own.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+# top-1 probability bins: the upper edges of all but the last (a well-trained draft spends most tokens above 0.9)
+CONFIDENCE_EDGES = (0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95, 0.98)
+STATES = ("match", "miss", "full")  # before this token: a draft the target took, a draft it refused, a full round
+NEXT_EDGES = (0.5, 0.9)  # coarse bins of a token's confidence, for the chance the token after it is accepted
+PRIOR_WEIGHT = 10.0  # a bin's estimate starts from the draft's own probability, weighing this many tokens
+STATE_PRIOR_WEIGHT = 16.0  # a state's rate starts from the overall acceptance, weighing this many tokens
+AFTER_CONFIDENCE = 0.25  # until measured, the token after a sure one is this much likelier accepted than after a guess
+FORGET = 0.995  # per observed token: the model follows the text over its last few hundred drafts
+
+
+def confidence_bin(confidence: float) -> int:
+    """The bin of a confidence in [0, 1]."""
+    return bisect.bisect_right(CONFIDENCE_EDGES, confidence)
+
+
+@dataclass
+class ConfidenceModel:
+    """P(a drafted token is accepted | its confidence, the outcome just before it), decayed counts."""
+
+    hits: dict[tuple[str, int], float] = field(default_factory=dict)
+    trials: dict[tuple[str, int], float] = field(default_factory=dict)
+    state_hits: dict[str, float] = field(default_factory=dict)
+    state_trials: dict[str, float] = field(default_factory=dict)
+    next_hits: dict[int, float] = field(default_factory=dict)  # by the coarse bin of the accepted token before
+    next_trials: dict[int, float] = field(default_factory=dict)
+    overall: float = 0.6  # the acceptance every estimate falls back on (the controller's alpha)
+
+    def p_state(self, state: str) -> float:
+        """Acceptance of the next token before its confidence is known."""
+        hits, trials = self.state_hits.get(state, 0.0), self.state_trials.get(state, 0.0)
+        return (hits + STATE_PRIOR_WEIGHT * self.overall) / (trials + STATE_PRIOR_WEIGHT)
+
+    def p(self, state: str, confidence: float) -> float:
+        """Acceptance of a token drafted with this confidence after this outcome (until measured, the draft's
+        own probability: on the real pair's recordings it is close to the acceptance on code and prose)."""
+        key = (state, confidence_bin(confidence))
+        hits, trials = self.hits.get(key, 0.0), self.trials.get(key, 0.0)
+        return (hits + PRIOR_WEIGHT * confidence) / (trials + PRIOR_WEIGHT)
+
+    def p_after(self, confidence: float) -> float:
+        """Acceptance of the token after an accepted one drafted with this confidence (uncertain text clusters)."""
+        key = bisect.bisect_right(NEXT_EDGES, confidence)
+        hits, trials = self.next_hits.get(key, 0.0), self.next_trials.get(key, 0.0)
+        prior = self.p_state("match") * (1 - AFTER_CONFIDENCE + AFTER_CONFIDENCE * confidence)
+        return (hits + STATE_PRIOR_WEIGHT * prior) / (trials + STATE_PRIOR_WEIGHT)
+
+    def observe(self, state: str, confidence: float, accepted: bool, before: float | None = None) -> None:
+        """One verified draft token; before: the confidence of the accepted draft just before it in its round."""
+        for counts in (self.hits, self.trials, self.state_hits, self.state_trials, self.next_hits, self.next_trials):
+            _forget(counts)
+        _count(self.hits, self.trials, (state, confidence_bin(confidence)), accepted)
+        _count(self.state_hits, self.state_trials, state, accepted)
+        if before is not None:
+            _count(self.next_hits, self.next_trials, bisect.bisect_right(NEXT_EDGES, before), accepted)
+
+
+def _forget(counts: dict[Any, float]) -> None:
+    for key in counts:
+        counts[key] *= FORGET
+
+
+def _count(hits: dict[Any, float], trials: dict[Any, float], key: object, accepted: bool) -> None:
+    trials[key] = trials.get(key, 0.0) + 1.0
+    if accepted:
+        hits[key] = hits.get(key, 0.0) + 1.0
+
+
+@dataclass(frozen=True)
+class StopCosts:
+    """What one more draft costs, in expected tokens: keep_at (one more token in the verify pass) and
+    go_on_at (a draft step plus that), both times the rate the controller expects to reach."""
+
+    keep_at: float
+    go_on_at: float
+
+
+@dataclass
+class RoundPlan:
+    """One round's drafting: at most k tokens, each kept while it pays; the drafter calls take() after each."""
+
+    k: int
+    entry: str  # the outcome before the round's first token
+    costs: StopCosts | None  # None: no early stop (a fixed K, or nothing measured yet)
+    model: ConfidenceModel | None = None
+    confidences: list[float] = field(default_factory=list)
+    prefix: float = 1.0  # the chance every token kept so far is accepted
+    stopped_early: bool = False
+    stop_confidence: float | None = None  # the confidence of the token where drafting stopped early
+
+    def take(self, confidence: float) -> tuple[bool, bool]:
+        """The drafter drafted a token with this confidence: (keep it, draft another)."""
+        index = len(self.confidences)
+        state = self.entry if index == 0 else "match"
+        if self.costs is None or self.model is None:
+            self.confidences.append(confidence)
+            return True, index + 1 < self.k
+        chance = self.prefix * self.model.p(state, confidence)
+        if index > 0 and chance < self.costs.keep_at:
+            self.stopped_early, self.stop_confidence = True, confidence
+            return False, False
+        self.confidences.append(confidence)
+        self.prefix = chance
+        more = index + 1 < self.k
+        if more and chance * self.model.p_after(confidence) < self.costs.go_on_at:
+            self.stopped_early, self.stop_confidence, more = True, confidence, False
+        return True, more
+
+    def kept(self) -> int:
+        """Tokens the drafter keeps (what the target verifies)."""
+        return len(self.confidences)
