@@ -35,6 +35,10 @@ class GenerationStats:
     speculative_tokens: int = 0  # tokens emitted by rounds that drafted (K >= 1)
     k_rounds: dict[int, int] = field(default_factory=dict)  # K -> number of rounds that drafted with it (K >= 1)
     sampling: str = "greedy"  # the sampling settings, e.g. "greedy" or "T=0.7 top_p=0.9"
+    early_stops: int = 0  # auto K rounds whose drafting stopped before its longest K: the drafter was unsure
+    median_stop_confidence: float | None = None  # the drafter's confidence where those rounds stopped
+    # acceptance by the drafter's confidence, auto K only: (the tenth's lower edge, accepted, verified drafts)
+    confidence_acceptance: tuple[tuple[float, int, int], ...] = ()
 
 
 @dataclass(frozen=True)

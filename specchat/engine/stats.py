@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import mlx.core as mx
@@ -24,6 +25,8 @@ class StatsRecorder:
         self.rounds = self.drafted = self.accepted = self.k_sum = 0
         self.speculative_tokens = 0
         self.k_rounds: dict[int, int] = {}
+        self.stop_confidences: list[float] = []
+        self.by_confidence: dict[float, list[int]] = {}
 
     def prefill_done(self) -> None:
         """Mark the end of prompt processing."""
@@ -43,6 +46,12 @@ class StatsRecorder:
             self.k_sum += result.num_draft_tokens
             self.speculative_tokens += result.emitted
             self.k_rounds[result.num_draft_tokens] = self.k_rounds.get(result.num_draft_tokens, 0) + 1
+        if result.stopped_early and result.stop_confidence is not None:
+            self.stop_confidences.append(result.stop_confidence)
+        for i, confidence in enumerate(result.confidences[: result.accepted + 1]):
+            counts = self.by_confidence.setdefault(confidence_edge(confidence), [0, 0])
+            counts[0] += i < result.accepted
+            counts[1] += 1
 
     def finish(self, generated: int, stop_reason: str) -> GenerationStats:
         """The final stats; decode speed counts every generated token from the end of prefill."""
@@ -76,7 +85,17 @@ class StatsRecorder:
             speculative_tokens=self.speculative_tokens,
             k_rounds=dict(sorted(self.k_rounds.items())),
             sampling=sampling_text(self.cfg),
+            early_stops=len(self.stop_confidences),
+            median_stop_confidence=statistics.median(self.stop_confidences) if self.stop_confidences else None,
+            confidence_acceptance=tuple(
+                (edge, hits, total) for edge, (hits, total) in sorted(self.by_confidence.items())
+            ),
         )
+
+
+def confidence_edge(confidence: float) -> float:
+    """The lower edge of the tenth of [0, 1] a confidence falls in (1.0 joins the top tenth)."""
+    return min(int(confidence * 10), 9) / 10
 
 
 def sampling_text(cfg: GenerationConfig) -> str:

@@ -148,3 +148,16 @@ def _tokens(event, rounds: list[RoundResult]) -> list[int]:
         rounds.append(event)
         return []
     return list(getattr(event, "token_ids", ()))
+
+
+def test_the_stats_count_early_stops_and_acceptance_by_confidence():
+    from specchat.engine.stats import StatsRecorder
+
+    recorder = StatsRecorder(GenerationConfig(mode="draft", num_draft_tokens="auto"), 10, 0)
+    recorder.round_done(RoundResult(0, 3, 3, 2, 3, 0.1, 0.2, None, True, 0.35, (0.99, 0.97, 0.35)))
+    recorder.round_done(RoundResult(1, 2, 2, 2, 3, 0.1, 0.2, None, True, 0.15, (0.95, 0.55)))
+    recorder.round_done(RoundResult(2, 4, 4, 1, 2, 0.1, 0.2, None, False, None, (0.92, 0.3, 0.99, 0.99)))
+    stats = recorder.finish(8, "length")
+    assert stats.early_stops == 2 and stats.median_stop_confidence == pytest.approx(0.25)
+    # verified up to the first miss: 0.99, 0.97 hit, 0.35 missed; 0.95, 0.55 hit; 0.92 hit, 0.3 missed
+    assert stats.confidence_acceptance == ((0.3, 0, 2), (0.5, 1, 1), (0.9, 4, 4))
