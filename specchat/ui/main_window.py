@@ -347,7 +347,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.setStyleSheet(theme.style_sheet())
         self.legend.setText(
             f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
-            f" · <span style='color:{theme.REJECT}'><u>red</u></span> rejected draft (hover it)"
+            f" · <span style='color:{theme.REJECT}'>red dotted</span> rejected draft (hover it)"
             " · untinted: the target's own token"
         )
         if (

@@ -286,3 +286,11 @@ def test_a_reply_behind_the_plain_decode_measurement_says_how_far_it_has_got(
         expected = "Waiting for the plain-decode measurement (8 / 64 tokens) to finish…"
         qtbot.waitUntil(lambda: card.prefill_label.text() == expected, timeout=REPLY_TIMEOUT_MS)
         gate.set()
+
+
+def test_an_export_is_named_after_the_title_cut_between_words():
+    from specchat.ui.chat.message_actions import _file_name
+
+    title = "Explain how speculative decoding keeps the output exact: drafts, verification, and rollback"
+    assert _file_name(title) == "Explain how speculative decoding keeps the output exact"  # not "...exact dr"
+    assert _file_name("a/b\\c: d?") == "a b c d" and _file_name("???") == "conversation"

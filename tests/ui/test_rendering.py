@@ -65,7 +65,7 @@ def test_drafted_characters_are_tinted_and_rejections_explain_themselves(
 def _underlined(doc, position: int) -> bool:
     cursor = QTextCursor(doc)
     cursor.setPosition(position + 1)  # the format of the character before the cursor
-    return cursor.charFormat().underlineStyle() == QTextCharFormat.UnderlineStyle.WaveUnderline
+    return cursor.charFormat().underlineStyle() == QTextCharFormat.UnderlineStyle.DotLine
 
 
 def test_hovering_a_rejected_word_shows_the_tooltip(qtbot):

@@ -222,7 +222,7 @@ class MarkdownView(QTextBrowser):
             if at is None:
                 continue
             mark = QTextCharFormat()
-            mark.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
+            mark.setUnderlineStyle(QTextCharFormat.UnderlineStyle.DotLine)  # a wave reads as a spelling mistake
             mark.setUnderlineColor(QColor(theme.REJECT))
             mark.setToolTip(spot.tooltip)
             self._apply(at, at + 1, mark)

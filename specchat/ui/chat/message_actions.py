@@ -111,6 +111,10 @@ class MessageActions(QObject):
         return path
 
 
-def _file_name(title: str) -> str:
-    """A title made safe as a file name."""
-    return re.sub(r"[^\w\- ]+", "", title).strip()[:60] or "conversation"
+def _file_name(title: str, limit: int = 60) -> str:
+    """A title made safe as a file name, cut at a word boundary within limit characters."""
+    safe = " ".join(re.sub(r"[^\w\- ]+", " ", title).split())
+    if len(safe) > limit:
+        cut = safe[: limit + 1].rsplit(" ", 1)[0]
+        safe = cut if len(cut) >= limit // 2 else safe[:limit]
+    return safe.strip() or "conversation"
