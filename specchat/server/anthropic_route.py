@@ -1,0 +1,125 @@
+"""POST /v1/messages (Anthropic's Messages API) and /v1/messages/count_tokens, on the same engine queue
+as the OpenAI routes: the request is translated to an OpenAI chat, its chunks back to Anthropic events."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import replace
+from typing import Any, cast
+
+from sse_starlette.sse import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from specchat.engine.config import GenerationConfig
+
+from .anthropic_stream import AnthropicEvents, sse
+from .anthropic_wire import error_body, openai_body
+from .backend import EngineBackend
+from .errors import ApiError
+from .requests import ApiRequest, parse_request
+from .streaming import JobStream, openai_sse
+
+
+async def anthropic_messages(
+    request: Request, body: object, backend: EngineBackend, defaults: GenerationConfig
+) -> Response:
+    """A Messages request, streamed as Anthropic's events or answered whole; errors in Anthropic's shape."""
+    try:
+        req = _request(body, backend, defaults)
+        ids = backend.prompt_ids(req)
+        stream = JobStream(backend, request)
+        await stream.start(ids, req.cfg)
+    except ApiError as error:
+        return anthropic_error(error)
+    events = AnthropicEvents(req.model, len(ids), req.stop)
+    chat = replace(req, stop=(), include_usage=True)  # stop sequences are cut here: Anthropic names the one hit
+    if req.stream:
+        return EventSourceResponse(_sse(stream, chat, len(ids), events), ping=10)
+    try:
+        return JSONResponse(await _whole(stream, chat, len(ids), events))
+    except ApiError as error:
+        return anthropic_error(error)
+
+
+def count_tokens(body: object, backend: EngineBackend, defaults: GenerationConfig) -> Response:
+    """The prompt's token count for a Messages request (max_tokens may be left out)."""
+    if isinstance(body, dict) and "max_tokens" not in body:
+        body = {**body, "max_tokens": 1}
+    try:
+        req = _request(body, backend, defaults)
+        return JSONResponse({"input_tokens": len(backend.prompt_ids(req))})
+    except ApiError as error:
+        return anthropic_error(error)
+
+
+def anthropic_error(error: ApiError) -> JSONResponse:
+    """An ApiError as Anthropic's error response."""
+    return JSONResponse(error_body(error), status_code=error.status, headers=error.headers)
+
+
+def _request(body: object, backend: EngineBackend, defaults: GenerationConfig) -> ApiRequest:
+    return parse_request("chat", openai_body(body), backend.models(), defaults)
+
+
+async def _events(
+    stream: JobStream, req: ApiRequest, prompt_tokens: int, events: AnthropicEvents
+) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """Anthropic's events for the job's OpenAI chunks; an engine error ends the stream with an error event."""
+    for event in events.start():
+        yield event
+    chunks = cast(AsyncGenerator[dict[str, str], None], openai_sse(stream, req, prompt_tokens))
+    try:
+        async for item in chunks:
+            if item["data"] == "[DONE]":
+                break
+            chunk = json.loads(item["data"])
+            if "error" in chunk:
+                error = chunk["error"]
+                yield "error", {"type": "error", "error": {"type": "api_error", "message": error.get("message", "")}}
+                return
+            for event in events.chunk(chunk):
+                yield event
+            if events.stopped:
+                stream.cancel()  # a stop sequence: the rest is not wanted (usage still arrives)
+    finally:
+        await chunks.aclose()
+    for event in events.finish():
+        yield event
+
+
+async def _sse(
+    stream: JobStream, req: ApiRequest, prompt_tokens: int, events: AnthropicEvents
+) -> AsyncIterator[dict[str, str]]:
+    async for name, data in _events(stream, req, prompt_tokens, events):
+        yield sse(name, data)
+
+
+async def _whole(stream: JobStream, req: ApiRequest, prompt_tokens: int, events: AnthropicEvents) -> dict[str, Any]:
+    """The whole message, assembled from the same events the stream would send."""
+    message: dict[str, Any] = {}
+    blocks: list[dict[str, Any]] = []
+    partial: dict[int, str] = {}
+    async for name, data in _events(stream, req, prompt_tokens, events):
+        if name == "error":
+            raise ApiError(500, data["error"]["message"], "server_error")
+        if name == "message_start":
+            message = data["message"]
+        elif name == "content_block_start":
+            blocks.append(dict(data["content_block"]))
+        elif name == "content_block_delta":
+            _add_delta(blocks[data["index"]], data["delta"], partial, data["index"])
+        elif name == "message_delta":
+            message.update(data["delta"])
+            message["usage"] = {**message.get("usage", {}), **data["usage"]}
+    for index, text in partial.items():
+        blocks[index]["input"] = json.loads(text or "{}")
+    return {**message, "content": blocks}
+
+
+def _add_delta(block: dict[str, Any], delta: dict[str, Any], partial: dict[int, str], index: int) -> None:
+    if delta["type"] == "text_delta":
+        block["text"] = block.get("text", "") + delta["text"]
+    else:
+        partial[index] = partial.get(index, "") + delta["partial_json"]
