@@ -1,4 +1,4 @@
-"""The best draft length K per prompt type, saved per (target, draft | mtp) pair for the chat's default."""
+"""The best draft length K (or auto K) per prompt type, saved per (target, draft | mtp) pair for the chat's default."""
 
 from __future__ import annotations
 
@@ -11,17 +11,25 @@ from specchat.engine.config import LIMITS
 from specchat.jsonfile import write_json_atomic
 from specchat.paths import AppPaths
 
+from .sweep_results import AUTO, OFF, Choice
+
 if TYPE_CHECKING:
     from .sweep_results import PromptResult, SweepResult
 
 SCHEMA_VERSION = 1
 MTP = "mtp"
-OFF = 0  # a saved best K of 0: no K beat plain decoding, so speculation is off for that prompt type
+# A saved best K of OFF (0): no K beat plain decoding, so speculation is off for that prompt type;
+# AUTO ("auto"): auto K beat plain decoding and every fixed K, so the chat drafts with K auto.
 
 
 def _is_off(k: object) -> bool:
     """A saved K of 0: speculation off (an int, not a bool)."""
     return isinstance(k, int) and not isinstance(k, bool) and k == OFF
+
+
+def _is_choice(k: object) -> bool:
+    """A K in today's limit, OFF or AUTO."""
+    return k == AUTO or _is_off(k) or LIMITS["num_draft_tokens"].accepts(k)
 
 
 def model_key(folder: str | Path) -> str:
@@ -51,31 +59,38 @@ def tuning_entry(paths: AppPaths, target: str | Path, drafter: str | Path) -> di
     return entry if isinstance(entry, dict) else None
 
 
-def best_k(paths: AppPaths, target: str | Path, drafter: str | Path) -> dict[str, int] | None:
-    """The saved best K per prompt type for this pair (OFF = 0: speculation off), or None when never swept."""
+def best_choices(paths: AppPaths, target: str | Path, drafter: str | Path) -> dict[str, Choice] | None:
+    """The saved best choice per prompt type for this pair (a K, OFF = 0, or AUTO), or None when never swept."""
     entry = tuning_entry(paths, target, drafter)
     raw = entry.get("best_k") if entry else None
     if not isinstance(raw, dict):
         return None
-    found = {name: k for name, k in raw.items() if _is_off(k) or LIMITS["num_draft_tokens"].accepts(k)}
+    found = {name: k for name, k in raw.items() if _is_choice(k)}
     return found or None  # a K outside today's limit (saved by an older version) is left out
+
+
+def best_k(paths: AppPaths, target: str | Path, drafter: str | Path) -> dict[str, int] | None:
+    """best_choices() without the AUTO ones: for readers that take a whole-number K only."""
+    found = {name: k for name, k in (best_choices(paths, target, drafter) or {}).items() if isinstance(k, int)}
+    return found or None
 
 
 def save_best_k(
     paths: AppPaths,
     target: str | Path,
     drafter: str | Path,
-    best: dict[str, int],
+    best: dict[str, Choice],
     speedup_pct: dict[str, float | None] | None = None,
     tag: str | None = None,
 ) -> Path:
-    """Save (replace) the best K per prompt type of one pair; other pairs are kept. Returns the file."""
+    """Save (replace) the best K (or AUTO) per prompt type of one pair; other pairs are kept. Returns the file."""
     if not best:
         raise ValueError("no best K to save: the sweep had no usable cell")
     for name, k in best.items():
-        if not (_is_off(k) or LIMITS["num_draft_tokens"].accepts(k)):
+        if not _is_choice(k):
             raise ValueError(
-                f"best K for {name!r} must be {LIMITS['num_draft_tokens'].allowed()}, or {OFF} for Off, got {k!r}"
+                f"best K for {name!r} must be {LIMITS['num_draft_tokens'].allowed()}, "
+                f"or {OFF} for Off, or {AUTO!r} for auto K, got {k!r}"
             )
     pairs = load_tuning(paths)
     pairs[pair_key(target, drafter)] = {
@@ -91,17 +106,19 @@ def save_best_k(
 
 
 def save_sweep(paths: AppPaths, result: SweepResult) -> Path | None:
-    """Save a SweepResult's best K per prompt for its pair; None when no cell was usable."""
+    """Save a SweepResult's best K (or AUTO) per prompt for its pair; None when no cell was usable."""
     if not result.target or not result.drafter:
         raise ValueError("the sweep result does not name its target and drafter folders")
     best = result.best_k()
     if not best:
         return None
-    speedups = {p.name: 0.0 if best[p.name] == OFF else _best_speedup(p) for p in result.prompts if p.name in best}
+    speedups = {p.name: _best_speedup(p, best[p.name]) for p in result.prompts if p.name in best}
     return save_best_k(paths, result.target, result.drafter, best, speedups, result.tag)
 
 
-def _best_speedup(prompt: PromptResult) -> float | None:
-    """The speedup of a prompt's fastest K (a prompt with a best K has one)."""
-    cell = prompt.best_cell()
+def _best_speedup(prompt: PromptResult, choice: Choice) -> float | None:
+    """The speedup of a prompt's choice: 0 for Off, else its cell's (auto K's, or the fastest K's)."""
+    if choice == OFF:
+        return 0.0
+    cell = prompt.dynamic if choice == AUTO else prompt.best_cell()
     return cell.speedup_pct if cell is not None else None

@@ -1,4 +1,4 @@
-"""K sweeps: per prompt a baseline cell then one cell per K, with warmups, reps and an identity gate."""
+"""K sweeps: per prompt a baseline cell, one cell per K, then auto K, with warmups, reps and an identity gate."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from specchat.engine.runner import common_prefix_len
 from .engine_like import TuningEngine
 from .sweep_prompts import SweepPrompt, builtin_prompts
 from .sweep_results import (
+    AUTO,
     CellDone,
+    CellK,
     CellResult,
     PromptResult,
     RunDone,
@@ -59,7 +61,7 @@ class OnBatteryError(EngineError):
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """What to sweep: the mode ("draft" or "mtp"), the draft lengths, reps and generation settings."""
+    """What to sweep: the mode ("draft" or "mtp"), the draft lengths, auto K or not, reps and generation settings."""
 
     mode: str = "draft"
     ks: tuple[int, ...] = DEFAULT_KS
@@ -71,6 +73,7 @@ class SweepConfig:
     allow_battery: bool = False
     tag: str | None = None
     mtp_history: bool = False  # MTP only: the head attends over the whole sequence (GenerationConfig)
+    dynamic: bool = True  # after the fixed Ks, a cell of auto K (drafts stop where the drafter is unsure)
 
     def __post_init__(self) -> None:
         if self.mode not in ("draft", "mtp"):
@@ -90,10 +93,19 @@ class SweepConfig:
     @property
     def total_runs(self) -> int:
         """Generations the whole sweep runs, warmups included."""
-        return len(self.prompts) * (1 + len(self.ks)) * (self.warmup + self.reps)
+        return len(self.prompts) * len(self.cell_ks()) * (self.warmup + self.reps)
 
-    def generation_config(self, k: int | None) -> GenerationConfig:
-        """The GenerationConfig of the baseline cell (k None) or of draft length k."""
+    def cell_ks(self) -> tuple[CellK, ...]:
+        """Each prompt's cells in order: the baseline (None), every K, then auto K when dynamic."""
+        return (None, *self.ks, *((AUTO,) if self.dynamic else ()))
+
+    @property
+    def auto_max_k(self) -> int:
+        """The most tokens an auto K round drafts: the engine's default max (GenerationConfig has no other cap)."""
+        return self.generation_config(AUTO).max_draft_tokens
+
+    def generation_config(self, k: CellK) -> GenerationConfig:
+        """The GenerationConfig of the baseline cell (k None), of draft length k, or of auto K (k AUTO)."""
         if k is None:
             return GenerationConfig("baseline", max_tokens=self.max_tokens, temperature=self.temperature)
         return GenerationConfig(self.mode, k, self.max_tokens, self.temperature, mtp_history=self.mtp_history)
@@ -173,6 +185,7 @@ class SweepRunner:
         cfg = self.config
         settings = {k: v for k, v in asdict(cfg).items() if k not in ("prompts", "tag")}
         settings["ks"] = list(cfg.ks)
+        settings["auto_max_k"] = cfg.auto_max_k if cfg.dynamic else None
         self._header = dict(
             target=self.target,
             drafter=self.drafter,
@@ -209,7 +222,7 @@ class SweepRunner:
         reference: list[int] | None = None
         cells: list[CellResult] = []
         baseline: CellResult | None = None
-        for k in (None, *self.config.ks):
+        for k in self.config.cell_ks():
             runs: list[RunRecord] = []
             for index in range(self.config.warmup + self.config.reps):
                 if self.cancel.is_set():
@@ -232,7 +245,8 @@ class SweepRunner:
             reps = [r for r in runs if not r.warmup]
             if not reps:
                 break  # cancelled before this cell measured anything
-            cell = summarize_cell(k, reps, [r for r in runs if r.warmup], baseline, start_source)
+            max_k = self.config.auto_max_k if k == AUTO else None
+            cell = summarize_cell(k, reps, [r for r in runs if r.warmup], baseline, start_source, max_k)
             baseline = cell if k is None else baseline
             cells.append(cell)
             self._open = self._prompt_result(prompt, ids, reference, cells)
@@ -246,7 +260,7 @@ class SweepRunner:
         return PromptResult(prompt.name, prompt.text, len(ids), text, tuple(cells))
 
     def _run_once(
-        self, ids: list[int], k: int | None, index: int, reference: list[int] | None
+        self, ids: list[int], k: CellK, index: int, reference: list[int] | None
     ) -> tuple[list[int], RunRecord | None]:
         gen_cfg = self.config.generation_config(k)
         power = self.read_power()

@@ -10,7 +10,7 @@ from specchat.cli_args import model_folder, whole_number
 from specchat.engine.config import LIMITS
 from specchat.engine.errors import ConfigError
 
-from .sweep_results import CellDone, RunDone, SweepEvent, SweepStarted
+from .sweep_results import CellDone, RunDone, SweepEvent, SweepStarted, cell_name
 
 if TYPE_CHECKING:
     from .sweep_prompts import SweepPrompt
@@ -45,6 +45,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_ks,
         metavar="K,K,...",
         help="draft lengths to try (default 1,2,4,8,16; with --mtp 1,2,3,4)",
+    )
+    p.add_argument(
+        "--no-dynamic",
+        action="store_true",
+        help="leave out the dynamic (auto K) cell that follows the fixed Ks of each prompt",
     )
     p.add_argument("--reps", type=whole_number(1), default=5, help="measured runs per cell (default 5)")
     p.add_argument("--warmup", type=whole_number(0), default=1, help="discarded runs before each cell (default 1)")
@@ -97,6 +102,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         allow_battery=args.allow_battery,
         tag=args.tag,
         mtp_history=args.mtp_history,
+        dynamic=not args.no_dynamic,
     )
     outputs = SweepOutputs(args.json, args.markdown)
     outputs.check()  # before any model loads: an unwritable path must not cost a sweep
@@ -160,7 +166,7 @@ class ProgressBar:
         if isinstance(event, SweepStarted):
             self._draw(0, event.total_runs, f"power {event.power_source}")
         elif isinstance(event, RunDone):
-            cell = "baseline" if event.k is None else f"K={event.k}"
+            cell = cell_name(event.k)
             kind = "warmup" if event.warmup else "rep"
             flag = " DIFFERS" if event.identical is False else ""
             self._draw(event.done, event.total, f"{event.prompt} {cell} {kind}: {event.tokens_per_s:.1f} tok/s{flag}")

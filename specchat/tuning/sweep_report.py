@@ -1,16 +1,17 @@
-"""A sweep as Markdown tables (one per prompt, rows K) and as JSON with every raw run."""
+"""A sweep as Markdown tables (one per prompt, rows K and auto K) and as JSON with every raw run, read back too."""
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Any
 
 from specchat.jsonfile import write_text_atomic
 
-from .sweep_results import OFF, CellResult, PromptResult, SweepResult
-from .sweep_stats import BEST_RULE, cv_text
+from .sweep_results import AUTO, DYNAMIC_LABEL, OFF, CellResult, Choice, PromptResult, RunRecord, SweepResult
+from .sweep_stats import BEST_RULE, DYNAMIC_RULE, cv_text
 
 JSON_SCHEMA_VERSION = 1
 TABLE_HEADER = (
@@ -18,6 +19,7 @@ TABLE_HEADER = (
     "|---|---:|---:|---:|---:|---:|---:|---|"
 )
 DASH = "—"
+AUTO_LOSES = "it does not beat both plain decoding and the fastest K beyond the noise"
 
 
 def _gb(n_bytes: int) -> str:
@@ -68,8 +70,10 @@ def prompt_table(prompt: PromptResult) -> str:
     """A prompt's section: heading, table, and its best K."""
     lines = [f"### {prompt.name} ({prompt.prompt_tokens} prompt tokens)", "", TABLE_HEADER]
     lines += [cell_row(c) for c in prompt.cells]
-    choice, fastest = prompt.best_choice(), prompt.best_cell()
-    if choice is None or fastest is None:  # a choice is only made with a fastest cell
+    choice, fastest, auto = prompt.best_choice(), prompt.best_cell(), prompt.dynamic
+    if choice == AUTO and auto is not None:
+        lines += ["", _auto_best(auto, fastest)]
+    elif choice is None or fastest is None:  # a fixed choice is only made with a fastest cell
         lines += ["", "Best K: none (no K cell, or no plain-decoding cell, has a usable speed)"]
     elif choice == OFF:
         lines += [
@@ -83,11 +87,27 @@ def prompt_table(prompt: PromptResult) -> str:
             f"Best K: **{fastest.k}** ({fastest.median_tokens_per_s:.1f} tok/s, "
             f"{_pct(fastest.speedup_pct, signed=True)} vs baseline)",
         ]
+    if auto is not None and choice != AUTO:
+        lines.append(f"{DYNAMIC_LABEL}: {_auto_speed(auto)}; {AUTO_LOSES}")
     return "\n".join(lines)
 
 
-def choice_text(k: int) -> str:
-    """A best choice in words: 'K=3', or 'Off' (speculation off)."""
+def _auto_speed(auto: CellResult) -> str:
+    if auto.median_tokens_per_s is None:
+        return "output differs from baseline, speed not used"
+    return f"{auto.median_tokens_per_s:.1f} tok/s, {_pct(auto.speedup_pct, signed=True)} vs baseline"
+
+
+def _auto_best(auto: CellResult, fastest: CellResult | None) -> str:
+    """The best line of a prompt where auto K won."""
+    versus = f"; faster than the fastest K, {fastest.k}, beyond the noise" if fastest is not None else ""
+    return f"Best: **{DYNAMIC_LABEL}** ({_auto_speed(auto)}{versus})"
+
+
+def choice_text(k: Choice) -> str:
+    """A best choice in words: 'K=3', 'auto K', or 'Off' (speculation off)."""
+    if k == AUTO:
+        return "auto K"
     return "Off" if k == OFF else f"K={k}"
 
 
@@ -107,11 +127,22 @@ def _header(result: SweepResult) -> list[str]:
             f"temperature {s['temperature']:g}; started {result.started_at}",
             "- tok/s is the median decode speed; CV is 1.4826 x MAD / median (noisy above 5%; n/a below 3 reps)"
             + ("; identity gate on (temperature 0)" if s["temperature"] == 0 else "; identity gate off"),
-            f"- Best: {BEST_RULE}",
+            f"- Best: {BEST_RULE}; {DYNAMIC_RULE}",
         ]
+        + _dynamic_line(s)
         + (["- **Cancelled**: the tables are partial"] if result.cancelled else [])
         + (["- **In progress**: the cells measured so far"] if result.partial else [])
     )
+
+
+def _dynamic_line(settings: dict) -> list[str]:
+    """The header line about the auto K cell, when the sweep ran one."""
+    cap = settings.get("auto_max_k")
+    if not settings.get("dynamic") or cap is None:
+        return []
+    return [
+        f"- {DYNAMIC_LABEL}: each round drafts until the drafter is unsure, at most {cap} tokens (the engine's default max)"
+    ]
 
 
 def _drafter_name(drafter: str) -> str:
@@ -146,6 +177,34 @@ def to_json(result: SweepResult) -> dict[str, object]:
     data["schema_version"] = JSON_SCHEMA_VERSION
     data["best_k"] = result.best_k()
     return {key: _finite(value) for key, value in data.items()}
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The keys of data that cls has fields for (a newer file's extra keys are left out)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def _cell(data: dict[str, Any]) -> CellResult:
+    runs = {key: tuple(RunRecord(**_known(RunRecord, r)) for r in data.get(key, ())) for key in ("reps", "warmups")}
+    sources = tuple(data.get("power_sources", ()))
+    return CellResult(**{**_known(CellResult, data), **runs, "power_sources": sources})
+
+
+def _prompt(data: dict[str, Any]) -> PromptResult:
+    cells = tuple(_cell(c) for c in data.get("cells", ()))
+    return PromptResult(**{**_known(PromptResult, data), "cells": cells})
+
+
+def from_json(data: dict[str, Any]) -> SweepResult:
+    """A SweepResult from to_json's dict; older files (no auto K cell, no max_k) load too."""
+    prompts = tuple(_prompt(p) for p in data.get("prompts", ()))
+    return SweepResult(**{**_known(SweepResult, data), "prompts": prompts})
+
+
+def read_json(path: str | Path) -> SweepResult:
+    """Read a sweep written by write_json (any schema version so far)."""
+    return from_json(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
 def write_json(result: SweepResult, path: str | Path) -> Path:

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Literal, cast
 
 from specchat.engine.events import GenerationStats
 
-from .sweep_stats import beats_plain, is_noisy, median, robust_cv, speedup_pct
+from .sweep_stats import beats, is_noisy, median, robust_cv, speedup_pct
 
 if TYPE_CHECKING:
     from specchat.system.power import PowerStatus
 
 OFF = 0  # the best choice when no K beats plain decoding beyond the noise: speculation off
+AUTO: Final = "auto"  # the dynamic cell's K: auto K, each round drafting until the drafter is unsure
+DYNAMIC_LABEL = "dynamic (auto K)"
+CellK = int | Literal["auto"] | None  # None: plain decoding (the baseline cell)
+Choice = int | Literal["auto"]  # a prompt's best choice: a K, OFF, or AUTO
+
+
+def cell_name(k: CellK) -> str:
+    """A cell in a progress line: 'baseline', 'K=3' or 'auto K'."""
+    if k is None:
+        return "baseline"
+    return "auto K" if k == AUTO else f"K={k}"
 
 
 @dataclass(frozen=True)
@@ -65,9 +76,9 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class CellResult:
-    """One row of a prompt's table: the baseline (k None) or one draft length K."""
+    """One row of a prompt's table: the baseline (k None), one draft length K, or auto K (k AUTO)."""
 
-    k: int | None
+    k: CellK
     median_tokens_per_s: float | None  # None when the output differed: the speed is not used
     measured_median_tokens_per_s: float
     cv: float | None  # None: fewer than 3 reps ("n/a")
@@ -83,11 +94,19 @@ class CellResult:
     power_changed: bool
     reps: tuple[RunRecord, ...]
     warmups: tuple[RunRecord, ...] = ()
+    max_k: int | None = None  # auto K only: the most tokens a round may draft
 
     @property
     def label(self) -> str:
-        """ "baseline" or the K as text."""
-        return "baseline" if self.k is None else str(self.k)
+        """ "baseline", the K as text, or DYNAMIC_LABEL."""
+        if self.k is None:
+            return "baseline"
+        return DYNAMIC_LABEL if self.k == AUTO else str(self.k)
+
+    @property
+    def fixed(self) -> bool:
+        """True for a fixed draft length K (not the baseline, not auto K)."""
+        return isinstance(self.k, int)
 
     @property
     def usable(self) -> bool:
@@ -96,7 +115,12 @@ class CellResult:
 
 
 def summarize_cell(
-    k: int | None, reps: list[RunRecord], warmups: list[RunRecord], baseline: CellResult | None, start_source: str
+    k: CellK,
+    reps: list[RunRecord],
+    warmups: list[RunRecord],
+    baseline: CellResult | None,
+    start_source: str,
+    max_k: int | None = None,
 ) -> CellResult:
     """Median, robust CV, speedup, acceptance, memory and flags of one cell's runs."""
     speeds = [r.tokens_per_s for r in reps]
@@ -127,6 +151,7 @@ def summarize_cell(
         power_changed=any(s != start_source for s in sources),
         reps=tuple(reps),
         warmups=tuple(warmups),
+        max_k=max_k,
     )
 
 
@@ -135,16 +160,21 @@ def _speed(cell: CellResult) -> float:
     return cell.median_tokens_per_s if cell.median_tokens_per_s is not None else float("-inf")
 
 
-def is_best(cell: CellResult, choice: int | None) -> bool:
-    """True for the cell of a prompt's best choice: its K, or the plain-decoding cell when the choice is OFF."""
+def is_best(cell: CellResult, choice: Choice | None) -> bool:
+    """True for the cell of a prompt's best choice: its K (or AUTO), or the plain-decoding cell when it is OFF."""
     if choice is None:
         return False
     return cell.k is None if choice == OFF else cell.k == choice
 
 
+def _beats(cell: CellResult, other: CellResult) -> bool:
+    """BEST_RULE between two usable cells: cell faster than other beyond the noise of both."""
+    return beats(_speed(cell), cell.cv, _speed(other), other.cv)
+
+
 @dataclass(frozen=True)
 class PromptResult:
-    """Every cell of one prompt: the baseline first, then one per K."""
+    """Every cell of one prompt: the baseline first, then one per K, then auto K (when swept)."""
 
     name: str
     text: str
@@ -157,20 +187,40 @@ class PromptResult:
         """The baseline cell, when it ran."""
         return next((c for c in self.cells if c.k is None), None)
 
+    @property
+    def dynamic(self) -> CellResult | None:
+        """The auto K cell, when it ran."""
+        return next((c for c in self.cells if c.k == AUTO), None)
+
     def best_cell(self) -> CellResult | None:
-        """The fastest K whose speed is usable; None when no K cell is (it may still be slower than plain)."""
-        usable = [c for c in self.cells if c.k is not None and c.usable]
+        """The fastest fixed K whose speed is usable; None when no K cell is (it may still be slower than plain)."""
+        usable = [c for c in self.cells if c.fixed and c.usable]
         return max(usable, key=_speed, default=None)
 
-    def best_choice(self) -> int | None:
-        """The K to use (sweep_stats.BEST_RULE), OFF when none beats plain decoding beyond the noise,
+    def best_fixed_choice(self) -> int | None:
+        """The fixed K to use (sweep_stats.BEST_RULE), OFF when none beats plain decoding beyond the noise,
         None when nothing can be said (no usable K cell or no usable plain-decoding cell)."""
         fastest, base = self.best_cell(), self.baseline
         if fastest is None or base is None or not base.usable:
             return None
-        if beats_plain(_speed(fastest), fastest.cv, _speed(base), base.cv):  # both usable: both have a speed
-            return fastest.k
-        return OFF
+        return cast(int, fastest.k) if _beats(fastest, base) else OFF
+
+    def dynamic_wins(self) -> bool:
+        """True when auto K beats plain decoding and the fastest fixed K beyond the noise (DYNAMIC_RULE)."""
+        auto, base, fastest = self.dynamic, self.baseline, self.best_cell()
+        if auto is None or not auto.usable or base is None or not base.usable:
+            return False
+        return _beats(auto, base) and (fastest is None or _beats(auto, fastest))
+
+    def best_choice(self) -> Choice | None:
+        """AUTO when dynamic_wins(), else best_fixed_choice() (OFF when only a slower auto K cell is usable)."""
+        if self.dynamic_wins():
+            return AUTO
+        fixed = self.best_fixed_choice()
+        auto, base = self.dynamic, self.baseline
+        if fixed is None and auto is not None and auto.usable and base is not None and base.usable:
+            return OFF
+        return fixed
 
 
 @dataclass(frozen=True)
@@ -189,9 +239,9 @@ class SweepResult:
     cancelled: bool = False
     partial: bool = False  # a snapshot taken while the sweep still runs (written after every cell)
 
-    def best_k(self) -> dict[str, int]:
-        """The best choice per prompt name: a K, or OFF (0) when no K beats plain decoding beyond the noise
-        (prompts with no usable cells are left out)."""
+    def best_k(self) -> dict[str, Choice]:
+        """The best choice per prompt name: a K, AUTO, or OFF (0) when no K beats plain decoding beyond the
+        noise (prompts with no usable cells are left out)."""
         best = {p.name: p.best_choice() for p in self.prompts}
         return {name: k for name, k in best.items() if k is not None}
 
@@ -216,7 +266,7 @@ class RunDone:
     done: int
     total: int
     prompt: str
-    k: int | None
+    k: CellK
     warmup: bool
     tokens_per_s: float
     identical: bool | None

@@ -13,6 +13,11 @@ BEST_RULE = (
     "a K is best only when its median x (1 - n) beats plain decoding's median, n = max(5%, CV of K + "
     "CV of plain), a CV of n/a (fewer than 3 reps) counting as 5%; otherwise the best choice is Off"
 )
+DYNAMIC_RULE = (
+    "dynamic (auto K) is best only when its median x (1 - n) beats both plain decoding's median and the "
+    "fastest fixed K's median, n taken the same way from the two cells compared; otherwise the best fixed "
+    "K, or Off, as above"
+)
 
 
 def median(values: Sequence[float]) -> float:
@@ -44,10 +49,10 @@ def is_noisy(cv: float | None) -> bool:
     return cv is not None and cv > NOISY_CV
 
 
-def beats_plain(k_speed: float, k_cv: float | None, plain_speed: float, plain_cv: float | None) -> bool:
-    """BEST_RULE: K's median, lowered by the noise of both cells, still above plain decoding's median."""
-    noise = max(NOISY_CV, (NOISY_CV if k_cv is None else k_cv) + (NOISY_CV if plain_cv is None else plain_cv))
-    return plain_speed > 0 and k_speed * (1 - noise) > plain_speed
+def beats(speed: float, cv: float | None, other_speed: float, other_cv: float | None) -> bool:
+    """BEST_RULE's test: a cell's median, lowered by the noise of both cells, still above the other's median."""
+    noise = max(NOISY_CV, (NOISY_CV if cv is None else cv) + (NOISY_CV if other_cv is None else other_cv))
+    return other_speed > 0 and speed * (1 - noise) > other_speed
 
 
 def cv_text(cv: float | None) -> str:

@@ -14,7 +14,7 @@ import pytest
 from specchat.engine import ConfigError, Engine
 from specchat.paths import AppPaths
 from specchat.system.power import PowerStatus
-from specchat.tuning.best_k import best_k, pair_key, save_best_k, save_sweep, tuning_entry
+from specchat.tuning.best_k import best_choices, best_k, pair_key, save_best_k, save_sweep, tuning_entry
 from specchat.tuning.sweep import OnBatteryError, SweepConfig, SweepRunner
 from specchat.tuning.sweep_prompts import BUILTIN_PROMPTS, SweepPrompt, builtin_prompts, load_prompt_file, merge_prompts
 from specchat.tuning.sweep_report import TABLE_HEADER, to_json, to_markdown
@@ -42,6 +42,7 @@ CELL_FIELDS = {
     "power_changed",
     "reps",
     "warmups",
+    "max_k",
 }
 RUN_FIELDS = {
     "index",
@@ -67,7 +68,7 @@ def engine(dense_target, dense_draft_partial):
 
 
 def config(**kw) -> SweepConfig:
-    base = dict(ks=(1, 3), reps=2, warmup=1, max_tokens=8, prompts=SHORT)
+    base = dict(ks=(1, 3), reps=2, warmup=1, max_tokens=8, prompts=SHORT, dynamic=False)  # auto K: test_sweep_dynamic
     return SweepConfig(**{**base, **kw})
 
 
@@ -337,13 +338,15 @@ def test_cli_sweep_writes_json_markdown_and_saves_best_k(tmp_path, dense_target,
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out_json.read_text())
     assert data["machine"]["mlx"] == metadata.version("mlx") and data["machine"]["chip"]
-    assert data["tag"] == "ci" and [c["k"] for c in data["prompts"][0]["cells"]] == [None, 1, 2]
+    assert data["tag"] == "ci" and [c["k"] for c in data["prompts"][0]["cells"]] == [None, 1, 2, "auto"]
     assert all(len(c["reps"]) == 2 for c in data["prompts"][0]["cells"])
+    assert data["prompts"][0]["cells"][-1]["identical"] is True and data["settings"]["dynamic"] is True
     md = out_md.read_text()
-    assert md in proc.stdout and "[ci]" in md and md.count("\n| ") == 4
-    assert "9/9" in proc.stderr  # the progress bar reached the end
+    assert md in proc.stdout and "[ci]" in md and md.count("\n| ") == 5
+    assert "\n| dynamic (auto K) | " in md
+    assert "12/12" in proc.stderr and "auto K" in proc.stderr  # the progress bar reached the end
     paths = AppPaths.under(tmp_path / "home")
-    assert best_k(paths, dense_target, dense_draft_partial) == data["best_k"]
+    assert best_choices(paths, dense_target, dense_draft_partial) == data["best_k"]
 
 
 def test_cli_names_a_bad_draft_tokens_list(dense_target):

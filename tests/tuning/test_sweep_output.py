@@ -146,6 +146,7 @@ def test_a_finished_sweep_leaves_complete_files(tmp_path, monkeypatch, capsys, d
                 "--json",
                 str(out_json),
                 "--no-save",
+                "--no-dynamic",
             ]
         )
         == 0
@@ -166,5 +167,5 @@ def test_a_saved_k_outside_the_limit_is_not_offered(tmp_path):
     data["pairs"][pair_key(tmp_path / "t", tmp_path / "d")]["best_k"]["structured"] = 32
     paths.tuning_file.write_text(json.dumps(data))
     assert best_k(paths, tmp_path / "t", tmp_path / "d") == {"open": 4}
-    with pytest.raises(ValueError, match="between 1 and 16, or 0 for Off, got 32"):
+    with pytest.raises(ValueError, match="between 1 and 16, or 0 for Off, or 'auto' for auto K, got 32"):
         save_best_k(paths, tmp_path / "t", tmp_path / "d", {"open": 32})

@@ -9,13 +9,12 @@ from PySide6.QtGui import QImage
 
 from specchat.engine.owner import EngineHost, LoadedPair, load_pair_job
 from specchat.system.power import PowerStatus
-from specchat.tuning.best_k import best_k
-from specchat.tuning.sweep_results import RunRecord, summarize_cell
+from specchat.tuning.best_k import best_choices
+from specchat.tuning.sweep_results import AUTO, RunRecord, summarize_cell
 from specchat.ui.dashboard import SweepView
 from specchat.ui.dashboard.sweep_table import DIFFERS_BG, NOISY_BG
 from specchat.ui.dashboard.sweep_view import parse_ks
 from specchat.ui.engine_client import EngineClient
-
 from specchat.ui.plain_words import NO_MTP_HEAD
 
 from .conftest import screenshot
@@ -70,7 +69,8 @@ def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, loaded, 
     assert busy == [True, False] and not result.cancelled
     assert [p.name for p in result.prompts] == ["structured", "open"]
     cells = [(p.name, c) for p in result.prompts for c in p.cells]
-    assert len(cells) == view.table.rowCount() == 2 * 3
+    assert len(cells) == view.table.rowCount() == 2 * 4
+    assert [c.k for p in result.prompts for c in p.cells] == [None, 1, 2, AUTO] * 2
     for row, (name, cell) in enumerate(cells):
         texts = row_texts(view.table, row)
         assert texts[:2] == [name, cell.label]
@@ -80,25 +80,33 @@ def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, loaded, 
     for prompt in result.prompts:
         heights = view.chart.bars[prompt.name].opts["height"]
         assert list(heights) == pytest.approx([c.speedup_pct for c in prompt.cells if c.k is not None])
-    assert view.progress.value() == view.progress.maximum() == 2 * 3 * 2
+        assert len(heights) == 3  # K=1, K=2 and auto K's own bar
+    ticks = view.chart.plot.getPlotItem().getAxis("bottom")._tickLevels[0]
+    assert [text for _, text in ticks] == ["K=1", "K=2", "auto"]
+    auto_row = [c.k for _, c in cells].index(AUTO)
+    assert row_texts(view.table, auto_row)[1] == "dynamic (auto K)"
+    assert "at most 8 tokens a round: the engine's default max" in view.table.item(auto_row, 1).toolTip()
+    assert view.progress.value() == view.progress.maximum() == 2 * 4 * 2
     best = result.best_k()
     assert set(best) == {"structured", "open"} and view.use_best.isEnabled()
     with qtbot.waitSignal(view.bestKSaved) as saved:
         view.use_best.click()
     assert saved.args == [best]
-    assert best_k(paths, result.target, result.drafter) == best
+    assert best_choices(paths, result.target, result.drafter) == best
+    stars = {None: "★ best: Off", AUTO: "★ best: auto K"}
     for prompt in result.prompts:  # the best row (plain decoding when the best is Off) is bold and says so
         choice = best[prompt.name] or None
         row = [n for n, _ in cells].index(prompt.name) + [c.k for c in prompt.cells].index(choice)
-        assert row_texts(view.table, row)[-1].startswith("★ best K" if choice else "★ best: Off")
+        assert row_texts(view.table, row)[-1].startswith(stars.get(choice, "★ best K"))
         assert view.table.item(row, 0).font().bold()
     assert all(row_texts(view.table, row)[6] == "n/a" for row in range(len(cells)))  # 1 rep: no CV
     assert "MAD" in view.table.horizontalHeaderItem(6).toolTip()
     csv_rows = list(csv.DictReader(view.export_csv(tmp_path / "sweep.csv").open()))
-    assert [(r["prompt"], r["k"]) for r in csv_rows] == [(n, c.label) for n, c in cells]
+    assert [(r["prompt"], r["k"]) for r in csv_rows] == [(n, "auto" if c.k == AUTO else c.label) for n, c in cells]
     assert [r["best"] for r in csv_rows].count("True") == 2
+    assert [r["max_k"] for r in csv_rows if r["k"] == "auto"] == ["8", "8"]
     data = json.loads(view.export_json(tmp_path / "sweep.json").read_text())
-    assert data["best_k"] == best and len(data["prompts"][0]["cells"]) == 3
+    assert data["best_k"] == best and [c["k"] for c in data["prompts"][0]["cells"]] == [None, 1, 2, "auto"]
     image = QImage(str(view.export_png(tmp_path / "chart.png")))
     assert image.width() > 100 and image.height() > 100
 
@@ -281,3 +289,71 @@ def test_the_progress_line_names_the_power_source_in_words(qtbot, paths, loaded)
     view = make_view(qtbot, paths, loaded)
     view._sweep_event(SweepStarted(12, ("chat",), (1, 2), "ac"))
     assert view.progress_label.text() == "12 runs ahead, on mains power"
+
+
+def auto_result(target: str, drafter: str):
+    """A finished sweep of one prompt where auto K beats plain decoding and K=2 beyond the noise."""
+    from specchat.tuning.sweep_results import PromptResult, SweepResult
+
+    def run(tps):
+        return RunRecord(0, False, tps, 8, 0.1, 3, 6, 3, 1000, "length", "ac", "", True, None)
+
+    base = summarize_cell(None, [run(100.0), run(101.0), run(99.0)], [], None, "ac")
+    k2 = summarize_cell(2, [run(110.0), run(111.0), run(109.0)], [], base, "ac")
+    auto = summarize_cell(AUTO, [run(130.0), run(131.0), run(129.0)], [], base, "ac", max_k=8)
+    prompt = PromptResult("chat", "Hi", 3, "Hello", (base, k2, auto))
+    settings = {"ks": [2], "reps": 3, "warmup": 0, "max_tokens": 8, "temperature": 0.0, "dynamic": True}
+    return SweepResult(target, drafter, "draft", settings, MACHINE, {"source": "ac"}, "2026-01-01", (prompt,))
+
+
+def test_use_best_k_saves_auto_where_auto_k_wins(qtbot, paths, tmp_path):
+    view = SweepView(paths)
+    qtbot.addWidget(view)
+    result = auto_result(str(tmp_path / "target"), str(tmp_path / "draft"))
+    view.show_result(result)
+    assert view.best_label.text() == "Best K: chat auto K" and view.use_best.isEnabled()
+    assert row_texts(view.table, 2)[1] == "dynamic (auto K)" and row_texts(view.table, 2)[-1].startswith(
+        "★ best: auto K"
+    )
+    assert view.table.item(2, 0).font().bold() and "fastest fixed K" in view.table.item(2, 8).toolTip()
+    assert list(view.chart.bars["chat"].opts["height"]) == pytest.approx([10.0, 30.0])
+    with qtbot.waitSignal(view.bestKSaved, timeout=30_000) as saved:
+        view.use_best.click()
+    assert saved.args == [{"chat": "auto"}]
+    assert best_choices(paths, result.target, result.drafter) == {"chat": "auto"}
+    assert "chat auto K" in view.best_label.text()
+
+
+def test_the_dynamic_switch_sits_with_the_prompts_and_is_remembered(qtbot, paths):
+    view = SweepView(paths)
+    qtbot.addWidget(view)
+    assert view.dynamic.isChecked() and view.dynamic.text() == "dynamic"
+    assert view.dynamic.parentWidget() is list(view.prompt_boxes.values())[0].parentWidget()
+    assert view.config().dynamic is True and view.controls()["dynamic"] is True
+    with qtbot.waitSignal(view.controlsChanged, timeout=30_000) as changed:
+        view.dynamic.setChecked(False)
+    assert changed.args[0]["dynamic"] is False and view.config().dynamic is False
+    again = SweepView(paths)
+    qtbot.addWidget(again)
+    again.set_controls(changed.args[0])
+    assert not again.dynamic.isChecked()
+    again.set_controls({"dynamic": "yes"})  # the wrong type: left as it was
+    assert not again.dynamic.isChecked()
+
+
+def test_an_old_sweep_without_the_auto_cell_shows_as_before(qtbot, paths, tmp_path):
+    from specchat.tuning.sweep_report import read_json, to_json
+
+    result = auto_result("t", "d")
+    data = json.loads(json.dumps(to_json(result)))
+    data["prompts"][0]["cells"] = data["prompts"][0]["cells"][:2]
+    for cell in data["prompts"][0]["cells"]:
+        del cell["max_k"]
+    del data["settings"]["dynamic"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    view = SweepView(paths)
+    qtbot.addWidget(view)
+    view.show_result(read_json(tmp_path / "old.json"))
+    assert view.table.rowCount() == 2 and view.best_label.text() == "Best K: chat K=2"
+    ticks = view.chart.plot.getPlotItem().getAxis("bottom")._tickLevels[0]
+    assert [text for _, text in ticks] == ["K=2"]

@@ -1,4 +1,4 @@
-"""A sweep's cells as CSV rows (one row per prompt and K), for spreadsheets."""
+"""A sweep's cells as CSV rows (one row per prompt and K, k "auto" for auto K), for spreadsheets."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ CSV_COLUMNS = (
     "reps",
     "best",
     "notes",
+    "max_k",
 )
 
 
@@ -57,6 +58,7 @@ def cell_record(prompt: str, cell: CellResult, best: bool) -> dict:
         "reps": len(cell.reps),
         "best": best,
         "notes": cell_notes(cell),
+        "max_k": cell.max_k,  # auto K only: the most tokens a round may draft
     }
 
 

@@ -1,4 +1,4 @@
-"""The sweep's results: a table of every cell, and a bar chart of speedup by K per prompt type."""
+"""The sweep's results: a table of every cell, and a bar chart of speedup by K (and auto K) per prompt type."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from specchat.tuning.sweep_report import cell_notes
-from specchat.tuning.sweep_results import CellResult, is_best
-from specchat.tuning.sweep_stats import BEST_RULE, cv_text
+from specchat.tuning.sweep_results import AUTO, DYNAMIC_LABEL, CellK, CellResult, Choice, is_best
+from specchat.tuning.sweep_stats import BEST_RULE, DYNAMIC_RULE, cv_text
 
 from .. import theme
 from ..theme_switch import follow
@@ -25,8 +25,9 @@ NOISY_BG = QColor("#fff3d6")
 DIFFERS_BG = QColor("#fde4e4")
 BASELINE_FG = QColor(theme.MUTED)
 COLUMN_HELP = {
-    "Prompt": "The prompt type the cell ran (each prompt: plain decoding first, then each K).",
-    "K": "Draft length: tokens drafted per round; 'baseline' is plain decoding (speculation off).",
+    "Prompt": "The prompt type the cell ran (each prompt: plain decoding first, then each K, then auto K).",
+    "K": "Draft length: tokens drafted per round; 'baseline' is plain decoding (speculation off); "
+    f"'{DYNAMIC_LABEL}' drafts each round until the drafter is unsure.",
     "tok/s": "Median decode speed over the measured reps (warmups left out): generated tokens over the time "
     "from the end of prompt processing to the last token. — when the output differed from plain decoding.",
     "Speedup": "This K's median tok/s over plain decoding's median, minus 1, in percent.",
@@ -34,7 +35,8 @@ COLUMN_HELP = {
     "Acc/round": "Accepted drafted tokens per speculative round (each round also adds one target token).",
     "CV": "Robust spread of the reps: 1.4826 × MAD / median; amber above 5%; n/a with fewer than 3 reps.",
     "Peak GB": "Peak MLX memory of the cell's reps, in GB.",
-    "Notes": f"Flags: output differs, noisy, power source changed. ★ marks the best choice: {BEST_RULE}.",
+    "Notes": "Flags: output differs, noisy, power source changed. "
+    f"★ marks the best choice: {BEST_RULE}; {DYNAMIC_RULE}.",
 }
 
 
@@ -51,7 +53,7 @@ def cell_texts(prompt: str, cell: CellResult, best: bool) -> list[str]:
     per_round = DASH if cell.mean_accepted_per_round is None else f"{cell.mean_accepted_per_round:.2f}"
     notes = cell_notes(cell)
     if best:
-        star = "★ best K" if cell.k is not None else "★ best: Off"
+        star = "★ best: Off" if cell.k is None else "★ best: auto K" if cell.k == AUTO else "★ best K"
         notes = star + (f"; {notes}" if notes else "")
     return [
         prompt,
@@ -67,10 +69,21 @@ def cell_texts(prompt: str, cell: CellResult, best: bool) -> list[str]:
 
 
 def notes_help(text: str, cell: CellResult) -> str:
-    """The hover text of a Notes cell: the whole note, and why Off won when it did."""
+    """The hover text of a Notes cell: the whole note, and why Off or auto K won when it did."""
     if cell.k is None and text.startswith("★"):
         return text + "\nNo K beats plain decoding beyond the noise, so speculation stays off for this prompt type."
+    if cell.k == AUTO and text.startswith("★"):
+        return text + "\nAuto K beats plain decoding and the fastest fixed K beyond the noise."
     return text
+
+
+def cap_help(cell: CellResult) -> str:
+    """The hover text of an auto K row: how far its rounds may draft, and where that cap comes from."""
+    most = f"{cell.max_k} tokens a round: " if cell.max_k is not None else ""
+    return (
+        f"{DYNAMIC_LABEL}: each round drafts until the drafter is unsure, at most {most}the engine's "
+        "default max for auto K (not the sweep's largest K)."
+    )
 
 
 class SweepTable(QTableWidget):
@@ -100,7 +113,7 @@ class SweepTable(QTableWidget):
             ),
         )
 
-    def show_cells(self, prompts: list[tuple[str, list[CellResult]]], best: dict[str, int]) -> None:
+    def show_cells(self, prompts: list[tuple[str, list[CellResult]]], best: dict[str, Choice]) -> None:
         """Fill the table from (prompt name, cells) pairs; best marks the best choice per prompt (0: Off)."""
         rows = [(name, cell) for name, cells in prompts for cell in cells]
         self.setRowCount(len(rows))
@@ -111,7 +124,10 @@ class SweepTable(QTableWidget):
 
     def _item(self, text: str, cell: CellResult, column: int, best: bool) -> QTableWidgetItem:
         item = QTableWidgetItem(text)
-        if COLUMNS[column] == "Notes" and text:
+        notes = COLUMNS[column] == "Notes" and text
+        if cell.k == AUTO:
+            item.setToolTip(notes_help(text, cell) + "\n" + cap_help(cell) if notes else cap_help(cell))
+        elif notes:
             item.setToolTip(notes_help(text, cell))
         if 1 <= column <= 7:
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -145,39 +161,51 @@ class SpeedupChart(ChartCard):
         item.addItem(pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen(theme.MUTED, width=1)))
 
     def show_cells(self, prompts: list[tuple[str, list[CellResult]]], ks: tuple[int, ...]) -> None:
-        """Draw one bar group per K; noisy bars faded with a dashed edge, identity failures as red ✕ at 0."""
+        """Draw one bar group per K, and one for auto K when a prompt has it; noisy bars faded with a
+        dashed edge, identity failures as red ✕ at 0."""
         item = self.plot.getPlotItem()
         for graphic in (*self.bars.values(), *self.markers.values()):
             item.removeItem(graphic)
         self.bars, self.markers = {}, {}
+        slots = bar_slots(prompts, ks)
         width = 0.8 / max(len(prompts), 1)
         legend = []
         for i, (name, cells) in enumerate(prompts):
             color = PROMPT_COLORS[i % len(PROMPT_COLORS)]
-            by_k = {c.k: c for c in cells if c.k is not None}
-            present = [k for k in ks if k in by_k]
             legend.append((color, "bar", name))
-            if not present:
-                continue  # pyqtgraph's BarGraphItem cannot take empty pen lists
-            x = np.array([ks.index(k) for k in present], dtype=float) - 0.4 + width * (i + 0.5)
-            heights = [by_k[k].speedup_pct if by_k[k].speedup_pct is not None else 0.0 for k in present]
-            brushes = [pg.mkBrush(color + ("66" if by_k[k].noisy else "e6")) for k in present]
-            pens = [pen(color, 1.4, dashed=True) if by_k[k].noisy else pg.mkPen(color) for k in present]
-            bars = pg.BarGraphItem(x=x, height=heights, width=width * 0.92, brushes=brushes, pens=pens)
-            item.addItem(bars)
-            self.bars[name] = bars
-            failed = [xi for xi, k in zip(x, present) if by_k[k].identical is False]
-            markers = pg.ScatterPlotItem(
-                x=failed,
-                y=[0.0] * len(failed),
-                symbol="x",
-                size=14,
-                pen=pg.mkPen(RED, width=2.5),
-                brush=pg.mkBrush(RED),
-            )
-            item.addItem(markers)
-            self.markers[name] = markers
+            by_k = {c.k: c for c in cells if c.k is not None}
+            present = [k for k in slots if k in by_k]
+            if present:  # pyqtgraph's BarGraphItem cannot take empty pen lists
+                x = np.array([slots.index(k) for k in present], dtype=float) - 0.4 + width * (i + 0.5)
+                self._draw(name, color, x, [by_k[k] for k in present], width)
         legend += [(theme.MUTED, "bar", "faded: noisy (CV > 5%)"), (RED, "cross", "output differs")]
         self.legend.setText(legend_html(legend))
-        item.getAxis("bottom").setTicks([[(i, f"K={k}") for i, k in enumerate(ks)]])
+        item.getAxis("bottom").setTicks([[(i, tick_text(k)) for i, k in enumerate(slots)]])
         self.set_empty(None if prompts else "Run a sweep to see the speedup of each K.")
+
+    def _draw(self, name: str, color: str, x: np.ndarray, cells: list[CellResult], width: float) -> None:
+        """One prompt's bars at x, and a red ✕ at 0 for each cell whose output differed."""
+        item = self.plot.getPlotItem()
+        heights = [c.speedup_pct if c.speedup_pct is not None else 0.0 for c in cells]
+        brushes = [pg.mkBrush(color + ("66" if c.noisy else "e6")) for c in cells]
+        pens = [pen(color, 1.4, dashed=True) if c.noisy else pg.mkPen(color) for c in cells]
+        bars = pg.BarGraphItem(x=x, height=heights, width=width * 0.92, brushes=brushes, pens=pens)
+        item.addItem(bars)
+        self.bars[name] = bars
+        failed = [xi for xi, c in zip(x, cells) if c.identical is False]
+        markers = pg.ScatterPlotItem(
+            x=failed, y=[0.0] * len(failed), symbol="x", size=14, pen=pg.mkPen(RED, width=2.5), brush=pg.mkBrush(RED)
+        )
+        item.addItem(markers)
+        self.markers[name] = markers
+
+
+def bar_slots(prompts: list[tuple[str, list[CellResult]]], ks: tuple[int, ...]) -> list[CellK]:
+    """The chart's bar groups, left to right: each K, then auto K when any prompt has that cell."""
+    dynamic = any(c.k == AUTO for _, cells in prompts for c in cells)
+    return [*ks, *((AUTO,) if dynamic else ())]
+
+
+def tick_text(k: CellK) -> str:
+    """A bar group's axis label: 'K=3' or 'auto'."""
+    return AUTO if k == AUTO else f"K={k}"

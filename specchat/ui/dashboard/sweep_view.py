@@ -32,7 +32,15 @@ from specchat.tuning.best_k import save_sweep
 from specchat.tuning.sweep import SweepConfig, SweepRunner, parse_ks
 from specchat.tuning.sweep_prompts import BUILTIN_PROMPTS, builtin_prompts
 from specchat.tuning.sweep_report import choice_text, write_json
-from specchat.tuning.sweep_results import CellDone, CellResult, RunDone, SweepFinished, SweepResult, SweepStarted
+from specchat.tuning.sweep_results import (
+    CellDone,
+    CellResult,
+    RunDone,
+    SweepFinished,
+    SweepResult,
+    SweepStarted,
+    cell_name,
+)
 
 from .. import theme
 from ..banner import Banner
@@ -77,7 +85,7 @@ class SweepView(QWidget):
     """Give it the engine client and the loaded pair; Run queues a sweep, "Use best K" saves the result."""
 
     busyChanged = Signal(bool)  # True while this view's sweep is queued or running
-    bestKSaved = Signal(object)  # dict[str, int]: the best K per prompt type just saved
+    bestKSaved = Signal(object)  # dict[str, int | "auto"]: the best choice per prompt type just saved
     sweepFinished = Signal(object)  # SweepResult
     controlsChanged = Signal(dict)  # the controls' values (controls()), to remember them across restarts
 
@@ -138,7 +146,7 @@ class SweepView(QWidget):
         self.ks_edit.editingFinished.connect(changed)
         for box in (self.reps, self.warmup, self.max_tokens):
             box.valueChanged.connect(changed)
-        for check in (*self.prompt_boxes.values(), self.allow_battery):
+        for check in (*self.prompt_boxes.values(), self.dynamic, self.allow_battery):
             check.toggled.connect(changed)
 
     def controls(self) -> dict:
@@ -150,6 +158,7 @@ class SweepView(QWidget):
             "warmup": self.warmup.value(),
             "max_tokens": self.max_tokens.value(),
             "prompts": [name for name, box in self.prompt_boxes.items() if box.isChecked()],
+            "dynamic": self.dynamic.isChecked(),
             "allow_battery": self.allow_battery.isChecked(),
         }
 
@@ -169,8 +178,9 @@ class SweepView(QWidget):
         if isinstance(prompts, list) and any(name in self.prompt_boxes for name in prompts):
             for name, box in self.prompt_boxes.items():
                 box.setChecked(name in prompts)
-        if isinstance(values.get("allow_battery"), bool):
-            self.allow_battery.setChecked(values["allow_battery"])
+        for name, check in (("dynamic", self.dynamic), ("allow_battery", self.allow_battery)):
+            if isinstance(values.get(name), bool):
+                check.setChecked(values[name])
         del blockers
 
     def _choose_mode(self) -> None:
@@ -190,6 +200,12 @@ class SweepView(QWidget):
             minimum=int(LIMITS["max_tokens"].low), maximum=int(LIMITS["max_tokens"].high), value=128, suffix=" tokens"
         )
         self.prompt_boxes = {name: QCheckBox(name, checked=True) for name in BUILTIN_PROMPTS}
+        self.dynamic = QCheckBox("dynamic", checked=True)
+        self.dynamic.setToolTip(
+            "After the fixed Ks, a cell of auto K: each round drafts until the drafter is unsure "
+            "(at most the engine's default max). Recommended only when it beats plain decoding and "
+            "the fastest fixed K beyond the noise."
+        )
         self.allow_battery = QCheckBox("run on battery")
         self.run_button = QPushButton("Run sweep", objectName="primary", clicked=self.start)
         self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)
@@ -202,7 +218,8 @@ class SweepView(QWidget):
         self.use_best = QPushButton("Use best K", clicked=self.use_best_k, enabled=False)
         self.use_best.setToolTip(
             "Save the best choice per prompt type for this pair as the chat's default: a K "
-            "only when it beats plain decoding beyond the noise, else Off (speculation off)"
+            "only when it beats plain decoding beyond the noise, auto K only when it also beats "
+            "the fastest K beyond the noise, else Off (speculation off)"
         )
         self.exports = [
             QPushButton(f"Export {kind}", enabled=False, clicked=lambda _=False, k=kind: self._ask_export(k))
@@ -216,7 +233,8 @@ class SweepView(QWidget):
         row = FlowLayout()
         row.add(_labelled("Sweep", self.mode))
         row.add(_labelled("K", self.ks_edit))
-        for widget in (self.reps, self.warmup, self.max_tokens, *self.prompt_boxes.values(), self.allow_battery):
+        boxes = (*self.prompt_boxes.values(), self.dynamic, self.allow_battery)
+        for widget in (self.reps, self.warmup, self.max_tokens, *boxes):
             row.add(widget)
         buttons = QWidget()
         pair = QHBoxLayout(buttons)
@@ -286,6 +304,7 @@ class SweepView(QWidget):
             max_tokens=self.max_tokens.value(),
             prompts=tuple(builtin_prompts(names)),
             allow_battery=self.allow_battery.isChecked(),
+            dynamic=self.dynamic.isChecked(),
         )
 
     # --- running ---
@@ -365,7 +384,7 @@ class SweepView(QWidget):
             self.progress_label.setText(f"{event.total_runs} runs ahead, {POWER_WORDS.get(event.power_source, '')}")
         elif isinstance(event, RunDone):
             self.progress.setValue(event.done)
-            cell = "baseline" if event.k is None else f"K={event.k}"
+            cell = cell_name(event.k)
             kind = "warmup" if event.warmup else "rep"
             flag = " · output differs" if event.identical is False else ""
             self.progress_label.setText(f"{event.prompt} {cell} {kind}: {event.tokens_per_s:.1f} tok/s{flag}")
