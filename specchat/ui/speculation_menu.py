@@ -72,7 +72,7 @@ class SpeculationMenu(QMenu):
         self.k_group.addAction(self.auto_action)
         self.k_menu.addAction(self.auto_action)
         self.k_menu.addSeparator()
-        self.tuned_k: int | None = None
+        self.tuned_k: KChoice | None = None
         self.more_action = QAction("More draft tokens", self, shortcut=QKeySequence("Ctrl+]"))
         self.fewer_action = QAction("Fewer draft tokens", self, shortcut=QKeySequence("Ctrl+["))
         self.more_action.triggered.connect(lambda: self._step_k(+1))
@@ -126,9 +126,10 @@ class SpeculationMenu(QMenu):
         action = self.auto_action if self.current_k == AUTO else self.k_actions[self.current_k]
         action.setChecked(True)
 
-    def set_tuned_k(self, k: int | None) -> None:
-        """Show the pair's tuned K in the list (None: never swept; TUNED_OFF: no K beat plain decoding)."""
+    def set_tuned_k(self, k: KChoice | None) -> None:
+        """Show the pair's tuned K (None: never swept; TUNED_OFF: no K beat plain decoding; AUTO: auto K won)."""
         self.tuned_k = k
+        self.auto_action.setText("Auto (chosen each round)" + (" (tuned for this pair)" if k == AUTO else ""))
         off = self.mode_actions["baseline"]
         off.setText(MODE_LABELS["baseline"] + (" (tuned for this pair)" if k == TUNED_OFF else ""))
         if k == TUNED_OFF:
@@ -177,16 +178,16 @@ def unavailable(modes: dict[str, str | None] | None, mode: str) -> str | None:
     return NOT_LOADED if modes is None else modes.get(mode, "unknown mode")
 
 
-def tuned_k(paths: AppPaths, target: str | None, drafter: str | None) -> int | None:
+def tuned_k(paths: AppPaths, target: str | None, drafter: str | None) -> KChoice | None:
     """The pair's tuned K from specchat.tuning.best_k (when that module and a sweep exist); TUNED_OFF means Off."""
     if not target or not drafter:
         return None
     try:
-        from specchat.tuning.best_k import best_k
+        from specchat.tuning.best_k import best_choices
     except ImportError:
         return None
     try:
-        per_prompt = best_k(paths, target, drafter)
+        per_prompt = best_choices(paths, target, drafter)
     except Exception:  # a damaged tuning file must not break the menu
         return None
     if not per_prompt:
@@ -194,4 +195,4 @@ def tuned_k(paths: AppPaths, target: str | None, drafter: str | None) -> int | N
     if "chat" in per_prompt:
         return per_prompt["chat"]
     counts = Counter(per_prompt.values())
-    return min(counts, key=lambda k: (-counts[k], k))
+    return min(counts, key=lambda k: (-counts[k], (1, 0) if k == AUTO else (0, k)))  # ties: the smallest fixed K

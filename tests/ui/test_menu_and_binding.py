@@ -58,3 +58,21 @@ def test_the_pairs_tuned_k_joins_the_list(qtbot, paths, tmp_path):
     qtbot.addWidget(menu)
     menu.set_tuned_k(k)
     assert menu.k_actions[5].text() == "5 (tuned for this pair)" and 5 not in K_CHOICES
+
+
+def test_a_sweep_that_found_auto_k_best_marks_auto_as_tuned(qtbot, paths, tmp_path):
+    from specchat.tuning.best_k import AUTO, save_best_k
+
+    target, draft = tmp_path / "t", tmp_path / "d"
+    target.mkdir(), draft.mkdir()
+    save_best_k(paths, target, draft, {"structured": AUTO, "open": 2})
+    assert tuned_k(paths, str(target), str(draft)) == 2  # a tie: the fixed K
+    save_best_k(paths, target, draft, {"chat": AUTO, "open": 2})
+    k = tuned_k(paths, str(target), str(draft))
+    assert k == AUTO
+    menu = SpeculationMenu()
+    qtbot.addWidget(menu)
+    menu.set_tuned_k(k)
+    assert menu.auto_action.text().endswith("(tuned for this pair)")
+    menu.set_tuned_k(2)
+    assert "tuned" not in menu.auto_action.text()
