@@ -20,38 +20,37 @@ from .rows import (
     subtitle_text,
     title_text,
 )
+from .style import tone_colours
 from .table_model import FRACTION_ROLE, ROW_ROLE, STATE_ROLE
 
 BAR_HEIGHT = 6
+NAME_INSETS = (8, 6)  # the name's room inside its cell: from the left and the right edge
+PILL_INSET, PILL_PADDING = 6, 8  # the status pill: from the cell's left edge; around its word
 TRACK = QColor("#e6e9ef")
-BAR_COLOURS = {
-    DOWNLOADING: QColor(theme.ACCENT),
-    CANCELLED: QColor("#c4cad4"),
-    FAILED: QColor(theme.REJECT),
-    QUEUED: QColor("#c4cad4"),
+BAR_COLOURS = {  # palette colour names (read when painting, so a theme switch follows) or fixed colours
+    DOWNLOADING: "ACCENT",
+    CANCELLED: "#c4cad4",
+    FAILED: "REJECT",
+    QUEUED: "#c4cad4",
 }
 DONE_COLOUR = QColor("#2e9e5b")
-# (background, text) of the status pill
-PILLS = {
-    COMPLETE: ("#dff3e6", "#1d6b3c"),
-    PARTIAL: ("#fff1d6", "#8a5a00"),
-    NOT_DOWNLOADED: ("#eef0f3", "#5b6472"),
-    DOWNLOADING: ("#e4edfc", "#1d4aa0"),
-    QUEUED: ("#eef0f3", "#5b6472"),
-    CANCELLED: ("#fff1d6", "#8a5a00"),
-    FAILED: ("#fdecec", "#8a1f1f"),
-    DONE: ("#dff3e6", "#1d6b3c"),
+STATE_TONES = {  # the status pill's tone (style.TONES) by row state
+    COMPLETE: "good",
+    PARTIAL: "warn",
+    NOT_DOWNLOADED: "neutral",
+    DOWNLOADING: "info",
+    QUEUED: "neutral",
+    CANCELLED: "warn",
+    FAILED: "bad",
+    DONE: "good",
 }
-DARK_PILLS = {
-    COMPLETE: ("#1f3d2a", "#9fe0b5"),
-    PARTIAL: ("#3d321c", "#f1d48a"),
-    NOT_DOWNLOADED: ("#2c3038", "#aab2bf"),
-    DOWNLOADING: ("#1d2a40", "#b9cff7"),
-    QUEUED: ("#2c3038", "#aab2bf"),
-    CANCELLED: ("#3d321c", "#f1d48a"),
-    FAILED: ("#3d1f22", "#f6b9b9"),
-    DONE: ("#1f3d2a", "#9fe0b5"),
-}
+
+
+def _bar_colour(state: str) -> QColor:
+    name = BAR_COLOURS.get(state)
+    if name is None:
+        return DONE_COLOUR
+    return QColor(name if name.startswith("#") else getattr(theme, name))
 
 
 def _paint_selection(painter: QPainter, option: QStyleOptionViewItem, index) -> None:
@@ -85,8 +84,7 @@ class ProgressDelegate(QStyledItemDelegate):
         painter.drawRoundedRect(track, BAR_HEIGHT / 2, BAR_HEIGHT / 2)
         done = max(0.0, min(1.0, fraction or 0.0))
         if done > 0:
-            colour = DONE_COLOUR if done >= 1.0 and state != CANCELLED else BAR_COLOURS.get(state, DONE_COLOUR)
-            painter.setBrush(colour)
+            painter.setBrush(DONE_COLOUR if done >= 1.0 and state != CANCELLED else _bar_colour(state))
             painter.drawRoundedRect(
                 QRectF(track.left(), top, max(track.width() * done, BAR_HEIGHT), BAR_HEIGHT),
                 BAR_HEIGHT / 2,
@@ -109,13 +107,12 @@ class StatusDelegate(QStyledItemDelegate):
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
         _paint_selection(painter, option, index)
         text = index.data() or ""
-        pills = DARK_PILLS if theme.is_dark() else PILLS
-        background, foreground = pills.get(index.data(STATE_ROLE), pills[NOT_DOWNLOADED])
+        background, foreground = tone_colours(STATE_TONES.get(index.data(STATE_ROLE), "neutral"))
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         metrics = option.fontMetrics
-        width, height = metrics.horizontalAdvance(text) + 16, metrics.height() + 4
-        rect = QRectF(option.rect.left() + 6, option.rect.center().y() - height / 2 + 1, width, height)
+        width, height = metrics.horizontalAdvance(text) + 2 * PILL_PADDING, metrics.height() + 4
+        rect = QRectF(option.rect.left() + PILL_INSET, option.rect.center().y() - height / 2 + 1, width, height)
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QColor(background))
         painter.drawRoundedRect(rect, height / 2, height / 2)
@@ -125,7 +122,8 @@ class StatusDelegate(QStyledItemDelegate):
 
     def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
         hint = super().sizeHint(option, index)
-        return QSize(option.fontMetrics.horizontalAdvance(index.data() or "") + 28, hint.height())
+        room = option.fontMetrics.horizontalAdvance(index.data() or "") + 2 * PILL_PADDING + PILL_INSET + 4
+        return QSize(room, hint.height())
 
 
 class NameDelegate(QStyledItemDelegate):
@@ -135,7 +133,8 @@ class NameDelegate(QStyledItemDelegate):
         row: ModelRow = index.data(ROW_ROLE)
         _paint_selection(painter, option, index)
         painter.save()
-        rect = option.rect.adjusted(8, 3, -6, -3)
+        left, right = NAME_INSETS
+        rect = option.rect.adjusted(left, 3, -right, -3)
         title_font = QFont(option.font)
         title_font.setBold(row.local is not None)
         small = QFont(option.font)

@@ -18,7 +18,7 @@ PART_COLOURS = {
     "draft cache": "#bda6e8",
     "runtime": "#b8c0cc",
 }
-LEVEL_COLOURS = {GREEN: ("#dff3e6", "#1d6b3c"), YELLOW: ("#fff1d6", "#8a5a00"), RED: ("#fdecec", "#8a1f1f")}
+LEVEL_TONES = {GREEN: "good", YELLOW: "warn", RED: "bad"}  # the verdict pill's tone (style.TONES)
 LEVEL_WORDS = {GREEN: "Fits", YELLOW: "Tight", RED: "Does not fit"}
 HEIGHT = 12
 

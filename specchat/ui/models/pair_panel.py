@@ -16,17 +16,19 @@ from specchat.hub.pairing import INCOMPATIBLE, OK, PairReport, pair_report
 from specchat.system.memory import MachineMemory
 
 from ..plain_words import SELF_DRAFT
-from .memory_bar import LEVEL_COLOURS, LEVEL_WORDS, MemoryBar, fit_legend, fit_numbers
+from ..theme_switch import follow
+from .memory_bar import LEVEL_TONES, LEVEL_WORDS, MemoryBar, fit_legend, fit_numbers
 from .name_combo import NameCombo
 from .planned_fit import PLANNED_NOTE, PlannedFit, plan_fit
 from .rows import ModelRow
+from .style import muted, pill, tone_text
 from .workers import TaskRunner
 
 NO_DRAFT = "No draft (target alone)"
 SELF_SUFFIX = " (itself: exactness check only)"
 DEFAULT_CONTEXT = 8192
-MARKS = {OK: ("✓", "#1d6b3c"), INCOMPATIBLE: ("✗", "#b42318")}
-WARNING_MARK = ("!", "#8a5a00")
+MARKS = {OK: ("✓", "good"), INCOMPATIBLE: ("✗", "bad")}  # a check's mark and its tone (style.TONES)
+WARNING_MARK = ("!", "warn")
 
 
 @dataclass(frozen=True)
@@ -49,18 +51,13 @@ def check_pair(
     return PairResult(target, draft, context, report, fit)
 
 
-def pill(text: str, background: str, foreground: str) -> str:
-    """Rich text for a rounded coloured label."""
-    return f"<span style='background:{background}; color:{foreground}; font-weight:600;'>&nbsp;{text}&nbsp;</span>"
-
-
 def checks_html(report: PairReport) -> str:
     """A table of the checks: a mark, the check's name, and what it found."""
     lines = []
     for check in report.checks:
-        mark, colour = MARKS.get(check.status, WARNING_MARK)
+        mark, tone = MARKS.get(check.status, WARNING_MARK)
         lines.append(
-            f"<tr><td style='color:{colour}; font-weight:700; padding:3px 8px 3px 0'>{mark}</td>"
+            f"<tr><td style='color:{tone_text(tone)}; font-weight:700; padding:3px 8px 3px 0'>{mark}</td>"
             f"<td style='font-weight:600; padding:3px 10px 3px 0; white-space:nowrap'>"
             f"{_escape(check.name)}</td><td style='padding:3px 0'>{_escape(check.detail)}</td></tr>"
         )
@@ -96,7 +93,9 @@ class PairPanel(QFrame):
         self._pending: tuple | None = None
         self._debounce = QTimer(self, singleShot=True, interval=150)
         self._debounce.timeout.connect(self.check_now)
+        self._shown: dict[QLabel, Callable[[], str]] = {}  # how each coloured label's text is made
         self._build()
+        follow(self, self._restyle)
 
     def _build(self) -> None:
         title = QLabel("Pair builder", objectName="sectionTitle")
@@ -278,7 +277,7 @@ class PairPanel(QFrame):
             )
             return
         self._pending = (target, draft, context)
-        self.verdict.setText("<span style='color:#6b7280'>Checking…</span>")
+        self._show(self.verdict, lambda: muted("Checking…"))
         tokenizers, read_memory = self._tokenizers, self.read_memory
         self.runner.run(
             lambda: check_pair(target, draft, context, tokenizers, read_memory), self._show_result, self._show_error
@@ -300,7 +299,7 @@ class PairPanel(QFrame):
         draft_name = self._name(draft) if draft is not None else None
         pending = self._pending = ("planned", repo_ids, draft, context)
         self.planned_result = None
-        self.verdict.setText("<span style='color:#6b7280'>Asking Hugging Face for sizes and config.json…</span>")
+        self._show(self.verdict, lambda: muted("Asking Hugging Face for sizes and config.json…"))
         self.runner.run(
             lambda: (pending, plan_fit(repo_ids, config, context, read_memory(), draft, draft_name)),
             self._show_planned,
@@ -313,11 +312,15 @@ class PairPanel(QFrame):
             return  # the selection changed while the hub answered
         self.result, self.planned_result = None, planned
         names = _escape(planned.target) + (f" + {_escape(planned.draft)}" if planned.draft else "")
-        self.verdict.setText(
-            pill("Not downloaded", "#eef0f3", "#5b6472") + f"&nbsp; target {names}"
-            "<br><span style='color:#6b7280'>compatibility is checked once downloaded</span>"
+        self._show(
+            self.verdict,
+            lambda: (
+                pill("Not downloaded", "neutral")
+                + f"&nbsp; target {names}<br>"
+                + muted("compatibility is checked once downloaded")
+            ),
         )
-        self.checks.clear()
+        self._clear(self.checks)
         self.checks.hide()
         self._show_fit(planned.fit, PLANNED_NOTE)
         self.recommendation.clear()
@@ -329,10 +332,13 @@ class PairPanel(QFrame):
         self._show_idle("")
         self._pending = pending  # answered: no new request until the choice changes
         offline = message.startswith("offline")
-        self.verdict.setText(
-            pill("Offline" if offline else "Cannot plan", "#fdecec", "#8a1f1f")
-            + "&nbsp; the memory fit of a model that is not downloaded needs its size and "
-            f"config.json from Hugging Face: {_escape(message)}"
+        self._show(
+            self.verdict,
+            lambda: (
+                pill("Offline" if offline else "Cannot plan", "bad")
+                + "&nbsp; the memory fit of a model that is not downloaded needs its size and "
+                f"config.json from Hugging Face: {_escape(message)}"
+            ),
         )
         self.plannedFailed.emit(message)
 
@@ -340,46 +346,51 @@ class PairPanel(QFrame):
         if self.planned is not None:
             return  # a local check answered after the user moved on to models not downloaded
         self.result = None
-        self.verdict.setText(pill("Cannot check", "#fdecec", "#8a1f1f") + f"&nbsp; {_escape(message)}")
+        self._show(self.verdict, lambda: pill("Cannot check", "bad") + f"&nbsp; {_escape(message)}")
 
     def _show_idle(self, message: str) -> None:
         self.result = None
         self._pending = None
-        self.verdict.setText(f"<span style='color:#6b7280'>{_escape(message)}</span>")
-        self.checks.clear()
+        self._show(self.verdict, lambda: muted(_escape(message)))
+        self._clear(self.checks)
         self.checks.hide()
-        self.fit_label.clear()
-        self.legend.clear()
+        self._clear(self.fit_label)
+        self._clear(self.legend)
         self.recommendation.clear()
         self.memory_bar.set_fit(None)
 
     def _show_report(self, report: PairReport | None) -> None:
-        self.checks.clear()
+        self._clear(self.checks)
         self.checks.hide()
         if report is None:
-            self.verdict.setText(pill("Target alone", "#eef0f3", "#5b6472") + "&nbsp; pick a draft to check a pair")
+            self._show(self.verdict, lambda: pill("Target alone", "neutral") + "&nbsp; pick a draft to check a pair")
             return
         if report.compatible:
-            self.verdict.setText(pill("✓ Compatible", "#dff3e6", "#1d6b3c") + "&nbsp; this draft can serve this target")
+            self._show(self.verdict, lambda: pill("✓ Compatible", "good") + "&nbsp; this draft can serve this target")
         else:
             failed = ", ".join(c.name for c in report.checks if c.status == INCOMPATIBLE)
-            self.verdict.setText(
-                pill("✗ Incompatible", "#fdecec", "#8a1f1f")
-                + f"&nbsp; this draft cannot serve this target ({_escape(failed)})"
+            self._show(
+                self.verdict,
+                lambda: (
+                    pill("✗ Incompatible", "bad") + f"&nbsp; this draft cannot serve this target ({_escape(failed)})"
+                ),
             )
-        self.checks.setText(checks_html(report))
+        self._show(self.checks, lambda: checks_html(report))
         self.checks.show()
 
     def _show_fit(self, fit: MemoryFit, note: str = "") -> None:
-        background, foreground = LEVEL_COLOURS[fit.level]
         needs, context = fit_numbers(fit)
-        note = f"<br><i style='color:#6b7280'>{_escape(note)}</i>" if note else ""
-        self.fit_label.setText(
-            pill(LEVEL_WORDS[fit.level], background, foreground) + f"&nbsp; {needs}"
-            f"<br><span style='color:#6b7280'>{context}</span>{note}"
+        self._show(
+            self.fit_label,
+            lambda: (
+                pill(LEVEL_WORDS[fit.level], LEVEL_TONES[fit.level])
+                + f"&nbsp; {needs}<br>"
+                + muted(context)
+                + (f"<br>{muted(_escape(note), 'i')}" if note else "")
+            ),
         )
         self.memory_bar.set_fit(fit)
-        self.legend.setText(fit_legend(fit))
+        self._show(self.legend, lambda: fit_legend(fit))
 
     def _show_recommendation(self, result: PairResult) -> None:
         target, draft = self._rows.get(result.target), self._rows.get(result.draft or "")
@@ -396,6 +407,22 @@ class PairPanel(QFrame):
                 ):
                     text = f"Catalog: a recommended pair; K = {pair.k} draft tokens is known to work."
         self.recommendation.setText(text)
+
+    # --- colours ---
+
+    def _show(self, label: QLabel, make: Callable[[], str]) -> None:
+        """Show make()'s rich text, and make it again in the new palette when the theme changes."""
+        self._shown[label] = make
+        label.setText(make())
+
+    def _clear(self, label: QLabel) -> None:
+        self._shown.pop(label, None)
+        label.clear()
+
+    def _restyle(self) -> None:
+        """The theme changed: every coloured label again, in the current palette."""
+        for label, make in self._shown.items():
+            label.setText(make())
 
     def _use(self) -> None:
         if self.result is not None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor, QFont
 
+from .. import theme
 from .rows import (
     COMPLETE,
     PARTIAL,
@@ -42,7 +43,6 @@ _TEXT: dict[int, Callable[[ModelRow], str]] = {
     PROGRESS: progress_text,
 }
 _STATUS_ORDER = {COMPLETE: 0, PARTIAL: 1}
-_MUTED = QColor("#6b7280")
 
 
 def row_state(row: ModelRow) -> str:
@@ -92,7 +92,7 @@ class ModelTableModel(QAbstractTableModel):
             font.setBold(True)
             return font
         if role == Qt.ItemDataRole.ForegroundRole and column not in (NAME, STATUS) and row.local is None:
-            return _MUTED
+            return QColor(theme.MUTED)  # the current palette's: a theme switch repaints with it
         return None
 
     # --- updates ---

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from .delegates import NameDelegate, ProgressDelegate, StatusDelegate
-from .rows import ModelRow
-from .table_model import HEADERS, NAME, PROGRESS, SORT_ROLE, STATUS, ModelTableModel
+from .rows import ModelRow, progress_text
+from .table_model import (
+    ARCHITECTURE,
+    HEADERS,
+    MTP,
+    NAME,
+    PROGRESS,
+    QUANTIZATION,
+    ROLE,
+    SIZE,
+    SORT_ROLE,
+    STATUS,
+    ModelTableModel,
+)
 
-COLUMN_WIDTHS = (100, 104, 72, 106, 84, 114, 182)  # every column after the name, which stretches
+# The name stretches over the width the others leave; these fit their widest cell or their header's word
+CONTENT_SIZED = (ROLE, ARCHITECTURE, MTP, QUANTIZATION, SIZE, STATUS)
+PROGRESS_WIDE = 182  # while some row has progress to show (a download, its outcome, a partial download)
+HEADER_PADDING = 8  # each side of a header's word (the style sheet's QHeaderView::section padding)
 ROW_HEIGHT = 44
 
 
@@ -40,10 +56,43 @@ class ModelsTable(QTableView):
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Stretch)
-        for column, width in zip(range(1, len(HEADERS)), COLUMN_WIDTHS):
-            self.setColumnWidth(column, width)
+        self._progress_wide: bool | None = None
+        self.fit_columns()
+        for signal in (source.modelReset, source.dataChanged, source.rowsInserted, source.rowsRemoved):
+            signal.connect(self.fit_columns)
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # the model's order until a header is clicked
         self.setSortingEnabled(True)
+
+    def header_word_width(self, column: int) -> int:
+        """Room for a header's word and its padding (Qt's own hint also keeps room for a sort arrow)."""
+        font = QFont(self.horizontalHeader().font())
+        font.setWeight(QFont.Weight.DemiBold)  # as the style sheet draws headers
+        return QFontMetrics(font).horizontalAdvance(HEADERS[column]) + 2 * HEADER_PADDING + 2
+
+    def fit_columns(self, *_) -> None:
+        """The small columns fit their contents, so the name gets the rest; Progress is narrow while no row
+        has progress to show, and wide (for its bar and words) while one has."""
+        for column in CONTENT_SIZED:
+            width = max(self.sizeHintForColumn(column), self.header_word_width(column))
+            if width != self.columnWidth(column):
+                self.setColumnWidth(column, width)
+        wide = any(progress_text(row) for row in self.source.rows())
+        if wide != self._progress_wide:
+            self._progress_wide = wide
+            self.setColumnWidth(PROGRESS, PROGRESS_WIDE if wide else self.header_word_width(PROGRESS))
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().showEvent(event)
+        self._refit()  # the style sheet's fonts and padding apply once shown
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._refit()
+
+    def _refit(self) -> None:
+        self._progress_wide = None  # its narrow width follows the font too
+        self.fit_columns()
 
     def row_at(self, index: QModelIndex) -> ModelRow:
         """The row under a view index."""

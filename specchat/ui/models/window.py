@@ -45,6 +45,7 @@ from .table_view import ModelsTable
 from .workers import Downloader, TaskRunner
 
 DEFAULT_SIZE = (1360, 800)
+SPLITTER_GAP = 12  # px between the left column and the pair builder
 OFFLINE_TIP = "Hugging Face is not reachable, so nothing can be downloaded now: press Search to try again"
 
 
@@ -110,6 +111,8 @@ class ModelsWindow(QWidget):
         self.search_button = QPushButton("Search")
         self.state_label = QLabel(objectName="hubState")
         self.state_label.setTextFormat(Qt.TextFormat.RichText)
+        self.state_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        follow(self.state_label, lambda: self.state_label.setText(state_pill(self.hub_state)))  # its colours too
         self.banner = Banner()
         self.table_model = ModelTableModel(self)
         self.table = ModelsTable(self.table_model)
@@ -140,11 +143,12 @@ class ModelsWindow(QWidget):
         self.footer = QLabel(objectName="hint")
         column.addWidget(self.footer)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setHandleWidth(SPLITTER_GAP)  # room between the table (and the hub pill above it) and the panel
         self.splitter.addWidget(left)
         self.splitter.addWidget(self.pair_panel)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 2)
-        self.splitter.setSizes([960, 380])
+        self.splitter.setSizes([1000, 340])  # the panel at its narrowest on a laptop screen: the table needs the room
         root = QVBoxLayout(self)
         root.setContentsMargins(18, 14, 18, 14)
         root.setSpacing(10)
