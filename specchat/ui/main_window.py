@@ -370,6 +370,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         if not self.models.close():
             event.ignore()  # the user kept a download running
             return
+        self.panel.flush()  # a system prompt typed just before closing is saved, not fired into a closed store
         self.settings.window_geometry = base64.b64encode(self.saveGeometry().data()).decode("ascii")
         self.settings.window_state = base64.b64encode(self.saveState().data()).decode("ascii")
         self.save()

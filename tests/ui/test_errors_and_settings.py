@@ -201,3 +201,13 @@ def test_a_full_disk_is_said_once_and_the_window_goes_on_and_closes(qtbot, open_
     window.close()  # no exception: the close path survives the full disk too
     err = capfd.readouterr().err
     assert "Traceback" not in err and err.count("cannot be written") <= 1  # the log said its problem once
+
+
+def test_a_system_prompt_typed_just_before_closing_is_saved(qtbot, open_window, paths):
+    window = open_window()
+    window.panel.system_prompt.setPlainText("Answer in French.")
+    assert window.panel._prompt_timer.isActive()  # the edit waits for a pause in typing
+    window.close()
+    again = open_window(at=paths)
+    assert again.chat.conversation_id is not None
+    assert again.panel.system_prompt.toPlainText() == "Answer in French."
