@@ -15,7 +15,8 @@ class Palette:
     """Every colour the app paints with, for one scheme."""
 
     dark: bool
-    accent: str
+    accent: str  # links and highlights on the window's background
+    primary_bg: str  # a primary button's fill under white text (>= 4.5:1 contrast)
     muted: str
     text: str
     code_bg: str
@@ -41,6 +42,7 @@ class Palette:
 LIGHT = Palette(
     dark=False,
     accent="#2f6fde",
+    primary_bg="#2f6fde",
     muted="#6b7280",
     text="#1f2328",
     code_bg="#f3f4f6",
@@ -66,6 +68,7 @@ LIGHT = Palette(
 DARK = Palette(
     dark=True,
     accent="#5b93f0",
+    primary_bg="#3b6fd6",
     muted="#9aa3af",
     text="#e6e8eb",
     code_bg="#2a2e35",
@@ -134,7 +137,7 @@ QMainWindow, #centralArea {{ background: {p.window_bg}; }}
 #emptyHint {{ color: {p.muted}; }}
 #composer {{ background: {p.surface}; border: 1px solid {p.border}; border-radius: 10px; }}
 #composer QPlainTextEdit {{ border: none; background: transparent; color: {p.text}; }}
-QPushButton#primary {{ background: {p.accent}; color: white; border: none; border-radius: 6px; padding: 6px 16px; }}
+QPushButton#primary {{ background: {p.primary_bg}; color: white; border: none; border-radius: 6px; padding: 6px 16px; }}
 QPushButton#primary:disabled {{ background: {p.primary_disabled}; }}
 QToolButton#link {{ border: none; color: {p.accent}; padding: 0 4px; }}
 QToolButton#link:hover {{ text-decoration: underline; }}

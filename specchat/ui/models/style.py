@@ -54,7 +54,7 @@ def style_sheet() -> str:
                              padding: 5px 12px; color: {theme.TEXT}; }}
 #modelsWindow QPushButton:hover {{ border-color: {theme.MUTED}; background: {theme.PANEL_BG}; }}
 #modelsWindow QPushButton:disabled {{ color: {theme.MUTED}; background: {theme.CODE_BG}; }}
-#modelsWindow QPushButton#primary {{ background: {theme.ACCENT}; color: white; border: none; }}
+#modelsWindow QPushButton#primary {{ background: {theme.PRIMARY_BG}; color: white; border: none; }}
 #modelsWindow QPushButton#primary:disabled {{ background: {theme.CODE_BG}; color: {theme.MUTED};
                                               border: 1px solid {theme.BORDER}; }}
 #modelsTable {{ background: {theme.SURFACE}; color: {theme.TEXT}; alternate-background-color: {theme.PANEL_BG};
