@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .errors import ConfigError
+from .grammar import Grammar
 
 MODES = ("baseline", "draft", "mtp", "lookup")
 AUTO = "auto"
@@ -141,6 +142,9 @@ class GenerationConfig:
     # level with or ahead of mlx-optiq), or the head attends over the whole sequence through its own KV
     # cache, as it was trained (one head pass per new token: costs more where compute scales with tokens).
     mtp_history: bool = False
+    # The reply follows it (JSON schema, any JSON object, Lark): checked by llguidance when the generation
+    # starts; a dict (asdict() of one, over the wire) is taken as the Grammar it describes.
+    grammar: Grammar | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -150,6 +154,8 @@ class GenerationConfig:
             LIMITS[name].check(getattr(self, name))
         if self.seed is not None:
             LIMITS["seed"].check(self.seed)
+        if self.grammar is not None:
+            object.__setattr__(self, "grammar", Grammar.from_value(self.grammar))  # frozen: set once, here
 
     @property
     def auto_k(self) -> bool:

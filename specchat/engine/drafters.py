@@ -8,8 +8,9 @@ from typing import Protocol, cast
 
 import mlx.core as mx
 
+from .constraint import DraftConstraint
 from .draft_stop import RoundPlan
-from .runner import ModelRunner
+from .runner import ModelRunner, token_id
 from .sampling import Sampler
 
 CATCH_UP_IN_ROUND = 32  # a draft further behind (after plain bursts) is prefilled first
@@ -39,10 +40,11 @@ def top1(logits: mx.array) -> float:
 
 
 class DraftSteps:
-    """A draft built one step at a time, stopping where the round's plan says the drafter is too unsure."""
+    """A draft built one step at a time, stopping where the round's plan says the drafter is too unsure;
+    under a grammar each step drafts from what it allows (masked, renormalised) and reads its token."""
 
-    def __init__(self, k: int, sampler: Sampler, plan: RoundPlan | None):
-        self.k, self.sampler = k, sampler
+    def __init__(self, k: int, sampler: Sampler, plan: RoundPlan | None, constraint: DraftConstraint | None = None):
+        self.k, self.sampler, self.constraint = k, sampler, constraint
         self.plan = plan if plan is not None and plan.costs is not None else None  # no early stop: no waiting
         self.tokens: list[mx.array] = []
         self.probs: list[mx.array | None] = []
@@ -50,9 +52,16 @@ class DraftSteps:
 
     def add(self, logits: mx.array) -> mx.array | None:
         """Draft from a step's logits; returns the token to feed the next step, or None when drafting ends."""
+        if self.constraint is not None:
+            logits = self.constraint.apply(logits)
         token, p = self.sampler.pick(logits)
         self.steps += 1
         keep, more = (True, self.steps < self.k) if self.plan is None else self.plan.take(top1(logits))
+        if keep and self.constraint is not None:
+            keep = self.constraint.push(token_id(token))
+            more = more and keep and not self.constraint.closed
+            if not keep and self.plan is not None:  # nothing left that may be drafted: the plan took it
+                self.plan.confidences.pop()
         if keep:
             self.tokens.append(token)
             self.probs.append(p)
@@ -71,8 +80,16 @@ class Drafter(Protocol):
     def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:
         """Process the prompt ahead of the first round, a chunk at a time: (done, total) after each."""
 
-    def propose(self, seq: list[int], k: int, sampler: Sampler, plan: RoundPlan | None = None) -> Draft:
-        """Guess the next k tokens after seq (fewer where the plan stops early)."""
+    def propose(
+        self,
+        seq: list[int],
+        k: int,
+        sampler: Sampler,
+        plan: RoundPlan | None = None,
+        constraint: DraftConstraint | None = None,
+    ) -> Draft:
+        """Guess the next k tokens after seq (fewer where the plan stops early); under a constraint only
+        tokens it allows, pushed onto it."""
 
     def commit(self, seq: list[int]) -> None:
         """The round ended with seq; drop whatever the drafter holds beyond it."""
@@ -97,14 +114,21 @@ class DraftModelDrafter:
         """Tokens of seq the draft model has not taken in yet (its next proposal catches up on them)."""
         return max(len(seq) - len(self.runner.tokens), 0)
 
-    def propose(self, seq: list[int], k: int, sampler: Sampler, plan: RoundPlan | None = None) -> Draft:
-        """Run the draft model up to k steps; without an early-stop plan the tokens stay lazy until the
-        target verifies them (with one, each step's confidence is read before the next)."""
+    def propose(
+        self,
+        seq: list[int],
+        k: int,
+        sampler: Sampler,
+        plan: RoundPlan | None = None,
+        constraint: DraftConstraint | None = None,
+    ) -> Draft:
+        """Run the draft model up to k steps; without an early-stop plan or a grammar the tokens stay lazy
+        until the target verifies them (with one, each step's token or confidence is read before the next)."""
         # What the draft has not seen yet (usually the last draft after a full accept, plus the
         # target's token) goes into its first step, as one call.
         feed = mx.array(self.runner.prepare(seq, leave=CATCH_UP_IN_ROUND), dtype=mx.uint32)
         self.runner.begin()
-        steps = DraftSteps(k, sampler, plan)
+        steps = DraftSteps(k, sampler, plan, constraint)
         while (token := steps.add(self.runner.forward(feed)[-1])) is not None:
             feed = token.reshape(1)
             mx.async_eval(feed)

@@ -10,6 +10,7 @@ from pathlib import Path
 from .autok import AutoK
 from .compat import ensure_compatible
 from .config import GenerationConfig
+from .constraint import GrammarState
 from .drafters import Drafter, DraftModelDrafter
 from .errors import ConfigError, EngineError, EngineThreadError, error_from, error_kind, user_message
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
@@ -149,6 +150,13 @@ class Engine:
             raise ConfigError(f"mode {cfg.mode!r} is not available: {reason}")
         return self.drafters[cfg.mode]
 
+    def _grammar(self, cfg: GenerationConfig) -> GrammarState | None:
+        """The grammar of the reply at its start (None without one); ConfigError when it cannot be used."""
+        if cfg.grammar is None:
+            return None
+        stops = self.tokenizer.eos_token_ids
+        return GrammarState.start(cfg.grammar, self.tokenizer, vocab_size(self.target), stops)
+
     def _stream(
         self, prompt: list[int], cfg: GenerationConfig, cancel: threading.Event, tokens: list[int]
     ) -> Iterator[Event]:
@@ -156,6 +164,7 @@ class Engine:
             raise ConfigError("the prompt is empty: at least one token is needed")
         budget = self._budget(len(prompt), cfg.max_tokens)
         drafter = self._drafter_for(cfg)
+        grammar = self._grammar(cfg)  # compiled before any model work: a bad schema leaves the caches alone
         cached = min(common_prefix_len(self.runner.tokens, prompt), len(prompt) - 1)
         stats = StatsRecorder(cfg, len(prompt), cached)
         self.runner.hidden_sink = getattr(drafter, "receive_hidden", None)  # MTP needs them
@@ -166,7 +175,7 @@ class Engine:
         if cancel.is_set():  # stopped before any token: the chunks done stay cached, exactly
             yield Finished((), "", stats.finish(0, "cancelled"), True)
             return
-        ctx = LoopContext(prompt, Sampler(cfg), budget, frozenset(self.tokenizer.eos_token_ids), cancel)
+        ctx = LoopContext(prompt, Sampler(cfg), budget, frozenset(self.tokenizer.eos_token_ids), cancel, grammar)
         steps = (
             baseline_steps(self.runner, ctx)
             if drafter is None

@@ -7,6 +7,7 @@ from itertools import islice
 
 import mlx.core as mx
 
+from .constraint import DraftConstraint
 from .draft_stop import RoundPlan
 from .drafters import Draft
 from .sampling import Sampler
@@ -64,10 +65,20 @@ class PromptLookupDrafter:
         """Nothing to prefill."""
         yield from ()
 
-    def propose(self, seq: list[int], k: int, sampler: Sampler, plan: RoundPlan | None = None) -> Draft:
-        """The continuation of the last match, cut where the plan finds the match too weak; a deterministic
-        proposal has one-hot probabilities."""
+    def propose(
+        self,
+        seq: list[int],
+        k: int,
+        sampler: Sampler,
+        plan: RoundPlan | None = None,
+        constraint: DraftConstraint | None = None,
+    ) -> Draft:
+        """The continuation of the last match, cut at the first token the constraint forbids and where the plan
+        finds the match too weak; a deterministic proposal has one-hot probabilities."""
         tokens, confidences = match_continuation(seq, k, self.ngram_max)
+        if constraint is not None:
+            kept = constraint.follow(tokens)
+            tokens, confidences = tokens[:kept], confidences[:kept]
         if plan is not None and plan.costs is not None:
             tokens = tokens[: _kept(plan, confidences)]
         ids = mx.array(tokens, dtype=mx.uint32)

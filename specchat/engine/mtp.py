@@ -28,6 +28,7 @@ import mlx.core as mx
 
 from specchat.upstream.mlx_optiq import attach_mtp_head, head_logits, mtp_core
 
+from .constraint import DraftConstraint
 from .draft_stop import RoundPlan
 from .drafters import Draft, DraftSteps
 from .errors import ModelLoadError
@@ -140,19 +141,26 @@ class MtpDrafter:
             yield b - start, end - start
         self._consumed(seq, max(start, end))
 
-    def propose(self, seq: list[int], k: int, sampler: Sampler, plan: RoundPlan | None = None) -> Draft:
-        """Catch up on the kept positions, then draft up to k tokens (fewer where the plan stops early);
-        the head keeps only the catch-up."""
-        if len(seq) < 2:  # no target hidden state yet: propose the last token, honestly
+    def propose(
+        self,
+        seq: list[int],
+        k: int,
+        sampler: Sampler,
+        plan: RoundPlan | None = None,
+        constraint: DraftConstraint | None = None,
+    ) -> Draft:
+        """Catch up on the kept positions, then draft up to k tokens (fewer where the plan stops early, only
+        what the constraint allows); the head keeps only the catch-up."""
+        if len(seq) < 2:  # no target hidden state yet: propose the last token, honestly (the loop cuts it)
             return self._repeat_last(seq, k, sampler)
         if not self.history:
-            return self._propose_without_history(seq, k, sampler, plan)
+            return self._propose_without_history(seq, k, sampler, plan, constraint)
         start = self._sync(seq)
         end = len(seq) - 1
         txn = Transaction(self.cache)
         with txn.feeding(end - start):
             logits, hidden = self._catch_up(self._rows(start, end), seq[start + 1 :])
-        steps = DraftSteps(k, sampler, plan)
+        steps = DraftSteps(k, sampler, plan, constraint)
         while (token := steps.add(logits[-1])) is not None:
             with txn.feeding(1):
                 logits, hidden = self._feed(hidden[-1:], token.reshape(1))
@@ -161,14 +169,19 @@ class MtpDrafter:
         return steps.draft()
 
     def _propose_without_history(
-        self, seq: list[int], k: int, sampler: Sampler, plan: RoundPlan | None = None
+        self,
+        seq: list[int],
+        k: int,
+        sampler: Sampler,
+        plan: RoundPlan | None = None,
+        constraint: DraftConstraint | None = None,
     ) -> Draft:
         """Draft k tokens from the target's last hidden state, every head step seeing only itself."""
         last = len(seq) - 2
         self._ensure_rows(seq, last)
         self.rows.drop_before(last)
         hidden, token = self._rows(last, last + 1), mx.array(seq[-1:], dtype=mx.uint32)
-        steps = DraftSteps(k, sampler, plan)
+        steps = DraftSteps(k, sampler, plan, constraint)
         while True:
             logits, hidden = self._feed(hidden, token, own_cache=False)
             picked = steps.add(logits[-1])

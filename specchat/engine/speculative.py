@@ -10,7 +10,9 @@ from dataclasses import dataclass, replace
 import mlx.core as mx
 
 from .autok import AutoK
-from .drafters import Draft, Drafter
+from .constraint import DraftConstraint, GrammarState, mask_logits
+from .draft_stop import RoundPlan
+from .drafters import CATCH_UP_IN_ROUND, Draft, Drafter
 from .events import Rejection, RoundResult
 from .runner import ModelRunner, token_id, token_ids
 from .sampling import Sampler
@@ -38,6 +40,7 @@ class LoopContext:
     budget: int
     stop_ids: frozenset[int]
     cancel: threading.Event
+    grammar: GrammarState | None = None  # the reply follows it: every step and round is masked
 
     def take(self, candidates: list[int], generated: int) -> tuple[list[int], str | None]:
         """Append candidates to seq up to a stop token or the budget; return the emitted ones."""
@@ -54,6 +57,9 @@ class LoopContext:
 
 def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
     """Plain decoding, one token per step, the next step dispatched before the last is read."""
+    if ctx.grammar is not None:
+        yield from constrained_steps(target, ctx, ctx.grammar)
+        return
     feed = mx.array(target.prepare(ctx.seq), dtype=mx.uint32)
     target.begin()
     y, _ = ctx.sampler.pick(target.forward(feed)[-1])
@@ -90,6 +96,12 @@ def speculative_steps(
     """
     generated, index = 0, 0
     while True:
+        if ctx.grammar is not None and (forced := forced_step(ctx, ctx.grammar, generated)) is not None:
+            generated += len(forced.tokens)
+            yield forced
+            if forced.stop is not None:
+                return
+            continue
         plan = auto.plan() if auto else None
         k = min(plan.k if plan else k_max, ctx.budget - generated)
         if plan is not None:
@@ -101,10 +113,14 @@ def speculative_steps(
                 return
             continue
         catch_up = drafter.unseen(ctx.seq) if hasattr(drafter, "unseen") else 0
+        constraint = DraftConstraint(ctx.grammar) if ctx.grammar is not None else None
         t0 = time.perf_counter()
-        draft = drafter.propose(ctx.seq, k, ctx.sampler, plan)
+        if constraint is None:
+            draft = drafter.propose(ctx.seq, k, ctx.sampler, plan)
+        else:
+            draft = _allowed_draft(drafter.propose(ctx.seq, k, ctx.sampler, plan, constraint), constraint, plan)
         mx.async_eval(draft.tokens)  # the device drafts while Python builds the verify graph
-        pending = _build_verify(target, ctx, draft)
+        pending = _build_verify(target, ctx, draft, constraint)
         t1 = _dispatch_verify(draft.tokens, pending)
         drafts = token_ids(draft.tokens)
         if ctx.sampler.greedy:
@@ -112,7 +128,13 @@ def speculative_steps(
         else:
             assert draft.probs is not None  # a drafter gives the probabilities whenever the sampler samples
             verdict = verify_sampled(pending, drafts, draft.probs, ctx.sampler)
-        emitted, stop = ctx.take(verdict.tokens, generated)
+        tokens = verdict.tokens
+        if constraint is not None and constraint.closed and verdict.accepted == len(drafts):
+            tokens = tokens[:-1]  # the grammar forces what follows the drafts (or ends): no sampled token there
+        emitted, stop = ctx.take(tokens, generated)
+        if constraint is not None:
+            constraint.finish(emitted)
+            stop = stop or _grammar_end(constraint.state)
         target.commit(ctx.seq)
         drafter.commit(ctx.seq)  # a drafter that sat out plain bursts catches up at its next proposal
         t2 = time.perf_counter()
@@ -190,9 +212,68 @@ def _dispatch_verify(drafts: mx.array, verify: mx.array) -> float:
     return time.perf_counter()
 
 
-def _build_verify(target: ModelRunner, ctx: LoopContext, draft: Draft) -> mx.array:
-    """The target's pass over [last token] + drafts, not yet run; greedy gives its argmax, else its logits."""
-    feed = mx.array(target.prepare(ctx.seq), dtype=mx.uint32)
+def _build_verify(target: ModelRunner, ctx: LoopContext, draft: Draft, constraint: DraftConstraint | None) -> mx.array:
+    """The target's pass over [last token] + drafts, not yet run; greedy gives its argmax, else its logits.
+    Under a grammar each position's logits are masked with the grammar after the drafts before it, and the
+    tokens it forced last round come in the same pass."""
+    feed = mx.array(target.prepare(ctx.seq, leave=CATCH_UP_IN_ROUND if constraint else 1), dtype=mx.uint32)
     target.begin()
     logits = target.forward(mx.concatenate([feed, draft.tokens]))[feed.shape[0] - 1 :]
+    if constraint is not None:
+        logits = mask_logits(logits, constraint.target_allowed())
     return mx.argmax(logits, axis=-1) if ctx.sampler.greedy else logits
+
+
+def _allowed_draft(draft: Draft, constraint: DraftConstraint, plan: RoundPlan | None) -> Draft:
+    """The draft cut to what the grammar allows, the constraint left right after it (a drafter that ignored
+    the constraint, or consumed past the draft it returned, is brought into line here)."""
+    drafts = token_ids(draft.tokens)
+    n = constraint.settle(drafts)
+    if n == len(drafts):
+        return draft
+    if plan is not None:
+        del plan.confidences[n:]
+    return Draft(draft.tokens[:n], None if draft.probs is None else draft.probs[:n], draft.steps)
+
+
+def forced_step(ctx: LoopContext, grammar: GrammarState, generated: int) -> Step | None:
+    """The tokens the grammar forces next, emitted without a model pass (the next pass feeds them to the
+    caches), or the end of the reply where the grammar allows nothing more; None when the model chooses."""
+    if grammar.finished:
+        return Step([], [], stop="eos")
+    forced = grammar.forced()
+    if not forced:
+        return None
+    emitted, stop = ctx.take(forced, generated)
+    grammar.consume(emitted)
+    stop = stop or _grammar_end(grammar) or ("cancelled" if ctx.cancel.is_set() else None)
+    return Step(emitted, [False] * len(emitted), stop=stop)
+
+
+def _grammar_end(grammar: GrammarState) -> str | None:
+    return "eos" if grammar.finished else None
+
+
+def constrained_steps(target: ModelRunner, ctx: LoopContext, grammar: GrammarState) -> Iterator[Step]:
+    """Plain decoding under a grammar: each step's logits masked to what it allows; forced tokens cost no pass."""
+    generated = 0
+    try:
+        while True:
+            step = forced_step(ctx, grammar, generated)
+            if step is None:
+                feed = mx.array(target.prepare(ctx.seq, leave=CATCH_UP_IN_ROUND), dtype=mx.uint32)
+                target.begin()
+                logits = target.forward(feed)[-1]
+                mx.async_eval(logits)  # the device runs the pass while the grammar computes the mask
+                y, _ = ctx.sampler.pick(mask_logits(logits, grammar.allowed()))
+                emitted, stop = ctx.take([token_id(y)], generated)
+                target.commit(ctx.seq)
+                grammar.consume(emitted)
+                stop = stop or _grammar_end(grammar) or ("cancelled" if ctx.cancel.is_set() else None)
+                step = Step(emitted, [False] * len(emitted), stop=stop)
+            generated += len(step.tokens)
+            yield step
+            if step.stop is not None:
+                return
+    finally:
+        target.abort()
