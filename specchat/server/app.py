@@ -18,9 +18,8 @@ from starlette.responses import Response
 
 from specchat.engine.config import GenerationConfig
 from specchat.engine.errors import ConfigError
-from specchat.engine.prompt import chat_prompt_ids
 
-from .backend import EngineBackend
+from .backend import EngineBackend, template_errors
 from .errors import ApiError, bad_request, unauthorized
 from .requests import ApiRequest, parse_request
 from .streaming import JobStream, openai_sse, openai_whole
@@ -240,7 +239,9 @@ def _tokenize(backend: EngineBackend, body: object) -> list[int]:
     opening = body.get("add_generation_prompt", True)
     if not isinstance(opening, bool):
         raise bad_request("add_generation_prompt must be true or false", "add_generation_prompt")
-    return chat_prompt_ids(tokenizer, req.messages, template_kwargs=kwargs, add_generation_prompt=opening)
+    with template_errors():  # the tokenizer's own method (a RemoteTokenizer's), so no prefill continuation here
+        ids = tokenizer.apply_chat_template(list(req.messages), add_generation_prompt=opening, **kwargs)
+    return [int(t) for t in ids]
 
 
 def _specchat_request(

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
+
+from jinja2 import TemplateError
 
 from specchat.engine.config import GenerationConfig
 from specchat.engine.loading import context_limit
@@ -14,6 +17,7 @@ from specchat.engine.prompt import ChatTemplate, chat_prompt_ids
 
 from .errors import ApiError, bad_request, busy, shutting_down
 from .requests import ApiRequest
+from .tool_specs import tool_choice_note
 
 NOT_LOADED = "No model is loaded on this server"
 
@@ -51,6 +55,21 @@ class ServedEngine(Protocol):
     def available_modes(self) -> dict[str, str | None]: ...
 
 
+@contextmanager
+def template_errors() -> Iterator[None]:
+    """A chat template that refuses the messages (its raise_exception, a prefill it cannot cut) as a 400."""
+    try:
+        yield
+    except (TemplateError, ValueError) as exc:
+        raise bad_request(f"The model's chat template cannot render these messages: {exc}", "messages") from None
+
+
+def template_ids(tokenizer: ChatTemplate, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> list[int]:
+    """chat_prompt_ids, its template's refusals as a 400."""
+    with template_errors():
+        return chat_prompt_ids(tokenizer, messages, **kwargs)
+
+
 class EngineBackend:
     """Serves the host's loaded engine under its folder's name; every request is one queued job."""
 
@@ -86,7 +105,15 @@ class EngineBackend:
         """The request's tokens: the chat template over its messages, or the prompt encoded as is."""
         tokenizer = self.engine.tokenizer
         if request.kind == "chat":
-            ids = chat_prompt_ids(tokenizer, request.messages, system_prompt, enable_thinking, request.template_kwargs)
+            ids = template_ids(
+                tokenizer,
+                request.messages,
+                system_prompt=system_prompt,
+                enable_thinking=enable_thinking,
+                template_kwargs=request.template_kwargs,
+                tools=request.offered_tools,
+                system_note=tool_choice_note(request.tool_choice),
+            )
         elif isinstance(request.prompt, tuple):
             ids = list(request.prompt)
         else:

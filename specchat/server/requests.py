@@ -11,9 +11,10 @@ from specchat.engine.config import LIMITS, MODES, GenerationConfig, check_draft_
 from specchat.engine.errors import ConfigError
 
 from .errors import bad_request, not_found
+from .messages import parse_messages
+from .tool_specs import parse_tool_choice, parse_tools
 
 MAX_STOP_SEQUENCES = 4
-CHAT_ROLES = ("system", "user", "assistant")
 
 
 @dataclass(frozen=True)
@@ -23,12 +24,24 @@ class ApiRequest:
     kind: str  # "chat" or "completion"
     model: str
     cfg: GenerationConfig
-    messages: tuple[dict[str, str], ...] = ()
+    messages: tuple[dict[str, Any], ...] = ()  # in the chat template's shape (see messages.py)
     prompt: str | tuple[int, ...] = ""
     stop: tuple[str, ...] = ()
     stream: bool = False
     include_usage: bool = False
     template_kwargs: dict[str, Any] = field(default_factory=dict)
+    tools: tuple[dict[str, Any], ...] = ()  # OpenAI's {"type": "function", "function": {name, description, parameters}}
+    tool_choice: str | dict[str, Any] = "auto"  # none, auto, required or {"type": "function", "function": {"name"}}
+
+    @property
+    def parses_tools(self) -> bool:
+        """Whether the reply is read for tool calls: a chat with tools that tool_choice does not switch off."""
+        return self.kind == "chat" and bool(self.tools) and self.tool_choice != "none"
+
+    @property
+    def offered_tools(self) -> tuple[dict[str, Any], ...]:
+        """The tools the chat template shows the model (none for tool_choice none)."""
+        return self.tools if self.parses_tools else ()
 
 
 def parse_request(kind: str, body: object, models: list[str], defaults: GenerationConfig) -> ApiRequest:
@@ -54,7 +67,14 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
         kwargs = body.get("chat_template_kwargs") or {}
         if not isinstance(kwargs, dict):
             raise bad_request("chat_template_kwargs must be an object", "chat_template_kwargs")
-        return replace(base, messages=_messages(body.get("messages")), template_kwargs=dict(kwargs))
+        tools = parse_tools(body.get("tools"))
+        return replace(
+            base,
+            messages=parse_messages(body.get("messages")),
+            template_kwargs=dict(kwargs),
+            tools=tools,
+            tool_choice=parse_tool_choice(body.get("tool_choice"), tools),
+        )
     return replace(base, prompt=_prompt(body.get("prompt")))
 
 
@@ -112,30 +132,6 @@ def _speculation(spec: object) -> dict[str, Any]:
         k = spec["num_draft_tokens"]
         values["num_draft_tokens"] = k if k == "auto" else _integer(k, "speculation.num_draft_tokens")
     return values
-
-
-def _messages(messages: object) -> tuple[dict[str, str], ...]:
-    if not isinstance(messages, list) or not messages:
-        raise bad_request("messages must be a non-empty list of {role, content}", "messages")
-    out: list[dict[str, str]] = []
-    for i, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in CHAT_ROLES:
-            raise bad_request(f"messages[{i}].role must be one of {', '.join(CHAT_ROLES)}", f"messages[{i}].role")
-        out.append({"role": message["role"], "content": _content(message.get("content"), i)})
-    return tuple(out)
-
-
-def _content(content: object, i: int) -> str:
-    """A message's text: a string, or a list of text parts (other part types are refused)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(
-        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content
-    ):
-        return "".join(p["text"] for p in content)
-    raise bad_request(
-        f"messages[{i}].content must be text (a string or a list of text parts)", f"messages[{i}].content"
-    )
 
 
 def _prompt(prompt: object) -> str | tuple[int, ...]:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from specchat.engine.events import GenerationStats
+
+from .tools import Piece, ToolCall, ToolCallParser
 
 
 class StopMatcher:
@@ -38,8 +41,10 @@ class StopMatcher:
         return out
 
 
-def finish_reason(stats: GenerationStats | None, stopped_by_sequence: bool) -> str:
-    """'stop' (end of turn or a stop sequence) or 'length' (max tokens)."""
+def finish_reason(stats: GenerationStats | None, stopped_by_sequence: bool, called_tools: bool = False) -> str:
+    """'tool_calls' (the reply made calls), 'stop' (end of turn or a stop sequence) or 'length' (max tokens)."""
+    if called_tools:
+        return "tool_calls"
     if stopped_by_sequence or stats is None:
         return "stop"
     return "length" if stats.stop_reason == "length" else "stop"
@@ -76,28 +81,36 @@ class ResponseShape:
         self.id = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
         self.created = int(time.time())
 
-    def whole(self, text: str, reason: str, usage_body: dict[str, Any]) -> dict[str, Any]:
-        """The non-streamed response."""
+    def whole(
+        self, text: str, reason: str, usage_body: dict[str, Any], tool_calls: Sequence[ToolCall] = ()
+    ) -> dict[str, Any]:
+        """The non-streamed response; with tool calls, the content is null when no text is left around them."""
         choice: dict[str, Any]
         if self.kind == "chat":
-            choice = {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": reason,
-                "logprobs": None,
-            }
+            message: dict[str, Any] = {"role": "assistant", "content": text if text or not tool_calls else None}
+            if tool_calls:
+                message["tool_calls"] = [call.message_entry() for call in tool_calls]
+            choice = {"index": 0, "message": message, "finish_reason": reason, "logprobs": None}
         else:
             choice = {"index": 0, "text": text, "finish_reason": reason, "logprobs": None}
         return self._envelope(
             "chat.completion" if self.kind == "chat" else "text_completion", [choice], usage=usage_body
         )
 
-    def chunk(self, text: str | None = None, reason: str | None = None, first: bool = False) -> dict[str, Any]:
-        """One streamed chunk: new text, or the final one carrying finish_reason."""
+    def chunk(
+        self,
+        text: str | None = None,
+        reason: str | None = None,
+        first: bool = False,
+        tool_call: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """One streamed chunk: new text, a tool-call delta, or the final one carrying finish_reason."""
         if self.kind == "chat":
-            delta: dict[str, str] = {"role": "assistant"} if first else {}
+            delta: dict[str, Any] = {"role": "assistant"} if first else {}
             if text is not None:
                 delta["content"] = text
+            if tool_call is not None:
+                delta["tool_calls"] = [tool_call]
             choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
             return self._envelope("chat.completion.chunk", [choice])
         choice = {"index": 0, "text": text or "", "finish_reason": reason, "logprobs": None}
@@ -119,3 +132,37 @@ class ResponseShape:
         if usage is not None:
             body["usage"] = usage
         return body
+
+
+class StreamedChoice:
+    """The chunks of one streamed choice: the role with the first, then text, or tool-call deltas when parsed."""
+
+    def __init__(self, shape: ResponseShape, parser: ToolCallParser | None = None):
+        self.shape, self.parser = shape, parser
+        self.first = True
+
+    @property
+    def called_tools(self) -> bool:
+        """Whether the reply so far made tool calls."""
+        return self.parser is not None and bool(self.parser.calls)
+
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        """The chunks for more text (the first call sends the role even with no text yet)."""
+        pieces: list[Piece] = self.parser.feed(text) if self.parser else [text] if text else []
+        return self._chunks(pieces if pieces or not self.first else [""])
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The chunks for what the parser held back to the end."""
+        return self._chunks(self.parser.finish() if self.parser else [])
+
+    def _chunks(self, pieces: list[Piece]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for piece in pieces:
+            if isinstance(piece, str):
+                out.append(self.shape.chunk(piece, first=self.first))
+                self.first = False
+                continue
+            for delta in piece.deltas():
+                out.append(self.shape.chunk(None, first=self.first, tool_call=delta))
+                self.first = False
+        return out

@@ -18,7 +18,8 @@ from specchat.engine.owner import JobCancelled, JobEvent, JobFailed, JobFinished
 from .backend import EngineBackend
 from .errors import SHUTTING_DOWN, ApiError, shutting_down
 from .requests import ApiRequest
-from .responses import ResponseShape, StopMatcher, finish_reason, usage
+from .responses import ResponseShape, StopMatcher, StreamedChoice, finish_reason, usage
+from .tools import ToolCallParser, split_tool_calls
 from .wire import ENGINE_EVENTS
 
 DISCONNECT_POLL_S = 0.25
@@ -83,7 +84,7 @@ class JobStream:
 
 
 async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> dict[str, Any]:
-    """Run the job to its end and build the non-streamed response."""
+    """Run the job to its end and build the non-streamed response (tool calls read out when the chat had tools)."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
     text: list[str] = []
     stats: GenerationStats | None = None
@@ -97,20 +98,20 @@ async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -
         elif isinstance(event, Failed):
             raise _engine_error(event)
     text.append(stops.flush())
-    return shape.whole("".join(text), finish_reason(stats, stops.stopped), usage(prompt_tokens, stats))
+    content, calls = split_tool_calls("".join(text), req.tools) if req.parses_tools else ("".join(text), [])
+    reason = finish_reason(stats, stops.stopped, bool(calls))
+    return shape.whole(content, reason, usage(prompt_tokens, stats), calls)
 
 
 async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> AsyncIterator[dict[str, str]]:
-    """The streamed response: a chunk per piece of text, the finish chunk, usage if asked, [DONE]."""
+    """The streamed response: chunks of text (and tool-call deltas), the finish chunk, usage if asked, [DONE]."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
-    first = True
+    choice = StreamedChoice(shape, ToolCallParser(req.tools) if req.parses_tools else None)
     stats: GenerationStats | None = None
     async for event in stream.events():
         if isinstance(event, TextChunk):
-            piece = stops.feed(event.text)
-            if piece or first:
-                yield _data(shape.chunk(piece, first=first))
-                first = False
+            for body in choice.feed(stops.feed(event.text)):
+                yield _data(body)
             if stops.stopped:
                 stream.cancel()
         elif isinstance(event, Finished):
@@ -120,9 +121,9 @@ async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> 
             yield {"data": "[DONE]"}
             return
     tail = stops.flush()
-    if tail:
-        yield _data(shape.chunk(tail, first=first))
-    yield _data(shape.chunk(None, finish_reason(stats, stops.stopped)))
+    for body in (choice.feed(tail) if tail else []) + choice.finish():
+        yield _data(body)
+    yield _data(shape.chunk(None, finish_reason(stats, stops.stopped, choice.called_tools)))
     if req.include_usage:
         yield _data(shape.usage_chunk(usage(prompt_tokens, stats)))
     yield {"data": "[DONE]"}

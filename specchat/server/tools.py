@@ -1,0 +1,234 @@
+"""Tool calls in a model's reply: Qwen's <tool_call> blocks (Hermes JSON as Qwen2.5/Qwen3 write them, or the
+<function=...> XML of Qwen3-Coder/Qwen3.5) become OpenAI tool calls. The parser takes the text in pieces of
+any size, so a stream sends content at once and each call when its block closes; a block that does not
+parse stays content, exactly as the model wrote it."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+_FUNCTION = re.compile(r"<function=([^>\n]+)>(.*?)</function>", re.DOTALL)
+_PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)</parameter>", re.DOTALL)
+_PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "integer": int,
+    "number": (int, float),
+    "object": dict,
+    "array": list,
+}
+
+
+def new_call_id() -> str:
+    """A fresh OpenAI-style tool call id: call_<24 hex digits>."""
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One parsed call: its index among the reply's calls, its id, the function's name, the arguments as JSON text."""
+
+    index: int
+    id: str
+    name: str
+    arguments: str
+
+    def message_entry(self) -> dict[str, Any]:
+        """The call as an entry of a whole response's message.tool_calls."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+    def deltas(self) -> list[dict[str, Any]]:
+        """The call as streamed delta.tool_calls entries: index, id, type and name first, then the arguments."""
+        head = {
+            "index": self.index,
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": ""},
+        }
+        return [head, {"index": self.index, "function": {"arguments": self.arguments}}]
+
+
+Piece = str | ToolCall
+
+
+class ToolCallParser:
+    """Splits a reply fed in pieces into content text and ToolCalls; call finish() once the reply ended.
+
+    The whitespace right before a call and after the last one (the template's line breaks) is dropped;
+    everything else comes back unchanged, and the pieces are the same however the text was cut.
+    """
+
+    def __init__(self, tools: Sequence[Mapping[str, Any]] = (), new_id: Callable[[], str] = new_call_id):
+        self.properties = _properties(tools)
+        self.new_id = new_id
+        self.calls: list[ToolCall] = []
+        self._pending = ""  # text not sent yet: a held-back tail, or the open block's body
+        self._in_block = False
+        self._scanned = 0  # how far the open block's body is known to hold no CLOSE
+        self._before = ""  # whitespace held before the open block (sent with it when it does not parse)
+        self._after_call = False  # no text since the last call: whitespace left at the end is dropped
+
+    def feed(self, text: str) -> list[Piece]:
+        """The content and the calls that are certain now."""
+        self._pending += text
+        out: list[Piece] = []
+        while True:
+            if self._in_block:
+                end = self._pending.find(CLOSE, self._scanned)
+                if end < 0:
+                    self._scanned = max(0, len(self._pending) - len(CLOSE) + 1)
+                    return out
+                body, self._pending = self._pending[:end], self._pending[end + len(CLOSE) :]
+                out += self._close(body, closed=True)
+                continue
+            start = self._pending.find(OPEN)
+            if start < 0:
+                return out + self._send(self._ready())
+            before, self._pending = self._pending[:start], self._pending[start + len(OPEN) :]
+            content = before.rstrip()
+            self._before, self._in_block = before[len(content) :], True
+            out += self._send(content)
+
+    def finish(self) -> list[Piece]:
+        """What was held back: the tail, or an unclosed block (a call if it parses, else content)."""
+        if self._in_block:
+            body, self._pending = self._pending, ""
+            return self._close(body, closed=False)
+        rest, self._pending = self._pending, ""
+        return [] if self._after_call and not rest.strip() else self._send(rest)
+
+    def _ready(self) -> str:
+        """The pending text that can go now: all but a tail that may open a block (or precede one)."""
+        hold = next((k for k in range(len(OPEN) - 1, 0, -1) if self._pending.endswith(OPEN[:k])), 0)
+        ready = self._pending[: len(self._pending) - hold].rstrip()
+        self._pending = self._pending[len(ready) :]
+        return ready
+
+    def _send(self, text: str) -> list[Piece]:
+        if not text:
+            return []
+        self._after_call = False
+        return [text]
+
+    def _close(self, body: str, closed: bool) -> list[Piece]:
+        self._in_block, self._scanned = False, 0
+        before, self._before = self._before, ""
+        parsed = parse_block(body, self.properties)
+        if parsed is None:
+            return self._send(before + OPEN + body + (CLOSE if closed else ""))
+        calls = [ToolCall(len(self.calls) + i, self.new_id(), name, args) for i, (name, args) in enumerate(parsed)]
+        self.calls += calls
+        self._after_call = True
+        return list(calls)
+
+
+def split_tool_calls(
+    text: str, tools: Sequence[Mapping[str, Any]] = (), new_id: Callable[[], str] = new_call_id
+) -> tuple[str, list[ToolCall]]:
+    """A whole reply's content (the text outside the calls) and its tool calls."""
+    parser = ToolCallParser(tools, new_id)
+    pieces = parser.feed(text) + parser.finish()
+    return "".join(p for p in pieces if isinstance(p, str)), parser.calls
+
+
+def parse_block(body: str, properties: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]] | None:
+    """(name, arguments JSON) of each call in one block's body, or None when it is not a well-formed call."""
+    text = body.strip()
+    if text.startswith("<function="):
+        return _xml_calls(text, properties)
+    return _json_calls(text)
+
+
+def _json_calls(text: str) -> list[tuple[str, str]] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    items = value if isinstance(value, list) else [value]
+    calls = [_json_call(item) for item in items]
+    if not calls or any(call is None for call in calls):
+        return None
+    return [call for call in calls if call is not None]
+
+
+def _json_call(item: object) -> tuple[str, str] | None:
+    """{"name": ..., "arguments": {...}} (arguments may come as a JSON string, or as "parameters")."""
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+        return None
+    arguments = item.get("arguments", item.get("parameters", {}))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return None
+    if not isinstance(arguments, dict):
+        return None
+    return item["name"], json.dumps(arguments, ensure_ascii=False)
+
+
+def _xml_calls(text: str, properties: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]] | None:
+    if "</function>" not in text:  # the models sometimes close the block without closing the function
+        text += "</function>"
+    matches = list(_FUNCTION.finditer(text))
+    if not matches or _FUNCTION.sub("", text).strip():
+        return None
+    return [_xml_call(m.group(1).strip(), m.group(2), properties) for m in matches]
+
+
+def _xml_call(name: str, inner: str, properties: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
+    schema = properties.get(name, {})
+    arguments: dict[str, Any] = {}
+    for parameter in _PARAMETER.finditer(inner):
+        key = parameter.group(1).strip()
+        arguments[key] = _typed(_value(parameter.group(2)), schema.get(key))
+    return name, json.dumps(arguments, ensure_ascii=False)
+
+
+def _value(raw: str) -> str:
+    """A parameter's text without the line break the format puts on each side."""
+    raw = raw[1:] if raw.startswith("\n") else raw
+    return raw[:-1] if raw.endswith("\n") else raw
+
+
+def _typed(raw: str, schema: object) -> Any:
+    """An XML parameter's value as its JSON schema types it; text for strings and unknown parameters."""
+    if not isinstance(schema, Mapping):
+        return raw
+    kind = _schema_type(schema)
+    if kind == "string":
+        return raw
+    if kind == "boolean":
+        return {"true": True, "false": False}.get(raw.strip().lower(), raw)
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    if kind == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value is None:
+        return None
+    expected = _PYTHON_TYPES.get(kind, (dict, list))  # no type given: JSON objects and arrays are read
+    return value if isinstance(value, expected) and not isinstance(value, bool) else raw
+
+
+def _schema_type(schema: Mapping[str, Any]) -> str:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    return kind if isinstance(kind, str) else ""
+
+
+def _properties(tools: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Each tool's parameter schemas by name, from OpenAI's {"type": "function", "function": {...}} entries."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for tool in tools:
+        function = tool.get("function")
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            parameters = function.get("parameters")
+            props = parameters.get("properties") if isinstance(parameters, Mapping) else None
+            out[function["name"]] = props if isinstance(props, Mapping) else {}
+    return out
