@@ -19,6 +19,7 @@ from starlette.responses import Response
 from specchat.engine.config import GenerationConfig
 from specchat.engine.errors import ConfigError
 
+from .anthropic_route import anthropic_error, anthropic_messages, count_tokens
 from .backend import EngineBackend, template_errors
 from .errors import ApiError, bad_request, unauthorized
 from .requests import ApiRequest, parse_request
@@ -109,6 +110,28 @@ async def chat_completions(request: Request) -> Response:
 async def completions(request: Request) -> Response:
     """OpenAI's legacy completions, streamed or whole."""
     return await _openai(request, "completion")
+
+
+@routes.post("/v1/messages")
+async def messages(request: Request) -> Response:
+    """Anthropic's Messages API, streamed or whole, on the same queue."""
+    backend, options = _backend(request), _options(request)
+    try:
+        body = await _json_body(request, options.max_body_bytes)
+    except ApiError as error:
+        return anthropic_error(error)
+    return await anthropic_messages(request, body, backend, options.defaults)
+
+
+@routes.post("/v1/messages/count_tokens")
+async def messages_count_tokens(request: Request) -> Response:
+    """The prompt's token count for an Anthropic Messages request."""
+    backend, options = _backend(request), _options(request)
+    try:
+        body = await _json_body(request, options.max_body_bytes)
+    except ApiError as error:
+        return anthropic_error(error)
+    return count_tokens(body, backend, options.defaults)
 
 
 @routes.post("/specchat/v1/generate")

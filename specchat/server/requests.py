@@ -12,6 +12,7 @@ from specchat.engine.errors import ConfigError
 
 from .errors import bad_request, not_found
 from .messages import parse_messages
+from .structured import response_format_grammar, tool_call_grammar
 from .tool_specs import parse_tool_choice, parse_tools
 
 MAX_STOP_SEQUENCES = 4
@@ -55,6 +56,7 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
     options = body.get("stream_options") or {}
     if not isinstance(options, dict):
         raise bad_request("stream_options must be an object", "stream_options")
+    _refuse_unapplied(body)
     base = ApiRequest(
         kind,
         model,
@@ -68,14 +70,56 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
         if not isinstance(kwargs, dict):
             raise bad_request("chat_template_kwargs must be an object", "chat_template_kwargs")
         tools = parse_tools(body.get("tools"))
-        return replace(
+        chat = replace(
             base,
             messages=parse_messages(body.get("messages")),
             template_kwargs=dict(kwargs),
             tools=tools,
             tool_choice=parse_tool_choice(body.get("tool_choice"), tools),
         )
-    return replace(base, prompt=_prompt(body.get("prompt")))
+        return _constrained(chat, body)
+    return _constrained(replace(base, prompt=_prompt(body.get("prompt"))), body)
+
+
+def _constrained(req: ApiRequest, body: dict[str, Any]) -> ApiRequest:
+    """The request with the grammar its response_format or forced tool call asks for (checked before any model
+    work: a schema the grammar library cannot compile is a 400 naming it)."""
+    fmt = response_format_grammar(body.get("response_format"))
+    tool = tool_call_grammar(list(req.tools), req.tool_choice) if req.parses_tools else None
+    if fmt is not None and tool is not None:
+        raise bad_request(
+            "response_format cannot be combined with a forced tool call (tool_choice required or named): "
+            "the tool call's arguments already follow the function's parameters schema",
+            "response_format",
+        )
+    grammar = fmt or tool
+    return req if grammar is None else replace(req, cfg=replace(req.cfg, grammar=grammar))
+
+
+UNAPPLIED = ("presence_penalty", "frequency_penalty", "repetition_penalty")
+
+
+def _refuse_unapplied(body: dict[str, Any]) -> None:
+    """Penalties and logit_bias change what the target would choose; speculation would have to apply them
+    identically when drafting and verifying. Until it does, a value that would change anything is refused,
+    never ignored."""
+    for name in UNAPPLIED:
+        value = body.get(name)
+        neutral = 1.0 if name == "repetition_penalty" else 0.0
+        if value is not None and value != neutral:
+            raise bad_request(
+                f"{name} is not supported by this server (send {neutral:g} or leave it out): SpecChat applies "
+                "only what it can apply identically to the drafts and the target",
+                name,
+                "unsupported_parameter",
+            )
+    if body.get("logit_bias"):
+        raise bad_request(
+            "logit_bias is not supported by this server (send {} or leave it out): SpecChat applies only what "
+            "it can apply identically to the drafts and the target",
+            "logit_bias",
+            "unsupported_parameter",
+        )
 
 
 def _model(body: dict[str, Any], models: list[str]) -> str:

@@ -46,7 +46,8 @@ def test_a_seeded_completion_is_the_same_twice(server):
         "max_tokens": 10,
         "temperature": 0.5,
         "top_p": 0.9,
-        "repetition_penalty": 1.1,  # not a SpecChat setting: ignored, as other unknown fields
+        # mlx-lm's case also sends repetition_penalty 1.1: SpecChat refuses penalties it cannot apply to drafts and
+        # target alike (tests/server/test_structured_output.py), so the port leaves it out
         "repetition_context_size": 20,
         "seed": 999,
         "stop": "stop sequence",
@@ -69,7 +70,7 @@ def test_a_seeded_completion_is_the_same_twice(server):
 )
 def test_a_chat_completion_has_an_id_and_choices(server, messages):
     body = {"model": "dense_target", "max_tokens": 10, "temperature": 0.7, "top_p": 0.85, "messages": messages}
-    answer = post(server, "/v1/chat/completions", {**body, "repetition_penalty": 1.2})
+    answer = post(server, "/v1/chat/completions", body)  # mlx-lm's repetition_penalty 1.2 left out (refused here)
     assert answer.status_code == 200
     assert "id" in answer.json() and "choices" in answer.json()
 
@@ -80,8 +81,7 @@ def test_an_assistant_tool_call_with_null_content_and_its_result_are_accepted(se
         "model": "dense_target",
         "max_tokens": 10,
         "temperature": 0.7,
-        "top_p": 0.85,
-        "repetition_penalty": 1.2,
+        "top_p": 0.85,  # mlx-lm's repetition_penalty 1.2 left out (refused here)
         "messages": [
             {"role": "user", "content": "what is 2+3?"},
             {
