@@ -103,3 +103,36 @@ def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target,
     finally:
         server.stop()
         host.shutdown()
+
+
+def test_the_apps_server_speaks_tools_structured_output_and_anthropic(qtbot, open_window, dense_target):
+    import json
+
+    from anthropic import Anthropic
+
+    window = open_window(dense_target)
+    port = free_port()
+    assert window.server.serve(ServeChoice(port, None))
+    url = f"http://127.0.0.1:{port}"
+    client = OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=120)
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": 9}}, "required": ["n"]}
+    fmt = {"type": "json_schema", "json_schema": {"name": "n", "schema": schema, "strict": True}}
+    reply = client.chat.completions.create(
+        model="dense_target", messages=[{"role": "user", "content": "n?"}], response_format=fmt, max_tokens=40
+    )
+    assert 0 <= json.loads(reply.choices[0].message.content)["n"] <= 9
+    no_args = {"type": "object", "properties": {}, "additionalProperties": False}
+    tool = {"type": "function", "function": {"name": "ping", "parameters": no_args}}
+    called = client.chat.completions.create(
+        model="dense_target",
+        messages=[{"role": "user", "content": "ping"}],
+        tools=[tool],
+        tool_choice="required",
+        max_tokens=80,
+    )
+    assert called.choices[0].message.tool_calls, (called.choices[0].message, called.choices[0].finish_reason)
+    assert called.choices[0].message.tool_calls[0].function.name == "ping"
+    claude = Anthropic(base_url=url, api_key="none", max_retries=0, timeout=120)
+    message = claude.messages.create(model="dense_target", max_tokens=6, messages=[{"role": "user", "content": "hi"}])
+    assert message.type == "message" and message.usage.output_tokens > 0
+    window.server.menu.serve_action.setChecked(False)
