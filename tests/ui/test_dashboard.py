@@ -237,7 +237,10 @@ def test_memory_over_time_and_weights_marked(qtbot, paths):
     assert dash.memory_chart.curves["available"].getData()[1].tolist() == pytest.approx([8.95, 8.9, 8.85])
     assert dash.memory_chart.weights_line.value() == pytest.approx(1.2)
     assert dash.memory_chart.weights_line.isVisible()
-    assert dash.tiles["memory"].value.text() == "1.30 GB" and "weights 1.20 GB" in dash.tiles["memory"].sub.text()
+    memory = dash.tiles["memory"]
+    # a number keeps its unit when the line wraps; the buffer cache is in the tooltip
+    assert memory.value.text() == "1.30 GB" and memory.sub.text() == "peak\xa01.80\xa0GB · weights\xa01.20\xa0GB"
+    assert "MLX buffer cache 0.20 GB" in memory.toolTip()
 
 
 def test_charts_over_time_show_the_last_minute_until_they_span_more(qtbot, paths):

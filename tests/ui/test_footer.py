@@ -1,5 +1,7 @@
 """Every footer names why the reply stopped; nothing drafted is 'acceptance —'; old saved stats still read."""
 
+import json
+
 import pytest
 
 from specchat.ui.chat.footer import error_stats, footer_text
@@ -77,3 +79,62 @@ def test_a_queued_job_says_what_it_waits_for():
     assert waiting_text(measuring, 5, "8 / 64 tokens") == (
         "Waiting for the plain-decode measurement (8 / 64 tokens) to finish…"
     )
+
+
+AUTO = {
+    **PLAIN,
+    "mode": "draft",
+    "auto_k": True,
+    "num_draft_tokens": 4,
+    "drafted": 60,
+    "accepted": 45,
+    "plain_tokens": 0,
+    "k_rounds": {1: 10, 3: 20},
+    "mean_k": 2.3,
+    "rounds": 30,
+    "stop_reason": "eos",
+}
+
+
+def saved(stats: dict) -> dict:
+    """The stats as a saved message holds them: JSON turns int keys to str and tuples to lists."""
+    return json.loads(json.dumps(stats))
+
+
+def test_auto_k_says_how_often_drafting_stopped_early_and_at_what_confidence(qtbot):
+    from specchat.ui.chat.message_view import MessageView
+
+    stats = {**AUTO, "early_stops": 12, "median_stop_confidence": 0.41, "confidence_acceptance": ((0.4, 3, 5),)}
+    for shown in (stats, saved(stats)):
+        assert footer_text(shown).endswith(
+            " · end of turn · drafts stopped early in 12 of 30 rounds (at confidence 0.41)"
+        )
+    view = MessageView("assistant", 1)
+    qtbot.addWidget(view)
+    view.set_footer(footer_text(saved(stats)))
+    assert "drafts stopped early in 12 of 30 rounds" in view.footer.text()
+    assert "the drafter was unsure, so the round verified what it had instead of drafting further" in (
+        view.footer.toolTip()
+    )
+
+
+@pytest.mark.parametrize(
+    "stops,rounds,tail",
+    [
+        (1, {3: 30}, "drafts stopped early in 1 of 30 rounds (at confidence 0.41)"),
+        (1, {3: 1}, "drafts stopped early in the only round (at confidence 0.41)"),
+        (30, {3: 30}, "drafts stopped early in all 30 rounds (at confidence 0.41)"),
+    ],
+)
+def test_early_stops_are_counted_in_words(stops, rounds, tail):
+    stats = {**AUTO, "k_rounds": rounds, "early_stops": stops, "median_stop_confidence": 0.41}
+    assert footer_text(stats).endswith(f"end of turn · {tail}")
+
+
+def test_nothing_about_early_stops_without_any_or_without_auto_k():
+    none = footer_text({**AUTO, "early_stops": 0, "median_stop_confidence": None})
+    assert none.endswith("accepted · end of turn")
+    fixed = {**AUTO, "auto_k": False, "early_stops": 3, "median_stop_confidence": 0.5}
+    assert "stopped early" not in footer_text(fixed)
+    assert "stopped early" not in footer_text({**PLAIN, "early_stops": 3, "auto_k": True, "stop_reason": "eos"})
+    assert "stopped early" not in footer_text({k: v for k, v in AUTO.items() if k != "early_stops"})  # older dicts

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from specchat.engine.summary import k_text, speculation_text, stop_text
 
+EARLY_STOP_WHY = "the drafter was unsure, so the round verified what it had instead of drafting further"
 MODE_NAMES = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP", "lookup": "Prompt lookup"}
 FOOTER_TOOLTIP = (
     "tokens: tokens in this reply · tok/s: tokens after the first divided by the time from the end of prompt "
     "processing to the last token (the engine's clock) · TTFT: time from sending to the first token · "
     "accepted: share of drafted tokens the target agreed with (— when nothing was drafted) · "
-    "plain decoding share: tokens auto K produced without drafting · the last part says why the reply stopped."
+    "plain decoding share: tokens auto K produced without drafting · then why the reply stopped · drafts "
+    f"stopped early (Auto K): {EARLY_STOP_WHY}; the confidence is the drafter's top-1 probability where it "
+    "stopped (the median over those rounds)."
 )
 
-__all__ = ["MODE_NAMES", "FOOTER_TOOLTIP", "footer_text", "error_stats", "k_text"]
+__all__ = ["MODE_NAMES", "FOOTER_TOOLTIP", "footer_text", "error_stats", "k_text", "early_stop_text"]
 INTERRUPTED = "interrupted"
 QUEUE_NOTE_S = 0.5  # a queue wait this long is said in the footer
 INTERRUPTED_TEXT = "interrupted: SpecChat was closed while this reply was being written"
@@ -37,10 +40,31 @@ def footer_text(stats: dict | None, cancelled: bool = False) -> str:
         parts.append(f"{MODE_NAMES.get(mode, mode)} {speculation_text(stats)}")
     else:
         parts.append("speculation off")
-    stop = stop_text(stats, cancelled)
-    if stop:
-        parts.append(stop)
+    parts += [part for part in (stop_text(stats, cancelled), early_stops_text(stats)) if part]
     return " · ".join(parts)
+
+
+def early_stop_text(stops: int, rounds: int, confidence: float | None) -> str:
+    """'drafts stopped early in 12 of 30 rounds (at confidence 0.41)'; '' when no round stopped early."""
+    if stops <= 0:
+        return ""
+    rounds = max(rounds, stops)
+    if rounds == 1:
+        where = "the only round"
+    elif stops == rounds:
+        where = f"all {rounds} rounds"
+    else:
+        where = f"{stops} of {rounds} rounds"
+    at = f" (at confidence {confidence:.2f})" if confidence is not None else ""
+    return f"drafts stopped early in {where}{at}"
+
+
+def early_stops_text(stats: dict) -> str:
+    """How often an auto K reply's drafting stopped early, from its stats dict ('' for fixed K or plain)."""
+    if not stats.get("auto_k") or stats.get("mode", "baseline") == "baseline":
+        return ""
+    rounds = sum((stats.get("k_rounds") or {}).values()) or stats.get("rounds", 0)
+    return early_stop_text(stats.get("early_stops") or 0, rounds, stats.get("median_stop_confidence"))
 
 
 def ttft_text(stats: dict) -> str:

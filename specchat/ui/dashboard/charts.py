@@ -6,9 +6,9 @@ import math
 from collections.abc import Sequence
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QButtonGroup, QFrame, QGridLayout, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from .. import theme
 from ..plain_words import this_machine
@@ -27,6 +27,8 @@ PLOT_MIN_HEIGHT = 130
 PLOT_MIN_WIDTH = 200
 HEADROOM = 1.2  # a y range this much above the highest value or marker leaves room for the marker's label
 MIN_TIME_SPAN_S = 60  # the narrowest time window a chart over time shows
+LABEL_GAP_PX = 24  # a round axis' tick nearer than this to the first or last round's label is left out
+END_LABEL_PX = 12  # how far the first and last rounds' labels may reach past a round axis' ends
 ROUND_MARGIN = 0.5  # a chart over rounds shows this much beside its first and last round (room for the bars)
 
 
@@ -53,33 +55,74 @@ class CountAxis(pg.AxisItem):
     def __init__(self, *args, first_label: int = 0, **kwargs):
         super().__init__(*args, **kwargs)
         self.first_label = first_label
+        self.ends: tuple[float, float] | None = None  # the first and last values plotted: always labelled
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph's names)
+        shift = self.first_label  # ticks fall on round labels (5, 10, ...), not on the engine's indices
         levels = [
-            (spacing, [v for v in values if abs(v - round(v)) < 1e-6 and v > -0.5])
-            for spacing, values in super().tickValues(minVal, maxVal, size)
+            (spacing, [v - shift for v in values if abs(v - round(v)) < 1e-6 and v - shift > -0.5])
+            for spacing, values in super().tickValues(minVal + shift, maxVal + shift, size)
             if spacing >= 1
         ]
         if not levels:  # a range under two units: every whole number in it
             low = max(math.ceil(minVal), 0)
             levels = [(1.0, [float(v) for v in range(low, math.floor(maxVal) + 1)])]
-        return levels
+        return self._with_ends(levels, minVal, maxVal, size)
+
+    def _with_ends(self, levels: list, low: float, high: float, size: float) -> list:
+        """The first and last plotted values join the top level; ticks whose labels would crowd theirs go."""
+        ends = [float(v) for v in self.ends or () if low <= v <= high]
+        if not ends or size <= 0:
+            return levels
+        gap = LABEL_GAP_PX * (high - low) / size
+
+        def apart(values: list[float]) -> list[float]:
+            return [v for v in values if all(abs(v - end) >= gap for end in ends)]
+
+        (spacing, values), rest = levels[0], levels[1:]
+        return [(spacing, sorted({*apart(values), *ends}))] + [(s, apart(v)) for s, v in rest]
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph's name)
         return [str(round(v) + self.first_label) for v in values]
 
+    def boundingRect(self):  # noqa: N802 (Qt's name)
+        # pyqtgraph drops a label reaching past this rect: the first and last rounds' labels may, a little
+        return super().boundingRect().adjusted(-END_LABEL_PX, 0, END_LABEL_PX, 0)
 
-def make_plot(y_label: str, x_label: str = "", date_axis: bool = False, first_label: int = 0) -> pg.PlotWidget:
+
+class FromZeroAxis(pg.AxisItem):
+    """A y axis whose view starts a little below 0 (so 0 is labelled and a point at 0 shows whole): no tick
+    below 0."""
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph's names)
+        levels = super().tickValues(minVal, maxVal, size)
+        return [(spacing, [max(v, 0.0) for v in values if v > -spacing / 100]) for spacing, values in levels]
+
+
+def make_plot(
+    y_label: str,
+    x_label: str = "",
+    date_axis: bool = False,
+    first_label: int = 0,
+    counts: bool = True,
+    from_zero: bool = False,
+) -> pg.PlotWidget:
     """A white plot with a light grid and muted axes (the legend lives in the card's header).
-    The x axis shows dates (date_axis) or, when labelled, counts (0 labelled first_label)."""
+    The x axis shows dates (date_axis) or, when labelled, counts (0 labelled first_label) unless not counts;
+    from_zero: the y axis has no tick below 0 (see FromZeroAxis)."""
+    axes: dict[str, pg.AxisItem] = {}
     if date_axis:
-        axes = {"bottom": pg.DateAxisItem(orientation="bottom")}
-    else:
-        axes = {"bottom": CountAxis(orientation="bottom", first_label=first_label)} if x_label else {}
+        axes["bottom"] = pg.DateAxisItem(orientation="bottom")
+    elif x_label and counts:
+        axes["bottom"] = CountAxis(orientation="bottom", first_label=first_label)
+    if from_zero:
+        axes["left"] = FromZeroAxis(orientation="left")
     plot = pg.PlotWidget(axisItems=axes)
     plot.setMinimumHeight(PLOT_MIN_HEIGHT)
     plot.setMinimumWidth(PLOT_MIN_WIDTH)
     item = plot.getPlotItem()
+    if isinstance(axes.get("bottom"), CountAxis):
+        item.layout.setContentsMargins(1, 1, END_LABEL_PX, 1)  # room for the last round's label
     item.showGrid(x=True, y=True, alpha=0.12)
     item.setMenuEnabled(False)
     item.hideButtons()
@@ -109,7 +152,10 @@ def colour_plot(plot: pg.PlotWidget, y_label: str, x_label: str = "") -> None:
 CHART_HELP = {  # each chart's title -> what it plots and how (the title's tooltip)
     "Decode speed": "Tokens per second of each speculative round (tokens it emitted over its draft + verify "
     "time), with a rolling mean; the dashed line is the plain-decode reference.",
-    "Acceptance": "Share of each round's drafted tokens that the target accepted, in percent.",
+    "Acceptance": "By round: share of each round's drafted tokens that the target accepted, in percent. "
+    "By confidence (Auto K): the drafts of every round grouped by the drafter's top-1 probability, in tenths; "
+    "each bar is the share the target accepted of those it checked (a draft after a refused one is never "
+    "checked), its label the number of drafts. A calibrated drafter's bars follow the diagonal.",
     "Memory": "MLX active and peak memory, system memory available and this process's resident size, in GB, "
     "read every second.",
     "Power": f"Battery level in percent and whether {this_machine()} runs on mains power, read from the OS.",
@@ -158,6 +204,43 @@ def horizontal_line(color: str, label: str = "") -> pg.InfiniteLine:
     return line
 
 
+def switch_style() -> str:
+    """The view switch's style sheet: two small joined buttons, the chosen one filled."""
+    return (
+        f"QToolButton {{ color: {theme.MUTED}; background: {theme.SURFACE}; border: 1px solid {theme.BORDER};"
+        " padding: 1px 6px; font-size: 11px; }"
+        " QToolButton#switchFirst { border-top-left-radius: 5px; border-bottom-left-radius: 5px; }"
+        " QToolButton#switchLast { border-top-right-radius: 5px; border-bottom-right-radius: 5px; }"
+        f" QToolButton:checked {{ color: {theme.TEXT}; background: {theme.SELECTION_BG}; }}"
+    )
+
+
+class ViewSwitch(QWidget):
+    """Two or more joined buttons choosing one of a chart's views; `chosen` carries the view's index."""
+
+    chosen = Signal(int)
+
+    def __init__(self, names: Sequence[str], parent=None):
+        super().__init__(parent)
+        follow(self, lambda: self.setStyleSheet(switch_style()))
+        self.group = QButtonGroup(self)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        self.buttons: list[QToolButton] = []
+        for index, name in enumerate(names):
+            end = "switchFirst" if index == 0 else "switchLast" if index == len(names) - 1 else "switchMiddle"
+            button = QToolButton(text=name, checkable=True, checked=index == 0, objectName=end)
+            self.group.addButton(button, index)
+            row.addWidget(button)
+            self.buttons.append(button)
+        self.group.idClicked.connect(self.chosen)
+
+    def choose(self, index: int) -> None:
+        """Check a view's button and say so, as a click would."""
+        self.buttons[index].click()
+
+
 class ChartCard(QFrame):
     """A card: a title, a caption on the right, and a plot with a centred note shown when it is empty."""
 
@@ -183,7 +266,7 @@ class ChartCard(QFrame):
         header.addWidget(self.title)
         header.addStretch(1)
         header.addWidget(self.caption)
-        body = QGridLayout()
+        body = self.body = QGridLayout()  # the plot's cell: a card may stack more views in it
         body.addWidget(plot, 0, 0)
         body.addWidget(self.empty, 0, 0)  # overlaid on the plot, same cell
         column = self.column = QVBoxLayout(self)  # the card's layout: the header row, legend and plot
@@ -192,6 +275,10 @@ class ChartCard(QFrame):
         column.addLayout(header)
         column.addWidget(self.legend)
         column.addLayout(body, 1)
+
+    def set_legend(self, entries: Sequence[tuple[str, str, str]]) -> None:
+        """Replace the legend's (colour, kind of swatch, label) entries."""
+        self.legend.setText(legend_html(list(entries)))
 
     def show_times(self, t) -> None:
         """Charts over time: until the readings span a minute, show the last minute with the newest
@@ -206,15 +293,25 @@ class ChartCard(QFrame):
 
     def show_rounds(self, x) -> None:
         """Charts over rounds: exactly the rounds held, half a round either side (one round shows as 0.5 to 1.5),
-        never pyqtgraph's range around a single point, which runs into negative rounds."""
+        never pyqtgraph's range around a single point, which runs into negative rounds; the first and last
+        rounds are labelled."""
+        item = self.plot.getPlotItem()
+        axis = item.getAxis("bottom")
+        if isinstance(axis, CountAxis):
+            axis.ends = (float(x[0]), float(x[-1])) if len(x) else None
         if len(x):
-            self.plot.getPlotItem().setXRange(float(x[0]) - ROUND_MARGIN, float(x[-1]) + ROUND_MARGIN, padding=0)
+            item.setXRange(float(x[0]) - ROUND_MARGIN, float(x[-1]) + ROUND_MARGIN, padding=0)
+
+    def plots(self) -> list[pg.PlotWidget]:
+        """The card's plots (one, unless a card can switch between views)."""
+        return [self.plot]
 
     def set_empty(self, text: str | None) -> None:
         """Show a note over the plot (None hides it); an empty plot hides its meaningless tick values."""
         self.empty.setVisible(bool(text))
         if text:
             self.empty.setText(text)
-        item = self.plot.getPlotItem()
-        for name in ("left", "bottom", "right"):
-            item.getAxis(name).setStyle(showValues=not text)
+        for plot in self.plots():
+            item = plot.getPlotItem()
+            for name in ("left", "bottom", "right"):
+                item.getAxis(name).setStyle(showValues=not text)

@@ -41,6 +41,7 @@ from ..banner import Banner
 from ..plain_words import this_machine
 from ..theme_switch import follow
 from .charts import BLUE, GREEN, ORANGE, PURPLE, TEAL, ChartCard
+from .confidence import ConfidenceHistory
 from .panels import (
     MEMORY_COLUMNS,
     POWER_COLUMNS,
@@ -84,6 +85,7 @@ class Dashboard(QWidget):
         self.setObjectName("dashboard")
         self.baselines = BaselineCache.for_paths(paths or AppPaths.default())
         self.rounds = RoundSeries()
+        self.confidence = ConfidenceHistory()  # the rounds' drafts by the drafter's confidence, and early stops
         self.memory = RingBuffer(3600, len(MEMORY_COLUMNS))
         self.power = RingBuffer(720, len(POWER_COLUMNS))
         self.model_key: str | None = None
@@ -157,7 +159,7 @@ class Dashboard(QWidget):
         footer.addWidget(self.status, 1)
         footer.addWidget(self.remeasure)
         body = QWidget(objectName="dashboardBody")
-        column = QVBoxLayout(body)
+        column = self.column = QVBoxLayout(body)
         column.setContentsMargins(8, 8, 8, 8)
         column.setSpacing(8)
         column.addWidget(self.banner)
@@ -208,9 +210,11 @@ class Dashboard(QWidget):
                 self._generating = True
                 self.source = source
                 self.rounds.clear()
+                self.confidence.clear()
                 self.status.setText("Generating an API request…" if source == "api" else "Generating…")
             if isinstance(event, RoundResult):
                 self.rounds.add(event)
+                self.confidence.add(event)
         self._dirty = True
 
     @property
@@ -324,6 +328,7 @@ class Dashboard(QWidget):
     def clear(self) -> None:
         """Forget the rounds and the last generation (memory and power history stay)."""
         self.rounds.clear()
+        self.confidence.clear()
         self.last_stats = None
         self._generating = False
         self.status.setText("No generation yet.")
@@ -393,11 +398,18 @@ class Dashboard(QWidget):
         self._dirty = False
         self.throughput.redraw(self.rounds)
         self.throughput.set_baseline(self.baseline_tps)
-        self.acceptance.redraw(self.rounds)
+        self.acceptance.redraw(self.rounds, self.confidence)
         self.memory_chart.redraw(self.memory)
         self.power_chart.redraw(self.power)
         self._redraw_empty_states()
         self._redraw_tiles()
+        self._settle()
+
+    def _settle(self) -> None:
+        """Lay out new texts now rather than on a busy event loop's later turn: the power line's height first
+        (its note may have shrunk to one line), then the column it sits in."""
+        for layout in (self.power_chart.column, self.column):
+            layout.activate()
 
     def _redraw_empty_states(self) -> None:
         has_rounds = len(self.rounds) > 0
@@ -409,7 +421,7 @@ class Dashboard(QWidget):
         self.power_chart.set_empty(self._power_empty_text())
         self.power_chart.note.setToolTip(f"Reported: {self.last_power[0].detail}" if self.last_power else "")
         self._place_power()
-        self.acceptance.caption.setText(self._per_round_caption())
+        self.acceptance.set_caption(self._per_round_caption())
         self.throughput.caption.setText(f"rolling: last {plural(self.rounds.window, 'round')}")
 
     def throughput_empty_text(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QLabel, QSizePolicy
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy
 
 from specchat.system.ringbuffer import RingBuffer, RoundSeries
 
@@ -20,15 +20,21 @@ from .charts import (
     RED,
     TEAL,
     ChartCard,
+    ViewSwitch,
     horizontal_line,
     make_plot,
     pen,
     style_axis,
 )
+from .confidence import CONFIDENCE_EMPTY, CONFIDENCE_LEGEND, ConfidenceHistory, ConfidencePlot
 
 GB = 1e9
 MEMORY_COLUMNS = ("time", "active", "peak", "available", "rss")
 POWER_COLUMNS = ("time", "percent", "on_battery")
+FLOOR = 0.06  # a speed chart's view reaches this share of its top below 0: 0 is labelled, a point at 0 shows
+THROUGHPUT_LEGEND = [(BLUE_LIGHT, "dot", "per round"), (BLUE, "line", "rolling")]
+ROUND_LEGEND = [(GREEN_LIGHT, "bar", "per round"), (GREEN, "line", "cumulative")]
+VIEWS = ("by round", "by confidence")
 
 
 def highest(*values) -> float | None:
@@ -39,12 +45,13 @@ def highest(*values) -> float | None:
     return max(tops) if tops else None
 
 
-def fit_y(view: pg.ViewBox, top: float | None) -> None:
-    """From zero to a little above top, so marker labels above their lines stay inside; auto when unknown."""
+def fit_y(view: pg.ViewBox, top: float | None, floor: float = 0.0) -> None:
+    """From zero (or floor × top below it) to a little above top, so marker labels above their lines stay
+    inside; auto when unknown."""
     if top is None or top <= 0:
         view.enableAutoRange(y=True)
     else:
-        view.setYRange(0, top * HEADROOM, padding=0)
+        view.setYRange(-top * floor, top * HEADROOM, padding=0)
 
 
 def set_curve(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
@@ -61,9 +68,9 @@ class ThroughputChart(ChartCard):
     def __init__(self, parent=None):
         super().__init__(
             "Decode speed",
-            make_plot("tok/s", "round", first_label=1),
+            make_plot("tok/s", "round", first_label=1, from_zero=True),
             "No speculative rounds yet.\nSend a message with Draft or MTP on.",
-            [(BLUE_LIGHT, "dot", "per round"), (BLUE, "line", "rolling"), (RED, "dashed", "plain decode")],
+            [*THROUGHPUT_LEGEND, (RED, "dashed", "plain decode")],
             parent,
         )
         item = self.plot.getPlotItem()
@@ -86,28 +93,31 @@ class ThroughputChart(ChartCard):
         self._fit()
 
     def set_baseline(self, tps: float | None) -> None:
-        """Move (or hide) the plain-decode line."""
+        """Move (or hide) the plain-decode line; its speed is said in the legend, where it covers no data."""
         self.baseline_line.setVisible(tps is not None)
+        if tps != self._baseline:
+            known = f"plain decode {tps:.1f}\u00a0tok/s" if tps is not None else "plain decode"
+            self.set_legend([*THROUGHPUT_LEGEND, (RED, "dashed", known)])
         self._baseline = tps
         if tps is not None:
             self.baseline_line.setValue(tps)
-            self.baseline_line.label.setFormat(f"plain decode {tps:.1f} tok/s")
         self._fit()
 
     def _fit(self) -> None:
-        """The plain-decode line and its label stay in view even above every round."""
-        fit_y(self.plot.getPlotItem().getViewBox(), highest(self._per_round, self._baseline))
+        """The plain-decode line stays in view even above every round; 0 is labelled."""
+        fit_y(self.plot.getPlotItem().getViewBox(), highest(self._per_round, self._baseline), FLOOR)
 
 
 class AcceptanceChart(ChartCard):
-    """Each round's acceptance as bars, and the acceptance of all rounds so far as a line."""
+    """Each round's acceptance as bars and the acceptance of all rounds so far as a line; or (by confidence)
+    the acceptance of the drafts of each tenth of the drafter's confidence."""
 
     def __init__(self, parent=None):
         super().__init__(
             "Acceptance",
             make_plot("% of drafted tokens", "round", first_label=1),
             "Acceptance appears once the target checks drafts.",
-            [(GREEN_LIGHT, "bar", "per round"), (GREEN, "line", "cumulative")],
+            ROUND_LEGEND,
             parent,
         )
         item = self.plot.getPlotItem()
@@ -117,9 +127,34 @@ class AcceptanceChart(ChartCard):
             stepMode="center", fillLevel=0, brush=pg.mkBrush(GREEN_LIGHT), pen=pen(GREEN_LIGHT, 1)
         )
         self.cumulative_curve = item.plot(pen=pen(GREEN, 2.6), antialias=True)
+        self.confidence = ConfidencePlot()
+        self.body.addWidget(self.confidence.widget, 0, 0)
+        self.confidence.widget.hide()
+        self.empty.raise_()  # the note stays above both views
+        self.switch = ViewSwitch(VIEWS)
+        self.switch.setToolTip("Acceptance by round, or by the drafter's confidence in each draft (Auto K)")
+        self.switch.chosen.connect(lambda index: self.show_confidence(index == 1))
+        self._place_switch()
+        self.by_confidence = False
+        self._round_empty: str | None = None
+        self._round_caption = ""
+        self._history = ConfidenceHistory()
 
-    def redraw(self, rounds: RoundSeries) -> None:
-        """Replot from the round series (percent)."""
+    def _place_switch(self) -> None:
+        """The switch beside the legend (the header has no room for it in a narrow dock)."""
+        self.column.removeWidget(self.legend)
+        row = QHBoxLayout()
+        row.setSpacing(8)
+        row.addWidget(self.legend, 1)
+        row.addWidget(self.switch)
+        self.column.insertLayout(1, row)
+
+    def plots(self) -> list[pg.PlotWidget]:
+        """Both views' plots."""
+        return [self.plot, self.confidence.widget]
+
+    def redraw(self, rounds: RoundSeries, history: ConfidenceHistory | None = None) -> None:
+        """Replot from the round series (percent) and, by confidence, from the rounds' confidences."""
         x = rounds.indices()
         edges = np.concatenate((x - 0.4, x[-1:] + 0.4)) if len(x) else np.zeros(0)
         heights = np.nan_to_num(rounds.acceptance() * 100)
@@ -129,6 +164,40 @@ class AcceptanceChart(ChartCard):
             self.round_curve.setData([], [])
         set_curve(self.cumulative_curve, x, rounds.cumulative_acceptance() * 100)
         self.show_rounds(x)
+        if history is not None:
+            self._history = history
+        self.confidence.redraw(self._history)
+        self._show_view()
+
+    def show_confidence(self, on: bool) -> None:
+        """Plot acceptance by the drafter's confidence (True) or by round (False)."""
+        if on != self.by_confidence:
+            self.by_confidence = on
+            self.switch.buttons[int(on)].setChecked(True)
+            self._show_view()
+
+    def set_empty(self, text: str | None) -> None:
+        """The by-round view's note (None: it has rounds); the confidence view has its own."""
+        self._round_empty = text
+        self._show_view()
+
+    def set_caption(self, text: str) -> None:
+        """The by-round view's caption (the confidence view counts its drafts)."""
+        self._round_caption = text
+        self._show_view()
+
+    def _show_view(self) -> None:
+        on = self.by_confidence
+        self.plot.setVisible(not on)
+        self.confidence.widget.setVisible(on)
+        self.set_legend(CONFIDENCE_LEGEND if on else ROUND_LEGEND)
+        if on:
+            checked = sum(self._history.verified)
+            super().set_empty(None if self._history.has_confidences else CONFIDENCE_EMPTY)
+            self.caption.setText(f"{checked} checked draft{'' if checked == 1 else 's'}" if checked else "")
+        else:
+            super().set_empty(self._round_empty)
+            self.caption.setText(self._round_caption)
 
 
 class MemoryChart(ChartCard):

@@ -5,12 +5,13 @@ from __future__ import annotations
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout
 
 from specchat.tuning.reference import FASTER, SLOWER, compare
-from specchat.ui.chat.footer import MODE_NAMES
+from specchat.ui.chat.footer import EARLY_STOP_WHY, MODE_NAMES, early_stop_text
 
 from .. import theme
 from ..theme_switch import follow
 
 DASH = "—"
+NBSP = "\u00a0"  # keeps a number with its unit (and a short phrase together) when a tile's line wraps
 VERDICT_COLORS = {FASTER: "#1f9d55", SLOWER: theme.REJECT}  # within noise: the tile's grey
 TILE_HELP = {
     "speed": "Decode speed: tokens per second after the first token. While a reply streams: the rolling rate over "
@@ -23,11 +24,12 @@ TILE_HELP = {
     "ratio × (1 ± noise), noise = max(5%, 2 × the spread (CV) of the plain replies), 5% with fewer "
     "than 3.",
     "acceptance": "Share of drafted tokens the target accepted, over the rounds of the last reply ( — when nothing "
-    "was drafted).",
+    "was drafted). Under Auto K, how many drafting rounds stopped early, at the drafter's median confidence "
+    "(its top-1 probability) where they stopped.",
     "per_round": "Accepted drafted tokens per speculative round of the last reply (each round also adds one token "
     "of the target's own).",
-    "memory": "MLX active memory now (mx.get_active_memory), with the peak since the reply started, MLX's buffer "
-    "cache and the loaded weights' size.",
+    "memory": "MLX active memory now (mx.get_active_memory), with the peak since the reply started and the "
+    "loaded weights' size; below, MLX's buffer cache.",
     "power": "The power source and battery level read from the OS (pmset on macOS; psutil / sysfs elsewhere), "
     "and whether low-power mode is on: speeds on battery or low power are not comparable.",
 }
@@ -79,16 +81,23 @@ class StatTile(QFrame):
             self.accent = color
             self._restyle()
 
-    def set(self, value: str, sub: str = "", color: str | None = None, detail: str = "") -> None:
+    def set(self, value: str, sub: str = "", color: str | None = None, detail: str = "", note: str = "") -> None:
         """Show a value (in a colour, else the usual one) and its detail line; `detail` (technical: what the
-        OS reported) goes in the tooltip only."""
+        OS reported) and `note` (what the short line leaves out) go in the tooltip only."""
         self.value.setText(value)
         self.value.setStyleSheet(f"color: {color};" if color else "")
         self.sub.setText(sub)
-        now = f"{self.title.text().title()}: {value}" + (f" ({sub})" if sub else "")
+        now = f"{self.title.text().title()}: {value}" + (f" ({sub.replace(NBSP, ' ')})" if sub else "")
+        if note:
+            now += f"\n{note}"
         if detail:
             now += f"\nReported: {detail}"
         self.setToolTip(f"{self.help}\n\n{now}" if self.help else now)
+
+
+def unbroken(*parts: str) -> str:
+    """Parts joined by ' · ', each kept on one line (a tile wraps between parts only)."""
+    return " · ".join(part.replace(" ", NBSP) for part in parts if part)
 
 
 def plural(count: float, word: str) -> str:
@@ -161,7 +170,9 @@ def _fill_rounds(tiles: dict[str, StatTile], dash) -> None:
         tiles["per_round"].set(DASH, "no rounds yet")
         return
     rate = totals["accepted"] / totals["drafted"] if totals["drafted"] else None
-    tiles["acceptance"].set(fmt_pct(rate), f"{totals['accepted']:.0f} of {totals['drafted']:.0f} drafted")
+    short, note = _early_stops(dash.confidence)
+    drafted = unbroken(f"{totals['accepted']:.0f} of {totals['drafted']:.0f} drafted")
+    tiles["acceptance"].set(fmt_pct(rate), " · ".join(p for p in (drafted, short) if p), note=note)
     stats = None if dash.generating else dash.last_stats
     drafting = sum(stats.k_rounds.values()) if stats is not None and stats.k_rounds else 0
     # auto K's plain bursts are rounds that drafted nothing (drafting is 0 without stats)
@@ -173,6 +184,19 @@ def _fill_rounds(tiles: dict[str, StatTile], dash) -> None:
     else:
         mean = totals["accepted"] / totals["rounds"]
         tiles["per_round"].set(f"{mean:.2f}", f"over {plural(totals['rounds'], 'round')}")
+
+
+def _early_stops(history) -> tuple[str, str]:
+    """The acceptance tile's words for rounds that stopped drafting early: '12/30 stopped at 0.41' and the
+    tooltip's sentence; ('', '') when none did."""
+    stops, rounds = history.early_stops, history.drafting_rounds
+    if not stops:
+        return "", ""
+    confidence = history.median_stop_confidence()
+    # only 'at' may start a second line: the counts and the confidence stay whole
+    at = f" at{NBSP}{confidence:.2f}" if confidence is not None else f"{NBSP}early"
+    sentence = early_stop_text(stops, rounds, confidence)
+    return f"{stops}/{max(rounds, stops)}{NBSP}stopped{at}", f"{sentence[0].upper()}{sentence[1:]}: {EARLY_STOP_WHY}."
 
 
 def _fill_vs_plain(tile: StatTile, dash, speed: float | None) -> None:
@@ -204,10 +228,9 @@ def _fill_memory(tile: StatTile, sample, weights: int | None) -> None:
     if sample is None:
         tile.set(DASH, "reading…")
         return
-    parts = [f"peak {fmt_gb(sample.mlx_peak_bytes)}", f"cache {fmt_gb(sample.mlx_cache_bytes)}"]
-    if weights:
-        parts.append(f"weights {fmt_gb(weights)}")
-    tile.set(fmt_gb(sample.mlx_active_bytes), " · ".join(parts))
+    weighed = f"weights {fmt_gb(weights)}" if weights else ""
+    cache = f"MLX buffer cache {fmt_gb(sample.mlx_cache_bytes)}"
+    tile.set(fmt_gb(sample.mlx_active_bytes), unbroken(f"peak {fmt_gb(sample.mlx_peak_bytes)}", weighed), note=cache)
 
 
 def _fill_power(tile: StatTile, reading) -> None:
