@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from .errors import ConfigError
 from .grammar import Grammar
+from .logprobs import MAX_TOP_LOGPROBS
 
 MODES = ("baseline", "draft", "mtp", "lookup")
 AUTO = "auto"
@@ -115,6 +116,8 @@ LIMITS: dict[str, Limit] = {
     # min-p 1 keeps only the likeliest token(s): mlx-lm's range, and it samples like greedy.
     "min_p": Limit("min-p", 0.0, 1.0, step=0.01, decimals=2),
     "seed": Limit("seed", 0, 2**64 - 1, integer=True),  # MLX's random keys take an unsigned 64-bit seed
+    # How many top alternatives each token's logprob comes with (OpenAI's top_logprobs range).
+    "logprobs": Limit("logprobs (top alternatives)", 0, MAX_TOP_LOGPROBS, integer=True),
 }
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
 
@@ -145,6 +148,9 @@ class GenerationConfig:
     # The reply follows it (JSON schema, any JSON object, Lark): checked by llguidance when the generation
     # starts; a dict (asdict() of one, over the wire) is taken as the Grammar it describes.
     grammar: Grammar | None = None
+    # None: off. 0..20: each emitted token carries its logprob under the target (see logprobs.py) and
+    # that many likeliest alternatives; TextChunk.logprobs holds them.
+    logprobs: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -154,6 +160,8 @@ class GenerationConfig:
             LIMITS[name].check(getattr(self, name))
         if self.seed is not None:
             LIMITS["seed"].check(self.seed)
+        if self.logprobs is not None:
+            LIMITS["logprobs"].check(self.logprobs)
         if self.grammar is not None:
             object.__setattr__(self, "grammar", Grammar.from_value(self.grammar))  # frozen: set once, here
 

@@ -175,7 +175,8 @@ class Engine:
         if cancel.is_set():  # stopped before any token: the chunks done stay cached, exactly
             yield Finished((), "", stats.finish(0, "cancelled"), True)
             return
-        ctx = LoopContext(prompt, Sampler(cfg), budget, frozenset(self.tokenizer.eos_token_ids), cancel, grammar)
+        stop_ids = frozenset(self.tokenizer.eos_token_ids)
+        ctx = LoopContext(prompt, Sampler(cfg), budget, stop_ids, cancel, grammar, cfg.logprobs)
         steps = (
             baseline_steps(self.runner, ctx)
             if drafter is None
@@ -228,7 +229,8 @@ class Engine:
         tokens.extend(step.tokens)
         stats.tokens_emitted(len(step.tokens))
         if step.tokens:
-            yield TextChunk(detok.last_segment, tuple(step.tokens), tuple(step.from_draft))
+            logprobs = tuple(step.logprobs or ())
+            yield TextChunk(detok.last_segment, tuple(step.tokens), tuple(step.from_draft), logprobs)
         if step.round is not None:
             stats.round_done(step.round)
             yield step.round

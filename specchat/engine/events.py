@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import ErrorKind
+from .logprobs import TokenLogprob
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,13 @@ class GenerationStats:
 
 @dataclass(frozen=True)
 class TextChunk:
-    """New text and the tokens behind it; from_draft[i] is True when token i was a draft the target accepted."""
+    """New text and the tokens behind it; from_draft[i] is True when token i was a draft the target accepted.
+    logprobs[i] belongs to token_ids[i] when the config asked for logprobs (empty otherwise)."""
 
     text: str
     token_ids: tuple[int, ...]
     from_draft: tuple[bool, ...]
+    logprobs: tuple[TokenLogprob, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from .constraint import DraftConstraint, GrammarState, mask_logits
 from .draft_stop import RoundPlan
 from .drafters import CATCH_UP_IN_ROUND, Draft, Drafter
 from .events import Rejection, RoundResult
+from .logprobs import PassLogprobs, TokenLogprob, forced_logprobs, pass_arrays, read_logprobs
 from .runner import ModelRunner, token_id, token_ids
 from .sampling import Sampler
 from .verify import verify_greedy, verify_sampled
@@ -29,6 +30,7 @@ class Step:
     from_draft: list[bool]
     round: RoundResult | None = None
     stop: str | None = None
+    logprobs: list[TokenLogprob] | None = None  # one per token when the config asks for logprobs
 
 
 @dataclass
@@ -41,6 +43,18 @@ class LoopContext:
     stop_ids: frozenset[int]
     cancel: threading.Event
     grammar: GrammarState | None = None  # the reply follows it: every step and round is masked
+    logprobs: int | None = None  # None: off; else each token's logprob and that many alternatives
+
+    def pass_logprobs(self, logits: mx.array) -> PassLogprobs | None:
+        """The logprobs at each row of a pass's logits (masked, under a grammar), lazily; None when off."""
+        return None if self.logprobs is None else PassLogprobs(logits, self.logprobs)
+
+    def step_logprobs(self, logits: mx.array, token: mx.array) -> PassLogprobs | None:
+        """One plain step's logprobs (logits (V,), the token it picks, still lazy), in the step's graph."""
+        lp = self.pass_logprobs(logits[None])
+        if lp is not None:
+            lp.choose(token.reshape(1))
+        return lp
 
     def take(self, candidates: list[int], generated: int) -> tuple[list[int], str | None]:
         """Append candidates to seq up to a stop token or the budget; return the emitted ones."""
@@ -62,8 +76,10 @@ def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
         return
     feed = mx.array(target.prepare(ctx.seq), dtype=mx.uint32)
     target.begin()
-    y, _ = ctx.sampler.pick(target.forward(feed)[-1])
-    mx.async_eval(y)
+    logits = target.forward(feed)[-1]
+    y, _ = ctx.sampler.pick(logits)
+    lp = ctx.step_logprobs(logits, y)
+    mx.async_eval(y, *pass_arrays(lp))
     generated = 0
     try:
         while True:
@@ -71,18 +87,21 @@ def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
             if generated + 1 < ctx.budget and not ctx.cancel.is_set():
                 feed = y.reshape(1)
                 target.begin()
-                next_y, _ = ctx.sampler.pick(target.forward(feed)[-1])
-                mx.async_eval(next_y)
+                logits = target.forward(feed)[-1]
+                next_y, _ = ctx.sampler.pick(logits)
+                next_lp = ctx.step_logprobs(logits, next_y)
+                mx.async_eval(next_y, *pass_arrays(next_lp))
             emitted, stop = ctx.take([token_id(y)], generated)
             generated += len(emitted)
+            logprobs = read_logprobs(lp, emitted)
             if stop is None and ctx.cancel.is_set():
                 stop = "cancelled"
             if stop is not None:
                 target.abort()
-                yield Step(emitted, [False] * len(emitted), stop=stop)
+                yield Step(emitted, [False] * len(emitted), stop=stop, logprobs=logprobs)
                 return
-            yield Step(emitted, [False])
-            y = next_y
+            yield Step(emitted, [False], logprobs=logprobs)
+            y, lp = next_y, next_lp
     finally:
         target.abort()
 
@@ -120,8 +139,10 @@ def speculative_steps(
         else:
             draft = _allowed_draft(drafter.propose(ctx.seq, k, ctx.sampler, plan, constraint), constraint, plan)
         mx.async_eval(draft.tokens)  # the device drafts while Python builds the verify graph
-        pending = _build_verify(target, ctx, draft, constraint)
-        t1 = _dispatch_verify(draft.tokens, pending)
+        pending, lp = _build_verify(target, ctx, draft, constraint)
+        t1 = _dispatch_verify(draft.tokens, [pending, *pass_arrays(lp)])
+        if lp is not None:
+            mx.eval(pending, *lp.arrays())  # logprobs come with the verify pass's own evaluation
         drafts = token_ids(draft.tokens)
         if ctx.sampler.greedy:
             verdict = verify_greedy(token_ids(pending), drafts)
@@ -164,7 +185,7 @@ def speculative_steps(
         index += 1
         if stop is None and ctx.cancel.is_set():
             stop = "cancelled"
-        yield Step(emitted, flags, info, stop)
+        yield Step(emitted, flags, info, stop, read_logprobs(lp, emitted))
         if stop is not None:
             return
 
@@ -184,7 +205,7 @@ def _plain_burst(
     for step in baseline_steps(target, replace(ctx, budget=n)):
         emitted += len(step.tokens)
         stop = step.stop if step.stop != "length" or generated + emitted >= ctx.budget else None
-        yield Step(step.tokens, step.from_draft)
+        yield Step(step.tokens, step.from_draft, logprobs=step.logprobs)
     elapsed = time.perf_counter() - start
     auto.observe_plain(emitted, elapsed)
     yield Step([], [], RoundResult(index, 0, 0, 0, emitted, 0.0, elapsed), stop)
@@ -198,7 +219,7 @@ def queue_verify_first() -> bool:
     return mx.default_device().type == mx.DeviceType.gpu
 
 
-def _dispatch_verify(drafts: mx.array, verify: mx.array) -> float:
+def _dispatch_verify(drafts: mx.array, verify: list[mx.array]) -> float:
     """Wait for the drafts (already dispatched), on a GPU with the verify pass queued first; returns when
     the drafts were in.
 
@@ -207,21 +228,29 @@ def _dispatch_verify(drafts: mx.array, verify: mx.array) -> float:
     of a whole forward pass returns only when most of it has run, so queueing first would bill the
     verify to drafting; on the CPU the verify runs when its result is read, one call fewer."""
     if queue_verify_first():
-        mx.async_eval(verify)
+        mx.async_eval(*verify)
     mx.eval(drafts)
     return time.perf_counter()
 
 
-def _build_verify(target: ModelRunner, ctx: LoopContext, draft: Draft, constraint: DraftConstraint | None) -> mx.array:
+def _build_verify(
+    target: ModelRunner, ctx: LoopContext, draft: Draft, constraint: DraftConstraint | None
+) -> tuple[mx.array, PassLogprobs | None]:
     """The target's pass over [last token] + drafts, not yet run; greedy gives its argmax, else its logits.
     Under a grammar each position's logits are masked with the grammar after the drafts before it, and the
-    tokens it forced last round come in the same pass."""
+    tokens it forced last round come in the same pass. With logprobs on, their graph over the same logits."""
     feed = mx.array(target.prepare(ctx.seq, leave=CATCH_UP_IN_ROUND if constraint else 1), dtype=mx.uint32)
     target.begin()
     logits = target.forward(mx.concatenate([feed, draft.tokens]))[feed.shape[0] - 1 :]
     if constraint is not None:
         logits = mask_logits(logits, constraint.target_allowed())
-    return mx.argmax(logits, axis=-1) if ctx.sampler.greedy else logits
+    lp = ctx.pass_logprobs(logits)
+    if not ctx.sampler.greedy:
+        return logits, lp
+    choices = mx.argmax(logits, axis=-1)
+    if lp is not None:
+        lp.choose(choices)  # greedy emits the argmax at every position it keeps (accepted drafts equal it)
+    return choices, lp
 
 
 def _allowed_draft(draft: Draft, constraint: DraftConstraint, plan: RoundPlan | None) -> Draft:
@@ -247,7 +276,8 @@ def forced_step(ctx: LoopContext, grammar: GrammarState, generated: int) -> Step
     emitted, stop = ctx.take(forced, generated)
     grammar.consume(emitted)
     stop = stop or _grammar_end(grammar) or ("cancelled" if ctx.cancel.is_set() else None)
-    return Step(emitted, [False] * len(emitted), stop=stop)
+    logprobs = None if ctx.logprobs is None else forced_logprobs(emitted)
+    return Step(emitted, [False] * len(emitted), stop=stop, logprobs=logprobs)
 
 
 def _grammar_end(grammar: GrammarState) -> str | None:
@@ -265,12 +295,15 @@ def constrained_steps(target: ModelRunner, ctx: LoopContext, grammar: GrammarSta
                 target.begin()
                 logits = target.forward(feed)[-1]
                 mx.async_eval(logits)  # the device runs the pass while the grammar computes the mask
-                y, _ = ctx.sampler.pick(mask_logits(logits, grammar.allowed()))
+                masked = mask_logits(logits, grammar.allowed())
+                y, _ = ctx.sampler.pick(masked)
+                lp = ctx.step_logprobs(masked, y)  # under the mask: the distribution the token came from
+                mx.eval(y, *pass_arrays(lp))
                 emitted, stop = ctx.take([token_id(y)], generated)
                 target.commit(ctx.seq)
                 grammar.consume(emitted)
                 stop = stop or _grammar_end(grammar) or ("cancelled" if ctx.cancel.is_set() else None)
-                step = Step(emitted, [False] * len(emitted), stop=stop)
+                step = Step(emitted, [False] * len(emitted), stop=stop, logprobs=read_logprobs(lp, emitted))
             generated += len(step.tokens)
             yield step
             if step.stop is not None:

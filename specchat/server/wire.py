@@ -16,6 +16,7 @@ from specchat.engine.events import (
     RoundResult,
     TextChunk,
 )
+from specchat.engine.logprobs import TokenLogprob
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -49,7 +50,15 @@ def event_from_json(body: dict[str, Any]) -> Event:
         values["rejection"] = Rejection(**values["rejection"])
     if cls is Failed:
         values["kind"] = _error_kind(body.get("kind"))
+    if cls is TextChunk:
+        values["logprobs"] = tuple(_token_logprob(item) for item in values.get("logprobs", ()))
     return cls(**values)
+
+
+def _token_logprob(body: dict[str, Any]) -> TokenLogprob:
+    """A TokenLogprob from its asdict() form ({"token", "logprob", "top": [[id, logprob], ...]})."""
+    top = tuple((int(token), float(logprob)) for token, logprob in body.get("top") or ())
+    return TokenLogprob(int(body["token"]), float(body["logprob"]), top)
 
 
 def _error_kind(value: object) -> ErrorKind:
