@@ -8,7 +8,7 @@ Pure functions: a streaming response calls them on each TextChunk's logprobs.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from specchat.engine.config import Limit
@@ -29,7 +29,7 @@ TokenBytes = Callable[[int], bytes]
 class Decodes(Protocol):
     """The part of a tokenizer (the engine's, or a remote engine's) these functions use."""
 
-    def decode(self, ids: Iterable[int]) -> str: ...
+    def decode(self, ids: list[int]) -> str: ...
 
 
 def logprobs_setting(kind: str, body: Mapping[str, Any]) -> int | None:

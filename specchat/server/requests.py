@@ -11,6 +11,7 @@ from specchat.engine.config import LIMITS, MODES, GenerationConfig, check_draft_
 from specchat.engine.errors import ConfigError
 
 from .errors import bad_request, not_found
+from .logprobs import logprobs_setting
 from .messages import parse_messages
 from .structured import response_format_grammar, tool_call_grammar
 from .tool_specs import parse_tool_choice, parse_tools
@@ -60,7 +61,7 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
     base = ApiRequest(
         kind,
         model,
-        _config(body, defaults),
+        replace(_config(body, defaults), logprobs=logprobs_setting(kind, body)),
         stop=_stop(body.get("stop")),
         stream=stream,
         include_usage=stream and bool(options.get("include_usage")),

@@ -82,7 +82,12 @@ class ResponseShape:
         self.created = int(time.time())
 
     def whole(
-        self, text: str, reason: str, usage_body: dict[str, Any], tool_calls: Sequence[ToolCall] = ()
+        self,
+        text: str,
+        reason: str,
+        usage_body: dict[str, Any],
+        tool_calls: Sequence[ToolCall] = (),
+        logprobs: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The non-streamed response; with tool calls, the content is null when no text is left around them."""
         choice: dict[str, Any]
@@ -90,9 +95,9 @@ class ResponseShape:
             message: dict[str, Any] = {"role": "assistant", "content": text if text or not tool_calls else None}
             if tool_calls:
                 message["tool_calls"] = [call.message_entry() for call in tool_calls]
-            choice = {"index": 0, "message": message, "finish_reason": reason, "logprobs": None}
+            choice = {"index": 0, "message": message, "finish_reason": reason, "logprobs": logprobs}
         else:
-            choice = {"index": 0, "text": text, "finish_reason": reason, "logprobs": None}
+            choice = {"index": 0, "text": text, "finish_reason": reason, "logprobs": logprobs}
         return self._envelope(
             "chat.completion" if self.kind == "chat" else "text_completion", [choice], usage=usage_body
         )

@@ -13,10 +13,12 @@ from starlette.requests import Request
 from specchat.engine.config import GenerationConfig
 from specchat.engine.errors import ErrorKind
 from specchat.engine.events import Event, Failed, Finished, GenerationStats, TextChunk
+from specchat.engine.logprobs import TokenLogprob
 from specchat.engine.owner import JobCancelled, JobEvent, JobFailed, JobFinished, JobHandle, JobProgress, JobQueued
 
 from .backend import EngineBackend
 from .errors import SHUTTING_DOWN, ApiError, shutting_down
+from .logprobs import chat_logprobs, completion_logprobs
 from .requests import ApiRequest
 from .responses import ResponseShape, StopMatcher, StreamedChoice, finish_reason, usage
 from .tools import ToolCallParser, split_tool_calls
@@ -87,9 +89,12 @@ async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -
     """Run the job to its end and build the non-streamed response (tool calls read out when the chat had tools)."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
     text: list[str] = []
+    scores = LogprobBuffer(req, stream.backend)
     stats: GenerationStats | None = None
     async for event in stream.events():
         if isinstance(event, TextChunk):
+            if not stops.stopped:
+                scores.add(event)
             text.append(stops.feed(event.text))
             if stops.stopped:
                 stream.cancel()  # the rest is not wanted; Finished still brings the stats
@@ -100,17 +105,20 @@ async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -
     text.append(stops.flush())
     content, calls = split_tool_calls("".join(text), req.tools) if req.parses_tools else ("".join(text), [])
     reason = finish_reason(stats, stops.stopped, bool(calls))
-    return shape.whole(content, reason, usage(prompt_tokens, stats), calls)
+    return shape.whole(content, reason, usage(prompt_tokens, stats), calls, scores.take())
 
 
 async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> AsyncIterator[dict[str, str]]:
     """The streamed response: chunks of text (and tool-call deltas), the finish chunk, usage if asked, [DONE]."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
     choice = StreamedChoice(shape, ToolCallParser(req.tools) if req.parses_tools else None)
+    scores = LogprobBuffer(req, stream.backend)
     stats: GenerationStats | None = None
     async for event in stream.events():
         if isinstance(event, TextChunk):
-            for body in choice.feed(stops.feed(event.text)):
+            if not stops.stopped:
+                scores.add(event)
+            for body in scores.attach(choice.feed(stops.feed(event.text))):
                 yield _data(body)
             if stops.stopped:
                 stream.cancel()
@@ -121,12 +129,50 @@ async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> 
             yield {"data": "[DONE]"}
             return
     tail = stops.flush()
-    for body in (choice.feed(tail) if tail else []) + choice.finish():
+    ending = (choice.feed(tail) if tail else []) + choice.finish()
+    ending.append(shape.chunk(None, finish_reason(stats, stops.stopped, choice.called_tools)))
+    for body in scores.attach(ending):
         yield _data(body)
-    yield _data(shape.chunk(None, finish_reason(stats, stops.stopped, choice.called_tools)))
     if req.include_usage:
         yield _data(shape.usage_chunk(usage(prompt_tokens, stats)))
     yield {"data": "[DONE]"}
+
+
+class LogprobBuffer:
+    """The target's logprobs of the tokens behind the text, in OpenAI's shape: whole, or on the chunk that
+    carries their text (a chunk held back by a stop sequence or a tool call passes them to the next one)."""
+
+    def __init__(self, req: ApiRequest, backend: EngineBackend):
+        self.kind, self.on = req.kind, req.cfg.logprobs is not None
+        self.backend = backend
+        self.pending: list[TokenLogprob] = []
+        self.sent_chars = 0  # legacy completions give text offsets
+
+    def add(self, chunk: TextChunk) -> None:
+        """The tokens of one engine chunk."""
+        if self.on:
+            self.pending.extend(chunk.logprobs)
+
+    def take(self) -> dict[str, Any] | None:
+        """Every token so far, formatted (None when the request did not ask)."""
+        if not self.on:
+            return None
+        tokenizer = self.backend.engine.tokenizer
+        scores, self.pending = self.pending, []
+        if self.kind == "chat":
+            return chat_logprobs(scores, tokenizer)
+        body = completion_logprobs(scores, tokenizer, self.sent_chars)
+        self.sent_chars += sum(len(token) for token in body["tokens"])
+        return body
+
+    def attach(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The chunks, the first that has a choice carrying the tokens waiting so far."""
+        if self.on and self.pending:
+            for body in bodies:
+                if body.get("choices"):
+                    body["choices"][0]["logprobs"] = self.take()
+                    break
+        return bodies
 
 
 def _data(body: dict[str, Any]) -> dict[str, str]:
