@@ -15,11 +15,12 @@ SPACING = 8
 class FlowLayout(QLayout):
     """Items left to right, wrapped like words; an item added with stretch=True takes the rest of its line."""
 
-    def __init__(self, parent: QWidget | None = None, spacing: int = SPACING):
+    def __init__(self, parent: QWidget | None = None, spacing: int = SPACING, right_aligned: bool = False):
         super().__init__(parent)
         self._items: list[QLayoutItem] = []
         self._stretch: set[int] = set()  # ids of items that widen to the end of their line
         self._spacing = spacing
+        self.right_aligned = right_aligned  # each line ends at the right edge (a card's action links)
         self.setContentsMargins(QMargins(0, 0, 0, 0))
 
     def add(self, widget: QWidget, stretch: bool = False) -> None:
@@ -114,7 +115,7 @@ class FlowLayout(QLayout):
         stretchers = [i for i, item in enumerate(line) if id(item) in self._stretch]
         for i in stretchers:
             widths[i] += max(0, free) // len(stretchers)
-        x = area.x()
+        x = area.x() + (max(0, free) if self.right_aligned and not stretchers else 0)
         for item, width in zip(line, widths, strict=True):
             item_height = height if _grows_vertically(item) else item.sizeHint().height()
             item.setGeometry(QRect(QPoint(x, y + (height - item_height) // 2), QSize(width, item_height)))

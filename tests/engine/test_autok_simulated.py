@@ -7,8 +7,9 @@ from .autok_sim import CODE, OPEN, Reply, compare, recorded, synthetic
 
 # (pair costs, replies, tokens per reply, the least auto must reach against the best fixed K = 1..4). Drafts
 # that stop where the draft is unsure beat every fixed K by 10-13% where long confident runs meet unsure spots
-# (code, a code-then-prose conversation); on a short story the best stop threshold chosen in hindsight gains
-# only 1-4% over K = 1 on this CPU (a draft step costs a third of a verify pass), so there auto must match it.
+# (code, a code-then-prose conversation); on the story the best stop threshold chosen in hindsight gains
+# only 3-4% over the best fixed K on this CPU (a draft step costs a third of a verify pass), so there auto
+# must match it.
 REAL_REPLIES = {
     "code, 32 tokens": (CODE, ["code-0"], 32, 1.05),
     "code, 64 tokens": (CODE, ["code-0"], 64, 1.0),

@@ -104,10 +104,15 @@ def test_the_event_loop_keeps_ticking_while_a_reply_streams(qtbot, open_window, 
     timer = QTimer(interval=10)
     timer.timeout.connect(tick)
     timer.start()
+    qtbot.wait(1500)  # the same timer with nothing to do: how late this machine's scheduler makes it anyway
+    idle, gaps[:] = max(gaps[1:]), []
+    last[0] = time.perf_counter()
     finished = send(qtbot, window, "Write a long answer.")
     timer.stop()
     assert len(finished.tokens) == 120 and len(gaps) > 20
-    assert max(gaps[1:]) < 0.100, f"the UI thread stalled for {max(gaps[1:]) * 1000:.0f} ms"
+    # a stall is the UI thread's own doing only beyond what an idle loop suffers on a busy machine
+    allowed = max(0.100, 4 * idle)
+    assert max(gaps[1:]) < allowed, f"the UI thread stalled for {max(gaps[1:]) * 1000:.0f} ms (idle: {idle * 1000:.0f})"
 
 
 def test_real_model_screenshot(qtbot, open_window, smollm_dir):
