@@ -41,6 +41,8 @@ REPLY_EVIDENCE = 6.0  # drafts' worth of acceptance evidence a new reply starts 
 PRIOR_ALPHA = 0.6  # a fresh controller's acceptance, weighing REPLY_EVIDENCE drafts: a story's easy first line
 # must not talk it into long drafts before the first misses (on the real pair's recorded replies a
 # lighter 2:1 prior overshot to K=5-6 there, 0.96 of K=1 over a 64-token story)
+MEASURED_ROUNDS = 4  # early-stopping rounds before their measured rate replaces the i.i.d. model's
+ROUND_DECAY = 0.97  # per round, for that measured rate: about the last thirty rounds (a shorter memory flapped)
 NORMAL_CATCH_UP = 2  # tokens a drafter takes in at the start of a round after a full accept
 
 
@@ -65,6 +67,9 @@ class AutoK:
     confidence: ConfidenceModel = field(default_factory=ConfidenceModel)
     entry: str = "full"  # the outcome before the next round's first draft: "miss" or "full"
     expected_rate: float = 0.0  # tokens per second of the best choice at the last choose()
+    round_count: int = 0  # early-stopping rounds observed, and their decayed tokens and seconds
+    round_tokens: float = 0.0
+    round_s: float = 0.0
 
     @property
     def alpha(self) -> float:
@@ -82,13 +87,21 @@ class AutoK:
             key=lambda k: (self.verify_rounds.get(k, 0), -rates[k]),
         )
         plain = self.rate(0)
-        self.expected_rate = max(rates[best], plain)
+        speculating = self.measured_rate() or rates[best]
+        self.expected_rate = max(speculating, plain)
         if self.plain_s is None:  # plain decoding unmeasured: measure it only if it could win
-            return best if rates[best] >= PLAIN_MARGIN * plain else 0
-        if rates[best] > (1 - STAY_MARGIN) * plain:
+            return best if speculating >= PLAIN_MARGIN * plain else 0
+        if speculating > (1 - STAY_MARGIN) * plain:
             self.probe_gap = 0
             return best
         return self._plain_or_probe()
+
+    def measured_rate(self) -> float | None:
+        """Tokens per second the early-stopping rounds have actually reached (their decayed sums), once a few
+        ran: the i.i.d. model cannot see where drafts stop, so it misjudges their rate both ways."""
+        if not self.early_stop or self.round_count < MEASURED_ROUNDS or not self.round_s:
+            return None
+        return self.round_tokens / self.round_s
 
     def plan(self) -> RoundPlan:
         """The next round: its longest draft (K = 0: plain decoding) and where drafting stops early."""
@@ -190,6 +203,10 @@ class AutoK:
         if catch_up <= NORMAL_CATCH_UP or self.draft_step_s is None:
             self.draft_step_s = _ema(self.draft_step_s, draft_s / max(steps or k, 1), self.decay)
         self._count(accepted, 1 if accepted < k else 0)
+        if confidences is not None:
+            self.round_count += 1
+            self.round_tokens = ROUND_DECAY * self.round_tokens + accepted + 1
+            self.round_s = ROUND_DECAY * self.round_s + draft_s + verify_s
         seen = (confidences or [])[: accepted + 1]
         for i, confidence in enumerate(seen):
             before = seen[i - 1] if i else None
