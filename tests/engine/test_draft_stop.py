@@ -127,7 +127,9 @@ def test_stopping_on_the_drafts_confidence_keeps_the_targets_distribution():
 
 
 @pytest.mark.parametrize("mode", ["draft", "lookup"])
-def test_early_stopping_drafts_give_the_plain_output_and_say_where_they_stopped(mode, dense_target, dense_draft_partial):
+def test_early_stopping_drafts_give_the_plain_output_and_say_where_they_stopped(
+    mode, dense_target, dense_draft_partial
+):
     engine = Engine.load(dense_target, dense_draft_partial)
     ids = prompt_ids(engine)
     plain = engine.generate(ids, GenerationConfig(mode="baseline", max_tokens=48))
