@@ -16,6 +16,7 @@ temperature > 0, and greedy output stays the target's own.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,21 @@ PRIOR_WEIGHT = 10.0  # a bin's estimate starts from the draft's own probability,
 STATE_PRIOR_WEIGHT = 16.0  # a state's rate starts from the overall acceptance, weighing this many tokens
 AFTER_CONFIDENCE = 0.25  # until measured, the token after a sure one is this much likelier accepted than after a guess
 FORGET = 0.995  # per observed token: the model follows the text over its last few hundred drafts
+
+
+TENTHS = 10  # acceptance by confidence is reported per tenth of [0, 1]
+
+
+def confidence_tenth(confidence: float) -> int:
+    """The tenth of [0, 1] a confidence falls in, 0..9 (1.0 joins the top tenth)."""
+    return min(max(int(confidence * TENTHS), 0), TENTHS - 1)
+
+
+def checked_drafts(confidences: Sequence[float], accepted: int) -> Iterator[tuple[int, bool]]:
+    """(tenth, accepted) of each draft the target checked: draft i is checked when i <= accepted (the first
+    refused one is, those after it are not) and accepted when i < accepted."""
+    for i, confidence in enumerate(confidences[: accepted + 1]):
+        yield confidence_tenth(confidence), i < accepted
 
 
 def confidence_bin(confidence: float) -> int:

@@ -8,6 +8,7 @@ import time
 import mlx.core as mx
 
 from .config import GenerationConfig
+from .draft_stop import TENTHS, checked_drafts
 from .events import GenerationStats, RoundResult
 
 
@@ -48,9 +49,9 @@ class StatsRecorder:
             self.k_rounds[result.num_draft_tokens] = self.k_rounds.get(result.num_draft_tokens, 0) + 1
         if result.stopped_early and result.stop_confidence is not None:
             self.stop_confidences.append(result.stop_confidence)
-        for i, confidence in enumerate(result.confidences[: result.accepted + 1]):
-            counts = self.by_confidence.setdefault(confidence_edge(confidence), [0, 0])
-            counts[0] += i < result.accepted
+        for tenth, accepted in checked_drafts(result.confidences, result.accepted):
+            counts = self.by_confidence.setdefault(tenth / TENTHS, [0, 0])
+            counts[0] += accepted
             counts[1] += 1
 
     def finish(self, generated: int, stop_reason: str) -> GenerationStats:
@@ -91,11 +92,6 @@ class StatsRecorder:
                 (edge, hits, total) for edge, (hits, total) in sorted(self.by_confidence.items())
             ),
         )
-
-
-def confidence_edge(confidence: float) -> float:
-    """The lower edge of the tenth of [0, 1] a confidence falls in (1.0 joins the top tenth)."""
-    return min(int(confidence * 10), 9) / 10
 
 
 def sampling_text(cfg: GenerationConfig) -> str:

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import pyqtgraph as pg
 from PySide6.QtGui import QFont
 
+from specchat.engine.draft_stop import TENTHS, checked_drafts
+
 from .. import theme
 from ..theme_switch import follow
 from .charts import GREEN, GREEN_LIGHT, GREY, make_plot, pen
 
-TENTHS = 10
 BAR_WIDTH = 0.08  # of a tenth's 0.1: a gap between bars
 CONFIDENCE_EMPTY = "Confidence appears with Auto K: each draft's top-1 probability"
 CONFIDENCE_LEGEND = [(GREEN_LIGHT, "bar", "accepted"), (GREY, "dashed", "calibrated")]  # each bar: its drafts above it
@@ -49,18 +50,6 @@ class Bar:
     def percent(self) -> float:
         """Acceptance of the tenth's checked drafts, in percent."""
         return 100 * self.accepted / self.verified
-
-
-def tenth(confidence: float) -> int:
-    """The tenth of [0, 1] a confidence falls in, 0..9 (1.0 joins the top tenth)."""
-    return min(max(int(confidence * TENTHS), 0), TENTHS - 1)
-
-
-def checked_drafts(confidences: Sequence[float], accepted: int) -> Iterator[tuple[int, bool]]:
-    """(tenth, accepted) of each draft the target checked: draft i is checked when i <= accepted (the first
-    refused one is, those after it are not) and accepted when i < accepted."""
-    for i, confidence in enumerate(confidences[: accepted + 1]):
-        yield tenth(confidence), i < accepted
 
 
 class ConfidenceHistory:

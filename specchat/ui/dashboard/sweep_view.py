@@ -50,9 +50,9 @@ from ..theme_switch import follow
 from .ab_panel import ABPanel
 from .sweep_export import write_csv
 from .sweep_table import SpeedupChart, SweepTable
+from .tiles import power_words
 
 DEFAULT_KS = "1,2,4,8"
-POWER_WORDS = {"ac": "on mains power", "battery": "on battery", "unknown": "power source unknown"}
 MIN_HEIGHT = 240  # below this the view scrolls
 SIDE_BY_SIDE = 900  # from this width the table and the chart sit side by side, else one above the other
 
@@ -381,7 +381,7 @@ class SweepView(QWidget):
 
     def _sweep_event(self, event) -> None:
         if isinstance(event, SweepStarted):
-            self.progress_label.setText(f"{event.total_runs} runs ahead, {POWER_WORDS.get(event.power_source, '')}")
+            self.progress_label.setText(f"{event.total_runs} runs ahead, {power_words(event.power_source)}")
         elif isinstance(event, RunDone):
             self.progress.setValue(event.done)
             cell = cell_name(event.k)
