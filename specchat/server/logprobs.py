@@ -112,15 +112,21 @@ def _token_entry(token: int, logprob: float, lookup: TokenBytes) -> dict[str, An
 
 def completion_logprobs(logprobs: Sequence[TokenLogprob], tokenizer: Decodes, text_offset: int = 0) -> dict[str, Any]:
     """Legacy completions' choice.logprobs; text_offset[i] is where token i starts in the text, counted from
-    `text_offset` (a stream passes the characters it has sent)."""
+    `text_offset` (a stream passes the characters it has sent: text_end of the tokens before)."""
     lookup = token_bytes(tokenizer)
     raws = [lookup(lp.token) for lp in logprobs]
     return {
         "tokens": [token_text(raw) for raw in raws],
         "token_logprobs": [lp.logprob for lp in logprobs],
         "top_logprobs": [_top_dict(lp, lookup) for lp in logprobs],
-        "text_offset": _offsets(raws, text_offset),
+        "text_offset": _offsets(raws, text_offset)[:-1],
     }
+
+
+def text_end(logprobs: Sequence[TokenLogprob], tokenizer: Decodes, text_offset: int = 0) -> int:
+    """Where the text of these tokens ends, counted from text_offset: the next streamed batch's text_offset."""
+    lookup = token_bytes(tokenizer)
+    return _offsets([lookup(lp.token) for lp in logprobs], text_offset)[-1]
 
 
 def _top_dict(lp: TokenLogprob, lookup: TokenBytes) -> dict[str, float]:
@@ -132,10 +138,10 @@ def _top_dict(lp: TokenLogprob, lookup: TokenBytes) -> dict[str, float]:
 
 def _offsets(raws: list[bytes], start: int) -> list[int]:
     """Character offset of each token in the text of all of them (tokens that share a character all start
-    at its offset)."""
+    at its offset), then where that text ends."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     offsets, position = [], start
     for raw in raws:
         offsets.append(position)
         position += len(decoder.decode(raw))
-    return offsets
+    return offsets + [position]

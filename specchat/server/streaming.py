@@ -18,7 +18,7 @@ from specchat.engine.owner import JobCancelled, JobEvent, JobFailed, JobFinished
 
 from .backend import EngineBackend
 from .errors import SHUTTING_DOWN, ApiError, shutting_down
-from .logprobs import chat_logprobs, completion_logprobs
+from .logprobs import chat_logprobs, completion_logprobs, text_end
 from .requests import ApiRequest
 from .responses import ResponseShape, StopMatcher, StreamedChoice, finish_reason, usage
 from .tools import ToolCallParser, split_tool_calls
@@ -162,7 +162,9 @@ class LogprobBuffer:
         if self.kind == "chat":
             return chat_logprobs(scores, tokenizer)
         body = completion_logprobs(scores, tokenizer, self.sent_chars)
-        self.sent_chars += sum(len(token) for token in body["tokens"])
+        self.sent_chars = text_end(
+            scores, tokenizer, self.sent_chars
+        )  # not the token strings: 'bytes:\xNN' is one byte
         return body
 
     def attach(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:

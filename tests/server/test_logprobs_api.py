@@ -67,3 +67,17 @@ def test_bad_logprob_settings_are_400s_naming_the_field(client):
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(model="dense_target", messages=ASK, max_tokens=2, logprobs=True, top_logprobs=21)
     assert refused.value.body["param"] == "top_logprobs"
+
+
+def test_streamed_completion_offsets_are_the_whole_completions(client):
+    """Each streamed batch's text_offset continues where the text of the tokens before it ends, even where a
+    random model's token is only part of a character (its token string reads 'bytes:\\xNN')."""
+    args = dict(model="dense_target", prompt="Once upon", max_tokens=16, logprobs=1)
+    whole = client.completions.create(**args).choices[0].logprobs
+    offsets = [
+        o
+        for chunk in client.completions.create(**args, stream=True)
+        if chunk.choices and chunk.choices[0].logprobs
+        for o in chunk.choices[0].logprobs.text_offset
+    ]
+    assert offsets == whole.text_offset and len(offsets) == 16
