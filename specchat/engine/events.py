@@ -40,6 +40,9 @@ class GenerationStats:
     median_stop_confidence: float | None = None  # the drafter's confidence where those rounds stopped
     # acceptance by the drafter's confidence, auto K only: (the tenth's lower edge, accepted, verified drafts)
     confidence_acceptance: tuple[tuple[float, int, int], ...] = ()
+    # the rows decoded together while this generation ran in a batch (0: it ran alone, not in a batch)
+    batch_rows_max: int = 0  # the most rows in one of its rounds
+    batch_rows_mean: float = 0.0  # the mean rows per round over its rounds
 
 
 @dataclass(frozen=True)
