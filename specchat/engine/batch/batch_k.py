@@ -1,0 +1,104 @@
+"""One K per batched round: the K that maximises the whole batch's tokens per second.
+
+Every row drafts as deep as the deepest (drafting and verifying are one pass for all rows),
+so the choice is the batch's. A round's time is measured per batch size, because a verify
+pass over B rows stops being bound by reading the weights as B grows and speculation pays
+less: the cost of K is a straight line per batch size, fitted over the Ks measured there.
+Each row's acceptance is its own decayed estimate; K = 0 is a plain decoding step for all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..autok import expected_tokens
+
+DECAY = 0.9  # a batch size's round times: about the last ten rounds at each K count
+PRIOR_DRAFT_SHARE = 0.3  # before two Ks are measured at a size, each draft adds this share of a K = 0 round
+EXPLORE_EVERY = 8  # rounds between tries of a neighbouring K, so the line keeps being measured
+ROW_PRIOR = (1.0, 2.0)  # a new row's acceptance evidence: one accepted draft in two
+
+
+@dataclass
+class _Timing:
+    """Decayed mean round time per K at one batch size."""
+
+    sums: dict[int, float] = field(default_factory=dict)
+    weights: dict[int, float] = field(default_factory=dict)
+
+    def add(self, k: int, seconds: float) -> None:
+        self.sums[k] = self.sums.get(k, 0.0) * DECAY + seconds
+        self.weights[k] = self.weights.get(k, 0.0) * DECAY + 1.0
+
+    def line(self) -> tuple[float, float] | None:
+        """(seconds at K = 0, seconds per draft) by weighted least squares; None before any round."""
+        if not self.sums:
+            return None
+        means = {k: self.sums[k] / self.weights[k] for k in self.sums}
+        if len(means) == 1:
+            ((k, t),) = means.items()
+            base = t / (1.0 + PRIOR_DRAFT_SHARE * k)
+            return base, base * PRIOR_DRAFT_SHARE
+        w = self.weights
+        total = sum(w.values())
+        mk = sum(w[k] * k for k in means) / total
+        mt = sum(w[k] * means[k] for k in means) / total
+        var = sum(w[k] * (k - mk) ** 2 for k in means)
+        slope = max(sum(w[k] * (k - mk) * (means[k] - mt) for k in means) / var, 0.0)
+        return max(mt - slope * mk, 1e-9), slope
+
+
+class RowAcceptance:
+    """One row's decayed share of drafts the target accepted."""
+
+    def __init__(self) -> None:
+        self.accepted, self.drafted = ROW_PRIOR
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        """Add one round's counts (about the last thirty drafts count)."""
+        keep = 0.97**drafted
+        self.accepted = self.accepted * keep + accepted
+        self.drafted = self.drafted * keep + drafted
+
+    @property
+    def rate(self) -> float:
+        """The estimated probability that the next draft is accepted."""
+        return min(self.accepted / self.drafted, 0.999) if self.drafted else 0.5
+
+
+class BatchK:
+    """Chooses each batched round's K from round times per batch size and each row's acceptance."""
+
+    def __init__(self, k_max: int):
+        self.k_max = k_max
+        self.timings: dict[int, _Timing] = {}
+        self.rounds = 0
+        self.last_k = min(2, k_max)
+
+    def choose(self, rates: list[float], k_max: int | None = None) -> int:
+        """The K for the next round of len(rates) rows (0: a plain step), up to k_max."""
+        top = self.k_max if k_max is None else k_max
+        line = self.timings.get(len(rates), _Timing()).line()
+        if line is None:
+            return min(self.last_k, top)
+        base, per_draft = line
+        best = max(range(top + 1), key=lambda k: sum(expected_tokens(a, k) for a in rates) / (base + per_draft * k))
+        self.rounds += 1
+        if self.rounds % EXPLORE_EVERY == 0:
+            measured = self.timings[len(rates)].weights
+            near = [k for k in (best - 1, best + 1) if 0 <= k <= top]
+            if near:
+                best = min(near, key=lambda k: measured.get(k, 0.0))
+        self.last_k = best
+        return best
+
+    def observe(self, rows: int, k: int, seconds: float) -> None:
+        """Add one round's time: `rows` sequences, K drafts each."""
+        self.timings.setdefault(rows, _Timing()).add(k, seconds)
+
+    def predicted_rate(self, rates: list[float], k: int) -> float:
+        """Expected tokens per second of the batch at K (0.0 before any round at this size)."""
+        line = self.timings.get(len(rates), _Timing()).line()
+        if line is None:
+            return 0.0
+        return sum(expected_tokens(a, k) for a in rates) / (line[0] + line[1] * k)

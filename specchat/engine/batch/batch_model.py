@@ -1,0 +1,100 @@
+"""One model running several sequences in one forward pass, each row rolled back on its own."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any
+
+import mlx.core as mx
+
+from specchat.upstream.mlx_lm import ArraysCache, make_prompt_cache
+
+from .. import gdn_capture
+from ..rollback import linear_layers
+from ..runner import ModelRunner
+from .row_cache import RowKVCache, append_row, keep_rows, row_caches
+from .row_rollback import RowTransaction
+
+
+def solo_prefill(model: Any, tokens: list[int], chunk: int) -> Generator[tuple[int, int], None, list[Any]]:
+    """Read one newcomer's tokens alone, `chunk` at a time, yielding (done, total); returns its caches."""
+    solo = ModelRunner(model)
+    solo.prefill_chunk = chunk
+    yield from solo.prefill_chunks(tokens)
+    return list(solo.caches)
+
+
+class BatchModel:
+    """A model, its batch caches and, per row, how many tokens of its sequence they hold."""
+
+    def __init__(self, model: Any, name: str = "model"):
+        self.model, self.name = model, name
+        self.caches = row_caches(make_prompt_cache(model))
+        self.hybrid = any(isinstance(c, ArraysCache) for c in self.caches)
+        self.linear_layers = linear_layers(model) if self.hybrid else {}
+        if self.hybrid:
+            gdn_capture.install(model)
+        self.held: list[int] = []  # per row: tokens of its sequence the caches hold
+        self._txn: RowTransaction | None = None
+
+    @property
+    def rows(self) -> int:
+        """Number of sequences in the batch."""
+        return len(self.held)
+
+    def add_row(self, solo: Sequence[Any], held: int) -> None:
+        """Add a sequence read alone (its one-row mlx-lm caches hold `held` tokens) as the last row."""
+        append_row(self.caches, solo)
+        self.held.append(held)
+
+    def keep_rows(self, rows: Sequence[int]) -> None:
+        """Keep only these rows, in this order (the others left the batch)."""
+        keep_rows(self.caches, rows)
+        self.held = [self.held[r] for r in rows]
+
+    def forward(self, feeds: Sequence[Sequence[int]]) -> mx.array:
+        """Feed row b the tokens feeds[b] (right-padded to the longest); logits (B, L, V), lazily.
+        A row's padding is masked and never held: its next feed starts right after its real tokens."""
+        width = max(len(f) for f in feeds)
+        padded = [list(f) + [f[-1]] * (width - len(f)) for f in feeds]
+        return self._run(mx.array(padded, dtype=mx.uint32), [len(f) for f in feeds])
+
+    def forward_tokens(self, tokens: mx.array) -> mx.array:
+        """Feed every row the same number of tokens, (B, L) still lazy; logits (B, L, V)."""
+        return self._run(tokens, [tokens.shape[1]] * tokens.shape[0])
+
+    def _run(self, tokens: mx.array, real: list[int]) -> mx.array:
+        width = tokens.shape[1]
+        ragged = any(n != width for n in real)
+        for cache in self.caches:
+            if isinstance(cache, ArraysCache):
+                cache.lengths = mx.array(real) if ragged else None
+        if self._txn is None:
+            logits = self.model(tokens, cache=self.caches)
+        else:
+            with self._txn.feeding(real):
+                logits = self.model(tokens, cache=self.caches)
+        for cache in self.caches:
+            if isinstance(cache, ArraysCache):
+                cache.lengths = None
+            else:
+                cache.lengths = [n - width + r for n, r in zip(cache.lengths, real)]
+        self.held = [h + r for h, r in zip(self.held, real)]
+        return logits
+
+    def begin(self) -> None:
+        """Open a round: every row's tokens fed until commit can be rolled back."""
+        self._txn = RowTransaction(self.caches)
+        self._start = list(self.held)
+
+    def commit(self, keep: Sequence[int]) -> None:
+        """Row b keeps the first keep[b] tokens it was fed since begin(); the round ends."""
+        assert self._txn is not None, "no round is open: begin() opens one"
+        self._txn.commit(keep, self.linear_layers)
+        self.held = [s + k for s, k in zip(self._start, keep)]
+        self._txn = None
+
+    def evaluate(self) -> None:
+        """Run what the caches still owe (after a pass whose logits were not all read)."""
+        arrays = [a for c in self.caches for a in (c.state if isinstance(c, RowKVCache) else c.cache)]
+        mx.eval([a for a in arrays if a is not None])

@@ -1,0 +1,270 @@
+"""Continuous batching: requests join and leave between rounds, every row speculating on its own.
+
+A newcomer's prompt is read alone, one chunk per step between the running rows' rounds, then
+it joins the batch; a row that ends (stop token, budget, cancel) leaves at the end of its round.
+Each request gets the same events an Engine.stream gives, ending in one Finished or Failed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..config import GenerationConfig
+from ..engine import Engine, whole_characters
+from ..errors import ConfigError, EngineError, error_kind, user_message
+from ..events import Event, Failed, Finished, PrefillProgress, RoundResult, TextChunk
+from ..lookup import PromptLookupDrafter
+from ..loading import vocab_size
+from ..runner import PREFILL_CHUNK
+from ..sampling import Sampler
+from ..speculative import LoopContext, Step
+from ..stats import StatsRecorder
+from ..tokenizer import Detokenizer
+from .batch_k import BatchK, RowAcceptance
+from .batch_model import BatchModel, solo_prefill
+from .batch_round import RowState, run_round
+from .row_cache import row_caches
+
+BATCH_MODES = ("baseline", "draft", "lookup")
+
+
+@dataclass
+class BatchRequest:
+    """One generation for the batch: its prompt, config, cancel event and where its events go."""
+
+    prompt: list[int]
+    cfg: GenerationConfig
+    cancel: threading.Event
+    emit: Callable[[Event], None]  # called on the engine thread
+
+
+def batch_refusal(engine: Any, cfg: GenerationConfig) -> str | None:
+    """Why this engine and config cannot decode in a batch; None when they can."""
+    if not isinstance(engine, Engine):
+        return "this engine runs one request at a time"
+    if cfg.mode not in BATCH_MODES:
+        return f"mode {cfg.mode!r} runs one request at a time"
+    if cfg.grammar is not None:
+        return "structured output runs one request at a time"
+    if engine.available_modes().get(cfg.mode):
+        return engine.available_modes()[cfg.mode]  # the solo path says it the usual way
+    return _cache_refusal(engine)
+
+
+def _cache_refusal(engine: Engine) -> str | None:
+    models = [engine.target] + ([engine.draft] if engine.draft is not None else [])
+    for loaded in models:
+        try:
+            row_caches(engine.runner.caches if loaded is engine.target else _draft_caches(engine))
+        except EngineError as exc:
+            return str(exc)
+    return None
+
+
+def _draft_caches(engine: Engine) -> list[Any]:
+    runner = getattr(engine.drafters.get("draft"), "runner", None)
+    return list(runner.caches) if runner is not None else []
+
+
+@dataclass
+class _Row:
+    """A running request: its round state, its events' detokenizer and stats, and its batch sizes."""
+
+    request: BatchRequest
+    state: RowState
+    stats: StatsRecorder
+    detok: Detokenizer
+    auto: bool
+    tokens: list[int] = field(default_factory=list)
+    acceptance: RowAcceptance = field(default_factory=RowAcceptance)
+    rows_seen: list[int] = field(default_factory=list)  # batch size at each of its rounds
+
+
+@dataclass
+class _Newcomer:
+    request: BatchRequest
+    budget: int
+    stats: StatsRecorder
+    prefill: Generator[Event, None, tuple[list[Any], list[Any] | None]]
+
+
+class BatchDecoder:
+    """The active requests of one engine, decoded together round by round."""
+
+    def __init__(self, engine: Engine, max_batch: int):
+        self.engine, self.max_batch = engine, max(1, max_batch)
+        self.target = BatchModel(engine.target.model, engine.target.name)
+        self.draft = BatchModel(engine.draft.model, engine.draft.name) if engine.draft is not None else None
+        self.rows: list[_Row] = []
+        self.waiting: list[_Newcomer] = []
+        self.controller = BatchK(k_max=8)
+        self.prefill_chunk = PREFILL_CHUNK
+        self._stop_ids = frozenset(engine.tokenizer.eos_token_ids)
+
+    @property
+    def active(self) -> int:
+        """Requests joined and not yet ended."""
+        return len(self.rows) + len(self.waiting)
+
+    @property
+    def room(self) -> int:
+        """How many more requests may join now."""
+        return self.max_batch - self.active
+
+    def add(self, request: BatchRequest) -> None:
+        """Take a request in: its prompt is read between the next rounds, then it joins them."""
+        try:
+            if not request.prompt:
+                raise ConfigError("the prompt is empty: at least one token is needed")
+            budget = self.engine._budget(len(request.prompt), request.cfg.max_tokens)
+        except EngineError as exc:
+            request.emit(Failed(user_message(exc), error_kind(exc)))
+            return
+        stats = StatsRecorder(request.cfg, len(request.prompt), 0)
+        self.waiting.append(_Newcomer(request, budget, stats, self._prefill(request)))
+
+    def _prefill(self, request: BatchRequest) -> Generator[Event, None, tuple[list[Any], list[Any] | None]]:
+        """The target, then the draft model (in draft mode), read all of the prompt but its last token."""
+        head = request.prompt[:-1]
+        target = yield from _progress(solo_prefill(self.engine.target.model, head, self.prefill_chunk), "target")
+        draft = None
+        if request.cfg.mode == "draft" and self.draft is not None:
+            draft = yield from _progress(solo_prefill(self.draft.model, head, self.prefill_chunk), "draft")
+        return target, draft
+
+    def step(self) -> None:
+        """At most one prefill chunk for the first newcomer, then one round for the running rows."""
+        try:
+            self._prefill_step()
+            self._end_cancelled()
+            if self.rows:
+                self._round()
+        except Exception as exc:  # the batch's own fault: every request hears it once
+            self._fail_all(exc)
+
+    def _prefill_step(self) -> None:
+        if not self.waiting:
+            return
+        newcomer = self.waiting[0]
+        if newcomer.request.cancel.is_set():
+            self.waiting.pop(0)
+            newcomer.stats.prefill_done()
+            newcomer.request.emit(Finished((), "", newcomer.stats.finish(0, "cancelled"), True))
+            return
+        try:
+            newcomer.request.emit(next(newcomer.prefill))
+        except StopIteration as done:
+            self.waiting.pop(0)
+            self._join(newcomer, *done.value)
+
+    def _join(self, newcomer: _Newcomer, target: list[Any], draft: list[Any] | None) -> None:
+        request, cfg = newcomer.request, newcomer.request.cfg
+        held = len(request.prompt) - 1
+        self.target.add_row(target, held)
+        if draft is not None and self.draft is not None:
+            self.draft.add_row(draft, held)
+        newcomer.stats.prefill_done()
+        prompt = list(request.prompt)
+        ctx = LoopContext(prompt, Sampler(cfg), newcomer.budget, self._stop_ids, request.cancel, None, cfg.logprobs)
+        mode = cfg.mode if cfg.mode != "draft" or draft is not None else "baseline"
+        lookup = PromptLookupDrafter(vocab_size(self.engine.target)) if mode == "lookup" else None
+        state = RowState(ctx, mode, lookup=lookup)
+        detok = self.engine.tokenizer.detokenizer
+        detok.reset()
+        self.rows.append(_Row(request, state, newcomer.stats, detok, cfg.auto_k and mode != "baseline"))
+
+    def _round(self) -> None:
+        self._choose_ks()
+        timing = run_round(self.target, self.draft, [r.state for r in self.rows])
+        width = max(r.state.k for r in self.rows)
+        self.controller.observe(len(self.rows), width, timing.draft_s + timing.verify_s)
+        ended = []
+        for i, row in enumerate(self.rows):
+            step = row.state.step
+            assert step is not None and step.round is not None
+            row.acceptance.observe(step.round.drafted, step.round.accepted)
+            row.rows_seen.append(len(self.rows))
+            info = replace(step.round, draft_s=timing.draft_s, verify_s=timing.verify_s)
+            self._emit_step(row, Step(step.tokens, step.from_draft, info, step.stop, step.logprobs))
+            if step.stop is not None:
+                self._finish(row, step.stop)
+                ended.append(i)
+        if ended:
+            self._drop(ended)
+
+    def _choose_ks(self) -> None:
+        auto = [r for r in self.rows if r.auto]
+        k_auto = 0
+        if auto:
+            cap = max(r.request.cfg.max_draft_tokens for r in auto)
+            k_auto = self.controller.choose([r.acceptance.rate for r in auto], cap)
+        for row in self.rows:
+            cfg, state = row.request.cfg, row.state
+            k = (
+                0
+                if state.mode == "baseline"
+                else (min(k_auto, cfg.max_draft_tokens) if row.auto else cfg.max_draft_tokens)
+            )
+            state.k = max(min(k, state.ctx.budget - state.generated - 1), 0)
+
+    def _emit_step(self, row: _Row, step: Step) -> None:
+        for token in step.tokens:
+            row.detok.add_token(token)
+        row.tokens.extend(step.tokens)
+        row.stats.tokens_emitted(len(step.tokens))
+        if step.tokens:
+            text = row.detok.last_segment
+            row.request.emit(TextChunk(text, tuple(step.tokens), tuple(step.from_draft), tuple(step.logprobs or ())))
+        if step.round is not None:
+            row.stats.round_done(step.round)
+            row.request.emit(step.round)
+
+    def _finish(self, row: _Row, stop: str) -> None:
+        row.detok.finalize()
+        tail = whole_characters(row.detok.last_segment)
+        if tail:
+            row.request.emit(TextChunk(tail, (), ()))
+        final = row.stats.finish(len(row.tokens), stop)
+        seen = row.rows_seen or [1]
+        final = replace(final, batch_rows_max=max(seen), batch_rows_mean=sum(seen) / len(seen))
+        text = whole_characters(self.engine.tokenizer.decode(row.tokens))
+        row.request.emit(Finished(tuple(row.tokens), text, final, stop == "cancelled"))
+
+    def _end_cancelled(self) -> None:
+        ended = [i for i, r in enumerate(self.rows) if r.request.cancel.is_set()]
+        for i in ended:
+            self._finish(self.rows[i], "cancelled")
+        if ended:
+            self._drop(ended)
+
+    def _drop(self, ended: list[int]) -> None:
+        keep = [i for i in range(len(self.rows)) if i not in ended]
+        drafting = [i for i, r in enumerate(self.rows) if r.state.mode == "draft"]
+        self.target.keep_rows(keep)
+        if self.draft is not None:
+            self.draft.keep_rows([j for j, i in enumerate(drafting) if i not in ended])
+        self.rows = [self.rows[i] for i in keep]
+
+    def _fail_all(self, exc: Exception) -> None:
+        message, kind = user_message(exc), error_kind(exc)
+        for row in self.rows:
+            row.request.emit(Failed(message, kind, tuple(row.tokens)))
+        for newcomer in self.waiting:
+            newcomer.request.emit(Failed(message, kind))
+        self.rows, self.waiting = [], []
+        self.target = BatchModel(self.engine.target.model, self.engine.target.name)
+        if self.draft is not None:
+            self.draft = BatchModel(self.draft.model, self.draft.name)
+
+
+def _progress(steps: Generator[tuple[int, int], None, list[Any]], model: str) -> Generator[Event, None, list[Any]]:
+    """solo_prefill's (done, total) as PrefillProgress events; returns its caches."""
+    while True:
+        try:
+            done, total = next(steps)
+        except StopIteration as end:
+            return end.value
+        yield PrefillProgress(done, total, model)
