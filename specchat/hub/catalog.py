@@ -42,6 +42,7 @@ class CatalogModel:
     approx_size_gb: float
     context_length: int
     notes: str = ""
+    base_model: str = ""  # the original checkpoint it was converted from (where an MTP head can be found)
 
     @property
     def can_target(self) -> bool:
@@ -128,6 +129,8 @@ def _model_problems(model: object) -> list[str]:
     depth = model.get("mtp_depth")
     if model.get("mtp") is True and not (isinstance(depth, int) and depth > 0):
         problems.append("a model with mtp needs a positive mtp_depth")
+    if "base_model" in model and "/" not in str(model["base_model"]):
+        problems.append("base_model must look like org/name")
     if isinstance(model.get("approx_size_gb"), (int, float)) and model["approx_size_gb"] <= 0:
         problems.append("approx_size_gb must be positive")
     return problems
@@ -162,7 +165,12 @@ def load_catalog(path: Path | None = None) -> Catalog:
     if problems:
         raise HubError(f"invalid model catalog {where}: " + "; ".join(problems[:5]))
     models = tuple(
-        CatalogModel(**{k: m.get(k) for k in _MODEL_FIELDS}, mtp_depth=m.get("mtp_depth"), notes=m.get("notes", ""))
+        CatalogModel(
+            **{k: m.get(k) for k in _MODEL_FIELDS},
+            mtp_depth=m.get("mtp_depth"),
+            notes=m.get("notes", ""),
+            base_model=m.get("base_model", ""),
+        )
         for m in data["models"]
     )
     pairs = tuple(

@@ -50,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     pair.add_argument("draft", help="folder or cached repo id")
     pair.add_argument("--context", type=int, default=DEFAULT_CONTEXT, help="tokens of context to plan for")
     pair.set_defaults(func=run_pair)
+    from .mtp_cli import register_mtp
+
+    register_mtp(actions)
 
 
 def _config() -> HubConfig:

@@ -4,14 +4,17 @@ Internals used (each verified by `self_check`, and before every download):
 - `file_download.http_get(url, temp_file, resume_size=, headers=, expected_size=,
   displayed_filename=, tqdm_class=)`: the transfer (Range resume, retries);
 - `utils.WeakFileLock(lock_file)`: the lock huggingface_hub itself takes on a blob;
-- `file_download.repo_folder_name(repo_id=, repo_type=)`: the cache folder of a repo.
+- `file_download.repo_folder_name(repo_id=, repo_type=)`: the cache folder of a repo;
+- `utils.get_session()` / `utils.hf_raise_for_status(response)`: the shared HTTP client, used for
+  byte-range reads of single tensors (`range_stream`), with the hub's own error translation.
 Internals are looked up when used, so a changed one gives a clear UpstreamMismatch, not an
 AttributeError at import.
 """
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -60,6 +63,9 @@ __all__ = [
     "http_get",
     "repo_folder_name",
     "weak_file_lock",
+    "range_stream",
+    "get_small_file",
+    "RangeRefused",
     "self_check",
     "download_check",
 ]
@@ -129,6 +135,42 @@ def repo_folder_name(repo_id: str) -> str:
     return fn(repo_id=repo_id, repo_type="model")
 
 
+class RangeRefused(Exception):
+    """The server answered a byte-range request with something other than exactly that range."""
+
+
+@contextmanager
+def range_stream(url: str, start: int, end: int, headers: dict[str, str], timeout: float) -> Iterator[Iterator[bytes]]:
+    """Stream bytes [start, end) of url through huggingface_hub's HTTP session (redirects followed).
+
+    Raises RangeRefused (before reading any body) when the answer is not a 206 for that range, so a
+    server that ignores Range never sends us the whole file.
+    """
+    session = _internal(hf_utils, "get_session", "utils.get_session")()
+    raise_for_status = _internal(hf_utils, "hf_raise_for_status", "utils.hf_raise_for_status", ("response",))
+    wanted = {**headers, "Range": f"bytes={start}-{end - 1}", "Accept-Encoding": "identity"}
+    with session.stream("GET", url, headers=wanted, timeout=timeout, follow_redirects=True) as response:
+        raise_for_status(response)
+        got = response.headers.get("Content-Range", "")
+        if response.status_code != 206 or not got.startswith(f"bytes {start}-{end - 1}/"):
+            raise RangeRefused(f"asked for bytes {start}-{end - 1}, got HTTP {response.status_code} {got!r}")
+        yield response.iter_bytes()
+
+
+def get_small_file(url: str, headers: dict[str, str], timeout: float, limit: int) -> bytes:
+    """A whole small file (an index, a config) through huggingface_hub's HTTP session; RangeRefused past limit."""
+    session = _internal(hf_utils, "get_session", "utils.get_session")()
+    raise_for_status = _internal(hf_utils, "hf_raise_for_status", "utils.hf_raise_for_status", ("response",))
+    data = bytearray()
+    with session.stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as response:
+        raise_for_status(response)
+        for chunk in response.iter_bytes():
+            data += chunk
+            if len(data) > limit:
+                raise RangeRefused(f"{url} is larger than {limit} bytes")
+    return bytes(data)
+
+
 def _probe(module: ModuleType, name: str, parameters: tuple[str, ...]) -> HookProbe:
     return lambda: missing_parameters(getattr(module, name, None), parameters)
 
@@ -142,6 +184,8 @@ def download_check() -> SelfCheck:
             "file_download.http_get": _probe(file_download, "http_get", HTTP_GET_PARAMETERS),
             "utils.WeakFileLock": _probe(hf_utils, "WeakFileLock", ("lock_file",)),
             "file_download.repo_folder_name": _probe(file_download, "repo_folder_name", ("repo_id", "repo_type")),
+            "utils.get_session": _probe(hf_utils, "get_session", ()),
+            "utils.hf_raise_for_status": _probe(hf_utils, "hf_raise_for_status", ("response",)),
         },
     )
 

@@ -51,6 +51,28 @@ def configured_sidecar(config: Mapping[str, Any]) -> str | None:
     return None
 
 
+def expected_head_shapes(text_config: Mapping[str, Any], num_layers: int) -> dict[str, tuple[int, ...]]:
+    """Shapes of the float `mtp.*` tensors mlx-optiq's head block takes for this text config.
+
+    Built as mlx-optiq builds the block (norms, fc, mlx-lm's qwen3_5 DecoderLayer at the first
+    full-attention index); parameters are lazy, so nothing of their size is computed.
+    """
+    from mlx.utils import tree_flatten
+    from mlx_lm.models.qwen3_5 import DecoderLayer, TextModelArgs
+
+    args = TextModelArgs.from_dict(dict(text_config))
+    hidden = args.hidden_size
+    shapes: dict[str, tuple[int, ...]] = {"mtp.fc.weight": (hidden, 2 * hidden)}
+    for norm in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
+        shapes[f"mtp.{norm}.weight"] = (hidden,)
+    layer = DecoderLayer(args, layer_idx=args.full_attention_interval - 1)
+    for i in range(num_layers):
+        params: list[tuple[str, Any]] = tree_flatten(layer.parameters())  # type: ignore[assignment]
+        for key, value in params:
+            shapes[f"mtp.layers.{i}.{key}"] = tuple(value.shape)
+    return shapes
+
+
 def attach_mtp_head(model: Any, tokenizer: object, folder: Path) -> None:
     """Attach the folder's MTP head to a loaded model in place (mlx-optiq raises when it cannot)."""
     from optiq.runtime.mtp.runtime import attach

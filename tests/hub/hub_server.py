@@ -2,9 +2,10 @@
 
 Model info (/api/models/{repo}/revision/{rev}), the file tree (/api/models/{repo}/tree/{rev}),
 search (/api/models), and resolve (HEAD/GET /{repo}/resolve/{rev}/{file}) with the
-X-Repo-Commit / ETag / X-Linked-* headers and Range requests. Faults on demand: drop a
-connection halfway through a file, serve corrupted bytes, refuse a gated repo, or never
-answer. It stops by itself after `lifetime_s`.
+X-Repo-Commit / ETag / X-Linked-* headers and Range requests (`bytes=a-` and `bytes=a-b`), counting
+the body bytes it sends per file. Faults on demand: drop a connection halfway through a file
+(after N bytes of a response, or at a byte of the file), serve corrupted bytes, refuse a gated
+repo, or never answer. It stops by itself after `lifetime_s`.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ class Faults:
     """What the server does wrong, per file name."""
 
     drop_after: dict[str, int] = field(default_factory=dict)  # close after N bytes, once
+    drop_at: dict[str, int] = field(
+        default_factory=dict
+    )  # close at this byte of the file, once, in whichever GET reaches it
     corrupt: set[str] = field(default_factory=set)  # flip a byte in the served content
     slow_chunk: int = 0  # when set, send bodies in chunks of this size...
     slow_delay_s: float = 0.0  # ...with this pause between them
@@ -95,6 +99,8 @@ class HubServer:
         self.faults = Faults()
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range)
         self.queries: list[dict[str, list[str]]] = []  # query strings of /api/models searches
+        self.bytes_served: dict[str, int] = {}  # file name -> body bytes sent for resolve GETs
+        self._count_lock = threading.Lock()
         self.release = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True
@@ -127,6 +133,16 @@ class HubServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+    def count(self, name: str, n: int) -> None:
+        """Record n body bytes sent for a file."""
+        with self._count_lock:
+            self.bytes_served[name] = self.bytes_served.get(name, 0) + n
+
+    @property
+    def total_served(self) -> int:
+        """Body bytes sent for every resolve GET so far."""
+        return sum(self.bytes_served.values())
 
     def ranges_for(self, name: str) -> list[str | None]:
         """Range headers of the GET requests for a file, in order."""
@@ -221,17 +237,25 @@ def _make_handler(hub: HubServer):
             }
             if repo.is_lfs(name):
                 headers.update({"X-Linked-Etag": f'"{repo.etag(name)}"', "X-Linked-Size": str(len(data))})
-            start = self._range_start()
+            start, end = self._range(len(data))
             if start >= len(data) and start > 0:
                 return self._send(416, b"", headers, head)
-            body = data[start:]
-            if start:
-                headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
-            self._send(206 if start else 200, body, headers, head, name)
+            body = data[start : end + 1]
+            ranged = bool(self.headers.get("Range"))
+            if ranged:
+                headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
+            at = hub.faults.drop_at.get(name)
+            if not head and at is not None and start < at <= end:
+                hub.faults.drop_at.pop(name)
+                hub.faults.drop_after[name] = at - start
+            self._send(206 if ranged else 200, body, headers, head, name)
 
-        def _range_start(self) -> int:
-            m = re.match(r"bytes=(\d+)-$", self.headers.get("Range") or "")
-            return int(m.group(1)) if m else 0
+        def _range(self, size: int) -> tuple[int, int]:
+            """(first, last) byte of a `bytes=a-` or `bytes=a-b` Range, the whole file without one."""
+            m = re.match(r"bytes=(\d+)-(\d*)$", self.headers.get("Range") or "")
+            if m is None:
+                return 0, size - 1
+            return int(m.group(1)), min(int(m.group(2)), size - 1) if m.group(2) else size - 1
 
         def _send(self, status: int, body: bytes, headers: dict, head: bool, name: str = "") -> None:
             self.send_response(status)
@@ -245,15 +269,18 @@ def _make_handler(hub: HubServer):
             if drop is not None:
                 self.wfile.write(body[:drop])
                 self.wfile.flush()
+                hub.count(name, len(body[:drop]))
                 self.close_connection = True
                 return
-            self._write_body(body)
+            self._write_body(body, name)
 
-        def _write_body(self, body: bytes) -> None:
+        def _write_body(self, body: bytes, name: str = "") -> None:
             step = hub.faults.slow_chunk or len(body) or 1
             for i in range(0, len(body), step):
                 self.wfile.write(body[i : i + step])
                 self.wfile.flush()
+                if name:
+                    hub.count(name, len(body[i : i + step]))
                 if hub.faults.slow_delay_s:
                     time.sleep(hub.faults.slow_delay_s)
 

@@ -43,6 +43,8 @@ def renamed_mask(q, k, v, a, b, A_log, dt_bias, state=None, attn_mask=None, **kw
                 "file_download.http_get",
                 "utils.WeakFileLock",
                 "file_download.repo_folder_name",
+                "utils.get_session",
+                "utils.hf_raise_for_status",
                 "hf_hub_url",
                 "get_hf_file_metadata",
                 "hf_hub_download",
