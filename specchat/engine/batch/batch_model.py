@@ -68,7 +68,8 @@ class BatchModel:
         ragged = any(n != width for n in real)
         for cache in self.caches:
             if isinstance(cache, ArraysCache):
-                cache.lengths = mx.array(real) if ragged else None
+                cache.lengths = mx.array(real) if ragged else None  # type: ignore[assignment]
+        logits: mx.array
         if self._txn is None:
             logits = self.model(tokens, cache=self.caches)
         else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 import mlx.core as mx
 
@@ -65,7 +66,8 @@ def run_round(target: BatchModel, draft: BatchModel | None, rows: list[RowState]
             row_choices = picked[b * logits.shape[1] : b * logits.shape[1] + r.k + 1]
             verdicts.append(verify_greedy(row_choices, mine))
         else:
-            probs = None if d.probs is None else d.probs[: r.k]
+            assert d.probs is not None or not r.k  # a drafter gives probabilities whenever the row samples
+            probs = mx.zeros((0, logits.shape[-1])) if d.probs is None else d.probs[: r.k]
             verdicts.append(verify_sampled(logits[b, : r.k + 1], mine, probs, r.ctx.sampler))
     for r, v, lp in zip(rows, verdicts, lps):
         _emit(r, v, lp)
@@ -120,10 +122,11 @@ def _draft_model_run(draft: BatchModel, rows: list[RowState], width: int) -> lis
     drafted = mx.stack(steps, axis=1)  # (rows, width)
     mx.eval(drafted)
     made = []
-    for b, (r, ids) in enumerate(zip(rows, drafted.tolist())):
-        row_probs = None if r.ctx.sampler.greedy else mx.stack([p[b] for p in probs if p[b] is not None])
+    rows_ids = cast(list[list[int]], drafted.tolist())
+    for b, (r, ids) in enumerate(zip(rows, rows_ids)):
+        row_probs = None if r.ctx.sampler.greedy else mx.stack([p for p in (s[b] for s in probs) if p is not None])
         base = len(r.ctx.seq) - len(unseen[b])
-        made.append(_RowDraft(list(ids), row_probs, unseen[b] + list(ids[: width - 1]), base))
+        made.append(_RowDraft(ids, row_probs, unseen[b] + ids[: width - 1], base))
     return made
 
 

@@ -15,9 +15,9 @@ from typing import Any
 from ..config import GenerationConfig
 from ..engine import Engine, whole_characters
 from ..errors import ConfigError, EngineError, error_kind, user_message
-from ..events import Event, Failed, Finished, PrefillProgress, RoundResult, TextChunk
-from ..lookup import PromptLookupDrafter
+from ..events import Event, Failed, Finished, PrefillProgress, TextChunk
 from ..loading import vocab_size
+from ..lookup import PromptLookupDrafter
 from ..runner import PREFILL_CHUNK
 from ..sampling import Sampler
 from ..speculative import LoopContext, Step
@@ -208,7 +208,7 @@ class BatchDecoder:
                 if state.mode == "baseline"
                 else (min(k_auto, cfg.max_draft_tokens) if row.auto else cfg.max_draft_tokens)
             )
-            state.k = max(min(k, state.ctx.budget - state.generated - 1), 0)
+            state.k = max(min(k, state.ctx.budget - state.generated), 0)
 
     def _emit_step(self, row: _Row, step: Step) -> None:
         for token in step.tokens:
@@ -266,5 +266,6 @@ def _progress(steps: Generator[tuple[int, int], None, list[Any]], model: str) ->
         try:
             done, total = next(steps)
         except StopIteration as end:
-            return end.value
+            caches: list[Any] = end.value
+            return caches
         yield PrefillProgress(done, total, model)

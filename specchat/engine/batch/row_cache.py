@@ -87,6 +87,7 @@ class RowKVCache:
                 self.values = mx.concatenate([self.values, mx.zeros_like(self.values[:1])])
             self.lengths.append(0)
             return
+        assert solo.keys is not None and solo.values is not None
         keys, values = solo.keys[..., :length, :], solo.values[..., :length, :]
         if self.keys is None or self.values is None:  # every row so far is empty
             rows = len(self.lengths)

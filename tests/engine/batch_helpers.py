@@ -1,0 +1,60 @@
+"""Run requests through a BatchDecoder and collect each one's events."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from specchat.engine import Engine, GenerationConfig
+from specchat.engine.batch.decoder import BatchDecoder, BatchRequest
+from specchat.engine.events import Event, Failed, Finished
+
+
+@dataclass
+class Collected:
+    """One request's events, its cancel event and its end."""
+
+    cancel: threading.Event = field(default_factory=threading.Event)
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def end(self) -> Finished | Failed | None:
+        ends = [e for e in self.events if isinstance(e, (Finished, Failed))]
+        assert len(ends) <= 1, f"more than one end: {ends}"
+        return ends[0] if ends else None
+
+    @property
+    def tokens(self) -> list[int]:
+        end = self.end
+        assert isinstance(end, Finished), end
+        return list(end.tokens)
+
+
+def submit(decoder: BatchDecoder, prompt: list[int], cfg: GenerationConfig) -> Collected:
+    """Add one request to the decoder; its events go to the returned Collected."""
+    got = Collected()
+    decoder.add(BatchRequest(prompt, cfg, got.cancel, got.events.append))
+    return got
+
+
+def run_all(
+    decoder: BatchDecoder,
+    joins: dict[int, list[tuple[list[int], GenerationConfig]]] | None = None,
+    limit: int = 100_000,
+) -> dict[int, list[Collected]]:
+    """Step until no request is active; at step n, joins[n]'s requests are added. Returns them by step."""
+    joins = joins or {}
+    added: dict[int, list[Collected]] = {}
+    step = 0
+    while decoder.active or any(n >= step for n in joins):
+        for prompt, cfg in joins.get(step, []):
+            added.setdefault(step, []).append(submit(decoder, prompt, cfg))
+        decoder.step()
+        step += 1
+        assert step < limit, "the batch never emptied"
+    return added
+
+
+def solo_tokens(engine: Engine, prompt: list[int], cfg: GenerationConfig) -> list[int]:
+    """The request's tokens when it runs alone."""
+    return engine.generate(prompt, cfg).tokens

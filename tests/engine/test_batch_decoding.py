@@ -1,0 +1,189 @@
+"""Continuous batching with speculation: every row's greedy output equals its solo output."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from specchat.engine import Engine, GenerationConfig
+from specchat.engine.batch.decoder import BatchDecoder, batch_refusal
+from specchat.engine.batch.row_cache import RowKVCache
+from specchat.engine.events import Finished, PrefillProgress, RoundResult, TextChunk
+
+from .batch_helpers import run_all, solo_tokens, submit
+from .helpers import greedy, prompt_ids
+
+PAIRS = [
+    ("dense_target", "dense_draft_partial"),
+    ("dense_target", "hybrid_draft_partial"),
+    ("hybrid_target", "dense_draft_partial"),
+    ("hybrid_target", "hybrid_draft_partial"),
+]
+TEXTS = [
+    "Hello there, how are you",
+    "Write a function",
+    "The quick brown fox jumps over the lazy dog and then",
+    "Once upon a time",
+    "def fib(n):",
+    "a",
+]
+
+
+def streamed_text(events) -> str:
+    return "".join(e.text for e in events if isinstance(e, TextChunk))
+
+
+def auto(cfg: GenerationConfig) -> GenerationConfig:
+    return replace(cfg, num_draft_tokens="auto")
+
+
+def mixed_configs(n: int = 32) -> list[GenerationConfig]:
+    return [
+        greedy("draft", 4, n=n),
+        auto(greedy("draft", 3, n=n)),
+        auto(greedy("lookup", 4, n=n)),
+        greedy("baseline", n=n),
+        greedy("draft", 2, n=n),
+        greedy("draft", 1, n=n),
+    ]
+
+
+@pytest.mark.parametrize("target_name,draft_name", PAIRS)
+def test_rows_that_join_and_leave_give_their_solo_output(request, target_name, draft_name):
+    engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
+    prompts = [prompt_ids(engine, t) for t in TEXTS]
+    cfgs = mixed_configs()
+    solo = [solo_tokens(engine, p, c) for p, c in zip(prompts, cfgs)]
+    decoder = BatchDecoder(engine, max_batch=8)
+    # three at once, two more while those run, the last when the first ones may have ended
+    joins = {0: list(zip(prompts[:3], cfgs[:3])), 3: list(zip(prompts[3:5], cfgs[3:5])), 12: [(prompts[5], cfgs[5])]}
+    added = run_all(decoder, joins)
+    got = added[0] + added[3] + added[12]
+    for i, (g, expected) in enumerate(zip(got, solo)):
+        assert g.tokens == expected, f"request {i} ({cfgs[i].mode}) differs from its solo output"
+    sizes = [g.end.stats.batch_rows_max for g in got]
+    assert max(sizes) >= 5, sizes
+
+
+def test_a_draft_row_speculates_in_the_batch_and_is_counted(dense_target, dense_draft_partial):
+    engine = Engine.load(dense_target, dense_draft_partial)
+    decoder = BatchDecoder(engine, max_batch=4)
+    prompts = [prompt_ids(engine, t) for t in TEXTS[:3]]
+    added = run_all(decoder, {0: [(p, greedy("draft", 3, n=24)) for p in prompts]})
+    for got, prompt in zip(added[0], prompts):
+        stats = got.end.stats
+        assert stats.drafted > 0 and 0 < stats.accepted <= stats.drafted
+        assert stats.batch_rows_max == 3 and 1.0 <= stats.batch_rows_mean <= 3.0
+        rounds = [e for e in got.events if isinstance(e, RoundResult)]
+        assert sum(r.emitted for r in rounds) == len(got.tokens)
+        solo = list(engine.stream(prompt, greedy("draft", 3, n=24)))
+        assert streamed_text(got.events) == streamed_text(solo)
+        assert got.end.text == solo[-1].text
+
+
+def test_a_prompt_longer_than_a_chunk_is_read_between_rounds(hybrid_target, hybrid_draft_partial):
+    engine = Engine.load(hybrid_target, hybrid_draft_partial)
+    decoder = BatchDecoder(engine, max_batch=4)
+    decoder.prefill_chunk = 8
+    short, long = prompt_ids(engine, TEXTS[1]), prompt_ids(engine, " ".join(TEXTS * 3))
+    cfg = greedy("draft", 3, n=24)
+    first = submit(decoder, short, cfg)
+    for _ in range(3):
+        decoder.step()
+    second = submit(decoder, long, cfg)
+    run_all(decoder)
+    progress = [e for e in second.events if isinstance(e, PrefillProgress)]
+    assert len(progress) >= 2 * ((len(long) - 1) // 8)  # target then draft, chunk by chunk
+    assert first.tokens == solo_tokens(engine, short, cfg)
+    assert second.tokens == solo_tokens(engine, long, cfg)
+    # the first row kept streaming while the second one's prompt was read
+    first_chunks = [i for i, e in enumerate(first.events) if isinstance(e, TextChunk)]
+    assert len(first_chunks) > 3
+
+
+def test_cancel_ends_only_that_row(dense_target, dense_draft_partial):
+    engine = Engine.load(dense_target, dense_draft_partial)
+    decoder = BatchDecoder(engine, max_batch=4)
+    prompts = [prompt_ids(engine, t) for t in TEXTS[:3]]
+    cfg = greedy("draft", 2, n=40)
+    rows = [submit(decoder, p, cfg) for p in prompts]
+    for _ in range(4):
+        decoder.step()
+    rows[1].cancel.set()
+    run_all(decoder)
+    assert rows[1].end.cancelled and rows[1].end.stats.stop_reason == "cancelled"
+    assert len(rows[1].tokens) < len(rows[0].tokens)
+    for i in (0, 2):
+        assert rows[i].tokens == solo_tokens(engine, prompts[i], cfg)
+
+
+def test_max_batch_is_the_most_rows_in_a_round(dense_target, dense_draft_partial):
+    engine = Engine.load(dense_target, dense_draft_partial)
+    decoder = BatchDecoder(engine, max_batch=2)
+    prompts = [prompt_ids(engine, t) for t in TEXTS[:4]]
+    cfg = greedy("draft", 2, n=12)
+    rows = []
+    pending = list(prompts)
+    while pending or decoder.active:
+        while pending and decoder.room > 0:
+            rows.append(submit(decoder, pending.pop(0), cfg))
+        assert decoder.active <= 2
+        decoder.step()
+    assert [r.tokens for r in rows] == [solo_tokens(engine, p, cfg) for p in prompts]
+    assert max(r.end.stats.batch_rows_max for r in rows) == 2
+
+
+def test_an_extra_row_costs_its_caches_only(dense_target, dense_draft_partial):
+    engine = Engine.load(dense_target, dense_draft_partial)
+    decoder = BatchDecoder(engine, max_batch=4)
+    prompt = prompt_ids(engine, TEXTS[2])
+    submit(decoder, prompt, greedy("draft", 2, n=200))
+    while not decoder.rows:
+        decoder.step()
+
+    def cache_bytes() -> int:
+        return sum(c.keys.nbytes + c.values.nbytes for c in decoder.target.caches if isinstance(c, RowKVCache))
+
+    one = cache_bytes()
+    submit(decoder, prompt, greedy("draft", 2, n=200))
+    while len(decoder.rows) < 2:
+        decoder.step()
+    assert cache_bytes() == 2 * one  # the same capacity per row: the second row adds exactly its own
+
+
+def test_refused_configs_name_why(dense_target, dense_draft_partial):
+    engine = Engine.load(dense_target, dense_draft_partial)
+    assert batch_refusal(engine, greedy("draft", 2)) is None
+    assert "one request at a time" in batch_refusal(engine, greedy("mtp", 1))
+    assert batch_refusal(object(), greedy()) is not None
+
+
+def test_sampled_rows_keep_the_target_distribution(dense_target, dense_draft_unrelated):
+    """E[log p(X)] equals -H(p) when X ~ p; 300 rows with their own seeds in one batch."""
+    engine = Engine.load(dense_target, dense_draft_unrelated)
+    ids = prompt_ids(engine)
+    p = np.array(mx.softmax(engine.target.model(mx.array(ids)[None])[0, -1].astype(mx.float32)))
+    q = np.array(mx.softmax(engine.draft.model(mx.array(ids)[None])[0, -1].astype(mx.float32)))
+    log_p = np.log(np.maximum(p, 1e-30))
+    mean_p, var_p = (p * log_p).sum(), (p * log_p**2).sum() - (p * log_p).sum() ** 2
+    runs = 300
+    decoder = BatchDecoder(engine, max_batch=runs)
+    cfg = GenerationConfig(mode="draft", num_draft_tokens=2, max_tokens=1, temperature=1.0)
+    added = run_all(decoder, {0: [(ids, replace(cfg, seed=s)) for s in range(runs)]})
+    firsts = [g.tokens[0] for g in added[0]]
+    se = math.sqrt(var_p / runs)
+    assert abs(np.mean([log_p[t] for t in firsts]) - mean_p) < 4 * se
+    assert abs((q * log_p).sum() - mean_p) > 8 * se, "the fixture cannot tell p from q: test would be vacuous"
+    assert sum(g.end.stats.drafted for g in added[0]) == runs  # every row drafted and was verified
+
+
+def test_a_finished_row_reports_once(dense_target):
+    engine = Engine.load(dense_target)
+    decoder = BatchDecoder(engine, max_batch=2)
+    got = run_all(decoder, {0: [(prompt_ids(engine), greedy(n=5))]})[0][0]
+    assert sum(isinstance(e, Finished) for e in got.events) == 1
+    assert got.tokens == solo_tokens(engine, prompt_ids(engine), greedy(n=5))
