@@ -41,8 +41,9 @@ __all__ = ["AddedHead", "HeadPlan", "MtpHeadError", "add_head", "add_mtp_head", 
 
 @dataclass(frozen=True)
 class AddedHead:
-    """The sidecar written, its provenance file, and the bytes fetched for it in this run."""
+    """The model folder, the sidecar written, its provenance file, and the bytes fetched for it in this run."""
 
+    folder: Path
     sidecar: Path
     source: Path
     fetched_bytes: int
@@ -170,7 +171,7 @@ def add_head(
     if not support.available:
         raise MtpHeadError(f"the head was written to {plan.sidecar} but is not detected: {support.reason}")
     tracker.report("done", force=True)
-    return AddedHead(plan.sidecar, source, tracker.bytes_done - done, support.reason)
+    return AddedHead(plan.folder, plan.sidecar, source, tracker.bytes_done - done, support.reason)
 
 
 def add_mtp_head(

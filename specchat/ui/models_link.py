@@ -42,6 +42,7 @@ class ModelsLink(QObject):
             self.window = window
             window.use_as_target.connect(lambda path: self._pick("target", path))
             window.use_as_draft.connect(lambda path: self._pick("draft", path))
+            window.mtpHeadAdded.connect(self._head_added)
         return window
 
     def close(self) -> bool:
@@ -53,6 +54,12 @@ class ModelsLink(QObject):
             return False
         window.shutdown()
         return True
+
+    def _head_added(self, folder: str) -> None:
+        """The loaded target gained an MTP head: load the pair again, so the Speculation menu offers MTP."""
+        target, draft = self.current()
+        if target and Path(target).resolve() == Path(folder).resolve():
+            self.chosen.emit(target, draft)
 
     def _pick(self, role: str, path: str) -> None:
         # "Use pair" emits target then draft at once: collect both, load once.

@@ -16,6 +16,9 @@ import mlx.core as mx
 from mlx_lm.utils import load as mlx_load
 from mlx_lm.utils import quantize_model, save_config, save_model
 
+from tests.fixtures.mtp_models import build_hybrid_mtp
+from tests.hub.hub_server import FakeRepo
+
 ORIGINAL_REPO = "Tiny/Qwen3.5-Tiny-MTP"
 NO_HEAD_REPO = "Tiny/Qwen3.5-Tiny-NoHead"
 OTHER_REPO = "Tiny/Qwen3.5-Other-MTP"  # a head for a bigger model: the shapes do not fit
@@ -123,3 +126,26 @@ def with_head(dst: Path, local: Path, head: dict[str, mx.array], mtp_layers: int
 def files_of(folder: Path) -> dict[str, bytes]:
     """Every file of a folder by relative name (for a FakeRepo)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def build_models(root: Path) -> dict[str, Path]:
+    """The fixture with its head, the originals on the hub side, and local conversions without the head."""
+    fixture = build_hybrid_mtp(root / "fixture", head="agree", fc_noise=0.25)
+    bigger = build_hybrid_mtp(root / "bigger", head="agree", hidden=128)
+    return {
+        "fixture": fixture,
+        "original": write_original(root / "original", fixture, head_of(fixture)),
+        "no_head": write_original(root / "no_head", fixture, None),
+        "other": write_original(root / "other", bigger, head_of(bigger)),
+        "float": float_local(root / "float", fixture),
+        "quant": quantized_local(root / "quant", fixture),
+    }
+
+
+def hub_repos(models: dict[str, Path]) -> list[FakeRepo]:
+    """The three originals as hub repos."""
+    return [
+        FakeRepo(ORIGINAL_REPO, files_of(models["original"])),
+        FakeRepo(NO_HEAD_REPO, files_of(models["no_head"])),
+        FakeRepo(OTHER_REPO, files_of(models["other"])),
+    ]

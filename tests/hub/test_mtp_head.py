@@ -19,10 +19,9 @@ from specchat.hub.config import HubConfig
 from specchat.hub.errors import DownloadCancelled, NotEnoughDiskError
 from specchat.hub.mtp_head import add_mtp_head, plan_head, source_file
 from specchat.hub.mtp_plan import HeadShapeError, NoHeadError
-from tests.fixtures.mtp_models import build_hybrid_mtp
 from tests.hub import mtp_hub_fixtures as fx
 from tests.hub.conftest import point_hub_at
-from tests.hub.hub_server import FakeRepo, HubServer
+from tests.hub.hub_server import HubServer
 
 INDEX = "model.safetensors.index.json"
 SHARDS = [f"model-{i:05d}-of-00003.safetensors" for i in (1, 2, 3)]
@@ -32,28 +31,13 @@ PROMPT = "def fibonacci(n):\n    "
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     """The fixture with its head, its original on the hub side, and local conversions without the head."""
-    root = tmp_path_factory.mktemp("mtp_head")
-    fixture = build_hybrid_mtp(root / "fixture", head="agree", fc_noise=0.25)
-    bigger = build_hybrid_mtp(root / "bigger", head="agree", hidden=128)
-    return {
-        "fixture": fixture,
-        "original": fx.write_original(root / "original", fixture, fx.head_of(fixture)),
-        "no_head": fx.write_original(root / "no_head", fixture, None),
-        "other": fx.write_original(root / "other", bigger, fx.head_of(bigger)),
-        "float": fx.float_local(root / "float", fixture),
-        "quant": fx.quantized_local(root / "quant", fixture),
-    }
+    return fx.build_models(tmp_path_factory.mktemp("mtp_head"))
 
 
 @pytest.fixture
 def hub(hub_env, monkeypatch, models):
     """The loopback hub serving the three originals."""
-    repos = [
-        FakeRepo(fx.ORIGINAL_REPO, fx.files_of(models["original"])),
-        FakeRepo(fx.NO_HEAD_REPO, fx.files_of(models["no_head"])),
-        FakeRepo(fx.OTHER_REPO, fx.files_of(models["other"])),
-    ]
-    with HubServer(repos, lifetime_s=240) as server:
+    with HubServer(fx.hub_repos(models), lifetime_s=240) as server:
         point_hub_at(monkeypatch, server.url)
         yield server
 

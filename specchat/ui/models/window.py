@@ -36,6 +36,7 @@ from ..plain_words import this_machine
 from ..screen_fit import fit_to_screen
 from ..theme_switch import follow
 from .downloads import DownloadRows
+from .mtp_head_bar import MtpHeadBar
 from .pair_panel import PairPanel
 from .planned_fit import DownloadGate
 from .rows import ModelRow, build_rows, repo_ids
@@ -56,6 +57,7 @@ class ModelsWindow(QWidget):
     use_as_draft = Signal(str)
     searchFinished = Signal(object)  # SearchResult, after the table shows it
     localScanned = Signal(object)  # list[LocalModel], after the table shows it
+    mtpHeadAdded = Signal(str)  # a model folder that now has an MTP head
 
     def __init__(
         self,
@@ -75,6 +77,7 @@ class ModelsWindow(QWidget):
         self.vocab = VocabHashCache(paths.cache_dir / "vocab_hashes.json")
         self.runner = TaskRunner(self)
         self.downloader = Downloader(self.config, free, self)
+        self._free = free
         self.search_result = SearchResult(tuple(catalog_hits(self.catalog, "")), False, "")
         self.hub_state = "searching"
         self.hub_reachable = True  # until a search says otherwise; "searching" again keeps the last answer
@@ -140,6 +143,8 @@ class ModelsWindow(QWidget):
         column.setSpacing(8)
         column.addLayout(buttons)
         column.addWidget(self.table, 1)
+        self.mtp_bar = MtpHeadBar(self.runner, self.config, self.catalog, self._free)
+        column.addWidget(self.mtp_bar)
         self.footer = QLabel(objectName="hint")
         column.addWidget(self.footer)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -217,6 +222,9 @@ class ModelsWindow(QWidget):
         self.downloads.ended.connect(lambda *_: self.refresh_local())
         self.downloads.failed.connect(self.banner.show_message)
         self.pair_panel.pairChosen.connect(self._use_pair)
+        self.table.selectionModel().selectionChanged.connect(self._show_mtp_head)
+        self.mtp_bar.finished.connect(self._mtp_head_added)
+        self.mtp_bar.failed.connect(lambda message: self.banner.show_message(f"Could not add the MTP head: {message}"))
 
     # --- hub search and local scan ---
 
@@ -396,6 +404,17 @@ class ModelsWindow(QWidget):
         self.download_gate.cancel(self.selected_rows())
         self.downloads.cancel(self.selected_rows())
 
+    # --- MTP head ---
+
+    def _show_mtp_head(self, *_) -> None:
+        rows = self.selected_rows()
+        self.mtp_bar.set_model(rows[0].local if len(rows) == 1 else None)
+
+    def _mtp_head_added(self, added) -> None:
+        self.banner.show_message(f"MTP head added: {added.reason}. Load the model again to speculate with it.", "info")
+        self.refresh_local()
+        self.mtpHeadAdded.emit(str(added.folder))
+
     # --- delete ---
 
     def delete_selected(self) -> None:
@@ -434,6 +453,7 @@ class ModelsWindow(QWidget):
             return
         self.closed = True
         self.downloader.shutdown()
+        self.mtp_bar.shutdown()
         self.runner.shutdown()
 
     def closeEvent(self, event: QCloseEvent) -> None:

@@ -1,0 +1,73 @@
+"""The Models window's MTP head line: it offers the original's head for a local model without one, and adds it."""
+
+import shutil
+
+import pytest
+
+from specchat.engine.mtp_detect import detect_mtp
+from specchat.hub.config import HubConfig
+from specchat.hub.units import format_bytes
+from specchat.paths import AppPaths
+from specchat.settings import Settings
+from specchat.ui.models import ModelsWindow
+from tests.hub import mtp_hub_fixtures as fx
+from tests.hub.conftest import point_hub_at
+from tests.hub.hub_server import HubServer
+
+WAIT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    return fx.build_models(tmp_path_factory.mktemp("mtp_head_ui"))
+
+
+@pytest.fixture
+def mtp_hub(hub_env, monkeypatch, models):
+    with HubServer(fx.hub_repos(models), lifetime_s=240) as server:
+        point_hub_at(monkeypatch, server.url)
+        yield server
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, mtp_hub, models):
+    local = shutil.copytree(models["float"], tmp_path / "Tiny-MTP-less")
+    config = HubConfig.from_env(timeout_s=10.0, deadline_s=10.0)
+    win = ModelsWindow(AppPaths.under(tmp_path / "home"), Settings(extra_model_dirs=[str(local)]), config=config)
+    win.show()
+    qtbot.waitUntil(lambda: not win.runner.busy and win.table_model.find(str(local)) is not None, timeout=WAIT_MS)
+    yield win, local
+    win.shutdown()
+    win.close()
+    assert not win.mtp_bar.thread_.isRunning()
+
+
+def test_the_head_line_offers_the_original_and_the_button_adds_it(qtbot, window, mtp_hub):
+    win, local = window
+    bar = win.mtp_bar
+    with qtbot.waitSignal(bar.planned, timeout=WAIT_MS) as planned:
+        win.select(str(local))
+    plan = planned.args[0]
+    assert plan is not None and bar.isVisible() and bar.get_button.isEnabled()
+    assert bar.label.text() == (
+        f"MTP head: not in this download. Get it: {format_bytes(plan.head_bytes)} from {fx.ORIGINAL_REPO}"
+    )
+    with qtbot.waitSignal(bar.finished, timeout=WAIT_MS) as done, qtbot.waitSignal(win.mtpHeadAdded, timeout=WAIT_MS):
+        bar.get_button.click()
+    assert done.args[0].sidecar == local.resolve() / "optiq/mtp.safetensors"
+    assert detect_mtp(local).available and not bar.get_button.isEnabled()
+    qtbot.waitUntil(lambda: win.table_model.find(str(local)).local.mtp_available is True, timeout=WAIT_MS)
+
+
+def test_cancel_stops_the_fetch_and_keeps_its_bytes(qtbot, window, mtp_hub):
+    win, local = window
+    bar = win.mtp_bar
+    with qtbot.waitSignal(bar.planned, timeout=WAIT_MS):
+        win.select(str(local))
+    mtp_hub.faults.slow_chunk, mtp_hub.faults.slow_delay_s = 1024, 0.01  # so cancel lands mid-transfer
+    with qtbot.waitSignal(bar.worker.cancelled, timeout=WAIT_MS):
+        bar.get_button.click()
+        qtbot.waitUntil(lambda: bar.bar.value() > 0, timeout=WAIT_MS)
+        bar.cancel_button.click()
+    assert "cancelled" in bar.label.text() and bar.get_button.isEnabled()
+    assert not detect_mtp(local).available and any((local / ".specchat-mtp").rglob("*.part"))
