@@ -53,7 +53,7 @@ class ClusterBackend(EngineBackend):
     """EngineBackend whose jobs run in lockstep on every rank; pings the ranks while idle."""
 
     def __init__(self, host: EngineHost, max_queue: int, state: ClusterState, heartbeat_s: float = 10.0):
-        super().__init__(host, max_queue)
+        super().__init__(host, max_queue, max_batch=1)  # lockstep runs one generation at a time on every rank
         self.state, self.heartbeat_s = state, heartbeat_s
         self._gates: dict[int, Gate] = {}
         self._stop = threading.Event()

@@ -176,6 +176,7 @@ async def status(request: Request) -> dict[str, Any]:
         "draft": engine.draft.name if engine and engine.draft else None,
         "available_modes": engine.available_modes() if engine else {},
         "running": state.running.kind if state.running else None,
+        "running_batch": [j.kind for j in state.running_batch],
         "queued": [j.kind for j in state.queued],
         "requests_served": backend.requests_served,
         **backend.extra_status(),

@@ -12,7 +12,7 @@ from jinja2 import TemplateError
 
 from specchat.engine.config import GenerationConfig
 from specchat.engine.loading import context_limit
-from specchat.engine.owner import EngineHost, JobContext, JobEvent, JobHandle
+from specchat.engine.owner import EngineHost, JobContext, JobEvent, JobHandle, JoinSpec
 from specchat.engine.prompt import ChatTemplate, chat_prompt_ids
 
 from .errors import ApiError, bad_request, busy, shutting_down
@@ -20,6 +20,7 @@ from .requests import ApiRequest
 from .tool_specs import tool_choice_note
 
 NOT_LOADED = "No model is loaded on this server"
+DEFAULT_MAX_BATCH = 8  # generations decoded together in one batch (1: one at a time)
 
 
 class ServedTokenizer(ChatTemplate, Protocol):
@@ -71,10 +72,11 @@ def template_ids(tokenizer: ChatTemplate, messages: Sequence[Mapping[str, Any]],
 
 
 class EngineBackend:
-    """Serves the host's loaded engine under its folder's name; every request is one queued job."""
+    """Serves the host's loaded engine under its folder's name; every request is one queued job, joinable:
+    up to max_batch generations decode together in one batch (see engine/owner/batch_job.py)."""
 
-    def __init__(self, host: EngineHost, max_queue: int = 8):
-        self.host, self.max_queue = host, max_queue
+    def __init__(self, host: EngineHost, max_queue: int = 8, max_batch: int = DEFAULT_MAX_BATCH):
+        self.host, self.max_queue, self.max_batch = host, max_queue, max_batch
         self.requests_served = 0
         self.observers: list[Callable[[int, object], None]] = []  # (job id, engine event), on the engine thread
         self._count_lock = threading.Lock()
@@ -133,15 +135,19 @@ class EngineBackend:
             )
 
     def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]) -> JobHandle:
-        """Queue the generation; 503 when the queue is full or the server stops. listener gets the job's events."""
+        """Queue the generation as a joinable job; 503 when more than max_queue requests would wait beyond the
+        batch, or the server stops. listener gets the job's events."""
         if self.stopping.is_set():
             raise shutting_down()
         state = self.host.state()
-        if len(state.queued) >= self.max_queue:
-            raise busy(retry_after_s=max(1, len(state.queued)), queued=len(state.queued))
+        room = max(0, self.max_batch - len(state.running_batch)) if self.max_batch > 1 else 0
+        waiting = len(state.queued) - room  # the queued ones that will not join the batch at its next step
+        if waiting >= self.max_queue:
+            raise busy(retry_after_s=max(1, waiting), queued=len(state.queued))
         with self._count_lock:
             self.requests_served += 1
-        handle = self.host.submit("api", self.generation_work(prompt_ids, cfg), listener)
+        join = JoinSpec(tuple(prompt_ids), cfg, tuple(self.observers), self.max_batch)
+        handle = self.host.submit("api", self.generation_work(prompt_ids, cfg), listener, join)
         with self._count_lock:
             self._jobs = {h for h in self._jobs if not h.done} | {handle}
         return handle

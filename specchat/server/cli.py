@@ -57,7 +57,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--max-queue",
         type=whole_number(0),
         default=8,
-        help="requests that may wait behind the running one; more get 503 (0: none wait)",
+        help="requests that may wait beyond the running batch; more get 503 (0: none wait)",
+    )
+    serve.add_argument(
+        "--max-batch",
+        type=whole_number(1),
+        default=8,
+        help="requests decoded together, each still speculating (default 8; 1: one at a time)",
     )
     serve.add_argument(
         "--cors-origin",
@@ -108,7 +114,7 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"specchat serve: {exc}", file=sys.stderr)
         host.shutdown()
         return 1
-    backend = EngineBackend(host, args.max_queue)
+    backend = EngineBackend(host, args.max_queue, args.max_batch)
     options = ServerOptions(defaults, args.api_key, tuple(args.cors_origin))
     k = defaults.num_draft_tokens
     print(

@@ -69,6 +69,9 @@ def usage(prompt_tokens: int, stats: GenerationStats | None, completion_tokens: 
             "decode_tokens_per_s": stats.decode_tokens_per_s,
             "ttft_s": stats.ttft_s,
             "cached_prompt_tokens": stats.cached_prompt_tokens,
+            # the requests decoded together while this one ran in a batch (0: it ran alone)
+            "batch_rows_max": stats.batch_rows_max,
+            "batch_rows_mean": stats.batch_rows_mean,
         }
     return body
 

@@ -256,7 +256,9 @@ def queue_text(state: QueueState) -> str:
     """'Running: reply · queued: sweep, A/B' (empty when the engine is idle)."""
     parts = []
     if state.running is not None:
-        parts.append(f"Running: {KIND_NAMES.get(state.running.kind, state.running.kind)}")
+        together = len(state.running_batch) - 1  # the other rows of a batch of generations
+        more = f" and {together} more in a batch" if together > 0 else ""
+        parts.append(f"Running: {KIND_NAMES.get(state.running.kind, state.running.kind)}{more}")
     if state.queued:
         parts.append("queued: " + ", ".join(KIND_NAMES.get(i.kind, i.kind) for i in state.queued))
     return " · ".join(parts)

@@ -125,6 +125,8 @@ def test_usage_carries_the_speculation_figures():
         "decode_tokens_per_s": 12.5,
         "ttft_s": 0.2,
         "cached_prompt_tokens": 0,
+        "batch_rows_max": 0,
+        "batch_rows_mean": 0.0,
     }
     assert usage(3, GenerationStats())["speculation"]["acceptance_rate"] is None  # nothing drafted: no rate
     shape = ResponseShape("chat", "m")

@@ -6,6 +6,7 @@ thread; each has an id, a cancel event, its lifecycle events and a result. No Qt
 the command line and an HTTP server all adapt the same queue.
 """
 
+from .batch_job import JoinSpec
 from .engine_jobs import LoadedPair, LoadMessage, adopt_job, load_pair_job, prompt_job, reply_job
 from .events import (
     TERMINAL,
@@ -25,6 +26,7 @@ from .host import EngineHost
 __all__ = [
     "EngineHost",
     "JobHandle",
+    "JoinSpec",
     "JobContext",
     "JobCancelledError",
     "NO_MODEL",

@@ -69,10 +69,12 @@ TERMINAL = (JobFinished, JobFailed, JobCancelled)
 
 @dataclass(frozen=True)
 class QueueState:
-    """What the host is doing: the running job (or None) and the queued ones in order."""
+    """What the host is doing: the running job (or None) and the queued ones in order. running_batch holds
+    every running job: the rows of a batch of generations (running is the first of them), or the one job."""
 
     running: JobInfo | None
     queued: tuple[JobInfo, ...]
+    running_batch: tuple[JobInfo, ...] = ()
 
     def ahead_of(self, job_id: int) -> int | None:
         """How many jobs run before a queued job (None when it is not queued)."""

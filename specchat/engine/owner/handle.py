@@ -12,6 +12,7 @@ from ..errors import EngineError, error_from
 from .events import TERMINAL, JobCancelled, JobEnd, JobEvent, JobFailed, JobFinished, JobInfo, JobProgress
 
 if TYPE_CHECKING:
+    from .batch_job import JoinSpec
     from .host import EngineHost
 
 log = logging.getLogger(__name__)
@@ -47,10 +48,11 @@ Listener = Callable[[JobEvent], None]
 
 
 class JobHandle:
-    """A submitted job: its id and kind, cancel, its events (listener or events()) and its result."""
+    """A submitted job: its id and kind, cancel, its events (listener or events()) and its result;
+    join when it is a generation that may run in a batch with others (see batch_job)."""
 
-    def __init__(self, info: JobInfo, work: Work, listener: Listener | None):
-        self.info, self.work = info, work
+    def __init__(self, info: JobInfo, work: Work, listener: Listener | None, join: JoinSpec | None = None):
+        self.info, self.work, self.join = info, work, join
         self.cancel = threading.Event()
         self._listener = listener
         self._events: queue.SimpleQueue[JobEvent] | None = None if listener else queue.SimpleQueue()

@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import EngineError, error_kind, user_message
-from .events import JobCancelled, JobEvent, JobFailed, JobFinished, JobInfo, JobQueued, JobStarted, QueueState
+from . import batch_job
+from .batch_job import JoinSpec
+from .events import JobCancelled, JobEnd, JobEvent, JobFailed, JobFinished, JobInfo, JobQueued, JobStarted, QueueState
 from .handle import JobCancelledError, JobContext, JobHandle, Listener, Work
 
 log = logging.getLogger(__name__)
@@ -25,7 +27,8 @@ class EngineHost:
         self._engine: Any = None  # an Engine, a RemoteEngine or a cluster's (see install)
         self._cond = threading.Condition(threading.RLock())
         self._queue: deque[JobHandle] = deque()
-        self._running: JobHandle | None = None
+        self._running: JobHandle | None = None  # the job running alone
+        self._rows: list[JobHandle] = []  # the jobs running together in a batch (see batch_job)
         self._observers: list[Callable[[JobEvent], None]] = []
         self._ids = itertools.count(1)
         self._stopping = False
@@ -60,13 +63,18 @@ class EngineHost:
         if observer in self._observers:
             self._observers.remove(observer)
 
-    def submit(self, kind: str, work: Work, listener: Listener | None = None) -> JobHandle:
-        """Queue work(ctx); listener (any thread) gets this job's events, else iterate handle.events()."""
+    def submit(
+        self, kind: str, work: Work, listener: Listener | None = None, join: JoinSpec | None = None
+    ) -> JobHandle:
+        """Queue work(ctx); listener (any thread) gets this job's events, else iterate handle.events().
+
+        With join (a generation's prompt, config and observers) the job may run in a batch with other
+        joinable jobs instead of through its work, which it runs alone when batching refuses it."""
         with self._cond:
             if self._stopping:
                 raise EngineError("the engine is shutting down")
-            handle = JobHandle(JobInfo(next(self._ids), kind), work, listener)
-            ahead = len(self._queue) + (self._running is not None)
+            handle = JobHandle(JobInfo(next(self._ids), kind), work, listener, join)
+            ahead = len(self._queue) + (self._running is not None) + len(self._rows)
             self._publish(handle, JobQueued(handle.info, ahead))
             self._queue.append(handle)
             self._cond.notify()
@@ -82,10 +90,10 @@ class EngineHost:
             self._publish(handle, JobCancelled(handle.info))
 
     def state(self) -> QueueState:
-        """The running job and the queued ones."""
+        """The running job (the first of a batch's rows), the queued ones, and every running job."""
         with self._cond:
-            running = self._running.info if self._running is not None else None
-            return QueueState(running, tuple(h.info for h in self._queue))
+            running = tuple(h.info for h in ([self._running] if self._running is not None else self._rows))
+            return QueueState(running[0] if running else None, tuple(h.info for h in self._queue), running)
 
     def shutdown(self, timeout: float | None = 30.0) -> bool:
         """Cancel every job, release the engine and park the thread; True when that happened within timeout.
@@ -97,13 +105,34 @@ class EngineHost:
         with self._cond:
             self._stopping = True
             queued = list(self._queue)
-            if self._running is not None:
-                self._running.cancel.set()
+            for running in ([self._running] if self._running is not None else []) + self._rows:
+                running.cancel.set()
         for handle in queued:
             self.cancel(handle)
         with self._cond:
             self._cond.notify_all()
         return self._parked.wait(timeout)
+
+    def take_joiner(self, batchable: Callable[[JobHandle], bool]) -> JobHandle | None:
+        """The front queued job when it is joinable and batchable, moved to the running rows (batch_job)."""
+        with self._cond:
+            if self._stopping or not self._queue or not batchable(self._queue[0]):
+                return None
+            handle = self._queue.popleft()
+            self._rows.append(handle)
+            return handle
+
+    def end_row(self, handle: JobHandle, event: JobEnd) -> None:
+        """A batch row ended: it leaves the running rows, then its terminal event is published (batch_job)."""
+        with self._cond:
+            if handle in self._rows:
+                self._rows.remove(handle)
+        handle.set_end(event)
+        self.publish(handle, event)
+
+    def publish(self, handle: JobHandle, event: JobEvent) -> None:
+        """Deliver a job's event to it and its lifecycle events to the observers (the engine thread)."""
+        self._publish(handle, event)
 
     def _publish(self, handle: JobHandle, event: JobEvent) -> None:
         handle.deliver(event)
@@ -121,6 +150,12 @@ class EngineHost:
                 if not self._queue:
                     break
                 handle = self._running = self._queue.popleft()
+            api = batch_job.batch_api(self, handle)
+            if api is not None:
+                with self._cond:
+                    self._running, self._rows = None, [handle]
+                batch_job.run_batch(self, handle, api)
+                continue
             try:
                 self._run(handle)
             finally:
