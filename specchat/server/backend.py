@@ -139,14 +139,14 @@ class EngineBackend:
         batch, or the server stops. listener gets the job's events."""
         if self.stopping.is_set():
             raise shutting_down()
+        join = self.join_spec(prompt_ids, cfg)
         state = self.host.state()
-        room = max(0, self.max_batch - len(state.running_batch)) if self.max_batch > 1 else 0
+        room = max(0, self.max_batch - len(state.running_batch)) if join is not None else 0
         waiting = len(state.queued) - room  # the queued ones that will not join the batch at its next step
         if waiting >= self.max_queue:
             raise busy(retry_after_s=max(1, waiting), queued=len(state.queued))
         with self._count_lock:
             self.requests_served += 1
-        join = JoinSpec(tuple(prompt_ids), cfg, tuple(self.observers), self.max_batch)
         handle = self.host.submit("api", self.generation_work(prompt_ids, cfg), listener, join)
         with self._count_lock:
             self._jobs = {h for h in self._jobs if not h.done} | {handle}
@@ -160,6 +160,14 @@ class EngineBackend:
         for handle in jobs:
             if not handle.done:
                 self.host.cancel(handle)
+
+    def join_spec(self, prompt_ids: list[int], cfg: GenerationConfig) -> JoinSpec | None:
+        """What lets the generation join a batch; None when it must run generation_work (batching off, or a
+        backend with its own work: a cluster's lockstep, a test's script). The host still runs the work
+        alone when the batch decoder refuses the engine or the config."""
+        if self.max_batch <= 1 or type(self).generation_work is not EngineBackend.generation_work:
+            return None
+        return JoinSpec(tuple(prompt_ids), cfg, tuple(self.observers), self.max_batch)
 
     def generation_work(self, prompt_ids: list[int], cfg: GenerationConfig) -> Callable[[JobContext], None]:
         """The job that streams one generation (a cluster backend runs it on every rank)."""

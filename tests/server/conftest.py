@@ -25,8 +25,9 @@ def host(dense_target, dense_draft_partial):
 
 def start_server(host, **options) -> BackgroundServer:
     """A background server on a free port (stop it when done)."""
-    max_queue = options.pop("max_queue", 8)
-    server = BackgroundServer(EngineBackend(host, max_queue), ServerOptions(DEFAULTS, **options), port=free_port())
+    max_queue, max_batch = options.pop("max_queue", 8), options.pop("max_batch", 8)
+    backend = EngineBackend(host, max_queue, max_batch)
+    server = BackgroundServer(backend, ServerOptions(DEFAULTS, **options), port=free_port())
     server.start()
     return server
 

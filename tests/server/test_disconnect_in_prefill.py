@@ -5,14 +5,24 @@ import threading
 import httpx
 import pytest
 
-from .conftest import API_KEY
+from specchat.engine.batch import decoder as batch_decoder
+
+from .conftest import API_KEY, start_server
 
 CHUNK = 8
 PROMPT_WORDS = 600  # about 75+ chunks of 8 tokens
 
 
+@pytest.fixture(scope="module", params=[1, 8], ids=["alone", "batched"])
+def server(host, request):
+    """One request at a time (its prompt read by the engine's runner), or batched (by the batch decoder)."""
+    running = start_server(host, api_key=API_KEY, max_batch=request.param)
+    yield running
+    running.stop()
+
+
 @pytest.fixture
-def slow_prefill(host):
+def slow_prefill(host, monkeypatch):
     """The target reads 8 tokens per chunk and each chunk waits for the test's permission (one per tick)."""
     runner = host.engine.runner
     original_chunk, original_chunks = runner.prefill_chunk, runner.prefill_chunks
@@ -25,6 +35,20 @@ def slow_prefill(host):
             go.acquire(timeout=30)  # the test lets one chunk through at a time
 
     runner.prefill_chunk, runner.prefill_chunks = CHUNK, gated
+    original_solo = batch_decoder.solo_prefill
+
+    def gated_solo(model, tokens, _chunk):  # a batch's newcomer, read alone before it joins
+        steps = original_solo(model, tokens, CHUNK)
+        while True:
+            try:
+                done, total = next(steps)
+            except StopIteration as end:
+                return end.value
+            chunks_done.append(done)
+            yield done, total
+            go.acquire(timeout=30)
+
+    monkeypatch.setattr(batch_decoder, "solo_prefill", gated_solo)
     yield chunks_done, go
     runner.prefill_chunk, runner.prefill_chunks = original_chunk, original_chunks
     for _ in range(1000):

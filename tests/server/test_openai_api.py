@@ -83,7 +83,30 @@ def test_three_concurrent_clients_each_get_their_serial_answer(client, host):
     assert answers == serial
 
 
-def test_a_follow_up_reuses_the_cached_prefix(client):
+@pytest.mark.parametrize(
+    "max_batch",
+    [
+        1,
+        pytest.param(
+            8,
+            marks=pytest.mark.xfail(
+                strict=True, reason="a batched row prefills from empty caches: the engine's cached prefix is unused"
+            ),
+        ),
+    ],
+)
+def test_a_follow_up_reuses_the_cached_prefix(host, max_batch):
+    from openai import OpenAI
+
+    server = start_server(host, api_key=API_KEY, max_batch=max_batch)
+    try:
+        client = OpenAI(base_url=server.url + "/v1", api_key=API_KEY, max_retries=0, timeout=120)
+        _follow_up_reuses_the_cached_prefix(client)
+    finally:
+        server.stop()
+
+
+def _follow_up_reuses_the_cached_prefix(client):
     first = client.chat.completions.create(model="dense_target", messages=MESSAGES)
     follow = MESSAGES + [
         {"role": "assistant", "content": first.choices[0].message.content},
@@ -183,7 +206,7 @@ def test_a_lone_surrogate_is_a_400_naming_where_it_is(server):
 
 
 def test_a_full_queue_answers_503_with_retry_after(host):
-    server = start_server(host, max_queue=0)
+    server = start_server(host, max_queue=0, max_batch=1)  # one at a time: nothing may wait
     try:
         response = httpx.post(server.url + "/v1/completions", json={"prompt": "hi", "max_tokens": 2}, timeout=30)
         assert response.status_code == 503 and response.headers["Retry-After"]
