@@ -6,10 +6,11 @@ every chip) with a straight-line fit over the Ks measured for the others. K = 0 
 while at 0 the controller probes now and then so it can come back when the text becomes predictable.
 
 A new controller speculates first (K = START_K: one round measures a draft step and a verify pass).
-Plain decoding's cost is measured only where it could change the choice: a verify pass over one
-token (the fit's value at K = 0) costs about what a plain step does, so while the best K is
-expected to beat that by PLAIN_MARGIN (5%) no plain burst is spent; when it is not, a short burst measures
-plain decoding. A round whose drafter first had to catch up on a plain burst's tokens says nothing
+Until plain decoding is measured its cost is estimated by a verify pass over one token (the fit's value
+at K = 0). Where the best K is not expected to beat that by PLAIN_MARGIN (5%), a short burst measures
+plain decoding at once; where it is ahead by less than plain_probe.PROBE_MARGIN, a short probe measures
+it after the first rounds, since plain decoding, pipelined, costs less than that pass (plain_probe.py).
+A round whose drafter first had to catch up on a plain burst's tokens says nothing
 about a draft step's cost: its draft time is left out, or every burst would make drafting look
 dearer and keep the controller at K = 0.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .draft_stop import ConfidenceModel, RoundPlan, StopCosts
+from .plain_probe import PROBE_BURST, PlainProbe
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -29,12 +31,10 @@ def expected_tokens(alpha: float, k: int) -> float:
 
 
 START_K = 2  # the first round's K: one speculative round tells the draft-step and verify costs
-FIRST_BURST = 4  # the first plain burst, which only measures plain decoding's cost per token
 MAX_PROBE_GAP = 128  # plain tokens between probes at most: a probe costs the drafter's catch-up
-PLAIN_MARGIN = 1.05  # speculation this much faster than the plain estimate needs no plain measurement
-# (the line's K = 0 value came within 2% of plain decoding's measured cost on the real pair)
+PLAIN_MARGIN = 1.05  # speculation less than this much faster than the plain estimate: measure plain at once
 LINE_WEIGHT = 2.0  # a K's verify cost leans on the line through all Ks as much as on this many rounds of its own
-STAY_MARGIN = 0.03  # speculation goes on while within this fraction of plain decoding's rate (it keeps measuring)
+STAY_MARGIN = 0.02  # speculation goes on while within this fraction of plain decoding's rate (it keeps measuring)
 NEAR_TIE = 0.01  # Ks within 1% of the best rate: the least measured of them runs, so no estimate goes stale
 MAX_ROUNDS_WEIGHT = 16  # a K's own rounds count up to this many in its verify cost and in the line
 REPLY_EVIDENCE = 6.0  # drafts' worth of acceptance evidence a new reply starts from
@@ -70,6 +70,7 @@ class AutoK:
     round_count: int = 0  # early-stopping rounds observed, and their decayed tokens and seconds
     round_tokens: float = 0.0
     round_s: float = 0.0
+    probe: PlainProbe = field(default_factory=PlainProbe)  # when to measure plain decoding while speculating
 
     @property
     def alpha(self) -> float:
@@ -89,12 +90,24 @@ class AutoK:
         plain = self.rate(0)
         speculating = self.measured_rate() or rates[best]
         self.expected_rate = max(speculating, plain)
+        if not self.probe_gap and self._probe_due(speculating):
+            return 0
         if self.plain_s is None:  # plain decoding unmeasured: measure it only if it could win
             return best if speculating >= PLAIN_MARGIN * plain else 0
-        if speculating > (1 - STAY_MARGIN) * plain:
+        if min(speculating, rates[best]) > (1 - STAY_MARGIN) * plain:  # the model follows harder text sooner than
+            # the measured rate, which remembers thirty rounds (a story's easy first line)
             self.probe_gap = 0
             return best
         return self._plain_or_probe()
+
+    def _probe_due(self, speculating: float) -> bool:
+        """Whether a short plain burst should measure plain decoding now (plain_probe.py)."""
+        drift = None if self.plain_s is None else self.plain_drift()
+        return self.probe.due(speculating * self.verify_cost(0), sum(self.verify_rounds.values()), drift)
+
+    def plain_drift(self) -> float:
+        """How much dearer verify passes are than when plain decoding was last measured (plain_probe.py)."""
+        return self.probe.drift(self.verify_s, self.verify_rounds)
 
     def measured_rate(self) -> float | None:
         """Tokens per second the early-stopping rounds have actually reached (their decayed sums), once a few
@@ -139,8 +152,8 @@ class AutoK:
 
     def burst_length(self) -> int:
         """Tokens the next plain burst decodes: a few to measure plain decoding, else up to the next probe."""
-        if self.plain_s is None:
-            return FIRST_BURST
+        if self.plain_s is None or self.probe.pending:
+            return PROBE_BURST
         if not self.probe_gap:
             return self.probe_every
         return max(1, min(self.probe_every, self.probe_gap - self.plain_since_probe))
@@ -154,7 +167,7 @@ class AutoK:
         """Cost of a round's target pass for k drafts (plain decoding's per token at k = 0, once measured):
         its own measurements shrunk towards the straight line through every K's (never sloping down)."""
         if k == 0 and self.plain_s is not None:
-            return self.plain_s
+            return self.plain_s * self.plain_drift()  # moved as the verify passes did since it was measured
         intercept, slope = self._verify_line()
         line = intercept + slope * k
         rounds = min(self.verify_rounds.get(k, 0), MAX_ROUNDS_WEIGHT)
@@ -175,10 +188,15 @@ class AutoK:
         return (intercept, slope) if intercept > 0 else (min(self.verify_s.values()), 0.0)
 
     def observe_plain(self, tokens: int, seconds: float) -> None:
-        """Fold a burst of plain decoding in: its cost per token."""
-        if tokens:
-            self.plain_s = _ema(self.plain_s, seconds / tokens, self.decay)
-            self.plain_since_probe += tokens
+        """Fold a burst of plain decoding in: its cost per token, each token weighing as much as a round (the
+        cost measured before first moves as the verify passes did since: the machine got faster or slower)."""
+        if not tokens:  # cancelled before its first token: nothing measured
+            self.probe.pending = False
+            return
+        before = None if self.plain_s is None else self.plain_s * self.plain_drift()
+        self.plain_s = _ema(before, seconds / tokens, self.decay**tokens)
+        self.plain_since_probe += tokens
+        self.probe.burst_done(tokens, self.verify_s, self.verify_rounds)
 
     def observe(
         self,
@@ -194,6 +212,7 @@ class AutoK:
         accepted. catch_up is how many tokens the drafter took in before drafting (a round after a plain
         burst: its draft time is not a draft step's cost); confidences are the k tokens' (when the
         drafter gave them), steps the draft steps run (a token dropped for low confidence took one too)."""
+        self.probe.counted(accepted + 1)
         if k == 0:  # the drafter had nothing to propose (prompt lookup without a match): a miss
             self._count(0, 1)
             self.entry = "miss"

@@ -3,7 +3,9 @@ the pair's recorded agreements, and random ones."""
 
 import pytest
 
-from .autok_sim import CODE, OPEN, Reply, compare, recorded, synthetic
+from specchat.engine.plain_probe import PROBE_BURST
+
+from .autok_sim import CODE, OPEN, OPEN_PLAIN_WINS, Reply, compare, plain_tokens, recorded, synthetic
 
 # (pair costs, replies, tokens per reply, the least auto must reach against the best fixed K = 1..4). Drafts
 # that stop where the draft is unsure beat every fixed K by 10-13% where long confident runs meet unsure spots
@@ -55,3 +57,24 @@ def test_with_a_draft_that_rarely_agrees_auto_stays_near_plain_decoding():
 def test_a_conversation_keeps_what_it_learned_and_probes_again_at_each_reply():
     to_best, to_plain = compare(lambda seed: [synthetic("open", 64, 100 * seed + i) for i in range(6)], OPEN, seeds=10)
     assert to_best >= 0.97 and to_plain >= 0.98, (to_best, to_plain)
+
+
+def test_where_plain_decoding_beats_every_k_auto_measures_it_and_keeps_up_with_it():
+    """The story on a run where plain decoding, pipelined, cost 0.82 of a one-token verify pass: every fixed K
+    5-6% behind plain. Auto's estimate (the verify pass) puts speculation ahead, so it probes plain decoding
+    once the first rounds are in, finds it faster and decodes plainly (it read 0.95x plain before the probe)."""
+    to_best, to_plain = compare(lambda seed: [Reply.real("open-0", 64)], OPEN_PLAIN_WINS)
+    assert to_plain / to_best <= 0.95  # the best fixed K over plain: the case is one plain decoding wins
+    assert to_plain >= 0.98, (to_best, to_plain)
+
+
+@pytest.mark.parametrize("case", [case for case in REAL_REPLIES if case.startswith("code")])
+def test_where_speculation_is_far_ahead_no_token_goes_to_plain_decoding(case):
+    pair, names, n, _ = REAL_REPLIES[case]
+    plain, probes = plain_tokens(lambda seed: [Reply.real(name, n) for name in names], pair)
+    assert plain == 0 and probes == 0
+
+
+def test_on_a_story_one_short_probe_measures_plain_decoding():
+    _, probes = plain_tokens(lambda seed: [Reply.real("open-0", 64)], OPEN)
+    assert probes <= PROBE_BURST  # one probe per reply at most, never again while the costs hold

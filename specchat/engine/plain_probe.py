@@ -1,0 +1,68 @@
+"""When Auto K measures plain decoding while speculation is ahead of it.
+
+Plain decoding dispatches each step before reading the last one, so its Python work hides under the
+model's compute: a plain token costs less than a verify pass over one token (the verify line's value at
+K = 0, which is all the controller knows of plain decoding until it measures it). On the real Qwen pair
+on this CPU a plain token cost about 0.82 of that pass, enough to put plain decoding ahead of every K on
+a story. So where speculation is predicted less than PROBE_MARGIN ahead of that estimate, once a few
+rounds (PROBE_AFTER) have given its rate, a short burst of PROBE_BURST tokens measures plain decoding;
+from then on the measured cost stands, moved as the verify passes have moved since (the machine got faster
+or slower). It is measured again only when they have moved by more than REPROBE_SHIFT, and probes take
+at most MAX_PROBE_SHARE of the tokens decoded. Where speculation is far ahead (code) no probe is spent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PROBE_MARGIN = 1.2  # speculation predicted this much faster than plain decoding spends no probe
+PROBE_AFTER = 4  # speculative rounds before a probe: the first rounds give the rate plain is compared with
+PROBE_BURST = 4  # tokens a probe decodes plainly (the first measurement of plain decoding too)
+REPROBE_SHIFT = 0.15  # verify passes this much dearer or cheaper than when plain was measured: measure again
+MAX_PROBE_SHARE = 1 / 16  # of the tokens decoded, at most this many go to probes after the first
+
+
+@dataclass
+class PlainProbe:
+    """What the probes need to know: the verify costs when plain was last measured, and tokens."""
+
+    costs: dict[int, float] | None = None  # the verify costs by K at the last plain burst
+    rounds: dict[int, int] = field(default_factory=dict)  # and the rounds each K had had by then
+    tokens: int = 0  # tokens decoded, by rounds and plain bursts alike
+    spent: int = 0  # plain tokens decoded by probes
+    pending: bool = False  # a probe was chosen: the next plain burst is PROBE_BURST tokens
+
+    def drift(self, verify_s: dict[int, float], verify_rounds: dict[int, int]) -> float:
+        """How much dearer verify passes are now than at the last plain burst: each K's cost now over its cost
+        then, weighted by its rounds since (1.0 while no K has run since)."""
+        weights = {k: verify_rounds.get(k, 0) - self.rounds.get(k, 0) for k in self.costs or {} if k in verify_s}
+        total = sum(weights.values())
+        if not self.costs or total <= 0:
+            return 1.0
+        return sum(w * verify_s[k] / self.costs[k] for k, w in weights.items()) / total
+
+    def due(self, margin: float, rounds: int, drift: float | None) -> bool:
+        """Whether to probe plain decoding now: speculation's predicted speedup over it (margin) is small and
+        the first rounds have run; once plain was measured (drift not None), only if verify passes moved since
+        by REPROBE_SHIFT and the token share allows."""
+        if margin >= PROBE_MARGIN or rounds < PROBE_AFTER:
+            return False
+        if drift is not None and not (abs(drift - 1) > REPROBE_SHIFT and self._affordable()):
+            return False
+        self.pending = True
+        return True
+
+    def counted(self, tokens: int) -> None:
+        """Tokens a speculative round emitted."""
+        self.tokens += tokens
+
+    def burst_done(self, tokens: int, verify_s: dict[int, float], verify_rounds: dict[int, int]) -> None:
+        """A plain burst measured plain decoding; the verify costs and rounds by K as they are now."""
+        if self.pending:
+            self.spent += tokens
+        self.pending = False
+        self.tokens += tokens
+        self.costs, self.rounds = dict(verify_s), dict(verify_rounds)
+
+    def _affordable(self) -> bool:
+        return self.spent + PROBE_BURST <= MAX_PROBE_SHARE * self.tokens

@@ -1,0 +1,81 @@
+"""Auto K measures plain decoding with a short probe where speculation is not far ahead of it (plain_probe.py),
+fed synthetic rounds: no model, no clock."""
+
+import pytest
+
+from specchat.engine.autok import PLAIN_MARGIN, AutoK
+from specchat.engine.plain_probe import MAX_PROBE_SHARE, PROBE_AFTER, PROBE_BURST, PROBE_MARGIN
+
+STORY = [True, True, False, True, True, True, False, True, False, True]  # the draft right 7 times in 10
+CODE = [True]
+
+
+def drive(
+    auto: AutoK, rounds: int, scale: float = 1.0, plain: float = 0.40, match: list[bool] = STORY
+) -> tuple[list[int], list[int]]:
+    """Rounds at the real pair's story costs times scale (a draft step 0.175 s, a verify pass 0.49 + 0.045 K s),
+    the draft right where the repeating match says; plain bursts at `plain` s a token. Returns each round's
+    K (0: a plain burst) and the plain bursts' lengths."""
+    ks, bursts, pos = [], [], 0
+    for _ in range(rounds):
+        k = auto.choose()
+        ks.append(k)
+        if k == 0:
+            bursts.append(auto.burst_length())
+            auto.observe_plain(bursts[-1], bursts[-1] * plain * scale)
+            pos += bursts[-1]
+            continue
+        accepted = 0
+        while accepted < k and match[(pos + accepted) % len(match)]:
+            accepted += 1
+        auto.observe(k, accepted, 0.175 * k * scale, (0.49 + 0.045 * k) * scale, catch_up=1)
+        pos += accepted + 1
+    return ks, bursts
+
+
+def controller() -> AutoK:
+    return AutoK(k_max=8)
+
+
+def margin(auto: AutoK) -> float:
+    """Speculation's predicted speedup over plain decoding's estimate (the one-token verify pass)."""
+    return max(auto.rate(k) for k in range(1, auto.reach + 1)) / auto.rate(0)
+
+
+def test_a_small_margin_is_probed_after_the_first_rounds_with_a_short_burst():
+    auto = controller()
+    ks, _ = drive(auto, PROBE_AFTER)
+    assert 0 not in ks and auto.plain_s is None  # no probe before the first rounds gave a rate
+    assert PLAIN_MARGIN < margin(auto) < PROBE_MARGIN  # not clearly ahead: worth a probe
+    assert auto.choose() == 0 and auto.burst_length() == PROBE_BURST
+    auto.observe_plain(PROBE_BURST, PROBE_BURST * 0.40)  # pipelined plain: 0.82 of a one-token verify pass
+    assert auto.verify_cost(0) == pytest.approx(0.40)  # from now on the measured cost, not the line's 0.49
+    assert auto.choose() == 0 and auto.burst_length() == auto.probe_every  # plain wins: decode plainly
+
+
+def test_a_large_margin_spends_no_probe():
+    auto = controller()
+    ks, _ = drive(auto, 200, match=CODE)  # every draft accepted
+    assert 0 not in ks and auto.plain_s is None and auto.probe.spent == 0
+
+
+def test_plain_measured_slower_than_speculation_is_not_probed_again_while_the_costs_hold():
+    auto = controller()
+    ks, bursts = drive(auto, 200, plain=0.46)  # the probe finds plain at 0.94 of the verify pass: speculation ahead
+    assert bursts == [PROBE_BURST] and ks.index(0) == PROBE_AFTER
+
+
+def test_when_the_machine_slows_down_the_plain_cost_moves_with_the_verify_passes_and_is_probed_once():
+    auto = controller()
+    _, bursts = drive(auto, 60, plain=0.46)
+    assert bursts == [PROBE_BURST]
+    ks, bursts = drive(auto, 300, scale=1.25, plain=0.46)  # every cost 25% higher
+    assert bursts == [PROBE_BURST]  # one probe again, no plain decoding: speculation stays ahead
+    assert auto.verify_cost(0) == pytest.approx(0.46 * 1.25, rel=0.05)  # the plain cost followed the machine
+    assert auto.probe.spent <= MAX_PROBE_SHARE * auto.probe.tokens
+
+
+def test_a_plain_burst_weighs_as_many_measurements_as_it_has_tokens():
+    auto = AutoK(plain_s=0.5)
+    auto.observe_plain(16, 16 * 0.4)
+    assert auto.plain_s == pytest.approx(0.5 * 0.9**16 + 0.4 * (1 - 0.9**16))
