@@ -187,3 +187,18 @@ def test_a_finished_row_reports_once(dense_target):
     got = run_all(decoder, {0: [(prompt_ids(engine), greedy(n=5))]})[0][0]
     assert sum(isinstance(e, Finished) for e in got.events) == 1
     assert got.tokens == solo_tokens(engine, prompt_ids(engine), greedy(n=5))
+
+
+def test_logprobs_in_a_batch_equal_the_solo_ones(hybrid_target, hybrid_draft_partial):
+    engine = Engine.load(hybrid_target, hybrid_draft_partial)
+    prompts = [prompt_ids(engine, t) for t in TEXTS[:3]]
+    cfgs = [replace(greedy(m, 3, n=16), logprobs=3) for m in ("draft", "lookup", "baseline")]
+    decoder = BatchDecoder(engine, max_batch=4)
+    added = run_all(decoder, {0: list(zip(prompts, cfgs))})[0]
+    for got, prompt, cfg in zip(added, prompts, cfgs):
+        solo = [lp for e in engine.stream(prompt, cfg) if isinstance(e, TextChunk) for lp in e.logprobs]
+        mine = [lp for e in got.events if isinstance(e, TextChunk) for lp in e.logprobs]
+        assert [lp.token for lp in mine] == [lp.token for lp in solo] == got.tokens
+        for a, b in zip(mine, solo):
+            assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
+            assert [t for t, _ in a.top] == [t for t, _ in b.top]
