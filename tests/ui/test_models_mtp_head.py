@@ -71,3 +71,19 @@ def test_cancel_stops_the_fetch_and_keeps_its_bytes(qtbot, window, mtp_hub):
         bar.cancel_button.click()
     assert "cancelled" in bar.label.text() and bar.get_button.isEnabled()
     assert not detect_mtp(local).available and any((local / ".specchat-mtp").rglob("*.part"))
+
+
+def test_the_loaded_target_is_loaded_again_when_it_gains_a_head(qtbot, tmp_path):
+    from PySide6.QtWidgets import QWidget
+
+    from specchat.ui.models_link import ModelsLink
+
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    target = tmp_path / "target"
+    link = ModelsLink(parent, AppPaths.under(tmp_path / "home"), Settings(), lambda: (str(target), "draft"))
+    with qtbot.assertNotEmitted(link.chosen):
+        link._head_added(str(tmp_path / "another"))
+    with qtbot.waitSignal(link.chosen, timeout=WAIT_MS) as chosen:
+        link._head_added(str(target))
+    assert chosen.args == [str(target), "draft"]
