@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .autok import AutoK
 from .compat import ensure_compatible
@@ -51,6 +52,7 @@ class Engine:
             ensure_compatible(target.tokenizer, draft.tokenizer, target.name, draft.name)
             self.drafters["draft"] = DraftModelDrafter(ModelRunner(draft.model, draft.name))
         self.hook_problems = hook_problems(self.runner, self.drafters)  # upstream internals that do not fit
+        self.batch_prefixes: dict[str, Any] = {}  # per model, finished batch rows' caches (batch/prefix_store.py)
 
     @classmethod
     def load(cls, target: str | Path, draft: str | Path | None = None) -> Engine:
@@ -133,6 +135,7 @@ class Engine:
         self.runner.reset()
         for drafter in self.drafters.values():
             drafter.reset()
+        self.batch_prefixes.clear()
 
     def _controller(self, cfg: GenerationConfig) -> AutoK | None:
         if not cfg.auto_k:

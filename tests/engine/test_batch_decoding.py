@@ -202,3 +202,19 @@ def test_logprobs_in_a_batch_equal_the_solo_ones(hybrid_target, hybrid_draft_par
         for a, b in zip(mine, solo):
             assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
             assert [t for t, _ in a.top] == [t for t, _ in b.top]
+
+
+@pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
+def test_a_follow_up_starts_from_the_finished_rows_caches(request, target_name, draft_name):
+    engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
+    cfg = greedy("draft", 3, n=12)
+    first_prompt = prompt_ids(engine, TEXTS[0])
+    first = run_all(BatchDecoder(engine, max_batch=4), {0: [(first_prompt, cfg)]})[0][0]
+    assert first.end.stats.cached_prompt_tokens == 0
+    follow_up = first_prompt + first.tokens + prompt_ids(engine, TEXTS[1])
+    # the next batch (a new decoder, as the host makes one per batch) finds the finished row's caches
+    again = run_all(BatchDecoder(engine, max_batch=4), {0: [(follow_up, cfg)]})[0][0]
+    cached = again.end.stats.cached_prompt_tokens
+    assert len(first_prompt) <= cached <= len(first_prompt) + len(first.tokens)
+    engine.batch_prefixes.clear()
+    assert again.tokens == solo_tokens(engine, follow_up, cfg)

@@ -83,18 +83,7 @@ def test_three_concurrent_clients_each_get_their_serial_answer(client, host):
     assert answers == serial
 
 
-@pytest.mark.parametrize(
-    "max_batch",
-    [
-        1,
-        pytest.param(
-            8,
-            marks=pytest.mark.xfail(
-                strict=True, reason="a batched row prefills from empty caches: the engine's cached prefix is unused"
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("max_batch", [1, 8])
 def test_a_follow_up_reuses_the_cached_prefix(host, max_batch):
     from openai import OpenAI
 

@@ -16,11 +16,17 @@ from .row_cache import RowKVCache, append_row, keep_rows, row_caches
 from .row_rollback import RowTransaction
 
 
-def solo_prefill(model: Any, tokens: list[int], chunk: int) -> Generator[tuple[int, int], None, list[Any]]:
-    """Read one newcomer's tokens alone, `chunk` at a time, yielding (done, total); returns its caches."""
+def solo_prefill(
+    model: Any, tokens: list[int], chunk: int, start: tuple[int, list[Any] | None] = (0, None)
+) -> Generator[tuple[int, int], None, list[Any]]:
+    """Read one newcomer's tokens alone, `chunk` at a time, yielding (done, total); returns its caches.
+    `start`: caches that already hold the first n tokens (a finished row's, see prefix_store)."""
     solo = ModelRunner(model)
     solo.prefill_chunk = chunk
-    yield from solo.prefill_chunks(tokens)
+    held, caches = start
+    if caches is not None:
+        solo.caches, solo.tokens = caches, tokens[:held]
+    yield from solo.prefill_chunks(tokens[len(solo.tokens) :])
     return list(solo.caches)
 
 

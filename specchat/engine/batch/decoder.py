@@ -26,6 +26,7 @@ from ..tokenizer import Detokenizer
 from .batch_k import BatchK, RowAcceptance
 from .batch_model import BatchModel, solo_prefill
 from .batch_round import RowState, run_round
+from .prefix_store import PrefixStore, extract_row
 from .row_cache import row_caches
 
 BATCH_MODES = ("baseline", "draft", "lookup")
@@ -103,6 +104,10 @@ class BatchDecoder:
         self.controller = BatchK(k_max=8)
         self.prefill_chunk = PREFILL_CHUNK
         self._stop_ids = frozenset(engine.tokenizer.eos_token_ids)
+        # finished rows' caches outlive the batch: the engine keeps them for the next one's follow-ups
+        self.stores: dict[str, PrefixStore] = engine.batch_prefixes
+        for model in ("target", "draft"):
+            self.stores.setdefault(model, PrefixStore())
 
     @property
     def active(self) -> int:
@@ -123,16 +128,22 @@ class BatchDecoder:
         except EngineError as exc:
             request.emit(Failed(user_message(exc), error_kind(exc)))
             return
-        stats = StatsRecorder(request.cfg, len(request.prompt), 0)
-        self.waiting.append(_Newcomer(request, budget, stats, self._prefill(request)))
-
-    def _prefill(self, request: BatchRequest) -> Generator[Event, None, tuple[list[Any], list[Any] | None]]:
-        """The target, then the draft model (in draft mode), read all of the prompt but its last token."""
         head = request.prompt[:-1]
-        target = yield from _progress(solo_prefill(self.engine.target.model, head, self.prefill_chunk), "target")
+        target_start = self.stores["target"].start(head)
+        stats = StatsRecorder(request.cfg, len(request.prompt), target_start[0])
+        self.waiting.append(_Newcomer(request, budget, stats, self._prefill(request, target_start)))
+
+    def _prefill(
+        self, request: BatchRequest, target_start: tuple[int, list[Any] | None]
+    ) -> Generator[Event, None, tuple[list[Any], list[Any] | None]]:
+        """The target, then the draft model (in draft mode), read all of the prompt but its last token, from
+        what a finished row's caches already hold."""
+        head, chunk = request.prompt[:-1], self.prefill_chunk
+        target = yield from _progress(solo_prefill(self.target.model, head, chunk, target_start), "target")
         draft = None
         if request.cfg.mode == "draft" and self.draft is not None:
-            draft = yield from _progress(solo_prefill(self.draft.model, head, self.prefill_chunk), "draft")
+            start = self.stores["draft"].start(head)
+            draft = yield from _progress(solo_prefill(self.draft.model, head, chunk, start), "draft")
         return target, draft
 
     def step(self) -> None:
@@ -243,10 +254,20 @@ class BatchDecoder:
     def _drop(self, ended: list[int]) -> None:
         keep = [i for i in range(len(self.rows)) if i not in ended]
         drafting = [i for i, r in enumerate(self.rows) if r.state.mode == "draft"]
+        for i in ended:
+            self._store(i, drafting)
         self.target.keep_rows(keep)
         if self.draft is not None:
             self.draft.keep_rows([j for j, i in enumerate(drafting) if i not in ended])
         self.rows = [self.rows[i] for i in keep]
+
+    def _store(self, i: int, drafting: list[int]) -> None:
+        """Keep a leaving row's caches for a follow-up (the target's, and the draft model's in draft mode)."""
+        seq = self.rows[i].state.ctx.seq
+        self.stores["target"].put(seq[: self.target.held[i]], extract_row(self.target.caches, i))
+        if self.draft is not None and i in drafting:
+            j = drafting.index(i)
+            self.stores["draft"].put(seq[: self.draft.held[j]], extract_row(self.draft.caches, j))
 
     def _fail_all(self, exc: Exception) -> None:
         message, kind = user_message(exc), error_kind(exc)
@@ -255,6 +276,8 @@ class BatchDecoder:
         for newcomer in self.waiting:
             newcomer.request.emit(Failed(message, kind))
         self.rows, self.waiting = [], []
+        for store in self.stores.values():
+            store.clear()
         self.target = BatchModel(self.engine.target.model, self.engine.target.name)
         if self.draft is not None:
             self.draft = BatchModel(self.draft.model, self.draft.name)

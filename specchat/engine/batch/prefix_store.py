@@ -1,0 +1,95 @@
+"""The caches of recently finished batch rows, so a follow-up request reads only what is new.
+
+A conversation's next request repeats the last one's prompt and reply: the row that ended keeps its
+caches here (one sequence each, copied out of the batch) and a newcomer that begins with those
+tokens starts from them. KV caches are cut to any common prefix; a Gated DeltaNet state only
+serves a prompt that begins with every token it took in (it cannot be cut).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import mlx.core as mx
+
+from specchat.upstream.mlx_lm import ArraysCache, KVCache
+
+from ..runner import common_prefix_len
+from .row_cache import RowKVCache
+
+SIZE = 4  # finished rows kept, the most recent first
+
+
+@dataclass
+class Stored:
+    """One finished sequence's tokens and its one-row caches, per model."""
+
+    tokens: list[int]
+    caches: list[Any]
+
+
+def extract_row(batch: Sequence[Any], row: int) -> list[Any]:
+    """One row of the batch caches as one-sequence mlx-lm caches (copies: the batch may change)."""
+    out: list[Any] = []
+    for cache in batch:
+        if isinstance(cache, RowKVCache):
+            solo = KVCache()
+            n = cache.lengths[row]
+            if n and cache.keys is not None and cache.values is not None:
+                solo.keys = mx.contiguous(cache.keys[row : row + 1, :, :n, :])
+                solo.values = mx.contiguous(cache.values[row : row + 1, :, :n, :])
+                solo.offset = n
+            out.append(solo)
+        else:
+            states = ArraysCache(len(cache.cache))
+            rows: list[mx.array | None] = [None if c is None else mx.contiguous(c[row : row + 1]) for c in cache.cache]
+            states.cache = rows
+            out.append(states)
+    return out
+
+
+def _cut(caches: list[Any], n: int) -> list[Any] | None:
+    """Caches holding only the first n tokens, new objects (the stored ones stay as they are); None when a
+    recurrent state would have to be cut."""
+    out: list[Any] = []
+    for cache in caches:
+        if isinstance(cache, ArraysCache):
+            copy = ArraysCache(len(cache.cache))
+            copy.cache = list(cache.cache)
+            out.append(copy)
+            continue
+        solo = KVCache()
+        if n and cache.keys is not None:
+            solo.keys, solo.values, solo.offset = cache.keys[..., :n, :], cache.values[..., :n, :], n
+        out.append(solo)
+    return out
+
+
+class PrefixStore:
+    """The last few finished rows' caches for one model."""
+
+    def __init__(self, size: int = SIZE):
+        self.size = size
+        self.entries: list[Stored] = []
+
+    def put(self, tokens: list[int], caches: list[Any]) -> None:
+        """Keep a finished sequence's caches (holding exactly `tokens`)."""
+        self.entries = [Stored(list(tokens), caches), *self.entries][: self.size]
+
+    def start(self, tokens: list[int]) -> tuple[int, list[Any] | None]:
+        """The most of `tokens` a stored sequence already holds, and caches holding just those (new objects)."""
+        best, caches = 0, None
+        for entry in self.entries:
+            n = common_prefix_len(entry.tokens, tokens)
+            recurrent = any(isinstance(c, ArraysCache) for c in entry.caches)
+            if recurrent and n < len(entry.tokens):
+                continue  # a recurrent state cannot give back tokens
+            if n > best and (cut := _cut(entry.caches, n)) is not None:
+                best, caches = n, cut
+        return best, caches
+
+    def clear(self) -> None:
+        """Forget every stored sequence."""
+        self.entries = []
