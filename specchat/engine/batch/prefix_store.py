@@ -45,7 +45,7 @@ def extract_row(batch: Sequence[Any], row: int) -> list[Any]:
         else:
             states = ArraysCache(len(cache.cache))
             rows: list[mx.array | None] = [None if c is None else mx.contiguous(c[row : row + 1]) for c in cache.cache]
-            states.cache = rows
+            states.cache = rows  # type: ignore[assignment]  # mlx-lm infers list[None]
             out.append(states)
     return out
 
