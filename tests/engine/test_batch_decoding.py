@@ -140,6 +140,7 @@ def test_max_batch_is_the_most_rows_in_a_round(dense_target, dense_draft_partial
 def test_an_extra_row_costs_its_caches_only(dense_target, dense_draft_partial):
     engine = Engine.load(dense_target, dense_draft_partial)
     decoder = BatchDecoder(engine, max_batch=4)
+    decoder.solo_lead = False  # the first request joins the batch at once
     prompt = prompt_ids(engine, TEXTS[2])
     submit(decoder, prompt, greedy("draft", 2, n=200))
     while not decoder.rows:
@@ -218,3 +219,29 @@ def test_a_follow_up_starts_from_the_finished_rows_caches(request, target_name, 
     assert len(first_prompt) <= cached <= len(first_prompt) + len(first.tokens)
     engine.batch_prefixes.clear()
     assert again.tokens == solo_tokens(engine, follow_up, cfg)
+
+
+@pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
+@pytest.mark.parametrize("mode", ["draft", "lookup", "baseline"])
+def test_a_lone_request_runs_on_the_solo_loop_and_moves_in_when_another_comes(
+    request, target_name, draft_name, mode
+):
+    engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
+    cfg = auto(greedy(mode, 4, n=40)) if mode != "baseline" else greedy(n=40)
+    lead_prompt, other_prompt = prompt_ids(engine, TEXTS[0]), prompt_ids(engine, TEXTS[2])
+    solo_events = list(engine.stream(lead_prompt, cfg))
+    engine.reset()
+    decoder = BatchDecoder(engine, max_batch=4)
+    lead = submit(decoder, lead_prompt, cfg)
+    for _ in range(4):
+        decoder.step()
+    assert decoder.lead is not None and not decoder.rows  # alone: the engine's own loop
+    streamed = len([e for e in lead.events if isinstance(e, TextChunk)])
+    assert 0 < streamed < len(solo_events)
+    other = submit(decoder, other_prompt, cfg)
+    run_all(decoder)
+    assert lead.tokens == list(solo_events[-1].tokens)
+    assert streamed_text(lead.events) == streamed_text(solo_events)
+    assert lead.end.stats.generated_tokens == len(lead.tokens)
+    assert lead.end.stats.batch_rows_max == 2
+    assert other.tokens == solo_tokens(engine, other_prompt, cfg)

@@ -10,6 +10,7 @@ import mlx.core as mx
 from specchat.upstream.mlx_lm import ArraysCache, make_prompt_cache
 
 from .. import gdn_capture
+from ..events import Event, PrefillProgress
 from ..rollback import linear_layers
 from ..runner import ModelRunner
 from .row_cache import RowKVCache, append_row, keep_rows, row_caches
@@ -105,3 +106,16 @@ class BatchModel:
         """Run what the caches still owe (after a pass whose logits were not all read)."""
         arrays = [a for c in self.caches for a in (c.state if isinstance(c, RowKVCache) else c.cache)]
         mx.eval([a for a in arrays if a is not None])
+
+
+def progress_events(
+    steps: Generator[tuple[int, int], None, list[Any]], model: str
+) -> Generator[Event, None, list[Any]]:
+    """solo_prefill's (done, total) as PrefillProgress events; returns its caches."""
+    while True:
+        try:
+            done, total = next(steps)
+        except StopIteration as end:
+            caches: list[Any] = end.value
+            return caches
+        yield PrefillProgress(done, total, model)

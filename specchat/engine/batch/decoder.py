@@ -15,7 +15,7 @@ from typing import Any
 from ..config import GenerationConfig
 from ..engine import Engine, whole_characters
 from ..errors import ConfigError, EngineError, error_kind, user_message
-from ..events import Event, Failed, Finished, PrefillProgress, TextChunk
+from ..events import Event, Failed, Finished, TextChunk
 from ..loading import vocab_size
 from ..lookup import PromptLookupDrafter
 from ..runner import PREFILL_CHUNK
@@ -23,13 +23,14 @@ from ..sampling import Sampler
 from ..speculative import LoopContext, Step
 from ..stats import StatsRecorder
 from ..tokenizer import Detokenizer
+from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
 from .batch_k import BatchK, RowAcceptance
-from .batch_model import BatchModel, solo_prefill
+from .batch_model import BatchModel, progress_events, solo_prefill
 from .batch_round import RowState, run_round
 from .prefix_store import PrefixStore, extract_row
-from .row_cache import row_caches
+from .solo_lead import SoloLead
 
-BATCH_MODES = ("baseline", "draft", "lookup")
+Start = tuple[int, list[Any] | None]  # caches that already hold the first n tokens (None: start empty)
 
 
 @dataclass
@@ -40,34 +41,6 @@ class BatchRequest:
     cfg: GenerationConfig
     cancel: threading.Event
     emit: Callable[[Event], None]  # called on the engine thread
-
-
-def batch_refusal(engine: Any, cfg: GenerationConfig) -> str | None:
-    """Why this engine and config cannot decode in a batch; None when they can."""
-    if not isinstance(engine, Engine):
-        return "this engine runs one request at a time"
-    if cfg.mode not in BATCH_MODES:
-        return f"mode {cfg.mode!r} runs one request at a time"
-    if cfg.grammar is not None:
-        return "structured output runs one request at a time"
-    if engine.available_modes().get(cfg.mode):
-        return engine.available_modes()[cfg.mode]  # the solo path says it the usual way
-    return _cache_refusal(engine)
-
-
-def _cache_refusal(engine: Engine) -> str | None:
-    models = [engine.target] + ([engine.draft] if engine.draft is not None else [])
-    for loaded in models:
-        try:
-            row_caches(engine.runner.caches if loaded is engine.target else _draft_caches(engine))
-        except EngineError as exc:
-            return str(exc)
-    return None
-
-
-def _draft_caches(engine: Engine) -> list[Any]:
-    runner = getattr(engine.drafters.get("draft"), "runner", None)
-    return list(runner.caches) if runner is not None else []
 
 
 @dataclass
@@ -90,6 +63,7 @@ class _Newcomer:
     budget: int
     stats: StatsRecorder
     prefill: Generator[Event, None, tuple[list[Any], list[Any] | None]]
+    emitted: list[int] = field(default_factory=list)  # a lead's tokens from before it joined
 
 
 class BatchDecoder:
@@ -101,6 +75,8 @@ class BatchDecoder:
         self.draft = BatchModel(engine.draft.model, engine.draft.name) if engine.draft is not None else None
         self.rows: list[_Row] = []
         self.waiting: list[_Newcomer] = []
+        self.lead: SoloLead | None = None  # the first request of an empty batch, on the engine's own loop
+        self.solo_lead = True
         self.controller = BatchK(k_max=8)
         self.prefill_chunk = PREFILL_CHUNK
         self._stop_ids = frozenset(engine.tokenizer.eos_token_ids)
@@ -112,7 +88,7 @@ class BatchDecoder:
     @property
     def active(self) -> int:
         """Requests joined and not yet ended."""
-        return len(self.rows) + len(self.waiting)
+        return len(self.rows) + len(self.waiting) + (self.lead is not None)
 
     @property
     def room(self) -> int:
@@ -120,7 +96,11 @@ class BatchDecoder:
         return self.max_batch - self.active
 
     def add(self, request: BatchRequest) -> None:
-        """Take a request in: its prompt is read between the next rounds, then it joins them."""
+        """Take a request in: its prompt is read between the next rounds, then it joins them (the first one
+        of an empty batch runs on the engine's own loop until another comes)."""
+        if self.solo_lead and not self.rows and not self.waiting and self.lead is None:
+            self.lead = SoloLead(self.engine, request)
+            return
         try:
             if not request.prompt:
                 raise ConfigError("the prompt is empty: at least one token is needed")
@@ -131,24 +111,44 @@ class BatchDecoder:
         head = request.prompt[:-1]
         target_start = self.stores["target"].start(head)
         stats = StatsRecorder(request.cfg, len(request.prompt), target_start[0])
-        self.waiting.append(_Newcomer(request, budget, stats, self._prefill(request, target_start)))
+        draft_start = self.stores["draft"].start(head) if request.cfg.mode == "draft" else (0, None)
+        prefill = self._prefill(head, request.cfg.mode, target_start, draft_start)
+        self.waiting.append(_Newcomer(request, budget, stats, prefill))
 
     def _prefill(
-        self, request: BatchRequest, target_start: tuple[int, list[Any] | None]
+        self, head: list[int], mode: str, target_start: Start, draft_start: Start
     ) -> Generator[Event, None, tuple[list[Any], list[Any] | None]]:
-        """The target, then the draft model (in draft mode), read all of the prompt but its last token, from
-        what a finished row's caches already hold."""
-        head, chunk = request.prompt[:-1], self.prefill_chunk
-        target = yield from _progress(solo_prefill(self.target.model, head, chunk, target_start), "target")
+        """The target, then the draft model (in draft mode), read `head` (all of the sequence but its last
+        token), from what the given caches already hold."""
+        chunk = self.prefill_chunk
+        target = yield from progress_events(solo_prefill(self.target.model, head, chunk, target_start), "target")
         draft = None
-        if request.cfg.mode == "draft" and self.draft is not None:
-            start = self.stores["draft"].start(head)
-            draft = yield from _progress(solo_prefill(self.draft.model, head, chunk, start), "draft")
+        if mode == "draft" and self.draft is not None:
+            draft = yield from progress_events(solo_prefill(self.draft.model, head, chunk, draft_start), "draft")
         return target, draft
+
+    def _lead_step(self, lead: SoloLead) -> None:
+        """The lead's next round on the engine's loop; once another request waits, it moves into the batch."""
+        if not self.waiting:
+            lead.step()
+            if lead.ended:
+                self.lead = None
+            return
+        self.lead = None
+        handed = lead.hand_over()
+        request = lead.request
+        budget = self.engine._budget(len(request.prompt), request.cfg.max_tokens)
+        prefill = self._prefill(handed.seq[:-1], request.cfg.mode, handed.target, handed.draft)
+        moved = _Newcomer(replace(request, prompt=handed.seq), budget, handed.stats, prefill, handed.emitted)
+        self.waiting.insert(0, moved)
 
     def step(self) -> None:
         """At most one prefill chunk for the first newcomer, then one round for the running rows."""
         try:
+            if self.lead is not None:
+                self._lead_step(self.lead)
+                if self.lead is not None:
+                    return
             self._prefill_step()
             self._end_cancelled()
             if self.rows:
@@ -177,15 +177,20 @@ class BatchDecoder:
         self.target.add_row(target, held)
         if draft is not None and self.draft is not None:
             self.draft.add_row(draft, held)
-        newcomer.stats.prefill_done()
+        if not newcomer.emitted:  # a lead that moved in keeps its own prefill time
+            newcomer.stats.prefill_done()
         prompt = list(request.prompt)
         ctx = LoopContext(prompt, Sampler(cfg), newcomer.budget, self._stop_ids, request.cancel, None, cfg.logprobs)
         mode = cfg.mode if cfg.mode != "draft" or draft is not None else "baseline"
         lookup = PromptLookupDrafter(vocab_size(self.engine.target)) if mode == "lookup" else None
-        state = RowState(ctx, mode, lookup=lookup)
+        state = RowState(ctx, mode, generated=len(newcomer.emitted), lookup=lookup)
         detok = self.engine.tokenizer.detokenizer
         detok.reset()
-        self.rows.append(_Row(request, state, newcomer.stats, detok, cfg.auto_k and mode != "baseline"))
+        for token in newcomer.emitted:  # the lead streamed their text already
+            detok.add_token(token)
+        _ = detok.last_segment
+        row = _Row(request, state, newcomer.stats, detok, cfg.auto_k and mode != "baseline", list(newcomer.emitted))
+        self.rows.append(row)
 
     def _round(self) -> None:
         self._choose_ks()
@@ -281,14 +286,3 @@ class BatchDecoder:
         self.target = BatchModel(self.engine.target.model, self.engine.target.name)
         if self.draft is not None:
             self.draft = BatchModel(self.draft.model, self.draft.name)
-
-
-def _progress(steps: Generator[tuple[int, int], None, list[Any]], model: str) -> Generator[Event, None, list[Any]]:
-    """solo_prefill's (done, total) as PrefillProgress events; returns its caches."""
-    while True:
-        try:
-            done, total = next(steps)
-        except StopIteration as end:
-            caches: list[Any] = end.value
-            return caches
-        yield PrefillProgress(done, total, model)
