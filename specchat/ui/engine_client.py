@@ -27,12 +27,14 @@ from specchat.engine.owner import (
     JobHandle,
     JobProgress,
     JobStarted,
+    JoinSpec,
     LoadedPair,
     LoadMessage,
     QueueState,
     load_pair_job,
     reply_job,
 )
+from specchat.engine.prompt import chat_prompt_ids
 from specchat.system.memory import read_mlx_memory
 from specchat.tuning.baseline import MeasureProgress, measure_baseline_tps
 
@@ -50,10 +52,12 @@ class QtJob(QObject):
     # Python callers only: Qt's own event delivery still reaches the C++ handler (a signal is no override).
     event = Signal(object)  # type: ignore[assignment]
 
-    def __init__(self, host: EngineHost, kind: str, work: Callable, relay: Callable[[JobEvent], None]):
+    def __init__(
+        self, host: EngineHost, kind: str, work: Callable, relay: Callable[[JobEvent], None], join: JoinSpec | None
+    ):
         super().__init__()
         self._host = host
-        self.handle: JobHandle = host.submit(kind, work, listener=relay)
+        self.handle: JobHandle = host.submit(kind, work, listener=relay, join=join)
 
     @property
     def id(self) -> int:
@@ -92,6 +96,7 @@ class EngineClient(QObject):
         self.host = host or EngineHost()
         self.current: QtJob | None = None  # the reply queued or running
         self.closed = False  # set by shutdown: job events that arrive later are dropped
+        self.batch_rows = 1  # while the app serves, a chat reply may share the API's batch of this many rows
         self.running_detail: str | None = None  # how far the running measurement has got ("24 / 64 tokens")
         self._jobs: dict[int, QtJob] = {}
         self.drafts = DraftChecker(self)
@@ -105,10 +110,10 @@ class EngineClient(QObject):
         """The host's current engine (for identity checks; only jobs may call it)."""
         return self.host.engine
 
-    def submit(self, kind: str, work: Callable) -> QtJob:
+    def submit(self, kind: str, work: Callable, join: JoinSpec | None = None) -> QtJob:
         """Queue work(ctx: JobContext) on the engine thread after the jobs before it; its events arrive on
-        the returned job's `event`."""
-        job = QtJob(self.host, kind, work, self._relay.emit)
+        the returned job's `event`. With join, a generation may share a batch (see JoinSpec)."""
+        job = QtJob(self.host, kind, work, self._relay.emit, join)
         self._jobs[job.id] = job
         return job
 
@@ -165,10 +170,26 @@ class EngineClient(QObject):
     ) -> int:
         """Queue a reply (cancelling one still going); returns its request id (its events carry it)."""
         self.cancel()
-        job = self.submit("reply", reply_job([dict(m) for m in messages], cfg, system_prompt, enable_thinking))
+        work = reply_job([dict(m) for m in messages], cfg, system_prompt, enable_thinking)
+        job = self.submit("reply", work, self._chat_join(messages, cfg, system_prompt, enable_thinking))
         job.event.connect(partial(self._reply_event, job.id))  # no reference back to the job: it can go
         self.current = job
         return job.id
+
+    def _chat_join(
+        self, messages: list[dict], cfg: GenerationConfig, system_prompt: str, enable_thinking: bool
+    ) -> JoinSpec | None:
+        """While the app serves, what lets a chat reply decode in one batch with the API's requests (a reply
+        alone still runs on the engine's own loop); None otherwise, and for messages the template refuses
+        (the job says why)."""
+        engine = self.host.engine
+        if self.batch_rows <= 1 or engine is None:
+            return None
+        try:
+            ids = chat_prompt_ids(engine.tokenizer, messages, system_prompt, enable_thinking)
+        except Exception:
+            return None
+        return JoinSpec(tuple(ids), cfg, (), self.batch_rows)
 
     def _reply_event(self, request_id: int, event: JobEvent) -> None:
         if isinstance(event, JobProgress):

@@ -94,6 +94,7 @@ class ServerController(QObject):
             self.stateChanged.emit("")
             return False
         self.server, self.backend = server, backend
+        self.client.batch_rows = backend.max_batch  # the chat shares the API's batch while serving
         self._announce()
         return True
 
@@ -102,6 +103,7 @@ class ServerController(QObject):
         if self.server is not None:
             self.server.stop()
             self.server = self.backend = None
+        self.client.batch_rows = 1
         self.stateChanged.emit("")
 
     def _on_event(self, job_id: int, event) -> None:

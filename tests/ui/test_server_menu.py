@@ -136,3 +136,36 @@ def test_the_apps_server_speaks_tools_structured_output_and_anthropic(qtbot, ope
     message = claude.messages.create(model="dense_target", max_tokens=6, messages=[{"role": "user", "content": "hi"}])
     assert message.type == "message" and message.usage.output_tokens > 0
     window.server.menu.serve_action.setChecked(False)
+
+
+def test_while_serving_a_chat_reply_shares_the_batch_with_an_api_request(
+    qtbot, open_window, dense_target, dense_draft_partial
+):
+    import threading
+
+    window = open_window(dense_target, dense_draft_partial)
+    port = free_port()
+    assert window.server.serve(ServeChoice(port, None))
+    host = window.client.host
+    gate = threading.Event()
+    window.client.submit("hold", lambda ctx: gate.wait(300))  # both requests queue behind it, then meet
+    api = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0, timeout=300)
+    replies = []
+    messages = [{"role": "user", "content": "Tell me about the sea"}]
+    caller = threading.Thread(
+        target=lambda: replies.append(
+            api.chat.completions.create(model="dense_target", messages=messages, max_tokens=24)
+        )
+    )
+    caller.start()
+    qtbot.waitUntil(lambda: len(host.state().queued) == 1, timeout=300_000)
+    with qtbot.waitSignal(window.chat.replyFinished, timeout=300_000) as finished:
+        window.composer.text.setPlainText("And a word from the chat")
+        window.composer.send_button.click()
+        qtbot.waitUntil(lambda: len(host.state().queued) == 2, timeout=300_000)
+        gate.set()
+    caller.join(300)
+    assert finished.args[0].stats.batch_rows_max == 2  # the chat reply ran in the API request's batch
+    assert replies and replies[0].usage.model_extra["speculation"]["batch_rows_max"] == 2
+    window.server.menu.serve_action.setChecked(False)
+    assert window.client.batch_rows == 1  # not serving: the chat runs alone again

@@ -3,8 +3,10 @@
 Every row drafts as deep as the deepest (drafting and verifying are one pass for all rows),
 so the choice is the batch's. A round's time is measured per batch size, because a verify
 pass over B rows stops being bound by reading the weights as B grows and speculation pays
-less: the cost of K is a straight line per batch size, fitted over the Ks measured there.
-Each row's acceptance is its own decayed estimate; K = 0 is a plain decoding step for all.
+less: the cost of K >= 1 is a straight line per batch size, fitted over the Ks measured there, and
+a plain step (K = 0, no drafting) is measured on its own, since it is no point on that line (on a
+CPU a batched draft step costs far more than a single one). Each row's acceptance is its own
+decayed estimate.
 """
 
 from __future__ import annotations
@@ -30,16 +32,24 @@ class _Timing:
         self.sums[k] = self.sums.get(k, 0.0) * DECAY + seconds
         self.weights[k] = self.weights.get(k, 0.0) * DECAY + 1.0
 
+    def cost(self, k: int) -> float | None:
+        """A round's expected time at K: measured, else (K >= 1) from the line through the measured Ks >= 1;
+        None for a K = 0 round never measured (a plain step is no point on the drafting line)."""
+        if k in self.sums:
+            return self.sums[k] / self.weights[k]
+        line = self.line()
+        return None if k == 0 or line is None else line[0] + line[1] * k
+
     def line(self) -> tuple[float, float] | None:
-        """(seconds at K = 0, seconds per draft) by weighted least squares; None before any round."""
-        if not self.sums:
+        """(intercept, seconds per draft) through the drafting rounds by weighted least squares; None before any."""
+        means = {k: self.sums[k] / self.weights[k] for k in self.sums if k > 0}
+        if not means:
             return None
-        means = {k: self.sums[k] / self.weights[k] for k in self.sums}
         if len(means) == 1:
             ((k, t),) = means.items()
             base = t / (1.0 + PRIOR_DRAFT_SHARE * k)
             return base, base * PRIOR_DRAFT_SHARE
-        w = self.weights
+        w = {k: self.weights[k] for k in means}
         total = sum(w.values())
         mk = sum(w[k] * k for k in means) / total
         mt = sum(w[k] * means[k] for k in means) / total
@@ -76,20 +86,22 @@ class BatchK:
         self.last_k = min(2, k_max)
 
     def choose(self, rates: list[float], k_max: int | None = None) -> int:
-        """The K for the next round of len(rates) rows (0: a plain step), up to k_max."""
+        """The K for the next round of len(rates) rows (0: a plain step), up to k_max. A batch size's first
+        round drafts; its second is plain, so plain decoding's cost there is measured, not guessed."""
         top = self.k_max if k_max is None else k_max
-        line = self.timings.get(len(rates), _Timing()).line()
-        if line is None:
+        timing = self.timings.get(len(rates))
+        if timing is None or not timing.sums:
             return min(self.last_k, top)
-        base, per_draft = line
-        best = max(range(top + 1), key=lambda k: sum(expected_tokens(a, k) for a in rates) / (base + per_draft * k))
+        if 0 not in timing.sums:
+            return 0
+        costs = {k: c for k in range(top + 1) if (c := timing.cost(k)) is not None}
+        best = max(costs, key=lambda k: sum(expected_tokens(a, k) for a in rates) / costs[k])
         self.rounds += 1
         if self.rounds % EXPLORE_EVERY == 0:
-            measured = self.timings[len(rates)].weights
             near = [k for k in (best - 1, best + 1) if 0 <= k <= top]
             if near:
-                best = min(near, key=lambda k: measured.get(k, 0.0))
-        self.last_k = best
+                best = min(near, key=lambda k: timing.weights.get(k, 0.0))
+        self.last_k = best if best > 0 else self.last_k
         return best
 
     def observe(self, rows: int, k: int, seconds: float) -> None:
@@ -97,8 +109,7 @@ class BatchK:
         self.timings.setdefault(rows, _Timing()).add(k, seconds)
 
     def predicted_rate(self, rates: list[float], k: int) -> float:
-        """Expected tokens per second of the batch at K (0.0 before any round at this size)."""
-        line = self.timings.get(len(rates), _Timing()).line()
-        if line is None:
-            return 0.0
-        return sum(expected_tokens(a, k) for a in rates) / (line[0] + line[1] * k)
+        """Expected tokens per second of the batch at K (0.0 while that cost is unknown at this size)."""
+        timing = self.timings.get(len(rates))
+        cost = None if timing is None else timing.cost(k)
+        return 0.0 if cost is None else sum(expected_tokens(a, k) for a in rates) / cost
