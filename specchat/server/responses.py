@@ -72,6 +72,10 @@ def usage(prompt_tokens: int, stats: GenerationStats | None, completion_tokens: 
             # the requests decoded together while this one ran in a batch (0: it ran alone)
             "batch_rows_max": stats.batch_rows_max,
             "batch_rows_mean": stats.batch_rows_mean,
+            # how deep its rounds drafted, and the tokens decoded plainly (K = 0: speculation did not pay,
+            # as in a batch too large for drafts to pay on this machine)
+            "mean_k": stats.mean_k,
+            "plain_tokens": stats.plain_tokens,
         }
     return body
 

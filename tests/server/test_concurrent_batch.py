@@ -132,6 +132,10 @@ def test_concurrent_streams_equal_their_solo_runs(batch_server, host, clients):
         assert 1 <= spec["batch_rows_mean"] <= spec["batch_rows_max"] <= clients
     assert max(results[i][1].model_extra["speculation"]["batch_rows_max"] for i in indices) >= 2
     assert any(results[i][1].model_extra["speculation"]["drafted"] > 0 for i in indices)
+    for i in indices:  # how deep it drafted, and how many tokens were plain steps, add up to its reply
+        spec = results[i][1].model_extra["speculation"]
+        assert 0 <= spec["plain_tokens"] <= results[i][1].completion_tokens
+        assert spec["mode"] != "baseline" or spec["plain_tokens"] == results[i][1].completion_tokens
 
 
 def test_a_client_that_hangs_up_mid_stream_ends_only_its_row(batch_server, host):

@@ -127,6 +127,8 @@ def test_usage_carries_the_speculation_figures():
         "cached_prompt_tokens": 0,
         "batch_rows_max": 0,
         "batch_rows_mean": 0.0,
+        "mean_k": 0.0,
+        "plain_tokens": 0,
     }
     assert usage(3, GenerationStats())["speculation"]["acceptance_rate"] is None  # nothing drafted: no rate
     shape = ResponseShape("chat", "m")

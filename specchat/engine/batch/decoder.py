@@ -234,7 +234,7 @@ class BatchDecoder:
         if step.tokens:
             text = row.detok.last_segment
             row.request.emit(TextChunk(text, tuple(step.tokens), tuple(step.from_draft), tuple(step.logprobs or ())))
-        if step.round is not None:
+        if step.round is not None and row.state.mode != "baseline":  # plain decoding has no rounds, as alone
             row.stats.round_done(step.round)
             row.request.emit(step.round)
 
