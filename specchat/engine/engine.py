@@ -52,7 +52,8 @@ class Engine:
             ensure_compatible(target.tokenizer, draft.tokenizer, target.name, draft.name)
             self.drafters["draft"] = DraftModelDrafter(ModelRunner(draft.model, draft.name))
         self.hook_problems = hook_problems(self.runner, self.drafters)  # upstream internals that do not fit
-        self.batch_prefixes: dict[str, Any] = {}  # per model, finished batch rows' caches (batch/prefix_store.py)
+        # what outlives one batch (engine/batch): finished rows' caches per model, the batch K controller
+        self.batch_carry: dict[str, Any] = {}
 
     @classmethod
     def load(cls, target: str | Path, draft: str | Path | None = None) -> Engine:
@@ -135,7 +136,7 @@ class Engine:
         self.runner.reset()
         for drafter in self.drafters.values():
             drafter.reset()
-        self.batch_prefixes.clear()
+        self.batch_carry.clear()
 
     def _controller(self, cfg: GenerationConfig) -> AutoK | None:
         if not cfg.auto_k:

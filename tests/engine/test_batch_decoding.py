@@ -137,8 +137,9 @@ def test_max_batch_is_the_most_rows_in_a_round(dense_target, dense_draft_partial
     assert max(r.end.stats.batch_rows_max for r in rows) == 2
 
 
-def test_an_extra_row_costs_its_caches_only(dense_target, dense_draft_partial):
-    engine = Engine.load(dense_target, dense_draft_partial)
+@pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
+def test_an_extra_row_costs_its_caches_only(request, target_name, draft_name):
+    engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
     decoder = BatchDecoder(engine, max_batch=4)
     decoder.solo_lead = False  # the first request joins the batch at once
     prompt = prompt_ids(engine, TEXTS[2])
@@ -147,7 +148,8 @@ def test_an_extra_row_costs_its_caches_only(dense_target, dense_draft_partial):
         decoder.step()
 
     def cache_bytes() -> int:
-        return sum(c.keys.nbytes + c.values.nbytes for c in decoder.target.caches if isinstance(c, RowKVCache))
+        arrays = [a for c in decoder.target.caches for a in (c.state if isinstance(c, RowKVCache) else c.cache)]
+        return sum(a.nbytes for a in arrays if a is not None)  # key/value rows, Gated DeltaNet states
 
     one = cache_bytes()
     submit(decoder, prompt, greedy("draft", 2, n=200))
@@ -217,15 +219,13 @@ def test_a_follow_up_starts_from_the_finished_rows_caches(request, target_name, 
     again = run_all(BatchDecoder(engine, max_batch=4), {0: [(follow_up, cfg)]})[0][0]
     cached = again.end.stats.cached_prompt_tokens
     assert len(first_prompt) <= cached <= len(first_prompt) + len(first.tokens)
-    engine.batch_prefixes.clear()
+    engine.batch_carry.clear()
     assert again.tokens == solo_tokens(engine, follow_up, cfg)
 
 
 @pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
 @pytest.mark.parametrize("mode", ["draft", "lookup", "baseline"])
-def test_a_lone_request_runs_on_the_solo_loop_and_moves_in_when_another_comes(
-    request, target_name, draft_name, mode
-):
+def test_a_lone_request_runs_on_the_solo_loop_and_moves_in_when_another_comes(request, target_name, draft_name, mode):
     engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
     cfg = auto(greedy(mode, 4, n=40)) if mode != "baseline" else greedy(n=40)
     lead_prompt, other_prompt = prompt_ids(engine, TEXTS[0]), prompt_ids(engine, TEXTS[2])
@@ -245,3 +245,24 @@ def test_a_lone_request_runs_on_the_solo_loop_and_moves_in_when_another_comes(
     assert lead.end.stats.generated_tokens == len(lead.tokens)
     assert lead.end.stats.batch_rows_max == 2
     assert other.tokens == solo_tokens(engine, other_prompt, cfg)
+
+
+@pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
+def test_structured_rows_follow_their_grammar_in_the_batch(request, target_name, draft_name):
+    from specchat.engine.grammar import Grammar
+
+    from .test_grammar import PERSON, check_person
+
+    engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
+    schema = replace(greedy("draft", 3, n=160), grammar=Grammar.json_schema(PERSON))
+    cfgs = [schema, greedy("draft", 3, n=40), replace(auto(greedy("lookup", 3, n=160)), grammar=Grammar.json_object())]
+    prompts = [prompt_ids(engine, t) for t in TEXTS[:3]]
+    solo = [list(engine.stream(p, c))[-1] for p, c in zip(prompts, cfgs)]
+    engine.reset()
+    decoder = BatchDecoder(engine, max_batch=4)
+    decoder.solo_lead = False
+    added = run_all(decoder, {0: list(zip(prompts, cfgs))})[0]
+    for got, alone in zip(added, solo):
+        assert got.tokens == list(alone.tokens)  # greedy under a grammar: the same as alone
+        assert got.end.stats.batch_rows_max == 3
+    check_person(added[0].end.text)

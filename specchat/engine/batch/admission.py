@@ -18,8 +18,6 @@ def batch_refusal(engine: Any, cfg: GenerationConfig) -> str | None:
         return "this engine runs one request at a time"
     if cfg.mode not in BATCH_MODES:
         return f"mode {cfg.mode!r} runs one request at a time"
-    if cfg.grammar is not None:
-        return "structured output runs one request at a time"
     if engine.available_modes().get(cfg.mode):
         return engine.available_modes()[cfg.mode]  # the solo path says it the usual way
     return _cache_refusal(engine)

@@ -14,6 +14,7 @@ from typing import cast
 
 import mlx.core as mx
 
+from ..constraint import mask_logits
 from ..events import Rejection, RoundResult
 from ..logprobs import PassLogprobs, read_logprobs
 from ..lookup import PromptLookupDrafter
@@ -51,27 +52,27 @@ def run_round(target: BatchModel, draft: BatchModel | None, rows: list[RowState]
     width = max(r.k for r in rows)
     drafted = _drafts(draft, rows, width)
     t1 = time.perf_counter()
-    feeds = [[r.ctx.seq[-1], *d.tokens_list[: r.k]] for r, d in zip(rows, drafted)]
+    unseen = [r.ctx.seq[held:] for r, held in zip(rows, target.held)]  # the last token, and forced ones
     target.begin()
-    logits = target.forward(feeds)
-    greedy_rows = [r.ctx.sampler.greedy for r in rows]
-    choices = mx.argmax(logits, axis=-1) if any(greedy_rows) else None
-    lps = [_row_logprobs(r, logits[b, : r.k + 1], choices, b) for b, r in enumerate(rows)]
-    mx.eval([a for a in (choices,) if a is not None], *[a for lp in lps if lp for a in lp.arrays()])
-    picked = token_ids(choices.reshape(-1)) if choices is not None else []
+    logits = target.forward([u + d.tokens_list[: r.k] for u, r, d in zip(unseen, rows, drafted)])
+    # row b's logits from its last unseen token on: one position per draft, and one after them
+    mine = [logits[b, len(u) - 1 : len(u) + r.k] for b, (u, r) in enumerate(zip(unseen, rows))]
+    mine = [m if r.ctx.grammar is None else mask_logits(m, r.ctx.grammar.allowed()) for m, r in zip(mine, rows)]
+    choices = [mx.argmax(m, axis=-1) if r.ctx.sampler.greedy else None for m, r in zip(mine, rows)]
+    lps = [_row_logprobs(r, m, c) for r, m, c in zip(rows, mine, choices)]
+    mx.eval([c for c in choices if c is not None], *[a for lp in lps if lp for a in lp.arrays()])
     verdicts = []
-    for b, (r, d) in enumerate(zip(rows, drafted)):
-        mine = r.drafts = d.tokens_list[: r.k]
-        if r.ctx.sampler.greedy:
-            row_choices = picked[b * logits.shape[1] : b * logits.shape[1] + r.k + 1]
-            verdicts.append(verify_greedy(row_choices, mine))
+    for r, d, m, c in zip(rows, drafted, mine, choices):
+        r.drafts = d.tokens_list[: r.k]
+        if c is not None:
+            verdicts.append(verify_greedy(token_ids(c), r.drafts))
         else:
             assert d.probs is not None or not r.k  # a drafter gives probabilities whenever the row samples
             probs = mx.zeros((0, logits.shape[-1])) if d.probs is None else d.probs[: r.k]
-            verdicts.append(verify_sampled(logits[b, : r.k + 1], mine, probs, r.ctx.sampler))
+            verdicts.append(verify_sampled(m, r.drafts, probs, r.ctx.sampler))
     for r, v, lp in zip(rows, verdicts, lps):
         _emit(r, v, lp)
-    target.commit([v.accepted + 1 for v in verdicts])
+    target.commit([len(u) + v.accepted for u, v in zip(unseen, verdicts)])
     if draft is not None and any(d.base >= 0 for d in drafted):
         _commit_draft(draft, rows, drafted)
     return RoundTiming(t1 - t0, time.perf_counter() - t1)
@@ -138,16 +139,19 @@ def _pick_rows(logits: mx.array, rows: list[RowState]) -> tuple[mx.array, list[m
     return mx.stack([t.reshape(()) for t, _ in picks]), [p for _, p in picks]
 
 
-def _row_logprobs(row: RowState, logits: mx.array, choices: mx.array | None, b: int) -> PassLogprobs | None:
+def _row_logprobs(row: RowState, logits: mx.array, choices: mx.array | None) -> PassLogprobs | None:
     lp = row.ctx.pass_logprobs(logits)
-    if lp is not None and choices is not None and row.ctx.sampler.greedy:
-        lp.choose(choices[b, : row.k + 1])
+    if lp is not None and choices is not None:
+        lp.choose(choices)
     return lp
 
 
 def _emit(row: RowState, verdict: Verdict, lp: PassLogprobs | None) -> None:
     """Append the row's kept tokens to its sequence (up to a stop) and set its step."""
     emitted, stop = row.ctx.take(verdict.tokens, row.generated)
+    if row.ctx.grammar is not None:
+        row.ctx.grammar.consume(emitted)
+        stop = stop or ("eos" if row.ctx.grammar.finished else None)
     rejection = None
     if verdict.target_choice is not None:
         n = verdict.accepted

@@ -7,12 +7,10 @@ Each request gets the same events an Engine.stream gives, ending in one Finished
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Generator
-from dataclasses import dataclass, field, replace
+from collections.abc import Generator
+from dataclasses import replace
 from typing import Any
 
-from ..config import GenerationConfig
 from ..engine import Engine, whole_characters
 from ..errors import ConfigError, EngineError, error_kind, user_message
 from ..events import Event, Failed, Finished, TextChunk
@@ -20,50 +18,18 @@ from ..loading import vocab_size
 from ..lookup import PromptLookupDrafter
 from ..runner import PREFILL_CHUNK
 from ..sampling import Sampler
-from ..speculative import LoopContext, Step
+from ..speculative import LoopContext, Step, forced_step
 from ..stats import StatsRecorder
-from ..tokenizer import Detokenizer
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
-from .batch_k import BatchK, RowAcceptance
+from .batch_k import BatchK
 from .batch_model import BatchModel, progress_events, solo_prefill
 from .batch_round import RowState, run_round
 from .prefix_store import PrefixStore, extract_row
+from .requests import BatchRequest as BatchRequest
+from .requests import Newcomer, Row, Start
 from .solo_lead import SoloLead
 
-Start = tuple[int, list[Any] | None]  # caches that already hold the first n tokens (None: start empty)
-
-
-@dataclass
-class BatchRequest:
-    """One generation for the batch: its prompt, config, cancel event and where its events go."""
-
-    prompt: list[int]
-    cfg: GenerationConfig
-    cancel: threading.Event
-    emit: Callable[[Event], None]  # called on the engine thread
-
-
-@dataclass
-class _Row:
-    """A running request: its round state, its events' detokenizer and stats, and its batch sizes."""
-
-    request: BatchRequest
-    state: RowState
-    stats: StatsRecorder
-    detok: Detokenizer
-    auto: bool
-    tokens: list[int] = field(default_factory=list)
-    acceptance: RowAcceptance = field(default_factory=RowAcceptance)
-    rows_seen: list[int] = field(default_factory=list)  # batch size at each of its rounds
-
-
-@dataclass
-class _Newcomer:
-    request: BatchRequest
-    budget: int
-    stats: StatsRecorder
-    prefill: Generator[Event, None, tuple[list[Any], list[Any] | None]]
-    emitted: list[int] = field(default_factory=list)  # a lead's tokens from before it joined
+MODELS = ("target", "draft")
 
 
 class BatchDecoder:
@@ -73,17 +39,16 @@ class BatchDecoder:
         self.engine, self.max_batch = engine, max(1, max_batch)
         self.target = BatchModel(engine.target.model, engine.target.name)
         self.draft = BatchModel(engine.draft.model, engine.draft.name) if engine.draft is not None else None
-        self.rows: list[_Row] = []
-        self.waiting: list[_Newcomer] = []
+        self.rows: list[Row] = []
+        self.waiting: list[Newcomer] = []
         self.lead: SoloLead | None = None  # the first request of an empty batch, on the engine's own loop
         self.solo_lead = True
-        self.controller = BatchK(k_max=8)
         self.prefill_chunk = PREFILL_CHUNK
         self._stop_ids = frozenset(engine.tokenizer.eos_token_ids)
-        # finished rows' caches outlive the batch: the engine keeps them for the next one's follow-ups
-        self.stores: dict[str, PrefixStore] = engine.batch_prefixes
-        for model in ("target", "draft"):
-            self.stores.setdefault(model, PrefixStore())
+        # what outlives the batch, kept on the engine: finished rows' caches for follow-ups, round costs
+        carry = engine.batch_carry
+        self.stores: dict[str, PrefixStore] = {m: carry.setdefault(f"{m} prefixes", PrefixStore()) for m in MODELS}
+        self.controller: BatchK = carry.setdefault("controller", BatchK(k_max=8))  # costs per batch size
 
     @property
     def active(self) -> int:
@@ -105,6 +70,7 @@ class BatchDecoder:
             if not request.prompt:
                 raise ConfigError("the prompt is empty: at least one token is needed")
             budget = self.engine._budget(len(request.prompt), request.cfg.max_tokens)
+            grammar = self.engine._grammar(request.cfg)  # compiled before any model work: a bad schema is said
         except EngineError as exc:
             request.emit(Failed(user_message(exc), error_kind(exc)))
             return
@@ -113,7 +79,7 @@ class BatchDecoder:
         stats = StatsRecorder(request.cfg, len(request.prompt), target_start[0])
         draft_start = self.stores["draft"].start(head) if request.cfg.mode == "draft" else (0, None)
         prefill = self._prefill(head, request.cfg.mode, target_start, draft_start)
-        self.waiting.append(_Newcomer(request, budget, stats, prefill))
+        self.waiting.append(Newcomer(request, budget, stats, prefill, grammar=grammar))
 
     def _prefill(
         self, head: list[int], mode: str, target_start: Start, draft_start: Start
@@ -139,7 +105,10 @@ class BatchDecoder:
         request = lead.request
         budget = self.engine._budget(len(request.prompt), request.cfg.max_tokens)
         prefill = self._prefill(handed.seq[:-1], request.cfg.mode, handed.target, handed.draft)
-        moved = _Newcomer(replace(request, prompt=handed.seq), budget, handed.stats, prefill, handed.emitted)
+        grammar = self.engine._grammar(request.cfg)
+        if grammar is not None:
+            grammar.consume(handed.emitted)  # the lead's reply so far, forced tokens included
+        moved = Newcomer(replace(request, prompt=handed.seq), budget, handed.stats, prefill, handed.emitted, grammar)
         self.waiting.insert(0, moved)
 
     def step(self) -> None:
@@ -171,7 +140,7 @@ class BatchDecoder:
             self.waiting.pop(0)
             self._join(newcomer, *done.value)
 
-    def _join(self, newcomer: _Newcomer, target: list[Any], draft: list[Any] | None) -> None:
+    def _join(self, newcomer: Newcomer, target: list[Any], draft: list[Any] | None) -> None:
         request, cfg = newcomer.request, newcomer.request.cfg
         held = len(request.prompt) - 1
         self.target.add_row(target, held)
@@ -180,7 +149,8 @@ class BatchDecoder:
         if not newcomer.emitted:  # a lead that moved in keeps its own prefill time
             newcomer.stats.prefill_done()
         prompt = list(request.prompt)
-        ctx = LoopContext(prompt, Sampler(cfg), newcomer.budget, self._stop_ids, request.cancel, None, cfg.logprobs)
+        stops, grammar = self._stop_ids, newcomer.grammar
+        ctx = LoopContext(prompt, Sampler(cfg), newcomer.budget, stops, request.cancel, grammar, cfg.logprobs)
         mode = cfg.mode if cfg.mode != "draft" or draft is not None else "baseline"
         lookup = PromptLookupDrafter(vocab_size(self.engine.target)) if mode == "lookup" else None
         state = RowState(ctx, mode, generated=len(newcomer.emitted), lookup=lookup)
@@ -189,10 +159,13 @@ class BatchDecoder:
         for token in newcomer.emitted:  # the lead streamed their text already
             detok.add_token(token)
         _ = detok.last_segment
-        row = _Row(request, state, newcomer.stats, detok, cfg.auto_k and mode != "baseline", list(newcomer.emitted))
+        row = Row(request, state, newcomer.stats, detok, cfg.auto_k and mode != "baseline", list(newcomer.emitted))
         self.rows.append(row)
 
     def _round(self) -> None:
+        self._force()
+        if not self.rows:
+            return
         self._choose_ks()
         timing = run_round(self.target, self.draft, [r.state for r in self.rows])
         width = max(r.state.k for r in self.rows)
@@ -211,6 +184,22 @@ class BatchDecoder:
         if ended:
             self._drop(ended)
 
+    def _force(self) -> None:
+        """Emit what each structured row's grammar forces next (no model pass: the round feeds them); a row
+        whose grammar allows nothing more ends."""
+        ended = []
+        for i, row in enumerate(self.rows):
+            grammar, state = row.state.ctx.grammar, row.state
+            while grammar is not None and (step := forced_step(state.ctx, grammar, state.generated)) is not None:
+                state.generated += len(step.tokens)
+                self._emit_step(row, step)
+                if step.stop is not None:
+                    self._finish(row, step.stop)
+                    ended.append(i)
+                    break
+        if ended:
+            self._drop(ended)
+
     def _choose_ks(self) -> None:
         auto = [r for r in self.rows if r.auto]
         k_auto = 0
@@ -224,9 +213,9 @@ class BatchDecoder:
                 if state.mode == "baseline"
                 else (min(k_auto, cfg.max_draft_tokens) if row.auto else cfg.max_draft_tokens)
             )
-            state.k = max(min(k, state.ctx.budget - state.generated), 0)
+            state.k = 0 if state.ctx.grammar is not None else max(min(k, state.ctx.budget - state.generated), 0)
 
-    def _emit_step(self, row: _Row, step: Step) -> None:
+    def _emit_step(self, row: Row, step: Step) -> None:
         for token in step.tokens:
             row.detok.add_token(token)
         row.tokens.extend(step.tokens)
@@ -238,7 +227,7 @@ class BatchDecoder:
             row.stats.round_done(step.round)
             row.request.emit(step.round)
 
-    def _finish(self, row: _Row, stop: str) -> None:
+    def _finish(self, row: Row, stop: str) -> None:
         row.detok.finalize()
         tail = whole_characters(row.detok.last_segment)
         if tail:

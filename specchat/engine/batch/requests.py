@@ -1,0 +1,54 @@
+"""A request of the batch, and the two ways it is held: waiting to join (its prompt being read) and running."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import GenerationConfig
+from ..constraint import GrammarState
+from ..events import Event
+from ..stats import StatsRecorder
+from ..tokenizer import Detokenizer
+from .batch_k import RowAcceptance
+from .batch_round import RowState
+
+Start = tuple[int, list[Any] | None]  # caches that already hold the first n tokens (None: start empty)
+
+
+@dataclass
+class BatchRequest:
+    """One generation for the batch: its prompt, config, cancel event and where its events go."""
+
+    prompt: list[int]
+    cfg: GenerationConfig
+    cancel: threading.Event
+    emit: Callable[[Event], None]  # called on the engine thread
+
+
+@dataclass
+class Row:
+    """A running request: its round state, its events' detokenizer and stats, and its batch sizes."""
+
+    request: BatchRequest
+    state: RowState
+    stats: StatsRecorder
+    detok: Detokenizer
+    auto: bool
+    tokens: list[int] = field(default_factory=list)
+    acceptance: RowAcceptance = field(default_factory=RowAcceptance)
+    rows_seen: list[int] = field(default_factory=list)  # batch size at each of its rounds
+
+
+@dataclass
+class Newcomer:
+    """A request whose prompt is being read, a chunk per step, before it joins the rounds."""
+
+    request: BatchRequest
+    budget: int
+    stats: StatsRecorder
+    prefill: Generator[Event, None, tuple[list[Any], list[Any] | None]]
+    emitted: list[int] = field(default_factory=list)  # a lead's tokens from before it joined
+    grammar: GrammarState | None = None  # structured output: the grammar where the row's reply stands
