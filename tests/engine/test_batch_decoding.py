@@ -266,3 +266,24 @@ def test_structured_rows_follow_their_grammar_in_the_batch(request, target_name,
         assert got.tokens == list(alone.tokens)  # greedy under a grammar: the same as alone
         assert got.end.stats.batch_rows_max == 3
     check_person(added[0].end.text)
+
+
+@pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
+@pytest.mark.parametrize("steps_before", [0, 1])
+def test_a_lead_moved_in_before_its_runners_reached_its_prompt(request, target_name, draft_name, steps_before):
+    """The engine's runners still hold an earlier conversation: the lead moves in before (0 steps) or while
+    (1 step: a target prefill chunk, the draft model not reached) it reads its prompt."""
+    engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
+    cfg = greedy("draft", 3, n=20)
+    long_text = " ".join(TEXTS * 2)  # longer than what the runners hold: only their tokens tell them apart
+    earlier, lead_prompt, other_prompt = (prompt_ids(engine, t) for t in (TEXTS[5], long_text, TEXTS[2]))
+    expected = [solo_tokens(engine, p, cfg) for p in (lead_prompt, other_prompt)]
+    engine.generate(earlier, cfg)  # the runners now hold another conversation
+    engine.runner.prefill_chunk = 4
+    decoder = BatchDecoder(engine, max_batch=4)
+    lead = submit(decoder, lead_prompt, cfg)
+    for _ in range(steps_before):
+        decoder.step()
+    other = submit(decoder, other_prompt, cfg)
+    run_all(decoder)
+    assert [lead.tokens, other.tokens] == expected

@@ -77,9 +77,9 @@ class SoloLead:
         if close is not None:
             close()  # rolls back any open round: the runners hold a prefix of the sequence
         seq = list(self.request.prompt) + self.emitted
-        target = _moved(self.engine.runner, len(seq) - 1)
+        target = _moved(self.engine.runner, seq)
         runner = getattr(self.engine.drafters.get("draft"), "runner", None)
-        draft = _moved(runner, len(seq) - 1) if runner is not None and self.request.cfg.mode == "draft" else (0, None)
+        draft = _moved(runner, seq) if runner is not None and self.request.cfg.mode == "draft" else (0, None)
         stats = StatsRecorder(self.request.cfg, len(self.request.prompt), 0)
         stats.start, stats.first_token = self.started, self.first_token
         stats.prefill_end = self.prefill_end or time.perf_counter()
@@ -88,11 +88,12 @@ class SoloLead:
         return Handover(seq, list(self.emitted), target, draft, stats)
 
 
-def _moved(runner: Any, most: int) -> tuple[int, list[Any] | None]:
-    """The runner's caches and how many tokens they hold (its caches start afresh); none past `most`."""
-    held = len(runner.tokens)
+def _moved(runner: Any, seq: list[int]) -> tuple[int, list[Any] | None]:
+    """The runner's caches and how many tokens they hold, when those begin seq and leave its last token out
+    (a runner the lead had not reached yet still holds an earlier conversation); its caches start afresh."""
+    held = runner.tokens
     caches = list(runner.caches)
     runner.reset()
-    if held == 0 or held > most:
+    if not held or len(held) >= len(seq) or held != seq[: len(held)]:
         return 0, None
-    return held, caches
+    return len(held), caches
