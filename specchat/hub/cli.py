@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import DownloadCancelled, HubError
-from .progress import DownloadProgress
+from .progress import DownloadProgress, run_interruptible
 from .units import format_bytes, format_duration
 
 if TYPE_CHECKING:  # imported where used, so `specchat models` starts fast
@@ -236,26 +235,11 @@ def run_download(args: argparse.Namespace) -> int:
         _preflight(repos, args)
     except HubError as exc:
         return _fail(str(exc))
-    cancel = threading.Event()
-    paths: list[Path] = []
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            paths.extend(download_bundle(repos, _config(), _print_progress, cancel, revision=args.revision))
-        except BaseException as exc:
-            errors.append(exc)
-
-    worker = threading.Thread(target=work, name="download", daemon=True)
-    worker.start()
-    try:
-        while worker.is_alive():
-            worker.join(0.2)
-    except KeyboardInterrupt:
-        cancel.set()
-        worker.join()
+    fetched, error = run_interruptible(
+        "download", lambda cancel: download_bundle(repos, _config(), _print_progress, cancel, revision=args.revision)
+    )
+    paths: list[Path] = list(fetched) if isinstance(fetched, list) else []
     print(file=sys.stderr)
-    error = errors[0] if errors else None
     if isinstance(error, DownloadCancelled):
         return _fail("cancelled; partial files are kept, run the same command to resume", 130)
     if isinstance(error, HubError):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 from pathlib import Path
 
 from .errors import DownloadCancelled, HubError
+from .progress import run_interruptible
 from .repo_ids import BadRepoIdError
 
 
@@ -52,32 +52,14 @@ def run_mtp_add(args: argparse.Namespace) -> int:
         f"found via {plan.original.found_in}), converted to {plan.fmt.describe}",
         file=sys.stderr,
     )
-    cancel = threading.Event()
-    box: dict[str, object] = {}
-
-    def work() -> None:
-        try:
-            box["added"] = add_head(plan, config, _print_progress, cancel)
-        except BaseException as exc:  # handed to the main thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, name="mtp-head", daemon=True)
-    worker.start()
-    try:
-        while worker.is_alive():
-            worker.join(0.2)
-    except KeyboardInterrupt:
-        cancel.set()
-        worker.join()
+    added, error = run_interruptible("mtp-head", lambda cancel: add_head(plan, config, _print_progress, cancel))
     print(file=sys.stderr)
-    error = box.get("error")
     if isinstance(error, DownloadCancelled):
         return _fail("cancelled; the bytes fetched so far are kept, run the same command to resume", 130)
     if isinstance(error, HubError):
         return _fail(str(error))
     if isinstance(error, BaseException):
         raise error
-    added = box["added"]
     assert isinstance(added, AddedHead)
     print(f"added {added.sidecar}: {added.reason}; mode mtp is now available")
     return 0

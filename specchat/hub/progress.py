@@ -138,3 +138,27 @@ def tqdm_hook(tracker: ProgressTracker, cancel: threading.Event | None) -> type:
             pass
 
     return _Hook
+
+
+def run_interruptible(name: str, work: Callable[[threading.Event], object]) -> tuple[object, BaseException | None]:
+    """Run work(cancel) on its own thread until it ends; Ctrl-C sets cancel and waits for it to stop.
+    Returns what it returned, and what it raised (None when nothing)."""
+    cancel = threading.Event()
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = work(cancel)
+        except BaseException as exc:  # handed to the calling thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name=name, daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        cancel.set()
+        worker.join()
+    error = box.get("error")
+    return box.get("result"), error if isinstance(error, BaseException) else None
