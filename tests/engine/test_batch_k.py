@@ -44,21 +44,3 @@ def test_row_acceptance_follows_its_rounds():
     for _ in range(20):
         row.observe(4, 0)
     assert high > 0.9 and row.rate < 0.1
-
-
-def test_from_plain_decoding_it_tries_the_last_k_that_drafted_not_the_shallowest():
-    # drafting costs a jump: K=1 loses to plain, K=3 wins; a batch that sat at plain must find K=3 again
-    def cost(k):
-        return 1.0 if k == 0 else 1.5 + 0.1 * k
-
-    controller = BatchK(k_max=4)
-    controller.last_k = 3
-    chosen = run(controller, [0.5, 0.5], cost, rounds=8)  # pessimistic rates: it goes plain at first
-    assert 0 in chosen
-    chosen = run(controller, [0.8, 0.8], cost, rounds=40)
-    assert chosen[-10:].count(0) <= 2 and max(chosen[-10:]) >= 3
-
-
-def test_a_row_starts_from_the_rate_its_mode_had_alone():
-    assert RowAcceptance(0.9).rate == 0.9
-    assert RowAcceptance().rate == 0.5

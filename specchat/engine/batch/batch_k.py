@@ -59,10 +59,10 @@ class _Timing:
 
 
 class RowAcceptance:
-    """One row's decayed share of drafts the target accepted (its prior: the mode's rate alone, if known)."""
+    """One row's decayed share of drafts the target accepted."""
 
-    def __init__(self, prior: float | None = None) -> None:
-        self.accepted, self.drafted = ROW_PRIOR if prior is None else (prior * ROW_PRIOR[1], ROW_PRIOR[1])
+    def __init__(self) -> None:
+        self.accepted, self.drafted = ROW_PRIOR
 
     def observe(self, drafted: int, accepted: int) -> None:
         """Add one round's counts (about the last thirty drafts count)."""
@@ -98,15 +98,11 @@ class BatchK:
         best = max(costs, key=lambda k: sum(expected_tokens(a, k) for a in rates) / costs[k])
         self.rounds += 1
         if self.rounds % EXPLORE_EVERY == 0:
-            best = self._explore(best, top, timing)
+            near = [k for k in (best - 1, best + 1) if 0 <= k <= top]
+            if near:
+                best = min(near, key=lambda k: timing.weights.get(k, 0.0))
         self.last_k = best if best > 0 else self.last_k
         return best
-
-    def _explore(self, best: int, top: int, timing: _Timing) -> int:
-        """A neighbour of the best K, the least measured; from plain decoding the last K that drafted (a
-        batched draft step costs a jump: the shallowest K is the worst test of whether drafting pays)."""
-        near = [k for k in (best - 1, best + 1) if 0 <= k <= top] if best > 0 else [min(self.last_k, top)]
-        return min(near, key=lambda k: timing.weights.get(k, 0.0)) if near else best
 
     def observe(self, rows: int, k: int, seconds: float) -> None:
         """Add one round's time: `rows` sequences, K drafts each."""

@@ -21,7 +21,7 @@ from ..sampling import Sampler
 from ..speculative import LoopContext, Step, forced_step
 from ..stats import StatsRecorder
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
-from .batch_k import BatchK, RowAcceptance
+from .batch_k import BatchK
 from .batch_model import BatchModel, progress_events, solo_prefill
 from .batch_round import RowState, run_round
 from .prefix_store import PrefixStore, extract_row
@@ -160,14 +160,7 @@ class BatchDecoder:
             detok.add_token(token)
         _ = detok.last_segment
         row = Row(request, state, newcomer.stats, detok, cfg.auto_k and mode != "baseline", list(newcomer.emitted))
-        row.acceptance = RowAcceptance(self._known_rate(mode))
         self.rows.append(row)
-
-    def _known_rate(self, mode: str) -> float | None:
-        """The acceptance the engine's own Auto K measured for this mode (replies alone, a lead), if any."""
-        solo = self.engine.auto_k.get(mode)
-        seen = solo.accepted + solo.rejected if solo is not None else 0
-        return solo.alpha if solo is not None and seen > 0 else None
 
     def _round(self) -> None:
         self._force()
