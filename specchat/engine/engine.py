@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -190,14 +190,9 @@ class Engine:
         detok.reset()
         stop: str | None = None
         for step in steps:
-            yield from self._chunks(step, detok, tokens, stats)
+            yield from step_events(step, detok, tokens, stats)
             stop = step.stop
-        detok.finalize()
-        tail = whole_characters(detok.last_segment)  # reading it advances the detokenizer: read once
-        if tail:
-            yield TextChunk(tail, (), ())
-        final = stats.finish(len(tokens), stop or "length")
-        yield Finished(tuple(tokens), whole_characters(self.tokenizer.decode(tokens)), final, stop == "cancelled")
+        yield from end_events(detok, self.tokenizer.decode, tokens, stats, stop or "length")
 
     def _prefill(self, prompt: list[int], drafter: Drafter | None, cancel: threading.Event) -> Iterator[Event]:
         """The target reads the prompt, then the drafter does; cancel acts between chunks."""
@@ -226,18 +221,36 @@ class Engine:
             )
         return min(max_tokens, size - prompt_tokens)
 
-    @staticmethod
-    def _chunks(step: Step, detok: Detokenizer, tokens: list[int], stats: StatsRecorder) -> Iterator[Event]:
-        for token in step.tokens:
-            detok.add_token(token)
-        tokens.extend(step.tokens)
-        stats.tokens_emitted(len(step.tokens))
-        if step.tokens:
-            logprobs = tuple(step.logprobs or ())
-            yield TextChunk(detok.last_segment, tuple(step.tokens), tuple(step.from_draft), logprobs)
-        if step.round is not None:
-            stats.round_done(step.round)
-            yield step.round
+
+def step_events(step: Step, detok: Detokenizer, tokens: list[int], stats: StatsRecorder) -> Iterator[Event]:
+    """A step's TextChunk (its tokens added to `tokens` and the stats) and its RoundResult, if any."""
+    for token in step.tokens:
+        detok.add_token(token)
+    tokens.extend(step.tokens)
+    stats.tokens_emitted(len(step.tokens))
+    if step.tokens:
+        logprobs = tuple(step.logprobs or ())
+        yield TextChunk(detok.last_segment, tuple(step.tokens), tuple(step.from_draft), logprobs)
+    if step.round is not None:
+        stats.round_done(step.round)
+        yield step.round
+
+
+def end_events(
+    detok: Detokenizer,
+    decode: Callable[[list[int]], str],
+    tokens: list[int],
+    stats: StatsRecorder,
+    stop: str,
+    **extra: Any,
+) -> Iterator[Event]:
+    """The text the detokenizer still held back, then Finished; `extra`: more GenerationStats fields."""
+    detok.finalize()
+    tail = whole_characters(detok.last_segment)  # reading it advances the detokenizer: read once
+    if tail:
+        yield TextChunk(tail, (), ())
+    final = replace(stats.finish(len(tokens), stop), **extra)
+    yield Finished(tuple(tokens), whole_characters(decode(tokens)), final, stop == "cancelled")
 
 
 def result_of(events: Iterable[Event]) -> GenerationResult:

@@ -2,6 +2,7 @@
 
 from specchat.engine import Engine
 from specchat.engine.config import GenerationConfig
+from specchat.engine.engine import step_events
 from specchat.engine.speculative import Step
 from specchat.engine.stats import StatsRecorder
 
@@ -17,7 +18,7 @@ def test_byte_level_tokens_stream_to_whole_characters(dense_target):
     out, pieces = [], []
     stats = StatsRecorder(GenerationConfig(), 1, 0)
     for token in tokens:  # one token per step, as plain decoding emits them
-        for chunk in Engine._chunks(Step([token], [False]), detok, out, stats):
+        for chunk in step_events(Step([token], [False]), detok, out, stats):
             pieces.append(chunk.text)
     detok.finalize()
     pieces.append(detok.last_segment)

@@ -18,21 +18,13 @@ def batch_refusal(engine: Any, cfg: GenerationConfig) -> str | None:
         return "this engine runs one request at a time"
     if cfg.mode not in BATCH_MODES:
         return f"mode {cfg.mode!r} runs one request at a time"
-    if engine.available_modes().get(cfg.mode):
-        return engine.available_modes()[cfg.mode]  # the solo path says it the usual way
-    return _cache_refusal(engine)
-
-
-def _cache_refusal(engine: Engine) -> str | None:
-    models = [engine.target] + ([engine.draft] if engine.draft is not None else [])
-    for loaded in models:
+    unavailable = engine.available_modes().get(cfg.mode)
+    if unavailable:
+        return unavailable  # the solo path says it the usual way
+    draft = getattr(engine.drafters.get("draft"), "runner", None)
+    for caches in (engine.runner.caches, draft.caches if draft is not None else []):
         try:
-            row_caches(engine.runner.caches if loaded is engine.target else _draft_caches(engine))
+            row_caches(caches)
         except EngineError as exc:
             return str(exc)
     return None
-
-
-def _draft_caches(engine: Engine) -> list[Any]:
-    runner = getattr(engine.drafters.get("draft"), "runner", None)
-    return list(runner.caches) if runner is not None else []

@@ -107,9 +107,3 @@ class BatchK:
     def observe(self, rows: int, k: int, seconds: float) -> None:
         """Add one round's time: `rows` sequences, K drafts each."""
         self.timings.setdefault(rows, _Timing()).add(k, seconds)
-
-    def predicted_rate(self, rates: list[float], k: int) -> float:
-        """Expected tokens per second of the batch at K (0.0 while that cost is unknown at this size)."""
-        timing = self.timings.get(len(rates))
-        cost = None if timing is None else timing.cost(k)
-        return 0.0 if cost is None else sum(expected_tokens(a, k) for a in rates) / cost

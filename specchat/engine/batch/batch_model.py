@@ -13,7 +13,7 @@ from .. import gdn_capture
 from ..events import Event, PrefillProgress
 from ..rollback import linear_layers
 from ..runner import ModelRunner
-from .row_cache import RowKVCache, append_row, keep_rows, row_caches
+from .row_cache import append_row, keep_rows, row_caches
 from .row_rollback import RowTransaction
 
 
@@ -43,11 +43,6 @@ class BatchModel:
             gdn_capture.install(model)
         self.held: list[int] = []  # per row: tokens of its sequence the caches hold
         self._txn: RowTransaction | None = None
-
-    @property
-    def rows(self) -> int:
-        """Number of sequences in the batch."""
-        return len(self.held)
 
     def add_row(self, solo: Sequence[Any], held: int) -> None:
         """Add a sequence read alone (its one-row mlx-lm caches hold `held` tokens) as the last row."""
@@ -101,11 +96,6 @@ class BatchModel:
         self._txn.commit(keep, self.linear_layers)
         self.held = [s + k for s, k in zip(self._start, keep)]
         self._txn = None
-
-    def evaluate(self) -> None:
-        """Run what the caches still owe (after a pass whose logits were not all read)."""
-        arrays = [a for c in self.caches for a in (c.state if isinstance(c, RowKVCache) else c.cache)]
-        mx.eval([a for a in arrays if a is not None])
 
 
 def progress_events(

@@ -11,9 +11,9 @@ from collections.abc import Generator
 from dataclasses import replace
 from typing import Any
 
-from ..engine import Engine, whole_characters
+from ..engine import Engine, end_events, step_events
 from ..errors import ConfigError, EngineError, error_kind, user_message
-from ..events import Event, Failed, Finished, TextChunk
+from ..events import Event, Failed, Finished
 from ..loading import vocab_size
 from ..lookup import PromptLookupDrafter
 from ..runner import PREFILL_CHUNK
@@ -177,7 +177,7 @@ class BatchDecoder:
             row.acceptance.observe(step.round.drafted, step.round.accepted)
             row.rows_seen.append(len(self.rows))
             info = replace(step.round, draft_s=timing.draft_s, verify_s=timing.verify_s)
-            self._emit_step(row, Step(step.tokens, step.from_draft, info, step.stop, step.logprobs))
+            self._emit_step(row, replace(step, round=info))
             if step.stop is not None:
                 self._finish(row, step.stop)
                 ended.append(i)
@@ -216,27 +216,16 @@ class BatchDecoder:
             state.k = 0 if state.ctx.grammar is not None else max(min(k, state.ctx.budget - state.generated), 0)
 
     def _emit_step(self, row: Row, step: Step) -> None:
-        for token in step.tokens:
-            row.detok.add_token(token)
-        row.tokens.extend(step.tokens)
-        row.stats.tokens_emitted(len(step.tokens))
-        if step.tokens:
-            text = row.detok.last_segment
-            row.request.emit(TextChunk(text, tuple(step.tokens), tuple(step.from_draft), tuple(step.logprobs or ())))
-        if step.round is not None and row.state.mode != "baseline":  # plain decoding has no rounds, as alone
-            row.stats.round_done(step.round)
-            row.request.emit(step.round)
+        if row.state.mode == "baseline":  # plain decoding has no rounds, as alone
+            step = replace(step, round=None)
+        for event in step_events(step, row.detok, row.tokens, row.stats):
+            row.request.emit(event)
 
     def _finish(self, row: Row, stop: str) -> None:
-        row.detok.finalize()
-        tail = whole_characters(row.detok.last_segment)
-        if tail:
-            row.request.emit(TextChunk(tail, (), ()))
-        final = row.stats.finish(len(row.tokens), stop)
         seen = row.rows_seen or [1]
-        final = replace(final, batch_rows_max=max(seen), batch_rows_mean=sum(seen) / len(seen))
-        text = whole_characters(self.engine.tokenizer.decode(row.tokens))
-        row.request.emit(Finished(tuple(row.tokens), text, final, stop == "cancelled"))
+        rows = {"batch_rows_max": max(seen), "batch_rows_mean": sum(seen) / len(seen)}
+        for event in end_events(row.detok, self.engine.tokenizer.decode, row.tokens, row.stats, stop, **rows):
+            row.request.emit(event)
 
     def _end_cancelled(self) -> None:
         ended = [i for i, r in enumerate(self.rows) if r.request.cancel.is_set()]
