@@ -287,3 +287,23 @@ def test_a_lead_moved_in_before_its_runners_reached_its_prompt(request, target_n
     other = submit(decoder, other_prompt, cfg)
     run_all(decoder)
     assert [lead.tokens, other.tokens] == expected
+
+
+def test_a_row_cut_short_mid_round_leaves_no_wrong_state_for_a_follow_up(hybrid_target):
+    """A self-draft accepts every draft, so max_tokens ends the reply inside a round: a follow-up that starts
+    from the finished row's caches (a recurrent state that cannot give tokens back) gives its solo output."""
+    engine = Engine.load(hybrid_target, hybrid_target)
+    cfg = greedy("draft", 4, n=7)
+    prompt = prompt_ids(engine, TEXTS[0])
+
+    def batched(p):
+        decoder = BatchDecoder(engine, max_batch=4)
+        decoder.solo_lead = False
+        return run_all(decoder, {0: [(p, cfg)]})[0][0]
+
+    first = batched(prompt)
+    assert len(first.tokens) == 7 and first.end.stats.stop_reason == "length"
+    follow_up = prompt + first.tokens + prompt_ids(engine, TEXTS[1])
+    again = batched(follow_up)
+    engine.batch_carry.clear()
+    assert again.tokens == solo_tokens(engine, follow_up, cfg)

@@ -247,10 +247,13 @@ class BatchDecoder:
     def _store(self, i: int, drafting: list[int]) -> None:
         """Keep a leaving row's caches for a follow-up (the target's, and the draft model's in draft mode)."""
         seq = self.rows[i].state.ctx.seq
-        self.stores["target"].put(seq[: self.target.held[i]], extract_row(self.target.caches, i))
+        models = [("target", self.target, i)]
         if self.draft is not None and i in drafting:
-            j = drafting.index(i)
-            self.stores["draft"].put(seq[: self.draft.held[j]], extract_row(self.draft.caches, j))
+            models.append(("draft", self.draft, drafting.index(i)))
+        for name, model, row in models:
+            # a stop token inside a round leaves accepted drafts after it in the caches: nothing to reuse
+            if model.held[row] <= len(seq):
+                self.stores[name].put(seq[: model.held[row]], extract_row(model.caches, row))
 
     def _fail_all(self, exc: Exception) -> None:
         message, kind = user_message(exc), error_kind(exc)

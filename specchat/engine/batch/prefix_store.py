@@ -50,9 +50,9 @@ def extract_row(batch: Sequence[Any], row: int) -> list[Any]:
     return out
 
 
-def _cut(caches: list[Any], n: int) -> list[Any] | None:
-    """Caches holding only the first n tokens, new objects (the stored ones stay as they are); None when a
-    recurrent state would have to be cut."""
+def _cut(caches: list[Any], n: int) -> list[Any]:
+    """Caches holding only the first n tokens, new objects (the stored ones stay as they are); a recurrent
+    state is copied whole (start() only cuts where it holds exactly those n)."""
     out: list[Any] = []
     for cache in caches:
         if isinstance(cache, ArraysCache):
@@ -80,15 +80,15 @@ class PrefixStore:
 
     def start(self, tokens: list[int]) -> tuple[int, list[Any] | None]:
         """The most of `tokens` a stored sequence already holds, and caches holding just those (new objects)."""
-        best, caches = 0, None
+        best, found = 0, None
         for entry in self.entries:
             n = common_prefix_len(entry.tokens, tokens)
             recurrent = any(isinstance(c, ArraysCache) for c in entry.caches)
             if recurrent and n < len(entry.tokens):
                 continue  # a recurrent state cannot give back tokens
-            if n > best and (cut := _cut(entry.caches, n)) is not None:
-                best, caches = n, cut
-        return best, caches
+            if n > best:
+                best, found = n, entry
+        return (best, _cut(found.caches, best)) if found is not None else (0, None)
 
     def clear(self) -> None:
         """Forget every stored sequence."""
