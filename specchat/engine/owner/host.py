@@ -75,7 +75,7 @@ class EngineHost:
                 raise EngineError("the engine is shutting down")
             handle = JobHandle(JobInfo(next(self._ids), kind), work, listener, join)
             ahead = len(self._queue) + (self._running is not None) + len(self._rows)
-            self._publish(handle, JobQueued(handle.info, ahead))
+            self.publish(handle, JobQueued(handle.info, ahead))
             self._queue.append(handle)
             self._cond.notify()
         return handle
@@ -87,7 +87,7 @@ class EngineHost:
             if handle not in self._queue:
                 return
             self._queue.remove(handle)
-            self._publish(handle, JobCancelled(handle.info))
+            self.publish(handle, JobCancelled(handle.info))
 
     def state(self) -> QueueState:
         """The running job (the first of a batch's rows), the queued ones, and every running job."""
@@ -131,10 +131,7 @@ class EngineHost:
         self.publish(handle, event)
 
     def publish(self, handle: JobHandle, event: JobEvent) -> None:
-        """Deliver a job's event to it and its lifecycle events to the observers (the engine thread)."""
-        self._publish(handle, event)
-
-    def _publish(self, handle: JobHandle, event: JobEvent) -> None:
+        """Deliver a job's event to it and its lifecycle events to the observers (any thread)."""
         handle.deliver(event)
         for observer in list(self._observers):
             try:
@@ -161,7 +158,7 @@ class EngineHost:
             finally:
                 with self._cond:
                     self._running = None
-                self._publish(handle, handle.end)
+                self.publish(handle, handle.end)
         self._engine = None
         _release_memory()
         self._parked.set()
@@ -173,7 +170,7 @@ class EngineHost:
         if handle.cancel.is_set():
             handle.set_end(JobCancelled(info))
             return
-        self._publish(handle, JobStarted(info))
+        self.publish(handle, JobStarted(info))
         ctx = JobContext(self, handle)
         try:
             result = handle.work(ctx)
