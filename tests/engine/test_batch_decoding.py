@@ -161,7 +161,7 @@ def test_an_extra_row_costs_its_caches_only(request, target_name, draft_name):
 def test_refused_configs_name_why(dense_target, dense_draft_partial):
     engine = Engine.load(dense_target, dense_draft_partial)
     assert batch_refusal(engine, greedy("draft", 2)) is None
-    assert "one request at a time" in batch_refusal(engine, greedy("mtp", 1))
+    assert "no MTP head" in batch_refusal(engine, greedy("mtp", 1))  # the solo path's own reason
     assert batch_refusal(object(), greedy()) is not None
 
 

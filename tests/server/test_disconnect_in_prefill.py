@@ -37,8 +37,8 @@ def slow_prefill(host, monkeypatch):
     runner.prefill_chunk, runner.prefill_chunks = CHUNK, gated
     original_solo = batch_decoder.solo_prefill
 
-    def gated_solo(model, tokens, _chunk):  # a batch's newcomer, read alone before it joins
-        steps = original_solo(model, tokens, CHUNK)
+    def gated_solo(model, tokens, _chunk, *args, **kwargs):  # a batch's newcomer, read alone before it joins
+        steps = original_solo(model, tokens, CHUNK, *args, **kwargs)
         while True:
             try:
                 done, total = next(steps)

@@ -9,7 +9,7 @@ from ..engine import Engine
 from ..errors import EngineError
 from .row_cache import row_caches
 
-BATCH_MODES = ("baseline", "draft", "lookup")
+BATCH_MODES = ("baseline", "draft", "lookup", "mtp")
 
 
 def batch_refusal(engine: Any, cfg: GenerationConfig) -> str | None:
@@ -18,6 +18,8 @@ def batch_refusal(engine: Any, cfg: GenerationConfig) -> str | None:
         return "this engine runs one request at a time"
     if cfg.mode not in BATCH_MODES:
         return f"mode {cfg.mode!r} runs one request at a time"
+    if cfg.mode == "mtp" and cfg.mtp_history:
+        return "MTP with the head's own history (its KV cache over the sequence) runs one request at a time"
     unavailable = engine.available_modes().get(cfg.mode)
     if unavailable:
         return unavailable  # the solo path says it the usual way

@@ -18,17 +18,21 @@ from .row_rollback import RowTransaction
 
 
 def solo_prefill(
-    model: Any, tokens: list[int], chunk: int, start: tuple[int, list[Any] | None] = (0, None)
-) -> Generator[tuple[int, int], None, list[Any]]:
-    """Read one newcomer's tokens alone, `chunk` at a time, yielding (done, total); returns its caches.
+    model: Any, tokens: list[int], chunk: int, start: tuple[int, list[Any] | None] = (0, None), hidden: bool = False
+) -> Generator[tuple[int, int], None, tuple[list[Any], mx.array | None]]:
+    """Read one newcomer's tokens alone, `chunk` at a time, yielding (done, total); returns its caches and,
+    with `hidden`, the model's final hidden state (H,) at its last token (None when every token was held).
     `start`: caches that already hold the first n tokens (a finished row's, see prefix_store)."""
     solo = ModelRunner(model)
     solo.prefill_chunk = chunk
     held, caches = start
     if caches is not None:
         solo.caches, solo.tokens = caches, tokens[:held]
+    last: list[mx.array] = []
+    if hidden:
+        solo.hidden_sink = lambda _position, rows: last.append(rows[-1])
     yield from solo.prefill_chunks(tokens[len(solo.tokens) :])
-    return list(solo.caches)
+    return list(solo.caches), (last[-1] if last else None)
 
 
 class BatchModel:
@@ -42,6 +46,8 @@ class BatchModel:
         if self.hybrid:
             gdn_capture.install(model)
         self.held: list[int] = []  # per row: tokens of its sequence the caches hold
+        self.want_hidden = False  # set while MTP rows run: forward() keeps the final hidden states too
+        self.hidden: mx.array | None = None  # (B, L, H) of the last forward() with want_hidden, lazily
         self._txn: RowTransaction | None = None
 
     def add_row(self, solo: Sequence[Any], held: int) -> None:
@@ -71,18 +77,26 @@ class BatchModel:
         for cache in self.caches:
             if isinstance(cache, ArraysCache):
                 cache.lengths = mx.array(real) if ragged else None  # type: ignore[assignment]
-        logits: mx.array
         if self._txn is None:
-            logits = self.model(tokens, cache=self.caches)
+            logits = self._call(tokens)
         else:
             with self._txn.feeding(real):
-                logits = self.model(tokens, cache=self.caches)
+                logits = self._call(tokens)
         for cache in self.caches:
             if isinstance(cache, ArraysCache):
                 cache.lengths = None
             else:
                 cache.lengths = [n - width + r for n, r in zip(cache.lengths, real)]
         self.held = [h + r for h, r in zip(self.held, real)]
+        return logits
+
+    def _call(self, tokens: mx.array) -> mx.array:
+        if not self.want_hidden:
+            self.hidden = None
+            out: mx.array = self.model(tokens, cache=self.caches)
+            return out
+        logits: mx.array
+        logits, self.hidden = self.model(tokens, cache=self.caches, return_hidden=True)
         return logits
 
     def begin(self) -> None:
@@ -99,13 +113,13 @@ class BatchModel:
 
 
 def progress_events(
-    steps: Generator[tuple[int, int], None, list[Any]], model: str
-) -> Generator[Event, None, list[Any]]:
-    """solo_prefill's (done, total) as PrefillProgress events; returns its caches."""
+    steps: Generator[tuple[int, int], None, tuple[list[Any], mx.array | None]], model: str
+) -> Generator[Event, None, tuple[list[Any], mx.array | None]]:
+    """solo_prefill's (done, total) as PrefillProgress events; returns what it returns."""
     while True:
         try:
             done, total = next(steps)
         except StopIteration as end:
-            caches: list[Any] = end.value
-            return caches
+            result: tuple[list[Any], mx.array | None] = end.value
+            return result
         yield PrefillProgress(done, total, model)

@@ -11,6 +11,8 @@ from collections.abc import Generator
 from dataclasses import replace
 from typing import Any
 
+import mlx.core as mx
+
 from ..engine import Engine, end_events, step_events
 from ..errors import ConfigError, EngineError, error_kind, user_message
 from ..events import Event, Failed, Finished
@@ -21,12 +23,13 @@ from ..sampling import Sampler
 from ..speculative import LoopContext, Step, forced_step
 from ..stats import StatsRecorder
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
+from .batch_drafts import RowState
 from .batch_k import BatchK
 from .batch_model import BatchModel, progress_events, solo_prefill
-from .batch_round import RowState, run_round
+from .batch_round import run_round
 from .prefix_store import PrefixStore, extract_row
 from .requests import BatchRequest as BatchRequest
-from .requests import Newcomer, Row, Start
+from .requests import Newcomer, Prefilled, Row, Start
 from .solo_lead import SoloLead
 
 MODELS = ("target", "draft")
@@ -49,6 +52,12 @@ class BatchDecoder:
         carry = engine.batch_carry
         self.stores: dict[str, PrefixStore] = {m: carry.setdefault(f"{m} prefixes", PrefixStore()) for m in MODELS}
         self.controller: BatchK = carry.setdefault("controller", BatchK(k_max=8))  # costs per batch size
+
+    @property
+    def _head(self) -> Any:
+        """The target model when it carries an MTP head (MTP rows draft with it), else None."""
+        model = self.target.model
+        return model if callable(getattr(model, "mtp_forward", None)) else None
 
     @property
     def active(self) -> int:
@@ -83,15 +92,17 @@ class BatchDecoder:
 
     def _prefill(
         self, head: list[int], mode: str, target_start: Start, draft_start: Start
-    ) -> Generator[Event, None, tuple[list[Any], list[Any] | None]]:
+    ) -> Generator[Event, None, Prefilled]:
         """The target, then the draft model (in draft mode), read `head` (all of the sequence but its last
-        token), from what the given caches already hold."""
-        chunk = self.prefill_chunk
-        target = yield from progress_events(solo_prefill(self.target.model, head, chunk, target_start), "target")
+        token), from what the given caches already hold; in MTP mode the target's last hidden state too."""
+        chunk, mtp = self.prefill_chunk, mode == "mtp"
+        target_read = solo_prefill(self.target.model, head, chunk, target_start, hidden=mtp)
+        target, hidden = yield from progress_events(target_read, "target")
         draft = None
         if mode == "draft" and self.draft is not None:
-            draft = yield from progress_events(solo_prefill(self.draft.model, head, chunk, draft_start), "draft")
-        return target, draft
+            draft_read = solo_prefill(self.draft.model, head, chunk, draft_start)
+            draft, _ = yield from progress_events(draft_read, "draft")
+        return target, draft, hidden
 
     def _lead_step(self, lead: SoloLead) -> None:
         """The lead's next round on the engine's loop; once another request waits, it moves into the batch."""
@@ -140,7 +151,7 @@ class BatchDecoder:
             self.waiting.pop(0)
             self._join(newcomer, *done.value)
 
-    def _join(self, newcomer: Newcomer, target: list[Any], draft: list[Any] | None) -> None:
+    def _join(self, newcomer: Newcomer, target: list[Any], draft: list[Any] | None, hidden: mx.array | None) -> None:
         request, cfg = newcomer.request, newcomer.request.cfg
         held = len(request.prompt) - 1
         self.target.add_row(target, held)
@@ -153,7 +164,7 @@ class BatchDecoder:
         ctx = LoopContext(prompt, Sampler(cfg), newcomer.budget, stops, request.cancel, grammar, cfg.logprobs)
         mode = cfg.mode if cfg.mode != "draft" or draft is not None else "baseline"
         lookup = PromptLookupDrafter(vocab_size(self.engine.target)) if mode == "lookup" else None
-        state = RowState(ctx, mode, generated=len(newcomer.emitted), lookup=lookup)
+        state = RowState(ctx, mode, generated=len(newcomer.emitted), lookup=lookup, hidden=hidden)
         detok = self.engine.tokenizer.detokenizer
         detok.reset()
         for token in newcomer.emitted:  # the lead streamed their text already
@@ -167,7 +178,7 @@ class BatchDecoder:
         if not self.rows:
             return
         self._choose_ks()
-        timing = run_round(self.target, self.draft, [r.state for r in self.rows])
+        timing = run_round(self.target, self.draft, [r.state for r in self.rows], self._head)
         width = max(r.state.k for r in self.rows)
         self.controller.observe(len(self.rows), width, timing.draft_s + timing.verify_s)
         ended = []

@@ -7,15 +7,20 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+import mlx.core as mx
+
 from ..config import GenerationConfig
 from ..constraint import GrammarState
 from ..events import Event
 from ..stats import StatsRecorder
 from ..tokenizer import Detokenizer
+from .batch_drafts import RowState
 from .batch_k import RowAcceptance
-from .batch_round import RowState
 
 Start = tuple[int, list[Any] | None]  # caches that already hold the first n tokens (None: start empty)
+# what a newcomer's prefill leaves: the target's caches, the draft model's (draft rows), and the target's
+# final hidden state at the last token read (MTP rows; None when nothing was left to read)
+Prefilled = tuple[list[Any], list[Any] | None, mx.array | None]
 
 
 @dataclass
@@ -49,6 +54,6 @@ class Newcomer:
     request: BatchRequest
     budget: int
     stats: StatsRecorder
-    prefill: Generator[Event, None, tuple[list[Any], list[Any] | None]]
+    prefill: Generator[Event, None, Prefilled]
     emitted: list[int] = field(default_factory=list)  # a lead's tokens from before it joined
     grammar: GrammarState | None = None  # structured output: the grammar where the row's reply stands

@@ -7,7 +7,7 @@ until every row ended. Between steps the batch takes more joinable jobs, from th
 only, while the front one is joinable, batchable and there is room; any other job at the front (a load,
 a sweep) stops the joining, so it runs as soon as the rows end. Each row is its own job to its
 consumer: JobStarted when it joins, its engine events as JobProgress, its own terminal event when it
-ends. A refused joinable job (MTP mode, a grammar, a cluster engine, max_batch 1) runs its work solo.
+ends. A refused joinable job (MTP with the head's history, a cluster engine, max_batch 1) runs its work solo.
 """
 
 from __future__ import annotations
