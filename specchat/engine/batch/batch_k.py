@@ -11,6 +11,7 @@ decayed estimate.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..autok import expected_tokens
@@ -18,7 +19,8 @@ from ..autok import expected_tokens
 DECAY = 0.9  # a batch size's round times: about the last ten rounds at each K count
 PRIOR_DRAFT_SHARE = 0.3  # before two Ks are measured at a size, each draft adds this share of a K = 0 round
 EXPLORE_EVERY = 8  # rounds between tries of a neighbouring K, so the line keeps being measured
-ROW_PRIOR = (1.0, 2.0)  # a new row's acceptance evidence: one accepted draft in two
+ROW_PRIOR = (1.0, 2.0)  # acceptance evidence before any draft: one accepted draft in two
+POOLED_WEIGHT = 6.0  # a new row starts from the pooled acceptance, as if it had seen this many drafts
 
 
 @dataclass
@@ -61,8 +63,8 @@ class _Timing:
 class RowAcceptance:
     """One row's decayed share of drafts the target accepted."""
 
-    def __init__(self) -> None:
-        self.accepted, self.drafted = ROW_PRIOR
+    def __init__(self, accepted: float = ROW_PRIOR[0], drafted: float = ROW_PRIOR[1]) -> None:
+        self.accepted, self.drafted = accepted, drafted
 
     def observe(self, drafted: int, accepted: int) -> None:
         """Add one round's counts (about the last thirty drafts count)."""
@@ -75,6 +77,12 @@ class RowAcceptance:
         """The estimated probability that the next draft is accepted."""
         return min(self.accepted / self.drafted, 0.999) if self.drafted else 0.5
 
+    @property
+    def hopeful(self) -> float:
+        """The rate one standard error above the estimate (what a round that explores assumes)."""
+        p = self.rate
+        return min(p + math.sqrt(p * (1.0 - p) / max(self.drafted, 1.0)), 0.999)
+
 
 class BatchK:
     """Chooses each batched round's K from round times per batch size and each row's acceptance."""
@@ -84,10 +92,26 @@ class BatchK:
         self.timings: dict[int, _Timing] = {}
         self.rounds = 0
         self.last_k = min(2, k_max)
+        self.pooled = RowAcceptance()  # every row's drafts, decayed: where a new row starts
 
-    def choose(self, rates: list[float], k_max: int | None = None) -> int:
+    def new_row(self, drafted: int = 0, accepted: int = 0) -> RowAcceptance:
+        """A joining row's acceptance: the pooled rate, weighing POOLED_WEIGHT drafts, then its own counts
+        (a request that ran alone before it joined)."""
+        weight = min(POOLED_WEIGHT, self.pooled.drafted)
+        row = RowAcceptance(self.pooled.rate * weight, weight) if weight else RowAcceptance()
+        if drafted:
+            self.observe_row(row, drafted, accepted)
+        return row
+
+    def observe_row(self, row: RowAcceptance, drafted: int, accepted: int) -> None:
+        """Add one row's round (or history) to its own and the pooled acceptance."""
+        row.observe(drafted, accepted)
+        self.pooled.observe(drafted, accepted)
+
+    def choose(self, rates: list[float], k_max: int | None = None, hopeful: list[float] | None = None) -> int:
         """The K for the next round of len(rates) rows (0: a plain step), up to k_max. A batch size's first
-        round drafts; its second is plain, so plain decoding's cost there is measured, not guessed."""
+        round drafts; its second is plain, so plain decoding's cost there is measured, not guessed. `hopeful`:
+        each row's rate one standard error up (RowAcceptance.hopeful), for the rounds that explore."""
         top = self.k_max if k_max is None else k_max
         timing = self.timings.get(len(rates))
         if timing is None or not timing.sums:
@@ -95,15 +119,25 @@ class BatchK:
         if 0 not in timing.sums:
             return 0
         costs = {k: c for k in range(top + 1) if (c := timing.cost(k)) is not None}
-        best = max(costs, key=lambda k: sum(expected_tokens(a, k) for a in rates) / costs[k])
+        best = _best(costs, rates)
         self.rounds += 1
         if self.rounds % EXPLORE_EVERY == 0:
-            near = [k for k in (best - 1, best + 1) if 0 <= k <= top]
-            if near:
-                best = min(near, key=lambda k: timing.weights.get(k, 0.0))
+            best = self._explore(timing, costs, best, hopeful or rates, top)
         self.last_k = best if best > 0 else self.last_k
         return best
+
+    def _explore(self, timing: _Timing, costs: dict[int, float], best: int, hopeful: list[float], top: int) -> int:
+        """The K a round that explores tries instead of `best`."""
+        if (hoped := _best(costs, hopeful)) != best:
+            return hoped
+        near = [k for k in (best - 1, best + 1) if 0 <= k <= top]
+        return min(near, key=lambda k: timing.weights.get(k, 0.0)) if near else best
 
     def observe(self, rows: int, k: int, seconds: float) -> None:
         """Add one round's time: `rows` sequences, K drafts each."""
         self.timings.setdefault(rows, _Timing()).add(k, seconds)
+
+
+def _best(costs: dict[int, float], rates: list[float]) -> int:
+    """The K with the most expected tokens per second for rows accepting at these rates."""
+    return max(costs, key=lambda k: sum(expected_tokens(a, k) for a in rates) / costs[k])

@@ -171,6 +171,7 @@ class BatchDecoder:
             detok.add_token(token)
         _ = detok.last_segment
         row = Row(request, state, newcomer.stats, detok, cfg.auto_k and mode != "baseline", list(newcomer.emitted))
+        row.acceptance = self.controller.new_row(newcomer.stats.drafted, newcomer.stats.accepted)  # a lead's own
         self.rows.append(row)
 
     def _round(self) -> None:
@@ -185,7 +186,7 @@ class BatchDecoder:
         for i, row in enumerate(self.rows):
             step = row.state.step
             assert step is not None and step.round is not None
-            row.acceptance.observe(step.round.drafted, step.round.accepted)
+            self.controller.observe_row(row.acceptance, step.round.drafted, step.round.accepted)
             row.rows_seen.append(len(self.rows))
             info = replace(step.round, draft_s=timing.draft_s, verify_s=timing.verify_s)
             self._emit_step(row, replace(step, round=info))
@@ -216,7 +217,8 @@ class BatchDecoder:
         k_auto = 0
         if auto:
             cap = max(r.request.cfg.max_draft_tokens for r in auto)
-            k_auto = self.controller.choose([r.acceptance.rate for r in auto], cap)
+            rates, hopeful = [r.acceptance.rate for r in auto], [r.acceptance.hopeful for r in auto]
+            k_auto = self.controller.choose(rates, cap, hopeful)
         for row in self.rows:
             cfg, state = row.request.cfg, row.state
             k = (
