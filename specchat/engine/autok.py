@@ -10,6 +10,16 @@ Until plain decoding is measured its cost is estimated by a verify pass over one
 at K = 0). Where the best K is not expected to beat that by PLAIN_MARGIN (5%), a short burst measures
 plain decoding at once; where it is ahead by less than plain_probe.PROBE_MARGIN, a short probe measures
 it after the first rounds, since plain decoding, pipelined, costs less than that pass (plain_probe.py).
+
+Once plain decoding is measured and chosen (a probe's burst is plain decoding too), speculation resumes only
+where predicted RESUME_MARGIN ahead of it: each burst's first step has no step before it to hide its Python
+work under, so a 4-token probe reads plain a little dear, and STAY_MARGIN (2%, meant for staying with
+speculation) would send the controller back to speculating at a K that loses. From plain decoding a K = 1
+probe runs after probe_every plain tokens, the gap doubling after each probe that does not beat plain's
+rate and back to probe_every after one that does; it runs only where the reply's budget (`left`, set by
+the loop) leaves twice the gap, since what speculation could win back is bounded by the tokens left: near
+the end of a reply the rest is one plain burst.
+
 A round whose drafter first had to catch up on a plain burst's tokens says nothing
 about a draft step's cost: its draft time is left out, or every burst would make drafting look
 dearer and keep the controller at K = 0.
@@ -34,6 +44,7 @@ START_K = 2  # the first round's K: one speculative round tells the draft-step a
 MAX_PROBE_GAP = 128  # plain tokens between probes at most: a probe costs the drafter's catch-up
 PLAIN_MARGIN = 1.05  # speculation less than this much faster than the plain estimate: measure plain at once
 LINE_WEIGHT = 2.0  # a K's verify cost leans on the line through all Ks as much as on this many rounds of its own
+RESUME_MARGIN = 1.05  # once decoding plainly, speculation resumes only where predicted this much faster
 STAY_MARGIN = 0.02  # speculation goes on while within this fraction of plain decoding's rate (it keeps measuring)
 NEAR_TIE = 0.01  # Ks within 1% of the best rate: the least measured of them runs, so no estimate goes stale
 MAX_ROUNDS_WEIGHT = 16  # a K's own rounds count up to this many in its verify cost and in the line
@@ -71,6 +82,7 @@ class AutoK:
     round_tokens: float = 0.0
     round_s: float = 0.0
     probe: PlainProbe = field(default_factory=PlainProbe)  # when to measure plain decoding while speculating
+    left: int | None = None  # tokens the reply may still take (its budget less what it emitted), set by the loop
 
     @property
     def alpha(self) -> float:
@@ -94,8 +106,9 @@ class AutoK:
             return 0
         if self.plain_s is None:  # plain decoding unmeasured: measure it only if it could win
             return best if speculating >= PLAIN_MARGIN * plain else 0
-        if min(speculating, rates[best]) > (1 - STAY_MARGIN) * plain:  # the model follows harder text sooner than
-            # the measured rate, which remembers thirty rounds (a story's easy first line)
+        # the model follows harder text sooner than the measured rate, which remembers thirty rounds (a story's
+        # easy first line); from plain decoding speculation must be RESUME_MARGIN ahead, not within STAY_MARGIN
+        if min(speculating, rates[best]) > (RESUME_MARGIN if self.probe_gap else 1 - STAY_MARGIN) * plain:
             self.probe_gap = 0
             return best
         return self._plain_or_probe()
@@ -133,11 +146,16 @@ class AutoK:
     def _plain_or_probe(self) -> int:
         if not self.probe_gap:
             self.probe_gap, self.plain_since_probe = self.probe_every, 0
-        if self.plain_since_probe < self.probe_gap:
+        if self.plain_since_probe < self.probe_gap or not self._room_for_probe():
             return 0
         self.probe_gap = min(2 * self.probe_gap, MAX_PROBE_GAP)  # if this probe fails, wait longer
         self.plain_since_probe = 0
         return 1
+
+    def _room_for_probe(self) -> bool:
+        """Whether the reply leaves tokens enough for a probe from plain decoding to pay: twice the gap, the one
+        that follows the probe if it fails (what speculation could win back is bounded by the tokens left)."""
+        return self.left is None or self.left >= 2 * self.probe_gap
 
     def new_reply(self) -> None:
         """A new reply starts (code before, prose now?): alpha is kept but weighs only a few drafts and
@@ -151,11 +169,14 @@ class AutoK:
             self.probe_gap = self.plain_since_probe = max(self.probe_every // 2, 1)
 
     def burst_length(self) -> int:
-        """Tokens the next plain burst decodes: a few to measure plain decoding, else up to the next probe."""
+        """Tokens the next plain burst decodes: a few to measure plain decoding, else up to the next try of
+        speculation, or to the reply's end where no probe would pay (each burst's first step costs more)."""
         if self.plain_s is None or self.probe.pending:
             return PROBE_BURST
         if not self.probe_gap:
             return self.probe_every
+        if self.left is not None and not self._room_for_probe():
+            return max(1, self.left)
         return max(1, min(self.probe_every, self.probe_gap - self.plain_since_probe))
 
     def rate(self, k: int) -> float:
@@ -196,6 +217,8 @@ class AutoK:
         before = None if self.plain_s is None else self.plain_s * self.plain_drift()
         self.plain_s = _ema(before, seconds / tokens, self.decay**tokens)
         self.plain_since_probe += tokens
+        if not self.probe_gap:  # decoding plainly now (a probe's burst too): speculation resumes only well ahead
+            self.probe_gap, self.plain_since_probe = self.probe_every, 0
         self.probe.burst_done(tokens, self.verify_s, self.verify_rounds)
 
     def observe(
@@ -213,6 +236,8 @@ class AutoK:
         burst: its draft time is not a draft step's cost); confidences are the k tokens' (when the
         drafter gave them), steps the draft steps run (a token dropped for low confidence took one too)."""
         self.probe.counted(accepted + 1)
+        if self.probe_gap and k and accepted + 1 >= self.rate(0) * (draft_s + verify_s):
+            self.probe_gap = self.probe_every  # a probe from plain decoding that beat it: the next one comes soon
         if k == 0:  # the drafter had nothing to propose (prompt lookup without a match): a miss
             self._count(0, 1)
             self.entry = "miss"

@@ -121,6 +121,8 @@ def speculative_steps(
             if forced.stop is not None:
                 return
             continue
+        if auto is not None:
+            auto.left = ctx.budget - generated  # a probe from plain decoding needs tokens left to pay
         plan = auto.plan() if auto else None
         k = min(plan.k if plan else k_max, ctx.budget - generated)
         if plan is not None:

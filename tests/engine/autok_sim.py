@@ -28,7 +28,8 @@ RECORDED = Path(__file__).resolve().parents[1] / "data/autok/real_pair_matches.j
 class Pair:
     """Seconds per draft step, per verify pass (v0 + vs * K) and per caught-up token; a plain token costs
     plain_factor one-token verify passes (v0): plain decoding overlaps a step's Python work with the
-    step before it, which the controller cannot see from its verify costs."""
+    step before it, which the controller cannot see from its verify costs. A plain burst's first token has
+    no step before it to overlap with: it costs a one-token verify pass."""
 
     draft: float
     v0: float
@@ -115,6 +116,8 @@ def run(
         auto.new_reply()
     while pos < n:
         plan = None
+        if auto is not None:
+            auto.left = n - pos
         if auto is None:
             k = min(fixed or 0, n - pos)
         elif confidence is not None:
@@ -124,7 +127,7 @@ def run(
             k = min(auto.choose(), n - pos)
         if k == 0:
             burst = min(auto.burst_length(), n - pos)
-            cost = burst * pair.plain * (1 + jitter.gauss(0, noise))
+            cost = (pair.v0 + (burst - 1) * pair.plain) * (1 + jitter.gauss(0, noise))
             auto.observe_plain(burst, cost)
             seconds, pos, unseen = seconds + cost, pos + burst, unseen + burst
             continue

@@ -36,7 +36,7 @@ def test_expected_tokens_formula():
 
 def test_near_zero_acceptance_turns_speculation_off():
     controller = AutoK()
-    feed(controller, acceptance=0.0)
+    feed(controller, acceptance=0.0, rounds=70)
     assert controller.plain_s is not None and controller.rate(1) < 0.9 * controller.rate(0)
     assert controller.probe_gap == 128  # only rare probes left
 

@@ -3,7 +3,7 @@ fed synthetic rounds: no model, no clock."""
 
 import pytest
 
-from specchat.engine.autok import PLAIN_MARGIN, AutoK
+from specchat.engine.autok import PLAIN_MARGIN, RESUME_MARGIN, AutoK
 from specchat.engine.plain_probe import MAX_PROBE_SHARE, PROBE_AFTER, PROBE_BURST, PROBE_MARGIN
 
 STORY = [True, True, False, True, True, True, False, True, False, True]  # the draft right 7 times in 10
@@ -11,17 +11,27 @@ CODE = [True]
 
 
 def drive(
-    auto: AutoK, rounds: int, scale: float = 1.0, plain: float = 0.40, match: list[bool] = STORY
+    auto: AutoK,
+    rounds: int,
+    scale: float = 1.0,
+    plain: float = 0.40,
+    match: list[bool] = STORY,
+    budget: int | None = None,
 ) -> tuple[list[int], list[int]]:
     """Rounds at the real pair's story costs times scale (a draft step 0.175 s, a verify pass 0.49 + 0.045 K s),
-    the draft right where the repeating match says; plain bursts at `plain` s a token. Returns each round's
-    K (0: a plain burst) and the plain bursts' lengths."""
+    the draft right where the repeating match says; plain bursts at `plain` s a token. With a budget, the reply
+    ends there (the controller is told what is left). Returns each round's K (0: a plain burst) and the plain
+    bursts' lengths."""
     ks, bursts, pos = [], [], 0
     for _ in range(rounds):
+        if budget is not None:
+            if pos >= budget:
+                break
+            auto.left = budget - pos
         k = auto.choose()
         ks.append(k)
         if k == 0:
-            bursts.append(auto.burst_length())
+            bursts.append(auto.burst_length() if budget is None else min(auto.burst_length(), budget - pos))
             auto.observe_plain(bursts[-1], bursts[-1] * plain * scale)
             pos += bursts[-1]
             continue
@@ -73,6 +83,43 @@ def test_when_the_machine_slows_down_the_plain_cost_moves_with_the_verify_passes
     assert bursts == [PROBE_BURST]  # one probe again, no plain decoding: speculation stays ahead
     assert auto.verify_cost(0) == pytest.approx(0.46 * 1.25, rel=0.05)  # the plain cost followed the machine
     assert auto.probe.spent <= MAX_PROBE_SHARE * auto.probe.tokens
+
+
+def test_once_plain_wins_a_short_reply_decodes_plainly_to_its_end():
+    """A speculative probe from plain decoding costs a round at a K that lost; near the end of a reply there
+    are too few tokens left to win it back, so the rest of the reply is one plain burst."""
+    auto = controller()
+    ks, bursts = drive(auto, 100, budget=40)
+    first = ks.index(0)
+    assert first == PROBE_AFTER and set(ks[first:]) == {0}  # never back to speculation
+    assert bursts[0] == PROBE_BURST and len(bursts) <= 3
+
+
+def test_a_long_reply_still_probes_speculation_from_plain_decoding():
+    auto = controller()
+    ks, _ = drive(auto, 100, budget=400)
+    assert 1 in ks[ks.index(0) :]  # tokens enough left: speculation is tried again after probe_every
+
+
+def test_from_plain_decoding_speculation_resumes_only_when_clearly_ahead():
+    """A short probe reads plain decoding a little dear (its first step is not pipelined): speculation just
+    ahead of that reading (by less than RESUME_MARGIN) does not send the controller back."""
+    auto = controller()
+    drive(auto, PROBE_AFTER)
+    assert auto.choose() == 0
+    auto.observe_plain(PROBE_BURST, PROBE_BURST * 0.43)  # plain measured at 0.88 of the verify pass
+    assert 1 < margin(auto) < RESUME_MARGIN
+    assert auto.choose() == 0
+
+
+def test_a_probe_from_plain_decoding_that_beats_it_brings_the_next_one_back_soon():
+    auto = controller()
+    drive(auto, PROBE_AFTER)
+    auto.choose()
+    auto.observe_plain(PROBE_BURST, PROBE_BURST * 0.40)
+    auto.probe_gap = 64  # after failed probes
+    auto.observe(1, 1, 0.175, 0.535)  # two tokens in 0.71 s: faster than plain's 0.80 s
+    assert auto.probe_gap == auto.probe_every
 
 
 def test_a_plain_burst_weighs_as_many_measurements_as_it_has_tokens():
