@@ -15,10 +15,12 @@ from typing import Any, cast
 
 import mlx.core as mx
 
+from ..draft_stop import ConfidenceModel, StopCosts
 from ..lookup import PromptLookupDrafter
 from ..runner import token_ids
 from ..speculative import LoopContext, Step
 from .batch_model import BatchModel
+from .batch_stop import BatchStop
 
 
 @dataclass
@@ -34,6 +36,10 @@ class RowState:
     step: Step | None = None  # what the last round emitted for this row
     drafts: list[int] = field(default_factory=list)
     hidden: mx.array | None = None  # MTP rows: the target's final hidden state (H,) before the last token
+    auto: bool = False  # its K is the batch's (Auto K): the batch's early stop may cut its drafts
+    entry: str = "full"  # the outcome before its next round's first draft: "full" or "miss"
+    confidences: list[float] = field(default_factory=list)  # the drafter's confidence in each draft this round
+    stopped_early: bool = False  # this round's drafting stopped before its K: the drafter was unsure
 
 
 @dataclass
@@ -46,9 +52,14 @@ class RowDraft:
     base: int = -1  # how many tokens of the row's sequence the draft model held before the round (-1: not fed)
 
 
-def row_drafts(draft: BatchModel | None, head: Any, rows: list[RowState], width: int) -> list[RowDraft]:
+Stop = tuple[StopCosts, ConfidenceModel]  # what the batch's early stop needs (batch_stop.py)
+
+
+def row_drafts(
+    draft: BatchModel | None, head: Any, rows: list[RowState], width: int, stop: Stop | None = None
+) -> list[RowDraft]:
     """Every row's drafts (a row's k is cut to what it got); `head` is the target model when it has an MTP
-    head, else None."""
+    head, else None; with `stop`, a run of Auto K rows stops drafting where the drafter is unsure."""
     out = [RowDraft([]) for _ in rows]
     for b, r in enumerate(rows):
         if r.mode == "lookup" and r.k and r.lookup is not None:
@@ -63,46 +74,86 @@ def row_drafts(draft: BatchModel | None, head: Any, rows: list[RowState], width:
             for b in drafting:
                 rows[b].k = 0
             continue
+        members = [rows[b] for b in drafting]
+        steps = _Steps(members, width, stop)
         made = _draft_model_run if mode == "draft" else _mtp_run
-        for b, one in zip(drafting, made(run, [rows[b] for b in drafting], width)):
+        for b, one in zip(drafting, made(run, members, steps)):
             out[b] = one
+        for i, r in enumerate(members):
+            r.k = min(r.k, steps.kept)  # a row near its budget asked for fewer
+            r.confidences, r.stopped_early = steps.confidences(i)[: r.k], steps.stopped_early
     return out
 
 
-def _draft_model_run(draft: BatchModel, rows: list[RowState], width: int) -> list[RowDraft]:
-    """`width` draft steps for every draft row in one batch: the first feeds what each has not seen."""
+class _Steps:
+    """One draft run's steps: up to `width`, fewer where the batch's early stop says so (Auto K rows only)."""
+
+    def __init__(self, rows: list[RowState], width: int, stop: Stop | None):
+        self.rows, self.width = rows, width
+        use = stop is not None and all(r.auto for r in rows)
+        self.stop = BatchStop(stop[0], stop[1], [r.entry for r in rows]) if use and stop is not None else None
+        self.tokens: list[mx.array] = []
+        self.probs: list[list[mx.array | None]] = []
+
+    def add(self, logits: mx.array) -> mx.array | None:
+        """Draft every row's next token from its logits (rows, V); the tokens to feed next, or None: done."""
+        tokens, p = _pick_rows(logits, self.rows)
+        keep, more = True, True
+        if self.stop is not None:
+            confidence = mx.max(mx.softmax(logits.astype(mx.float32), axis=-1), axis=-1)
+            keep, more = self.stop.take(cast(list[float], confidence.tolist()))
+        if keep:
+            self.tokens.append(tokens)
+            self.probs.append(p)
+        return tokens if keep and more and self.kept < self.width else None
+
+    @property
+    def kept(self) -> int:
+        """Draft steps kept so far: every row of the run has this many drafts."""
+        return len(self.tokens)
+
+    @property
+    def stopped_early(self) -> bool:
+        """The early stop ended the run before its width."""
+        return self.stop is not None and self.stop.stopped_early and self.kept < self.width
+
+    def confidences(self, i: int) -> list[float]:
+        """The drafter's confidence in each kept draft of the run's row i (none without the early stop)."""
+        return [] if self.stop is None else self.stop.confidences[i][: self.kept]
+
+    def token_rows(self) -> list[list[int]]:
+        """Every row's kept drafts."""
+        if not self.tokens:
+            return [[] for _ in self.rows]
+        return _token_rows(self.tokens)
+
+
+def _draft_model_run(draft: BatchModel, rows: list[RowState], steps: _Steps) -> list[RowDraft]:
+    """The draft steps for every draft row in one batch: the first feeds what each has not seen."""
     draft.begin()
     unseen = [r.ctx.seq[h:] for r, h in zip(rows, draft.held)]
     logits = draft.forward(unseen)
     last = logits[mx.arange(len(rows)), mx.array([len(u) - 1 for u in unseen])]
-    steps: list[mx.array] = []
-    probs: list[list[mx.array | None]] = []
-    for step in range(width):
-        tokens, p = _pick_rows(last, rows)
-        steps.append(tokens)
-        probs.append(p)
-        if step + 1 < width:
-            last = draft.forward_tokens(tokens[:, None])[:, -1]
+    fed = 0  # draft tokens the draft model was fed (each but a run's last, unless the stop dropped it)
+    while (tokens := steps.add(last)) is not None:
+        last = draft.forward_tokens(tokens[:, None])[:, -1]
+        fed += 1
     made = []
-    for b, (r, ids) in enumerate(zip(rows, _token_rows(steps))):
+    for b, (r, ids) in enumerate(zip(rows, steps.token_rows())):
         base = len(r.ctx.seq) - len(unseen[b])
-        made.append(RowDraft(ids, _row_probs(r, probs, b), unseen[b] + ids[: width - 1], base))
+        made.append(RowDraft(ids, _row_probs(r, steps.probs, b), unseen[b] + ids[:fed], base))
     return made
 
 
-def _mtp_run(model: Any, rows: list[RowState], width: int) -> list[RowDraft]:
-    """`width` head steps for every MTP row in one call each, from its hidden state and last token."""
+def _mtp_run(model: Any, rows: list[RowState], steps: _Steps) -> list[RowDraft]:
+    """The head steps for every MTP row in one call each, from its hidden state and last token."""
     hidden = mx.stack([cast(mx.array, r.hidden) for r in rows])[:, None]  # (rows, 1, H)
-    tokens = mx.array([[r.ctx.seq[-1]] for r in rows], dtype=mx.uint32)
-    steps: list[mx.array] = []
-    probs: list[list[mx.array | None]] = []
-    for _ in range(width):
-        logits, hidden = model.mtp_forward(hidden, tokens, return_hidden=True)
-        picked, p = _pick_rows(logits[:, -1], rows)
-        steps.append(picked)
-        probs.append(p)
-        tokens = picked[:, None]
-    return [RowDraft(ids, _row_probs(r, probs, b)) for b, (r, ids) in enumerate(zip(rows, _token_rows(steps)))]
+    tokens: mx.array | None = mx.array([r.ctx.seq[-1] for r in rows], dtype=mx.uint32)
+    while tokens is not None:
+        logits, hidden = model.mtp_forward(hidden, tokens[:, None], return_hidden=True)
+        tokens = steps.add(logits[:, -1])
+    rows_ids = steps.token_rows()
+    return [RowDraft(ids, _row_probs(r, steps.probs, b)) for b, (r, ids) in enumerate(zip(rows, rows_ids))]
 
 
 def _token_rows(steps: list[mx.array]) -> list[list[int]]:

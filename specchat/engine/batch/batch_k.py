@@ -15,11 +15,13 @@ import math
 from dataclasses import dataclass, field
 
 from ..autok import expected_tokens
+from ..draft_stop import ConfidenceModel, StopCosts
 
 DECAY = 0.9  # a batch size's round times: about the last ten rounds at each K count
 PRIOR_DRAFT_SHARE = 0.3  # before two Ks are measured at a size, each draft adds this share of a K = 0 round
 EXPLORE_EVERY = 8  # rounds between tries of a neighbouring K, so the line keeps being measured
 ROW_PRIOR = (1.0, 2.0)  # acceptance evidence before any draft: one accepted draft in two
+STOP_REACH = 2  # with the early stop measured, a round may draft this much deeper than the best K
 POOLED_WEIGHT = 6.0  # a new row starts from the pooled acceptance, as if it had seen this many drafts
 
 
@@ -93,6 +95,30 @@ class BatchK:
         self.rounds = 0
         self.last_k = min(2, k_max)
         self.pooled = RowAcceptance()  # every row's drafts, decayed: where a new row starts
+        self.verify: dict[int, _Timing] = {}  # the verify passes alone, per batch size
+        self.confidence = ConfidenceModel()  # acceptance by draft confidence, every row's (batch_stop.py)
+
+    def plan(
+        self, rates: list[float], top: int, hopeful: list[float]
+    ) -> tuple[int, tuple[StopCosts, ConfidenceModel] | None]:
+        """The next round's K and, once its costs are measured at this size, the early stop that may end its
+        drafting sooner (the K is then STOP_REACH deeper: the stop cuts what does not pay)."""
+        k = self.choose(rates, top, hopeful)
+        stop = self._stop(rates, k)
+        return (min(top, k + STOP_REACH), stop) if stop is not None else (k, None)
+
+    def _stop(self, rates: list[float], k: int) -> tuple[StopCosts, ConfidenceModel] | None:
+        """The early stop's costs in tokens: a verify position (keep a step) and a draft step plus one (draft
+        another), each for the whole batch, times the rate it is expected to reach at K."""
+        timing, verify = self.timings.get(len(rates)), self.verify.get(len(rates))
+        if k == 0 or timing is None or verify is None or len(verify.sums) < 2:
+            return None
+        line, verify_line, cost = timing.line(), verify.line(), timing.cost(k)
+        if line is None or verify_line is None or not cost:
+            return None
+        rate = sum(expected_tokens(a, k) for a in rates) / cost
+        self.confidence.overall = self.pooled.rate
+        return StopCosts(rate * verify_line[1], rate * line[1]), self.confidence
 
     def new_row(self, drafted: int = 0, accepted: int = 0) -> RowAcceptance:
         """A joining row's acceptance: the pooled rate, weighing POOLED_WEIGHT drafts, then its own counts
@@ -133,9 +159,11 @@ class BatchK:
         near = [k for k in (best - 1, best + 1) if 0 <= k <= top]
         return min(near, key=lambda k: timing.weights.get(k, 0.0)) if near else best
 
-    def observe(self, rows: int, k: int, seconds: float) -> None:
-        """Add one round's time: `rows` sequences, K drafts each."""
+    def observe(self, rows: int, k: int, seconds: float, verify_s: float | None = None) -> None:
+        """Add one round's time (and its verify pass's): `rows` sequences, K drafts each."""
         self.timings.setdefault(rows, _Timing()).add(k, seconds)
+        if verify_s is not None and k > 0:
+            self.verify.setdefault(rows, _Timing()).add(k, verify_s)
 
 
 def _best(costs: dict[int, float], rates: list[float]) -> int:

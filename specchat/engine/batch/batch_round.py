@@ -20,7 +20,7 @@ from ..logprobs import PassLogprobs, read_logprobs
 from ..runner import common_prefix_len, token_ids
 from ..speculative import Step
 from ..verify import Verdict, verify_greedy, verify_sampled
-from .batch_drafts import RowDraft, RowState, row_drafts
+from .batch_drafts import RowDraft, RowState, Stop, row_drafts
 from .batch_model import BatchModel
 
 
@@ -32,12 +32,15 @@ class RoundTiming:
     verify_s: float
 
 
-def run_round(target: BatchModel, draft: BatchModel | None, rows: list[RowState], head: Any = None) -> RoundTiming:
+def run_round(
+    target: BatchModel, draft: BatchModel | None, rows: list[RowState], head: Any = None, stop: Stop | None = None
+) -> RoundTiming:
     """Draft, verify in one batched pass and keep each row's accepted prefix; sets every row's step.
-    `head`: the target model when it carries an MTP head (MTP rows draft with it), else None."""
+    `head`: the target model when it carries an MTP head (MTP rows draft with it), else None; `stop`: where
+    Auto K rows stop drafting early (batch_stop.py), None for no early stop."""
     t0 = time.perf_counter()
     width = max(r.k for r in rows)
-    drafted = row_drafts(draft, head, rows, width)
+    drafted = row_drafts(draft, head, rows, width, stop)
     t1 = time.perf_counter()
     unseen = [r.ctx.seq[held:] for r, held in zip(rows, target.held)]  # the last token, and forced ones
     target.begin()
@@ -84,7 +87,13 @@ def _emit(row: RowState, verdict: Verdict, lp: PassLogprobs | None) -> None:
     if verdict.target_choice is not None:
         n = verdict.accepted
         rejection = Rejection(row.generated + n, row.drafts[n] if n < len(row.drafts) else -1, verdict.target_choice)
-    info = RoundResult(row.rounds, row.k, row.k, verdict.accepted, len(emitted), 0.0, 0.0, rejection)
+    stop_confidence = row.confidences[-1] if row.stopped_early and row.confidences else None
+    info = RoundResult(
+        row.rounds, row.k, row.k, verdict.accepted, len(emitted), 0.0, 0.0, rejection,
+        row.stopped_early, stop_confidence, tuple(row.confidences),
+    )  # fmt: skip
+    if row.k:
+        row.entry = "full" if verdict.accepted == row.k else "miss"
     flags = [i < verdict.accepted for i in range(len(emitted))]
     row.generated += len(emitted)
     row.rounds += 1

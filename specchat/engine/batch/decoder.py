@@ -23,10 +23,11 @@ from ..sampling import Sampler
 from ..speculative import LoopContext, Step, forced_step
 from ..stats import StatsRecorder
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
-from .batch_drafts import RowState
+from .batch_drafts import RowState, Stop
 from .batch_k import BatchK
 from .batch_model import BatchModel, progress_events, solo_prefill
 from .batch_round import run_round
+from .batch_stop import observe_round
 from .prefix_store import PrefixStore, extract_row
 from .requests import BatchRequest as BatchRequest
 from .requests import Newcomer, Prefilled, Row, Start
@@ -164,13 +165,14 @@ class BatchDecoder:
         ctx = LoopContext(prompt, Sampler(cfg), newcomer.budget, stops, request.cancel, grammar, cfg.logprobs)
         mode = cfg.mode if cfg.mode != "draft" or draft is not None else "baseline"
         lookup = PromptLookupDrafter(vocab_size(self.engine.target)) if mode == "lookup" else None
-        state = RowState(ctx, mode, generated=len(newcomer.emitted), lookup=lookup, hidden=hidden)
+        auto = cfg.auto_k and mode != "baseline"
+        state = RowState(ctx, mode, generated=len(newcomer.emitted), lookup=lookup, hidden=hidden, auto=auto)
         detok = self.engine.tokenizer.detokenizer
         detok.reset()
         for token in newcomer.emitted:  # the lead streamed their text already
             detok.add_token(token)
         _ = detok.last_segment
-        row = Row(request, state, newcomer.stats, detok, cfg.auto_k and mode != "baseline", list(newcomer.emitted))
+        row = Row(request, state, newcomer.stats, detok, auto, list(newcomer.emitted))
         row.acceptance = self.controller.new_row(newcomer.stats.drafted, newcomer.stats.accepted)  # a lead's own
         self.rows.append(row)
 
@@ -178,15 +180,17 @@ class BatchDecoder:
         self._force()
         if not self.rows:
             return
-        self._choose_ks()
-        timing = run_round(self.target, self.draft, [r.state for r in self.rows], self._head)
+        stop = self._choose_ks()
+        entry = [r.state.entry for r in self.rows]  # each row's outcome before this round (its stop's evidence)
+        timing = run_round(self.target, self.draft, [r.state for r in self.rows], self._head, stop)
         width = max(r.state.k for r in self.rows)
-        self.controller.observe(len(self.rows), width, timing.draft_s + timing.verify_s)
+        self.controller.observe(len(self.rows), width, timing.draft_s + timing.verify_s, timing.verify_s)
         ended = []
         for i, row in enumerate(self.rows):
             step = row.state.step
             assert step is not None and step.round is not None
             self.controller.observe_row(row.acceptance, step.round.drafted, step.round.accepted)
+            observe_round(self.controller.confidence, entry[i], row.state.confidences, step.round.accepted)
             row.rows_seen.append(len(self.rows))
             info = replace(step.round, draft_s=timing.draft_s, verify_s=timing.verify_s)
             self._emit_step(row, replace(step, round=info))
@@ -212,13 +216,14 @@ class BatchDecoder:
         if ended:
             self._drop(ended)
 
-    def _choose_ks(self) -> None:
+    def _choose_ks(self) -> Stop | None:
+        """Every row's K this round, and the early stop for its Auto K rows (None: none)."""
         auto = [r for r in self.rows if r.auto]
-        k_auto = 0
+        k_auto, stop = 0, None
         if auto:
             cap = max(r.request.cfg.max_draft_tokens for r in auto)
             rates, hopeful = [r.acceptance.rate for r in auto], [r.acceptance.hopeful for r in auto]
-            k_auto = self.controller.choose(rates, cap, hopeful)
+            k_auto, stop = self.controller.plan(rates, cap, hopeful)
         for row in self.rows:
             cfg, state = row.request.cfg, row.state
             k = (
@@ -227,6 +232,7 @@ class BatchDecoder:
                 else (min(k_auto, cfg.max_draft_tokens) if row.auto else cfg.max_draft_tokens)
             )
             state.k = 0 if state.ctx.grammar is not None else max(min(k, state.ctx.budget - state.generated), 0)
+        return stop
 
     def _emit_step(self, row: Row, step: Step) -> None:
         if row.state.mode == "baseline":  # plain decoding has no rounds, as alone
