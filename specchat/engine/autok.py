@@ -251,10 +251,7 @@ class AutoK:
             self.round_count += 1
             self.round_tokens = ROUND_DECAY * self.round_tokens + accepted + 1
             self.round_s = ROUND_DECAY * self.round_s + draft_s + verify_s
-        seen = (confidences or [])[: accepted + 1]
-        for i, confidence in enumerate(seen):
-            before = seen[i - 1] if i else None
-            self.confidence.observe(self.entry if i == 0 else "match", confidence, i < accepted, before)
+        self.confidence.observe_round(self.entry, confidences or [], accepted)
         self.entry = "full" if accepted == k else "miss"
         if accepted == k:
             self.reach = max(self.reach, k + 2)  # explore longer drafts two at a time

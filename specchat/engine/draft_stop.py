@@ -90,6 +90,12 @@ class ConfidenceModel:
         if before is not None:
             _count(self.next_hits, self.next_trials, bisect.bisect_right(NEXT_EDGES, before), accepted)
 
+    def observe_round(self, entry: str, confidences: Sequence[float], accepted: int) -> None:
+        """One round's verified drafts: each up to the first refused one, after the outcome before it."""
+        seen = confidences[: accepted + 1]
+        for i, confidence in enumerate(seen):
+            self.observe(entry if i == 0 else "match", confidence, i < accepted, seen[i - 1] if i else None)
+
 
 def _forget(counts: dict[Any, float]) -> None:
     for key in counts:

@@ -47,11 +47,3 @@ class BatchStop:
         more = sum(ch * self.model.p_after(c) for ch, c in zip(chances, confidences)) >= self.costs.go_on_at
         self.stopped_early = not more
         return True, more
-
-
-def observe_round(model: ConfidenceModel, entry: str, confidences: list[float], accepted: int) -> None:
-    """Teach the model one row's verified drafts: each up to the first refused one, after what came before."""
-    seen = confidences[: accepted + 1]
-    for i, confidence in enumerate(seen):
-        before = seen[i - 1] if i else None
-        model.observe(entry if i == 0 else "match", confidence, i < accepted, before)

@@ -27,7 +27,6 @@ from .batch_drafts import RowState, Stop
 from .batch_k import BatchK
 from .batch_model import BatchModel, progress_events, solo_prefill
 from .batch_round import run_round
-from .batch_stop import observe_round
 from .prefix_store import PrefixStore, extract_row
 from .requests import BatchRequest as BatchRequest
 from .requests import Newcomer, Prefilled, Row, Start
@@ -190,7 +189,7 @@ class BatchDecoder:
             step = row.state.step
             assert step is not None and step.round is not None
             self.controller.observe_row(row.acceptance, step.round.drafted, step.round.accepted)
-            observe_round(self.controller.confidence, entry[i], row.state.confidences, step.round.accepted)
+            self.controller.confidence.observe_round(entry[i], row.state.confidences, step.round.accepted)
             row.rows_seen.append(len(self.rows))
             info = replace(step.round, draft_s=timing.draft_s, verify_s=timing.verify_s)
             self._emit_step(row, replace(step, round=info))
