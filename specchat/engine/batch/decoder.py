@@ -31,6 +31,7 @@ from .prefix_store import PrefixStore, extract_row
 from .requests import BatchRequest as BatchRequest
 from .requests import Newcomer, Prefilled, Row, Start
 from .solo_lead import SoloLead
+from .solo_tail import can_go_solo, row_caches, solo_tail
 
 MODELS = ("target", "draft")
 
@@ -113,7 +114,7 @@ class BatchDecoder:
             return
         self.lead = None
         handed = lead.hand_over()
-        request = lead.request
+        request = lead.origin
         budget = self.engine._budget(len(request.prompt), request.cfg.max_tokens)
         prefill = self._prefill(handed.seq[:-1], request.cfg.mode, handed.target, handed.draft)
         grammar = self.engine._grammar(request.cfg)
@@ -133,8 +134,21 @@ class BatchDecoder:
             self._end_cancelled()
             if self.rows:
                 self._round()
+            if self.solo_lead and len(self.rows) == 1 and not self.waiting and can_go_solo(self.rows[0]):
+                self._go_solo()
         except Exception as exc:  # the batch's own fault: every request hears it once
             self._fail_all(exc)
+
+    def _go_solo(self) -> None:
+        """The one row left, with nobody waiting, goes on on the engine's own loop (solo_tail.py)."""
+        row = self.rows[0]
+        target = row_caches(self.target, 0)
+        draft = row_caches(self.draft, 0) if self.draft is not None and row.state.mode == "draft" else None
+        self.target.keep_rows([])
+        if draft is not None and self.draft is not None:
+            self.draft.keep_rows([])
+        self.rows = []
+        self.lead = solo_tail(self.engine, row, target, draft)
 
     def _prefill_step(self) -> None:
         if not self.waiting:

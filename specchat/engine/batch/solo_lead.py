@@ -44,6 +44,12 @@ class SoloLead:
     prefill_end: float | None = None
     first_token: float | None = None
     ended: bool = False
+    relay: Any = None  # a TailRelay when the lead goes on with a batch row (solo_tail.py)
+
+    @property
+    def origin(self) -> Any:
+        """The request the batch knows: this one, or the row a tail goes on with."""
+        return self.request if self.relay is None else self.relay.row.request
 
     def __post_init__(self) -> None:
         self.events = self.engine.stream(list(self.request.prompt), self.request.cfg, self.request.cancel)
@@ -85,7 +91,8 @@ class SoloLead:
         stats.prefill_end = self.prefill_end or time.perf_counter()
         for result in self.rounds:
             stats.round_done(result)
-        return Handover(seq, list(self.emitted), target, draft, stats)
+        handed = Handover(seq, list(self.emitted), target, draft, stats)
+        return handed if self.relay is None else self.relay.handover(handed)
 
 
 def _moved(runner: Any, seq: list[int]) -> tuple[int, list[Any] | None]:

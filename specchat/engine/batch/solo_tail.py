@@ -1,0 +1,85 @@
+"""The last row of a batch goes back to the engine's own loop for the rest of its reply.
+
+A single stream is fastest there (SoloLead's docstring). When every other row has left and nobody
+waits, the row's caches move into the engine's runners and Engine.stream goes on from its sequence so
+far, with what is left of its budget. Its events are the row's: text from the row's detokenizer (a
+character split across the move is whole), rounds into the row's stats, one Finished for the whole
+reply. When another request comes, the tail hands over like a lead and rejoins the batch.
+Structured rows (their grammar state lives in the batch) and MTP rows stay in the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ..engine import Engine, end_events
+from ..events import Event, Failed, Finished, RoundResult, TextChunk
+from .prefix_store import extract_row
+from .requests import BatchRequest, Row
+from .solo_lead import Handover, SoloLead
+
+
+def can_go_solo(row: Row) -> bool:
+    """Whether the row can go on on the engine's own loop."""
+    return row.state.ctx.grammar is None and row.state.mode in ("baseline", "draft", "lookup")
+
+
+def solo_tail(engine: Engine, row: Row, target: tuple[int, list[Any]], draft: tuple[int, list[Any]] | None) -> SoloLead:
+    """A lead that continues `row` on the engine's loop from these caches (held tokens, one-row caches)."""
+    _move_into(engine.runner, row.state.ctx.seq, target)
+    runner = getattr(engine.drafters.get("draft"), "runner", None)
+    if runner is not None and draft is not None:
+        _move_into(runner, row.state.ctx.seq, draft)
+    left = row.state.ctx.budget - row.state.generated
+    cfg = replace(row.request.cfg, max_tokens=max(left, 1))
+    relay = TailRelay(engine, row)
+    request = BatchRequest(list(row.state.ctx.seq), cfg, row.request.cancel, relay)
+    return SoloLead(engine, request, relay=relay)
+
+
+def _move_into(runner: Any, seq: list[int], held_caches: tuple[int, list[Any]]) -> None:
+    held, caches = held_caches
+    runner.reset()
+    runner.caches, runner.tokens = caches, seq[:held]
+
+
+def row_caches(model: Any, index: int) -> tuple[int, list[Any]]:
+    """A batch model's row as (tokens held, one-row caches)."""
+    return model.held[index], extract_row(model.caches, index)
+
+
+class TailRelay:
+    """Turns the continued stream's events into the row's: its text, its stats, its one Finished."""
+
+    def __init__(self, engine: Engine, row: Row):
+        self.engine, self.row = engine, row
+        self.emit: Callable[[Event], None] = row.request.emit
+
+    def __call__(self, event: Event) -> None:
+        row = self.row
+        if isinstance(event, TextChunk):
+            for token in event.token_ids:
+                row.detok.add_token(token)
+            row.tokens.extend(event.token_ids)
+            row.state.generated += len(event.token_ids)
+            row.stats.tokens_emitted(len(event.token_ids))
+            if event.token_ids:
+                self.emit(replace(event, text=row.detok.last_segment))
+        elif isinstance(event, RoundResult):
+            row.stats.round_done(event)
+            row.rows_seen.append(1)
+            self.emit(event)
+        elif isinstance(event, Finished):
+            seen = row.rows_seen or [1]
+            rows = {"batch_rows_max": max(seen), "batch_rows_mean": sum(seen) / len(seen)}
+            decode = self.engine.tokenizer.decode
+            for end in end_events(row.detok, decode, row.tokens, row.stats, event.stats.stop_reason, **rows):
+                self.emit(end)
+        elif isinstance(event, Failed):
+            self.emit(replace(event, partial_tokens=tuple(row.tokens)))
+
+    def handover(self, handed: Handover) -> Handover:
+        """What the batch needs to take the row back: the whole reply so far and the row's own stats."""
+        return replace(handed, emitted=list(handed.seq[len(self.row.request.prompt) :]), stats=self.row.stats)
