@@ -6,10 +6,11 @@ import threading
 from collections.abc import Callable
 
 from specchat.engine.config import GenerationConfig
-from specchat.engine.owner import TERMINAL, EngineHost, JobContext, JobEvent, JobFailed, JobHandle, JobInfo
-from specchat.server.backend import EngineBackend
+from specchat.engine.owner import TERMINAL, EngineHost, JobContext, JobEvent, JobFailed, JobHandle, JobInfo, JoinSpec
+from specchat.server.backend import DEFAULT_MAX_BATCH, EngineBackend
 from specchat.server.errors import ApiError
 
+from .batch_lead import ClusterBatchApi
 from .leader import ClusterState, lead_generation, ping
 from .protocol import ClusterError, RankMemory
 
@@ -50,11 +51,19 @@ class Gate:
 
 
 class ClusterBackend(EngineBackend):
-    """EngineBackend whose jobs run in lockstep on every rank; pings the ranks while idle."""
+    """EngineBackend whose jobs run in lockstep on every rank (a batch's steps too); pings the ranks while idle."""
 
-    def __init__(self, host: EngineHost, max_queue: int, state: ClusterState, heartbeat_s: float = 10.0):
-        super().__init__(host, max_queue, max_batch=1)  # lockstep runs one generation at a time on every rank
+    def __init__(
+        self,
+        host: EngineHost,
+        max_queue: int,
+        state: ClusterState,
+        heartbeat_s: float = 10.0,
+        max_batch: int = DEFAULT_MAX_BATCH,
+    ):
+        super().__init__(host, max_queue, max_batch)
         self.state, self.heartbeat_s = state, heartbeat_s
+        self.decoder = ClusterBatchApi(state, self._fail_running)  # batches step every rank (batch_lead.py)
         self._gates: dict[int, Gate] = {}
         self._stop = threading.Event()
         self._pinger = threading.Thread(target=self._ping_while_idle, name="cluster-ping", daemon=True)
@@ -73,8 +82,15 @@ class ClusterBackend(EngineBackend):
             raise degraded_error(self.state)
         return super().start(prompt_ids, cfg, Gate(listener, self._gates))
 
+    def join_spec(self, prompt_ids: list[int], cfg: GenerationConfig) -> JoinSpec | None:
+        """The generation joins a batch that runs on every rank; None when batching is off (max_batch 1)."""
+        if self.max_batch <= 1:
+            return None
+        return JoinSpec(tuple(prompt_ids), cfg, tuple(self.observers), self.max_batch, self.decoder)
+
     def generation_work(self, prompt_ids: list[int], cfg: GenerationConfig) -> Callable[[JobContext], None]:
-        """The job: broadcast, then run in lockstep under the watchdog."""
+        """The job when it runs alone (batching off, or a config the batch refuses): broadcast, then run in
+        lockstep under the watchdog."""
         state = self.state
 
         def work(ctx: JobContext) -> None:
@@ -87,6 +103,13 @@ class ClusterBackend(EngineBackend):
                 state.end()
 
         return work
+
+    def _fail_running(self, message: str) -> None:
+        """The watchdog's call for a stalled batch: every running row's consumer gets the failure now."""
+        for info in self.host.state().running_batch:
+            gate = self._gates.get(info.id)
+            if gate is not None:
+                gate.fail(message)
 
     def probe(self, timeout_s: float | None = None) -> bool:
         """Ping every rank now (queued behind running jobs); True when all answered."""

@@ -29,7 +29,7 @@ from .group import ClusterGroup
 if TYPE_CHECKING:
     from specchat.engine.engine import Engine
 
-GENERATE, PING, STOP = 1, 2, 3
+GENERATE, PING, STOP, BATCH = 1, 2, 3, 4
 HEADER = 3
 DIGEST_MOD = 2_147_483_647  # a prime below 2**31
 
@@ -48,6 +48,7 @@ class Job:
     id: int = 0
     prompt: tuple[int, ...] = ()
     cfg: GenerationConfig | None = None
+    rows: int = 0  # BATCH: the most rows the batch holds
 
 
 def shared_config(cfg: GenerationConfig) -> GenerationConfig:
@@ -59,7 +60,7 @@ def shared_config(cfg: GenerationConfig) -> GenerationConfig:
 
 def send_job(group: ClusterGroup, job: Job) -> None:
     """Broadcast a job from rank 0."""
-    body = {"prompt": list(job.prompt), "cfg": asdict(job.cfg) if job.cfg else None}
+    body = {"prompt": list(job.prompt), "cfg": asdict(job.cfg) if job.cfg else None, "rows": job.rows}
     payload = np.frombuffer(json.dumps(body).encode(), np.uint8).astype(np.int32)
     group.broadcast(np.array([job.kind, job.id, payload.size], np.int32), HEADER)
     group.broadcast(payload, int(payload.size))
@@ -70,7 +71,7 @@ def receive_job(group: ClusterGroup) -> Job:
     kind, job_id, length = (int(v) for v in group.broadcast(None, HEADER))
     body = json.loads(group.broadcast(None, length).astype(np.uint8).tobytes())
     cfg = GenerationConfig(**body["cfg"]) if body["cfg"] else None
-    return Job(kind, job_id, tuple(body["prompt"]), cfg)
+    return Job(kind, job_id, tuple(body["prompt"]), cfg, body["rows"])
 
 
 def is_link_error(message: str) -> bool:
@@ -85,12 +86,21 @@ def digest(tokens: Iterable[int], start: int = 0) -> int:
     return start
 
 
+def carry_digest(engine: Engine) -> int:
+    """A digest of the sequences the batch keeps on the engine for follow-ups (its prefix stores)."""
+    value = 0
+    for name in sorted(engine.batch_carry):
+        for entry in getattr(engine.batch_carry[name], "entries", ()):
+            value = digest([len(entry.tokens), *entry.tokens], value)
+    return value
+
+
 def align_engines(group: ClusterGroup, engine: Engine) -> bool:
-    """Before a job: if any rank's cached tokens differ from rank 0's, every rank drops its caches (a
-    different cache means a different prefill, whose collectives would pair with the wrong ones).
-    True when they had to."""
+    """Before a job: if any rank's cached tokens (or a batch's kept sequences) differ from rank 0's, every
+    rank drops its caches (a different cache means a different prefill, whose collectives would pair with
+    the wrong ones). True when they had to."""
     cached = list(engine.runner.tokens)
-    rows = group.gather_ints([len(cached), digest(cached)])
+    rows = group.gather_ints([len(cached), digest(cached), carry_digest(engine)])
     if all(row == rows[0] for row in rows):
         return False
     engine.reset()

@@ -116,7 +116,7 @@ def _serve_rank0(args: argparse.Namespace, group: ClusterGroup) -> int:
     print(rank_memory_line(args.target, args.draft, group.size), flush=True)
     host = EngineHost()
     state = ClusterState(group, args.rank_timeout)
-    backend = ClusterBackend(host, args.max_queue, state, args.heartbeat)
+    backend = ClusterBackend(host, args.max_queue, state, args.heartbeat, args.max_batch)
     try:
         modes = host.submit("load", load_job(group, args.target, args.draft)).result()
         if modes.get(mode):

@@ -7,7 +7,9 @@ until every row ended. Between steps the batch takes more joinable jobs, from th
 only, while the front one is joinable, batchable and there is room; any other job at the front (a load,
 a sweep) stops the joining, so it runs as soon as the rows end. Each row is its own job to its
 consumer: JobStarted when it joins, its engine events as JobProgress, its own terminal event when it
-ends. A refused joinable job (MTP with the head's history, a cluster engine, max_batch 1) runs its work solo.
+ends. A refused joinable job (MTP with the head's history, max_batch 1) runs its work solo. A JoinSpec may
+name its own decoder API (a cluster's, which steps every rank's decoder at once); only jobs naming the same
+one join a batch.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class JoinSpec:
     cfg: GenerationConfig
     observers: tuple[Observer, ...] = ()
     max_batch: int = 8
+    decoder: DecoderApi | None = None  # the batch decoder to use (a cluster's lockstep one); None: load_decoder()
 
 
 class DecoderApi(Protocol):
@@ -74,7 +77,7 @@ def batch_api(host: EngineHost, handle: JobHandle) -> DecoderApi | ModuleType | 
     if handle.join is None or handle.cancel.is_set():
         return None
     try:
-        api = load_decoder()
+        api = handle.join.decoder if handle.join.decoder is not None else load_decoder()
         reason = refusal(host.engine, handle.join, api)
     except Exception:  # a decoder that cannot even say: the job runs alone, the thread lives on
         log.exception("job %s runs alone: the batch decoder could not be asked", handle.id)
@@ -115,11 +118,13 @@ def run_batch(host: EngineHost, first: JobHandle, api: DecoderApi | ModuleType) 
     The host already moved `first` to its running rows; every row leaves them through host.end_row."""
     engine = host.engine
     assert first.join is not None
+    first_spec = first.join
     rows: list[_Row] = []
 
     def batchable(handle: JobHandle) -> bool:
         try:
-            return handle.join is not None and refusal(engine, handle.join, api) is None
+            spec = handle.join
+            return spec is not None and spec.decoder is first_spec.decoder and refusal(engine, spec, api) is None
         except Exception:  # it waits for the batch to end and runs alone (batch_api logs why)
             return False
 
