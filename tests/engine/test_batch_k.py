@@ -43,7 +43,7 @@ def test_row_acceptance_follows_its_rounds():
     for _ in range(20):
         row.observe(4, 4)
     high = row.rate
-    for _ in range(20):
+    for _ in range(80):  # each round checks one draft: the first, refused
         row.observe(4, 0)
     assert high > 0.9 and row.rate < 0.1
 
@@ -87,6 +87,18 @@ def test_a_new_row_starts_from_the_pooled_acceptance_and_its_own_history():
     for _ in range(30):
         controller.observe_row(RowAcceptance(), 4, 3)
     assert abs(controller.new_row().rate - 0.75) < 0.05
-    lead = controller.new_row(drafted=40, accepted=4)  # a request that ran alone, its drafts mostly missed
+    lead = controller.new_row(accepted=4, checked=30)  # a request that ran alone, its drafts mostly missed
     assert lead.rate < 0.3
     assert RowAcceptance().hopeful > RowAcceptance().rate and lead.hopeful > lead.rate
+
+
+def test_deep_rounds_read_the_acceptance_they_had():
+    """Drafts after the first refused one are never checked: at K = 6 and a 0.85 acceptance, counting them as
+    refusals would read about 0.6."""
+    rng, row = random.Random(1), RowAcceptance()
+    rates = []
+    for _ in range(400):
+        accepted = next((i for i in range(6) if rng.random() >= 0.85), 6)
+        row.observe(6, accepted)
+        rates.append(row.rate)
+    assert abs(sum(rates[100:]) / len(rates[100:]) - 0.85) < 0.03

@@ -6,7 +6,12 @@ pass over B rows stops being bound by reading the weights as B grows and specula
 less: the cost of K >= 1 is a straight line per batch size, fitted over the Ks measured there, and
 a plain step (K = 0, no drafting) is measured on its own, since it is no point on that line (on a
 CPU a batched draft step costs far more than a single one). Each row's acceptance is its own
-decayed estimate.
+decayed estimate, started from what every row so far accepted (the pair's pooled acceptance): a plain
+round teaches nothing about acceptance, so a row that started from a blind prior could keep a batch
+plain where drafting pays. For the same reason the rounds that try another K try the one that would be
+best were every row's acceptance one standard error higher than estimated (at most EXPLORE_REACH past the
+best), if that differs from the best; else the least measured neighbour of the best, so the cost line
+keeps being measured.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from ..draft_stop import ConfidenceModel, StopCosts
 DECAY = 0.9  # a batch size's round times: about the last ten rounds at each K count
 PRIOR_DRAFT_SHARE = 0.3  # before two Ks are measured at a size, each draft adds this share of a K = 0 round
 EXPLORE_EVERY = 8  # rounds between tries of a neighbouring K, so the line keeps being measured
-ROW_PRIOR = (1.0, 2.0)  # acceptance evidence before any draft: one accepted draft in two
+EXPLORE_REACH = 2  # a try goes at most this far past the best K (from plain decoding a deep try costs a lot)
+ROW_PRIOR = (1.0, 2.0)  # acceptance evidence before any draft: one accepted draft in two checked
 STOP_REACH = 2  # with the early stop measured, a round may draft this much deeper than the best K
-POOLED_WEIGHT = 6.0  # a new row starts from the pooled acceptance, as if it had seen this many drafts
+POOLED_WEIGHT = 6.0  # a new row starts from the pooled acceptance, as if it had checked this many drafts
 
 
 @dataclass
@@ -65,25 +71,28 @@ class _Timing:
 class RowAcceptance:
     """One row's decayed share of drafts the target accepted."""
 
-    def __init__(self, accepted: float = ROW_PRIOR[0], drafted: float = ROW_PRIOR[1]) -> None:
-        self.accepted, self.drafted = accepted, drafted
+    def __init__(self, accepted: float = ROW_PRIOR[0], checked: float = ROW_PRIOR[1]) -> None:
+        self.accepted, self.checked = accepted, checked
 
     def observe(self, drafted: int, accepted: int) -> None:
-        """Add one round's counts (about the last thirty drafts count)."""
-        keep = 0.97**drafted
+        """Add one round's counts (about the last thirty checked drafts count). Only the drafts up to the first
+        refused one were checked: those after it say nothing (counted as refusals, a deep K would read a
+        0.85 acceptance as 0.6 and keep the batch plain)."""
+        checked = accepted + (1 if accepted < drafted else 0)
+        keep = 0.97**checked
         self.accepted = self.accepted * keep + accepted
-        self.drafted = self.drafted * keep + drafted
+        self.checked = self.checked * keep + checked
 
     @property
     def rate(self) -> float:
         """The estimated probability that the next draft is accepted."""
-        return min(self.accepted / self.drafted, 0.999) if self.drafted else 0.5
+        return min(self.accepted / self.checked, 0.999) if self.checked else 0.5
 
     @property
     def hopeful(self) -> float:
         """The rate one standard error above the estimate (what a round that explores assumes)."""
         p = self.rate
-        return min(p + math.sqrt(p * (1.0 - p) / max(self.drafted, 1.0)), 0.999)
+        return min(p + math.sqrt(p * (1.0 - p) / max(self.checked, 1.0)), 0.999)
 
 
 class BatchK:
@@ -120,13 +129,14 @@ class BatchK:
         self.confidence.overall = self.pooled.rate
         return StopCosts(rate * verify_line[1], rate * line[1]), self.confidence
 
-    def new_row(self, drafted: int = 0, accepted: int = 0) -> RowAcceptance:
+    def new_row(self, accepted: int = 0, checked: int = 0) -> RowAcceptance:
         """A joining row's acceptance: the pooled rate, weighing POOLED_WEIGHT drafts, then its own counts
-        (a request that ran alone before it joined)."""
-        weight = min(POOLED_WEIGHT, self.pooled.drafted)
+        (a request that ran alone before it joined: its accepted and checked drafts)."""
+        weight = min(POOLED_WEIGHT, self.pooled.checked)
         row = RowAcceptance(self.pooled.rate * weight, weight) if weight else RowAcceptance()
-        if drafted:
-            self.observe_row(row, drafted, accepted)
+        if checked:
+            row.accepted, row.checked = row.accepted + accepted, row.checked + checked
+            self.pooled.accepted, self.pooled.checked = self.pooled.accepted + accepted, self.pooled.checked + checked
         return row
 
     def observe_row(self, row: RowAcceptance, drafted: int, accepted: int) -> None:
@@ -154,7 +164,7 @@ class BatchK:
 
     def _explore(self, timing: _Timing, costs: dict[int, float], best: int, hopeful: list[float], top: int) -> int:
         """The K a round that explores tries instead of `best`."""
-        if (hoped := _best(costs, hopeful)) != best:
+        if (hoped := min(_best(costs, hopeful), best + EXPLORE_REACH)) != best:
             return hoped
         near = [k for k in (best - 1, best + 1) if 0 <= k <= top]
         return min(near, key=lambda k: timing.weights.get(k, 0.0)) if near else best

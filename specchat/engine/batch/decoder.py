@@ -36,6 +36,12 @@ from .solo_tail import can_go_solo, row_caches, solo_tail
 MODELS = ("target", "draft")
 
 
+def checked_drafts(stats: StatsRecorder) -> tuple[int, int]:
+    """(accepted, checked) drafts of a request's rounds so far (each round checks up to its first refusal;
+    a round that took every draft counts as one that missed: the totals cannot tell)."""
+    return stats.accepted, stats.accepted + min(stats.rounds, stats.drafted - stats.accepted)
+
+
 class BatchDecoder:
     """The active requests of one engine, decoded together round by round."""
 
@@ -186,7 +192,7 @@ class BatchDecoder:
             detok.add_token(token)
         _ = detok.last_segment
         row = Row(request, state, newcomer.stats, detok, auto, list(newcomer.emitted))
-        row.acceptance = self.controller.new_row(newcomer.stats.drafted, newcomer.stats.accepted)  # a lead's own
+        row.acceptance = self.controller.new_row(*checked_drafts(newcomer.stats))  # a lead's own
         self.rows.append(row)
 
     def _round(self) -> None:
