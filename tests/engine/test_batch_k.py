@@ -35,7 +35,7 @@ def test_each_batch_size_has_its_own_costs():
     run(controller, [0.7] * 8, lambda k: 1.0 if k == 0 else 3.0 + 0.5 * k)  # eight: it does not
     assert alone >= 2
     assert controller.choose([0.7]) >= 2
-    assert controller.choose([0.7] * 8) == 0 or controller.rounds % 8 == 0
+    assert controller.choose([0.7] * 8) == 0 or controller.timings[8].since == 0  # 0, or a try of another K
 
 
 def test_row_acceptance_follows_its_rounds():
@@ -102,3 +102,11 @@ def test_deep_rounds_read_the_acceptance_they_had():
         row.observe(6, accepted)
         rates.append(row.rate)
     assert abs(sum(rates[100:]) / len(rates[100:]) - 0.85) < 0.03
+
+
+def test_tries_that_change_nothing_come_ever_more_rarely():
+    """Where plain decoding wins at a size, each try of a K costs a drafting round: the gap doubles."""
+    chosen = run(BatchK(k_max=4), [0.6, 0.6], lambda k: 1.0 if k == 0 else 2.2 + 0.1 * k, rounds=200)
+    tries = [i for i, k in enumerate(chosen) if k and i > 2]
+    assert 3 <= len(tries) <= 6, tries  # every 8 rounds would be 24
+    assert all(b - a >= 8 for a, b in zip(tries, tries[1:])) and tries[-1] - tries[-2] >= 32

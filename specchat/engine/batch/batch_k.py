@@ -24,7 +24,8 @@ from ..draft_stop import ConfidenceModel, StopCosts
 
 DECAY = 0.9  # a batch size's round times: about the last ten rounds at each K count
 PRIOR_DRAFT_SHARE = 0.3  # before two Ks are measured at a size, each draft adds this share of a K = 0 round
-EXPLORE_EVERY = 8  # rounds between tries of a neighbouring K, so the line keeps being measured
+EXPLORE_EVERY = 8  # rounds between tries of another K at a batch size, so the line keeps being measured
+MAX_EXPLORE_GAP = 64  # the gap doubles after each try that changed nothing, up to this many rounds
 EXPLORE_REACH = 2  # a try goes at most this far past the best K (from plain decoding a deep try costs a lot)
 ROW_PRIOR = (1.0, 2.0)  # acceptance evidence before any draft: one accepted draft in two checked
 STOP_REACH = 2  # with the early stop measured, a round may draft this much deeper than the best K
@@ -37,6 +38,21 @@ class _Timing:
 
     sums: dict[int, float] = field(default_factory=dict)
     weights: dict[int, float] = field(default_factory=dict)
+    since: int = 0  # rounds at this size since the last try of another K
+    gap: int = EXPLORE_EVERY  # rounds between tries: doubles while tries change nothing
+    tried: int | None = None  # the K of the last try, until the next choice says whether it became the best
+
+    def explore_due(self, best: int) -> bool:
+        """Whether this round tries another K than `best` (after the last try: its gap halves back to
+        EXPLORE_EVERY if the try became the best, else doubles)."""
+        if self.tried is not None:
+            self.gap = EXPLORE_EVERY if best == self.tried else min(2 * self.gap, MAX_EXPLORE_GAP)
+            self.tried = None
+        self.since += 1
+        if self.since < self.gap:
+            return False
+        self.since = 0
+        return True
 
     def add(self, k: int, seconds: float) -> None:
         self.sums[k] = self.sums.get(k, 0.0) * DECAY + seconds
@@ -101,7 +117,6 @@ class BatchK:
     def __init__(self, k_max: int):
         self.k_max = k_max
         self.timings: dict[int, _Timing] = {}
-        self.rounds = 0
         self.last_k = min(2, k_max)
         self.pooled = RowAcceptance()  # every row's drafts, decayed: where a new row starts
         self.verify: dict[int, _Timing] = {}  # the verify passes alone, per batch size
@@ -156,9 +171,8 @@ class BatchK:
             return 0
         costs = {k: c for k in range(top + 1) if (c := timing.cost(k)) is not None}
         best = _best(costs, rates)
-        self.rounds += 1
-        if self.rounds % EXPLORE_EVERY == 0:
-            best = self._explore(timing, costs, best, hopeful or rates, top)
+        if timing.explore_due(best):
+            best = timing.tried = self._explore(timing, costs, best, hopeful or rates, top)
         self.last_k = best if best > 0 else self.last_k
         return best
 
