@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from specchat.engine import Engine, GenerationConfig
 from specchat.engine.batch.decoder import BatchDecoder, BatchRequest
@@ -58,3 +61,13 @@ def run_all(
 def solo_tokens(engine: Engine, prompt: list[int], cfg: GenerationConfig) -> list[int]:
     """The request's tokens when it runs alone."""
     return engine.generate(prompt, cfg).tokens
+
+
+def assert_samples_follow(firsts: list[int], p: np.ndarray, q: np.ndarray) -> None:
+    """The tokens were drawn from p, not from the drafter's q: E[log p(X)] equals -H(p) when X ~ p, within
+    4 standard errors, and q's is more than 8 away (else the test could not tell them apart)."""
+    log_p = np.log(np.maximum(p, 1e-30))
+    mean_p, var_p = (p * log_p).sum(), (p * log_p**2).sum() - (p * log_p).sum() ** 2
+    se = math.sqrt(var_p / len(firsts))
+    assert abs(np.mean([log_p[t] for t in firsts]) - mean_p) < 4 * se
+    assert abs((q * log_p).sum() - mean_p) > 8 * se, "the fixture cannot tell p from q: test would be vacuous"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import mlx.core as mx
@@ -13,7 +12,7 @@ from specchat.engine import Engine, GenerationConfig
 from specchat.engine.batch.decoder import BatchDecoder, batch_refusal
 from specchat.engine.events import RoundResult
 
-from .batch_helpers import run_all, solo_tokens, submit
+from .batch_helpers import assert_samples_follow, run_all, solo_tokens, submit
 from .helpers import greedy, prompt_ids
 
 TEXTS = ["Hello there, how are you", "Write a function", "Once upon a time", "def fib(n):", "The quick brown fox"]
@@ -105,15 +104,10 @@ def test_sampled_mtp_rows_keep_the_target_distribution(mtp_random_embedded):
     p = np.array(mx.softmax(logits[0, -1].astype(mx.float32)))
     head = model.mtp_forward(hidden[:, -2:-1], mx.array([[ids[-1]]], dtype=mx.uint32))
     q = np.array(mx.softmax(head[0, -1].astype(mx.float32)))  # the head's first draft for the first token
-    log_p = np.log(np.maximum(p, 1e-30))
-    mean_p, var_p = (p * log_p).sum(), (p * log_p**2).sum() - (p * log_p).sum() ** 2
     runs = 300
     decoder = BatchDecoder(engine, max_batch=runs)
     decoder.solo_lead = False
     cfg = GenerationConfig(mode="mtp", num_draft_tokens=2, max_tokens=1, temperature=1.0)
     added = run_all(decoder, {0: [(ids, replace(cfg, seed=s)) for s in range(runs)]})
-    firsts = [g.tokens[0] for g in added[0]]
-    se = math.sqrt(var_p / runs)
-    assert abs(np.mean([log_p[t] for t in firsts]) - mean_p) < 4 * se
-    assert abs((q * log_p).sum() - mean_p) > 8 * se, "the fixture cannot tell p from q: test would be vacuous"
+    assert_samples_follow([g.tokens[0] for g in added[0]], p, q)
     assert sum(g.end.stats.drafted for g in added[0]) == runs  # every row drafted and was verified
