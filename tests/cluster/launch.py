@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -93,3 +95,20 @@ class ClusterProcess:
                 pass
         self.proc.wait(10)
         self._out.close()
+
+
+@contextmanager
+def dense_cluster(
+    target: Path, draft: Path, log: Path, *serve_args: str, ready_s: float = 120.0
+) -> Iterator[ClusterProcess]:
+    """`serve` of a dense pair at K=2 sharded over 2 ranks (more `serve` arguments after), ready; stopped after."""
+    from specchat.server.running import free_port
+
+    process = ClusterProcess(
+        free_port(), "--target", str(target), "--draft", str(draft), "--draft-tokens", "2", *serve_args, log=log
+    )
+    try:
+        process.wait_ready(ready_s)
+        yield process
+    finally:
+        process.stop()

@@ -8,9 +8,7 @@ import time
 
 import pytest
 
-from specchat.server.running import free_port
-
-from .launch import ClusterProcess
+from .launch import dense_cluster
 from .test_faults import RANK_TIMEOUT_S, assert_degraded, client
 
 WAIT_S = 120.0  # generous: the machine may be busy; every wait below ends on an event
@@ -21,27 +19,19 @@ PROMPTS = [[5, 6, 7, 8, 9, 10, 11, 12], [20, 21, 22, 23], [40, 41, 42, 43, 44, 4
 @pytest.fixture
 def cluster(dense_target, dense_draft_partial, tmp_path):
     """`serve` sharded over 2 ranks, batching up to 4 streams, with a short rank timeout."""
-    process = ClusterProcess(
-        free_port(),
-        "--target",
-        str(dense_target),
-        "--draft",
-        str(dense_draft_partial),
-        "--draft-tokens",
-        "2",
+    with dense_cluster(
+        dense_target,
+        dense_draft_partial,
+        tmp_path / "serve.log",
         "--max-batch",
         "4",
         "--rank-timeout",
         str(RANK_TIMEOUT_S),
         "--heartbeat",
         "1",
-        log=tmp_path / "serve.log",
-    )
-    try:
-        process.wait_ready(WAIT_S)
+        ready_s=WAIT_S,
+    ) as process:
         yield process
-    finally:
-        process.stop()
 
 
 class Stream:

@@ -11,9 +11,8 @@ import pytest
 from specchat.engine.config import GenerationConfig
 from specchat.engine.engine import Engine
 from specchat.server.remote import RemoteEngine
-from specchat.server.running import free_port
 
-from .launch import ClusterProcess
+from .launch import dense_cluster
 
 RANK_TIMEOUT_S = 3.0
 PROMPT = [5, 6, 7, 8, 9, 10, 11, 12]
@@ -22,25 +21,16 @@ PROMPT = [5, 6, 7, 8, 9, 10, 11, 12]
 @pytest.fixture
 def cluster(dense_target, dense_draft_partial, tmp_path):
     """`serve` sharded over 2 ranks, with a short rank timeout and heartbeat."""
-    process = ClusterProcess(
-        free_port(),
-        "--target",
-        str(dense_target),
-        "--draft",
-        str(dense_draft_partial),
-        "--draft-tokens",
-        "2",
+    with dense_cluster(
+        dense_target,
+        dense_draft_partial,
+        tmp_path / "serve.log",
         "--rank-timeout",
         str(RANK_TIMEOUT_S),
         "--heartbeat",
         "1",
-        log=tmp_path / "serve.log",
-    )
-    try:
-        process.wait_ready(120)
+    ) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def test_rank_0_says_what_each_rank_needs_before_it_loads(cluster, tmp_path):
