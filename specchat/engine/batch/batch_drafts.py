@@ -55,6 +55,11 @@ class RowDraft:
 Stop = tuple[StopCosts, ConfidenceModel]  # what the batch's early stop needs (batch_stop.py)
 
 
+def mtp_head(model: Any) -> Any:
+    """The target model when it carries an MTP head (MTP rows draft with it), else None."""
+    return model if callable(getattr(model, "mtp_forward", None)) else None
+
+
 def row_drafts(
     draft: BatchModel | None, head: Any, rows: list[RowState], width: int, stop: Stop | None = None
 ) -> list[RowDraft]:

@@ -190,6 +190,12 @@ class BatchK:
             self.verify.setdefault(rows, _Timing()).add(k, verify_s)
 
 
+def checked_drafts(accepted: int, drafted: int, rounds: int) -> tuple[int, int]:
+    """(accepted, checked) drafts from a request's totals (each round checks up to its first refusal; a round
+    that took every draft counts as one that missed: the totals cannot tell)."""
+    return accepted, accepted + min(rounds, drafted - accepted)
+
+
 def _best(costs: dict[int, float], rates: list[float]) -> int:
     """The K with the most expected tokens per second for rows accepting at these rates."""
     return max(costs, key=lambda k: sum(expected_tokens(a, k) for a in rates) / costs[k])

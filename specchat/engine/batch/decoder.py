@@ -23,8 +23,8 @@ from ..sampling import Sampler
 from ..speculative import LoopContext, Step, forced_step
 from ..stats import StatsRecorder
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
-from .batch_drafts import RowState, Stop
-from .batch_k import BatchK
+from .batch_drafts import RowState, Stop, mtp_head
+from .batch_k import BatchK, checked_drafts
 from .batch_model import BatchModel, progress_events, solo_prefill
 from .batch_round import run_round
 from .prefix_store import PrefixStore, extract_row
@@ -34,12 +34,6 @@ from .solo_lead import SoloLead
 from .solo_tail import can_go_solo, row_caches, solo_tail
 
 MODELS = ("target", "draft")
-
-
-def checked_drafts(stats: StatsRecorder) -> tuple[int, int]:
-    """(accepted, checked) drafts of a request's rounds so far (each round checks up to its first refusal;
-    a round that took every draft counts as one that missed: the totals cannot tell)."""
-    return stats.accepted, stats.accepted + min(stats.rounds, stats.drafted - stats.accepted)
 
 
 class BatchDecoder:
@@ -59,12 +53,6 @@ class BatchDecoder:
         carry = engine.batch_carry
         self.stores: dict[str, PrefixStore] = {m: carry.setdefault(f"{m} prefixes", PrefixStore()) for m in MODELS}
         self.controller: BatchK = carry.setdefault("controller", BatchK(k_max=8))  # costs per batch size
-
-    @property
-    def _head(self) -> Any:
-        """The target model when it carries an MTP head (MTP rows draft with it), else None."""
-        model = self.target.model
-        return model if callable(getattr(model, "mtp_forward", None)) else None
 
     @property
     def active(self) -> int:
@@ -192,7 +180,8 @@ class BatchDecoder:
             detok.add_token(token)
         _ = detok.last_segment
         row = Row(request, state, newcomer.stats, detok, auto, list(newcomer.emitted))
-        row.acceptance = self.controller.new_row(*checked_drafts(newcomer.stats))  # a lead's own
+        stats = newcomer.stats  # a lead's own rounds
+        row.acceptance = self.controller.new_row(*checked_drafts(stats.accepted, stats.drafted, stats.rounds))
         self.rows.append(row)
 
     def _round(self) -> None:
@@ -201,7 +190,7 @@ class BatchDecoder:
             return
         stop = self._choose_ks()
         entry = [r.state.entry for r in self.rows]  # each row's outcome before this round (its stop's evidence)
-        timing = run_round(self.target, self.draft, [r.state for r in self.rows], self._head, stop)
+        timing = run_round(self.target, self.draft, [r.state for r in self.rows], mtp_head(self.target.model), stop)
         width = max(r.state.k for r in self.rows)
         self.controller.observe(len(self.rows), width, timing.draft_s + timing.verify_s, timing.verify_s)
         ended = []
