@@ -13,7 +13,7 @@ from typing import Any
 
 import mlx.core as mx
 
-from ..engine import Engine, end_events, step_events
+from ..engine import Engine, step_events
 from ..errors import ConfigError, EngineError, error_kind, user_message
 from ..events import Event, Failed, Finished
 from ..loading import vocab_size
@@ -249,9 +249,7 @@ class BatchDecoder:
             row.request.emit(event)
 
     def _finish(self, row: Row, stop: str) -> None:
-        seen = row.rows_seen or [1]
-        rows = {"batch_rows_max": max(seen), "batch_rows_mean": sum(seen) / len(seen)}
-        for event in end_events(row.detok, self.engine.tokenizer.decode, row.tokens, row.stats, stop, **rows):
+        for event in row.end_events(self.engine.tokenizer.decode, stop):
             row.request.emit(event)
 
     def _end_cancelled(self) -> None:

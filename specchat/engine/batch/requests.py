@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +11,7 @@ import mlx.core as mx
 
 from ..config import GenerationConfig
 from ..constraint import GrammarState
+from ..engine import end_events
 from ..events import Event
 from ..stats import StatsRecorder
 from ..tokenizer import Detokenizer
@@ -45,6 +46,12 @@ class Row:
     tokens: list[int] = field(default_factory=list)
     acceptance: RowAcceptance = field(default_factory=RowAcceptance)
     rows_seen: list[int] = field(default_factory=list)  # batch size at each of its rounds
+
+    def end_events(self, decode: Callable[[list[int]], str], stop: str) -> Iterator[Event]:
+        """The row's last text and its Finished, with the batch sizes it ran at."""
+        seen = self.rows_seen or [1]
+        rows = {"batch_rows_max": max(seen), "batch_rows_mean": sum(seen) / len(seen)}
+        yield from end_events(self.detok, decode, self.tokens, self.stats, stop, **rows)
 
 
 @dataclass

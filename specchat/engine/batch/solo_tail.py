@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..engine import Engine, end_events
+from ..engine import Engine, step_events
 from ..events import Event, Failed, Finished, RoundResult, TextChunk
+from ..speculative import Step
 from .prefix_store import extract_row
 from .requests import BatchRequest, Row
 from .solo_lead import Handover, SoloLead
@@ -60,22 +61,16 @@ class TailRelay:
     def __call__(self, event: Event) -> None:
         row = self.row
         if isinstance(event, TextChunk):
-            for token in event.token_ids:
-                row.detok.add_token(token)
-            row.tokens.extend(event.token_ids)
             row.state.generated += len(event.token_ids)
-            row.stats.tokens_emitted(len(event.token_ids))
-            if event.token_ids:
-                self.emit(replace(event, text=row.detok.last_segment))
+            step = Step(list(event.token_ids), list(event.from_draft), logprobs=list(event.logprobs) or None)
+            for chunk in step_events(step, row.detok, row.tokens, row.stats):  # the row's own text
+                self.emit(chunk)
         elif isinstance(event, RoundResult):
             row.stats.round_done(event)
             row.rows_seen.append(1)
             self.emit(event)
         elif isinstance(event, Finished):
-            seen = row.rows_seen or [1]
-            rows = {"batch_rows_max": max(seen), "batch_rows_mean": sum(seen) / len(seen)}
-            decode = self.engine.tokenizer.decode
-            for end in end_events(row.detok, decode, row.tokens, row.stats, event.stats.stop_reason, **rows):
+            for end in row.end_events(self.engine.tokenizer.decode, event.stats.stop_reason):
                 self.emit(end)
         elif isinstance(event, Failed):
             self.emit(replace(event, partial_tokens=tuple(row.tokens)))
