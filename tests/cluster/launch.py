@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -15,12 +17,31 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 MLX_LAUNCH = Path(sys.executable).with_name("mlx.launch")
+# Below Linux's and macOS's ephemeral ranges, where outgoing connections (and bind to port 0) take ports.
+RING_PORTS = range(20000, 30000)
+BIND_FAILED = "Couldn't bind socket"  # what a rank prints when its ring port was taken after all
+LAUNCH_TRIES = 3
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def ring_port() -> int:
+    """A starting port for the ring: rank 0 binds it and rank 1 the next one, so both must be free."""
+    while True:
+        port = random.randrange(RING_PORTS.start, RING_PORTS.stop - 1)
+        if _bindable(port) and _bindable(port + 1):
+            return port
 
 
 def launch_args(*command: str) -> list[str]:
     """mlx.launch with 2 ranks on this machine running `python ...command` (ring ports picked free)."""
-    from specchat.server.running import free_port
-
     return [
         str(MLX_LAUNCH),
         "--backend",
@@ -28,7 +49,7 @@ def launch_args(*command: str) -> list[str]:
         "-n",
         "2",
         "--starting-port",
-        str(free_port()),
+        str(ring_port()),
         "--python",
         sys.executable,
         "--",
@@ -37,7 +58,16 @@ def launch_args(*command: str) -> list[str]:
 
 
 def run_ranks(args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
-    """Run to the end (killed after timeout_s); its output kept for the assertion message."""
+    """Run to the end (killed after timeout_s), on other ports if a ring port was taken meanwhile."""
+    for _ in range(LAUNCH_TRIES - 1):
+        done = _run_once(args, timeout_s)
+        if BIND_FAILED not in done.stdout:  # mlx.launch exits 0 even then, so the output tells
+            return done
+    return _run_once(args, timeout_s)
+
+
+def _run_once(args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+    """One launch, run to the end (killed after timeout_s); its output kept for the assertion message."""
     proc = subprocess.Popen(
         launch_args(*args),
         cwd=ROOT,
@@ -102,13 +132,34 @@ def dense_cluster(
     target: Path, draft: Path, log: Path, *serve_args: str, ready_s: float = 120.0
 ) -> Iterator[ClusterProcess]:
     """`serve` of a dense pair at K=2 sharded over 2 ranks (more `serve` arguments after), ready; stopped after."""
-    from specchat.server.running import free_port
-
-    process = ClusterProcess(
-        free_port(), "--target", str(target), "--draft", str(draft), "--draft-tokens", "2", *serve_args, log=log
+    process = _ready_cluster(
+        ("--target", str(target), "--draft", str(draft), "--draft-tokens", "2", *serve_args), log, ready_s
     )
     try:
-        process.wait_ready(ready_s)
         yield process
     finally:
         process.stop()
+
+
+def _ready_cluster(serve_args: tuple[str, ...], log: Path, ready_s: float) -> ClusterProcess:
+    """A serving cluster, launched again on other ports if a ring port was taken meanwhile."""
+    for _ in range(LAUNCH_TRIES - 1):
+        try:
+            return _launch_ready(serve_args, log, ready_s)
+        except AssertionError:
+            if BIND_FAILED not in log.read_text():
+                raise
+    return _launch_ready(serve_args, log, ready_s)
+
+
+def _launch_ready(serve_args: tuple[str, ...], log: Path, ready_s: float) -> ClusterProcess:
+    """One launch of `serve`, ready; stopped when it is not."""
+    from specchat.server.running import free_port
+
+    process = ClusterProcess(free_port(), *serve_args, log=log)
+    try:
+        process.wait_ready(ready_s)
+    except AssertionError:
+        process.stop()
+        raise
+    return process
