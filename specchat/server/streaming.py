@@ -49,7 +49,7 @@ class JobStream:
         if self.handle is not None and not self.handle.done:
             self.backend.cancel(self.handle)
 
-    def _cut_by_shutdown(self, event: JobEvent) -> bool:
+    def _cut_by_shutdown(self, event: object) -> bool:
         """True for the end of a job the server's shutdown stopped (cancelled, or finished cancelled)."""
         if not self.backend.stopping.is_set():
             return False
@@ -59,21 +59,20 @@ class JobStream:
 
     async def events(self, include_queue: bool = False) -> AsyncIterator[Event | dict[str, Any]]:
         """Engine events until the job ends (and {"type": "Queued", "ahead": n} when asked);
-        cancels the job when the client disconnects or this generator is closed early."""
+        cancels the job when the client disconnects or this generator is closed early. Once the server
+        stops, what has come is passed on and then the shutdown error, without waiting for the engine:
+        a long prefill chunk must not outlast the connections' grace."""
         try:
             while True:
-                try:
-                    event = await asyncio.wait_for(self._queue.get(), DISCONNECT_POLL_S)
-                except TimeoutError:
-                    if await self.request.is_disconnected():
-                        self.cancel()
-                        return
-                    continue
-                if isinstance(event, JobQueued) and include_queue:
-                    yield {"type": "Queued", "ahead": event.ahead}
-                elif self._cut_by_shutdown(event):  # never a silent normal end
+                event = await self._next_event()
+                if event is _DISCONNECTED:
+                    self.cancel()
+                    return
+                if event is _STOPPED or self._cut_by_shutdown(event):  # never a silent normal end
                     yield Failed(SHUTTING_DOWN, ErrorKind.SHUTDOWN)
                     return
+                if isinstance(event, JobQueued) and include_queue:
+                    yield {"type": "Queued", "ahead": event.ahead}
                 elif isinstance(event, JobProgress) and isinstance(event.event, ENGINE_EVENTS):  # all a job emits
                     yield event.event
                 elif isinstance(event, JobFailed):
@@ -83,6 +82,22 @@ class JobStream:
                     return
         finally:
             self.cancel()
+
+    async def _next_event(self) -> JobEvent | object:
+        """The next queued event; _STOPPED once the server stops and none is left, _DISCONNECTED when the
+        client has gone."""
+        while self._queue.empty():
+            if self.backend.stopping.is_set():
+                return _STOPPED
+            try:
+                return await asyncio.wait_for(self._queue.get(), DISCONNECT_POLL_S)
+            except TimeoutError:
+                if await self.request.is_disconnected():
+                    return _DISCONNECTED
+        return self._queue.get_nowait()
+
+
+_STOPPED, _DISCONNECTED = object(), object()  # what _next_event says in place of an event
 
 
 async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> dict[str, Any]:

@@ -11,13 +11,18 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specchat.server.running import free_port
+from specchat.engine.events import TextChunk
+from specchat.server.app import ServerOptions
+from specchat.server.backend import EngineBackend
+from specchat.server.running import BackgroundServer, free_port
+
+from .conftest import DEFAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = {"messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": 20000}
 
 
-def start_serve(target: Path, draft: Path, port: int) -> subprocess.Popen:
+def start_serve(target: Path, draft: Path, port: int, *serve_args: str) -> subprocess.Popen:
     """`python -m specchat serve` in its own session (so Ctrl-C's SIGINT reaches it), once it listens."""
     proc = subprocess.Popen(
         [
@@ -31,6 +36,7 @@ def start_serve(target: Path, draft: Path, port: int) -> subprocess.Popen:
             str(draft),
             "--port",
             str(port),
+            *serve_args,
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -58,10 +64,22 @@ def stream_lines(url: str, first_chunk: threading.Event, lines: list[str]) -> No
                     first_chunk.set()
 
 
+def wait_for_jobs(base: str, count: int) -> None:
+    """Until the engine holds `count` requests, running (a batch's rows) or queued."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        state = httpx.get(base + "/specchat/v1/status", timeout=10).json()
+        if len(state["running_batch"]) + len(state["queued"]) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the engine never held {count} requests: {state}")
+
+
+@pytest.mark.parametrize("batch", ["8", "1"], ids=["batched", "queued"])
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
-def test_stopping_the_server_ends_every_open_request_with_an_error(stop, dense_target, dense_draft_partial):
+def test_stopping_the_server_ends_every_open_request_with_an_error(stop, batch, dense_target, dense_draft_partial):
     port = free_port()
-    proc = start_serve(dense_target, dense_draft_partial, port)
+    proc = start_serve(dense_target, dense_draft_partial, port, "--max-batch", batch)
     base = f"http://127.0.0.1:{port}"
     first_chunk, lines, whole = threading.Event(), [], {}
     streamer = threading.Thread(target=stream_lines, args=(base + "/v1/chat/completions", first_chunk, lines))
@@ -70,11 +88,8 @@ def test_stopping_the_server_ends_every_open_request_with_an_error(stop, dense_t
     waiter = threading.Thread(
         target=lambda: whole.update(r=httpx.post(base + "/v1/chat/completions", json=CHAT, timeout=120))
     )
-    waiter.start()  # queued behind the stream
-    for _ in range(400):
-        if httpx.get(base + "/specchat/v1/status", timeout=10).json()["queued"]:
-            break
-        time.sleep(0.05)
+    waiter.start()  # a second row of the batch, or queued behind the stream
+    wait_for_jobs(base, 2)
     stopped_at = time.monotonic()
     proc.send_signal(stop)
     out, err = proc.communicate(timeout=60)
@@ -82,8 +97,52 @@ def test_stopping_the_server_ends_every_open_request_with_an_error(stop, dense_t
     streamer.join(30)
     waiter.join(30)
     assert proc.returncode == 0 and "Traceback" not in err, err
-    assert lines[-1] == "[DONE]"
+    assert_ended_by_shutdown(lines, whole["r"])
+    assert took < 30, f"serve took {took:.1f} s to exit"  # about 0.2 s here; generous for a loaded machine
+
+
+def assert_ended_by_shutdown(lines: list[str], whole: httpx.Response) -> None:
+    """The stream's last chunks are the shutdown error and [DONE]; the whole request got a 503 saying so."""
+    assert lines[-1] == "[DONE]", lines[-3:]
     error = json.loads(lines[-2])["error"]
     assert error["code"] == "server_shutting_down" and "shutting down" in error["message"]
-    assert whole["r"].status_code == 503 and whole["r"].json()["error"]["code"] == "server_shutting_down"
-    assert took < 30, f"serve took {took:.1f} s to exit"  # about 0.2 s here; generous for a loaded machine
+    assert whole.status_code == 503 and whole.json()["error"]["code"] == "server_shutting_down"
+
+
+class StuckBackend(EngineBackend):
+    """Every job streams one piece and then holds the engine thread until released, deaf to cancel:
+    an engine inside a long prefill chunk when the server stops."""
+
+    def __init__(self, host, release: threading.Event):
+        super().__init__(host, max_queue=8, max_batch=1)
+        self.release = release
+
+    def generation_work(self, prompt_ids, cfg):
+        def work(ctx):
+            ctx.emit(TextChunk("Once", (0,), (False,)))
+            self.release.wait(120)
+
+        return work
+
+
+def test_a_stop_while_the_engine_is_stuck_still_ends_every_request_with_its_error(host):
+    release = threading.Event()
+    backend = StuckBackend(host, release)
+    server = BackgroundServer(backend, ServerOptions(DEFAULTS), port=free_port())
+    server.start()
+    first_chunk, lines, whole = threading.Event(), [], {}
+    url = server.url + "/v1/chat/completions"
+    streamer = threading.Thread(target=stream_lines, args=(url, first_chunk, lines))
+    waiter = threading.Thread(target=lambda: whole.update(r=httpx.post(url, json=CHAT, timeout=120)))
+    try:
+        streamer.start()
+        assert first_chunk.wait(60), "the stream never started"
+        waiter.start()
+        wait_for_jobs(server.url, 2)
+        server.stop(timeout_s=30)
+        streamer.join(30)
+        waiter.join(30)
+        assert not release.is_set()  # the engine never saw the stop: the server said it on its own
+        assert_ended_by_shutdown(lines, whole["r"])
+    finally:
+        release.set()
