@@ -15,7 +15,7 @@ from .logprobs import MAX_TOP_LOGPROBS
 MODES = ("baseline", "draft", "mtp", "lookup")
 AUTO = "auto"
 MTP_MAX_DEPTH = 4
-AUTO_MAX_DRAFT_TOKENS = 8  # the deepest an auto-K round drafts (draft and lookup modes)
+AUTO_MAX_DRAFT_TOKENS = 16  # the deepest an auto-K round drafts (draft and lookup modes); drafts stop early when unsure
 _V = TypeVar("_V")
 
 

@@ -16,6 +16,7 @@ temperature > 0, and greedy output stays the target's own.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,11 @@ NEXT_EDGES = (0.5, 0.9)  # coarse bins of a token's confidence, for the chance t
 PRIOR_WEIGHT = 10.0  # a bin's estimate starts from the draft's own probability, weighing this many tokens
 STATE_PRIOR_WEIGHT = 16.0  # a state's rate starts from the overall acceptance, weighing this many tokens
 AFTER_CONFIDENCE = 0.25  # until measured, the token after a sure one is this much likelier accepted than after a guess
+# a bin's prior is the draft's probability recalibrated by a logistic fit over every token seen (the real pair's
+# draft is underconfident: its 0.65-0.8 tokens are accepted 0.8-0.9 of the time); the fit's step, and how
+# much slower its slope moves than its offset
+CALIBRATION_RATE = 0.05
+CALIBRATION_SLOPE_DAMPING = 4.0
 FORGET = 0.995  # per observed token: the model follows the text over its last few hundred drafts
 
 
@@ -61,6 +67,7 @@ class ConfidenceModel:
     next_hits: dict[int, float] = field(default_factory=dict)  # by the coarse bin of the accepted token before
     next_trials: dict[int, float] = field(default_factory=dict)
     overall: float = 0.6  # the acceptance every estimate falls back on (the controller's alpha)
+    calibration: tuple[float, float] = (0.0, 1.0)  # logit(acceptance) ~ a + b * logit(confidence), fit online
 
     def p_state(self, state: str) -> float:
         """Acceptance of the next token before its confidence is known."""
@@ -68,11 +75,16 @@ class ConfidenceModel:
         return (hits + STATE_PRIOR_WEIGHT * self.overall) / (trials + STATE_PRIOR_WEIGHT)
 
     def p(self, state: str, confidence: float) -> float:
-        """Acceptance of a token drafted with this confidence after this outcome (until measured, the draft's
-        own probability: on the real pair's recordings it is close to the acceptance on code and prose)."""
+        """Acceptance of a token drafted with this confidence after this outcome (until its bin is measured,
+        the draft's own probability as the calibration fit reads it)."""
         key = (state, confidence_bin(confidence))
         hits, trials = self.hits.get(key, 0.0), self.trials.get(key, 0.0)
-        return (hits + PRIOR_WEIGHT * confidence) / (trials + PRIOR_WEIGHT)
+        return (hits + PRIOR_WEIGHT * self.calibrated(confidence)) / (trials + PRIOR_WEIGHT)
+
+    def calibrated(self, confidence: float) -> float:
+        """The acceptance the calibration fit over every bin gives this confidence."""
+        a, b = self.calibration
+        return _sigmoid(a + b * _logit(confidence))
 
     def p_after(self, confidence: float) -> float:
         """Acceptance of the token after an accepted one drafted with this confidence (uncertain text clusters)."""
@@ -86,15 +98,32 @@ class ConfidenceModel:
         for counts in (self.hits, self.trials, self.state_hits, self.state_trials, self.next_hits, self.next_trials):
             _forget(counts)
         _count(self.hits, self.trials, (state, confidence_bin(confidence)), accepted)
+        self._fit(confidence, accepted)
         _count(self.state_hits, self.state_trials, state, accepted)
         if before is not None:
             _count(self.next_hits, self.next_trials, bisect.bisect_right(NEXT_EDGES, before), accepted)
+
+    def _fit(self, confidence: float, accepted: bool) -> None:
+        """One stochastic-gradient step of the logistic calibration on a verified token."""
+        a, b = self.calibration
+        x = _logit(confidence)
+        error = float(accepted) - _sigmoid(a + b * x)
+        self.calibration = (a + CALIBRATION_RATE * error, b + CALIBRATION_RATE * error * x / CALIBRATION_SLOPE_DAMPING)
 
     def observe_round(self, entry: str, confidences: Sequence[float], accepted: int) -> None:
         """One round's verified drafts: each up to the first refused one, after the outcome before it."""
         seen = confidences[: accepted + 1]
         for i, confidence in enumerate(seen):
             self.observe(entry if i == 0 else "match", confidence, i < accepted, seen[i - 1] if i else None)
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-3), 1 - 1e-3)
+    return math.log(p / (1 - p))
+
+
+def _sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
 
 
 def _forget(counts: dict[Any, float]) -> None:

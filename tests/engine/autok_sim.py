@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specchat.engine.autok import AutoK
+from specchat.engine.config import AUTO_MAX_DRAFT_TOKENS
 from specchat.engine.draft_stop import RoundPlan
 
 RECORDED = Path(__file__).resolve().parents[1] / "data/autok/real_pair_matches.json"
@@ -173,13 +174,13 @@ def conversation_seconds(
 ) -> float:
     """Seconds for the replies one after the other; with no fixed K, one AutoK carries across them."""
     if fixed is None and auto is None:
-        auto = AutoK(k_max=8)
+        auto = AutoK(k_max=AUTO_MAX_DRAFT_TOKENS)
     return sum(run(match, pair, seed, fixed=fixed, auto=auto) for match in replies)
 
 
 def plain_tokens(replies_by_seed, pair: Pair, seeds: int = 30) -> tuple[float, float]:
     """(tokens decoded plainly, of them by probes while speculating) per conversation, over the seeds."""
-    controllers = [CountingAutoK(k_max=8) for _ in range(seeds)]
+    controllers = [CountingAutoK(k_max=AUTO_MAX_DRAFT_TOKENS) for _ in range(seeds)]
     for s, auto in enumerate(controllers):
         conversation_seconds(replies_by_seed(s), pair, s, auto=auto)
     return statistics.fmean(a.plain_tokens for a in controllers), statistics.fmean(a.probe.spent for a in controllers)

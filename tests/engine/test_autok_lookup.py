@@ -6,7 +6,7 @@ import mlx.core as mx
 import pytest
 
 from specchat.engine.autok import AutoK, expected_tokens
-from specchat.engine.config import GenerationConfig
+from specchat.engine.config import AUTO_MAX_DRAFT_TOKENS, GenerationConfig
 from specchat.engine.lookup import PromptLookupDrafter, find_continuation
 from specchat.engine.sampling import Sampler
 
@@ -87,7 +87,7 @@ def test_lookup_and_auto_k_are_identical_to_plain_decoding(hybrid_target, hybrid
     rounds = [e for e in events if isinstance(e, RoundResult)]
     assert all(r.drafted <= r.num_draft_tokens for r in rounds)
     if k == "auto":
-        assert events[-1].stats.auto_k and {r.num_draft_tokens for r in rounds} <= set(range(9))
+        assert events[-1].stats.auto_k and {r.num_draft_tokens for r in rounds} <= set(range(AUTO_MAX_DRAFT_TOKENS + 1))
         drafting = [r.num_draft_tokens for r in rounds if r.num_draft_tokens]
         assert events[-1].stats.mean_k == pytest.approx(sum(drafting) / len(drafting) if drafting else 0.0)
         stats = events[-1].stats
