@@ -19,13 +19,26 @@ from .test_sampling import chi_square
 
 def test_the_model_learns_that_unsure_drafts_miss_and_sure_ones_hit():
     model = ConfidenceModel(overall=0.6)
-    assert model.p("match", 0.9) == pytest.approx(0.9)  # until measured: the draft's own probability
+    # until measured: the draft's own probability, a little lifted (a greedy target picks the likeliest token too)
+    assert model.p("match", 0.9) == pytest.approx(model.calibrated(0.9)) and 0.9 < model.calibrated(0.9) < 0.93
     for _ in range(200):
         model.observe("match", 0.95, True)
         model.observe("match", 0.4, False)
         model.observe("miss", 0.4, True)  # after a miss the same confidence hits (misses come alone)
     assert model.p("match", 0.96) > 0.9 and model.p("match", 0.45) < 0.1
     assert model.p("miss", 0.45) > 0.9  # what happened just before changes the estimate
+
+
+def test_what_one_confidence_teaches_moves_the_estimate_at_confidences_never_seen():
+    """The calibration fit lends every bin what the others measured: a draft whose 0.6-0.8 guesses are all
+    accepted is believed more at 0.4 too, and one whose guesses there all miss less."""
+    trusted, doubted = ConfidenceModel(), ConfidenceModel()
+    for _ in range(100):
+        for confidence in (0.6, 0.7, 0.8):
+            trusted.observe("match", confidence, True)
+            doubted.observe("match", confidence, False)
+    fresh = ConfidenceModel().p("match", 0.4)
+    assert trusted.p("match", 0.4) > fresh + 0.2 and doubted.p("match", 0.4) < fresh - 0.2
 
 
 def test_a_plan_keeps_sure_tokens_and_stops_at_the_first_unsure_one():
