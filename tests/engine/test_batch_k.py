@@ -28,6 +28,16 @@ def test_where_drafting_is_cheap_the_batch_speculates():
     assert min(chosen[-20:]) >= 2 and max(chosen[-20:]) >= 4
 
 
+def test_a_batch_drafts_no_deeper_than_its_own_k_max_whatever_its_rows_allow():
+    # drafts nearly free and always accepted: the deepest K would pay, and rows allow 16 (Auto K alone)
+    controller, chosen = BatchK(k_max=8), []
+    for _ in range(60):
+        k, _stop = controller.plan([0.99, 0.99], 16, [0.99, 0.99])
+        controller.observe(2, k, 1.0 + 0.01 * k, verify_s=1.0 + 0.005 * k)
+        chosen.append(k)
+    assert max(chosen) == 8
+
+
 def test_each_batch_size_has_its_own_costs():
     controller = BatchK(k_max=4)
     run(controller, [0.7], lambda k: 1.0 + 0.1 * k)  # one row: speculation pays

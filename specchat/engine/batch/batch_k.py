@@ -127,6 +127,7 @@ class BatchK:
     ) -> tuple[int, tuple[StopCosts, ConfidenceModel] | None]:
         """The next round's K and, once its costs are measured at this size, the early stop that may end its
         drafting sooner (the K is then STOP_REACH deeper: the stop cuts what does not pay)."""
+        top = min(top, self.k_max)
         k = self.choose(rates, top, hopeful)
         stop = self._stop(rates, k)
         return (min(top, k + STOP_REACH), stop) if stop is not None else (k, None)
@@ -162,8 +163,9 @@ class BatchK:
     def choose(self, rates: list[float], k_max: int | None = None, hopeful: list[float] | None = None) -> int:
         """The K for the next round of len(rates) rows (0: a plain step), up to k_max. A batch size's first
         round drafts; its second is plain, so plain decoding's cost there is measured, not guessed. `hopeful`:
-        each row's rate one standard error up (RowAcceptance.hopeful), for the rounds that explore."""
-        top = self.k_max if k_max is None else k_max
+        each row's rate one standard error up (RowAcceptance.hopeful), for the rounds that explore. A batch
+        drafts at most its own k_max, whatever its rows allow alone."""
+        top = self.k_max if k_max is None else min(k_max, self.k_max)
         timing = self.timings.get(len(rates))
         if timing is None or not timing.sums:
             return min(self.last_k, top)
