@@ -92,7 +92,10 @@ def test_each_prompt_ends_with_an_auto_cell_whose_greedy_output_is_plains(engine
     assert [c["k"] for c in data["prompts"][0]["cells"]] == [None, 1, 2, "auto"]
     assert data["prompts"][0]["cells"][-1]["max_k"] == AUTO_MAX_DRAFT_TOKENS
     md = to_markdown(result)
-    assert md.count("\n| dynamic (auto K) | ") == 2 and f"at most {AUTO_MAX_DRAFT_TOKENS} tokens (the engine's default max)" in md
+    assert (
+        md.count("\n| dynamic (auto K) | ") == 2
+        and f"at most {AUTO_MAX_DRAFT_TOKENS} tokens (the engine's default max)" in md
+    )
 
 
 def test_the_dynamic_cell_can_be_left_out(engine):
