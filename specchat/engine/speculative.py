@@ -15,6 +15,7 @@ from .draft_stop import RoundPlan
 from .drafters import CATCH_UP_IN_ROUND, Draft, Drafter
 from .events import Rejection, RoundResult
 from .logprobs import PassLogprobs, TokenLogprob, forced_logprobs, pass_arrays, read_logprobs
+from .plain_probe import BurstClock
 from .runner import ModelRunner, token_id, token_ids
 from .sampling import Sampler
 from .verify import verify_greedy, verify_sampled
@@ -204,12 +205,14 @@ def _plain_burst(
     """Decode up to auto.burst_length() tokens plainly; yields their steps, then one K=0 RoundResult."""
     n = min(auto.burst_length(), ctx.budget - generated)
     start, emitted, stop = time.perf_counter(), 0, None
+    clock = BurstClock()
     for step in baseline_steps(target, replace(ctx, budget=n)):
+        clock.step(len(step.tokens))
         emitted += len(step.tokens)
         stop = step.stop if step.stop != "length" or generated + emitted >= ctx.budget else None
         yield Step(step.tokens, step.from_draft, logprobs=step.logprobs)
     elapsed = time.perf_counter() - start
-    auto.observe_plain(emitted, elapsed)
+    auto.observe_plain(emitted, clock.steady_s(emitted, elapsed))
     yield Step([], [], RoundResult(index, 0, 0, 0, emitted, 0.0, elapsed), stop)
     return _Burst(emitted, stop)
 

@@ -30,7 +30,8 @@ class Pair:
     """Seconds per draft step, per verify pass (v0 + vs * K) and per caught-up token; a plain token costs
     plain_factor one-token verify passes (v0): plain decoding overlaps a step's Python work with the
     step before it, which the controller cannot see from its verify costs. A plain burst's first token has
-    no step before it to overlap with: it costs a one-token verify pass."""
+    no step before it to overlap with: it costs a one-token verify pass; the loop times a burst from its
+    second step on, as the engine does."""
 
     draft: float
     v0: float
@@ -128,8 +129,9 @@ def run(
             k = min(auto.choose(), n - pos)
         if k == 0:
             burst = min(auto.burst_length(), n - pos)
-            cost = (pair.v0 + (burst - 1) * pair.plain) * (1 + jitter.gauss(0, noise))
-            auto.observe_plain(burst, cost)
+            factor = 1 + jitter.gauss(0, noise)
+            cost = (pair.v0 + (burst - 1) * pair.plain) * factor
+            auto.observe_plain(burst, cost if burst == 1 else burst * pair.plain * factor)  # timed from step 2 on
             seconds, pos, unseen = seconds + cost, pos + burst, unseen + burst
             continue
         steps, confidences = k, None

@@ -4,7 +4,7 @@ fed synthetic rounds: no model, no clock."""
 import pytest
 
 from specchat.engine.autok import PLAIN_MARGIN, RESUME_MARGIN, AutoK
-from specchat.engine.plain_probe import MAX_PROBE_SHARE, PROBE_AFTER, PROBE_BURST, PROBE_MARGIN
+from specchat.engine.plain_probe import MAX_PROBE_SHARE, PROBE_AFTER, PROBE_BURST, PROBE_MARGIN, BurstClock
 
 STORY = [True, True, False, True, True, True, False, True, False, True]  # the draft right 7 times in 10
 CODE = [True]
@@ -126,3 +126,16 @@ def test_a_plain_burst_weighs_as_many_measurements_as_it_has_tokens():
     auto = AutoK(plain_s=0.5)
     auto.observe_plain(16, 16 * 0.4)
     assert auto.plain_s == pytest.approx(0.5 * 0.9**16 + 0.4 * (1 - 0.9**16))
+
+
+def test_a_plain_burst_is_timed_at_the_pace_of_its_steps_after_the_first():
+    """The first step of a burst has nothing to overlap with: 0.60 s, then 0.40 s a step. A 4-token probe
+    timed whole would read 0.45 s a token; the controller is given 0.40."""
+    times = iter([0.60, 1.00, 1.40, 1.80])
+    clock = BurstClock(now=lambda: next(times))
+    for _ in range(4):
+        clock.step(1)
+    assert clock.steady_s(4, elapsed=1.80) == pytest.approx(4 * 0.40)
+    lone = BurstClock(now=lambda: 0.6)
+    lone.step(1)
+    assert lone.steady_s(1, elapsed=0.60) == 0.60  # one step: nothing but its own time to go on
