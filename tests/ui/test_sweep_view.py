@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtGui import QImage
 
+from specchat.engine.config import AUTO_MAX_DRAFT_TOKENS
 from specchat.engine.owner import EngineHost, LoadedPair, load_pair_job
 from specchat.system.power import PowerStatus
 from specchat.tuning.best_k import best_choices
@@ -85,7 +86,10 @@ def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, loaded, 
     assert [text for _, text in ticks] == ["K=1", "K=2", "auto"]
     auto_row = [c.k for _, c in cells].index(AUTO)
     assert row_texts(view.table, auto_row)[1] == "dynamic (auto K)"
-    assert "at most 8 tokens a round: the engine's default max" in view.table.item(auto_row, 1).toolTip()
+    assert (
+        f"at most {AUTO_MAX_DRAFT_TOKENS} tokens a round: the engine's default max"
+        in view.table.item(auto_row, 1).toolTip()
+    )
     assert view.progress.value() == view.progress.maximum() == 2 * 4 * 2
     best = result.best_k()
     assert set(best) == {"structured", "open"} and view.use_best.isEnabled()
@@ -104,7 +108,7 @@ def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, loaded, 
     csv_rows = list(csv.DictReader(view.export_csv(tmp_path / "sweep.csv").open()))
     assert [(r["prompt"], r["k"]) for r in csv_rows] == [(n, "auto" if c.k == AUTO else c.label) for n, c in cells]
     assert [r["best"] for r in csv_rows].count("True") == 2
-    assert [r["max_k"] for r in csv_rows if r["k"] == "auto"] == ["8", "8"]
+    assert [r["max_k"] for r in csv_rows if r["k"] == "auto"] == [str(AUTO_MAX_DRAFT_TOKENS)] * 2
     data = json.loads(view.export_json(tmp_path / "sweep.json").read_text())
     assert data["best_k"] == best and [c["k"] for c in data["prompts"][0]["cells"]] == [None, 1, 2, "auto"]
     image = QImage(str(view.export_png(tmp_path / "chart.png")))
