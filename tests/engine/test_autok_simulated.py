@@ -9,10 +9,10 @@ from .autok_sim import CODE, OPEN, OPEN_PLAIN_WINS, Reply, compare, plain_tokens
 
 # (pair costs, replies, tokens per reply, the least auto must reach against the best fixed K = 1..4). Drafts
 # that stop where the draft is unsure, up to 16 tokens, beat every fixed K by 8-25% on code (long confident
-# runs between unsure spots) and on a code-then-prose conversation. On the story the best stop threshold
-# chosen in hindsight gains only 3-4% over the best fixed K, on this CPU's costs (a draft step costs a third
-# of a verify pass) and on a Mac's (verify nearly flat in K) alike: the 0.5B coder's confidence on prose does
-# not separate its hits from its misses sharply enough, so there auto must match the best fixed K.
+# runs between unsure spots) and on a code-then-prose conversation. On 32 and 64 tokens of the story the best
+# stop threshold chosen in hindsight gains 0-2% over the best fixed K on this CPU's costs (a draft step costs a
+# third of a verify pass) and 1-4% on a Mac's (verify nearly flat in K): the 0.5B coder's confidence on prose
+# does not separate its hits from its misses sharply enough, so there auto must match the best fixed K.
 REAL_REPLIES = {
     "code, 32 tokens": (CODE, ["code-0"], 32, 1.05),
     "code, 64 tokens": (CODE, ["code-0"], 64, 1.05),
