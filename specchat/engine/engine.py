@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .autok import AutoK
 from .compat import ensure_compatible
@@ -20,6 +20,7 @@ from .loading import LoadedModel, context_limit, load_model, vocab_size
 from .lookup import PromptLookupDrafter
 from .mtp import MtpDrafter, attach_head
 from .mtp_detect import MtpSupport, detect_mtp
+from .prompt import first_out_of_range
 from .runner import ModelRunner, common_prefix_len
 from .sampling import Sampler
 from .speculative import LoopContext, Step, baseline_steps, speculative_steps
@@ -35,6 +36,13 @@ class GenerationResult:
     text: str
     stats: GenerationStats
     cancelled: bool = False
+
+
+class Admission(NamedTuple):
+    """What Engine.admit found a request may do: its token budget and its grammar at the reply's start."""
+
+    budget: int
+    grammar: GrammarState | None
 
 
 class Engine:
@@ -138,6 +146,26 @@ class Engine:
             drafter.reset()
         self.batch_carry.clear()
 
+    @property
+    def vocab_limit(self) -> int:
+        """Token ids every loaded model can read run from 0 up to this (exclusive)."""
+        models = [self.target] + ([self.draft] if self.draft is not None else [])
+        return min(vocab_size(model) for model in models)
+
+    def admit(self, prompt: Sequence[int], cfg: GenerationConfig) -> Admission:
+        """Check a prompt and config before any model work: ConfigError (caches intact) when the prompt is
+        empty, holds a token id outside the vocabulary, leaves no room in the context, or the grammar
+        cannot be used; else the reply's token budget and its grammar state."""
+        if not prompt:
+            raise ConfigError("the prompt is empty: at least one token is needed")
+        bad = first_out_of_range(prompt, self.vocab_limit)
+        if bad is not None:
+            raise ConfigError(
+                f"prompt token {bad} is {prompt[bad]!r}: token ids of {self.target.name} run from 0 to "
+                f"{self.vocab_limit - 1}"
+            )
+        return Admission(self._budget(len(prompt), cfg.max_tokens), self._grammar(cfg))
+
     def _controller(self, cfg: GenerationConfig) -> AutoK | None:
         if not cfg.auto_k:
             return None
@@ -164,11 +192,8 @@ class Engine:
     def _stream(
         self, prompt: list[int], cfg: GenerationConfig, cancel: threading.Event, tokens: list[int]
     ) -> Iterator[Event]:
-        if not prompt:
-            raise ConfigError("the prompt is empty: at least one token is needed")
-        budget = self._budget(len(prompt), cfg.max_tokens)
+        budget, grammar = self.admit(prompt, cfg)  # before any model work: a refusal leaves the caches alone
         drafter = self._drafter_for(cfg)
-        grammar = self._grammar(cfg)  # compiled before any model work: a bad schema leaves the caches alone
         cached = min(common_prefix_len(self.runner.tokens, prompt), len(prompt) - 1)
         stats = StatsRecorder(cfg, len(prompt), cached)
         self.runner.hidden_sink = getattr(drafter, "receive_hidden", None)  # MTP needs them

@@ -64,3 +64,15 @@ def with_system_note(messages: list[dict[str, Any]], note: str) -> list[dict[str
 def user_prompt_ids(tokenizer: ChatTemplate, text: str, enable_thinking: bool = False) -> list[int]:
     """Token ids of one user message (the sweep, the baseline and A/B runs: thinking off)."""
     return chat_prompt_ids(tokenizer, [{"role": "user", "content": text}], enable_thinking=enable_thinking)
+
+
+def first_out_of_range(ids: Sequence[object], limit: int) -> int | None:
+    """The index of the first id that is not an integer in [0, limit), or None when all are.
+
+    A token id outside the embedding table is read past its end by the model's gather (a crash, or
+    garbage); every id is checked before any model work.
+    """
+    for index, token in enumerate(ids):
+        if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < limit:
+            return index
+    return None

@@ -27,6 +27,7 @@ from .streaming import JobStream, openai_sse, openai_whole
 from .wire import event_to_json
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_JSON_DEPTH = 64  # no request shape nests nearly this deep; the checks below walk it recursively
 
 
 @dataclass
@@ -140,7 +141,7 @@ async def generate(request: Request) -> EventSourceResponse:
     backend, options = _backend(request), _options(request)
     body = await _json_body(request, options.max_body_bytes)
     req, system_prompt, thinking = _specchat_request(body, backend, options.defaults)
-    ids = backend.prompt_ids(req, system_prompt, thinking)
+    ids = backend.prompt_ids(req, system_prompt, thinking, ids_param="prompt_ids")
     stream = JobStream(backend, request)
     await stream.start(ids, req.cfg)
     return EventSourceResponse(_event_stream(stream), ping=10)
@@ -158,9 +159,11 @@ async def decode(request: Request) -> dict[str, Any]:
     """The text of token ids."""
     body = await _json_body(request, _options(request).max_body_bytes)
     ids = body.get("ids") if isinstance(body, dict) else None
-    if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+    if not isinstance(ids, list):
         raise bad_request("ids must be a list of token ids", "ids")
-    return {"text": _backend(request).engine.tokenizer.decode(ids)}
+    backend = _backend(request)
+    backend.check_ids(ids, "ids")
+    return {"text": backend.engine.tokenizer.decode(ids)}
 
 
 @routes.get("/specchat/v1/status")
@@ -220,12 +223,31 @@ async def _json_body(request: Request, limit: int) -> object:
         body = json.loads(bytes(data) or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad_request(f"The request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise bad_request("The request body nests too deeply to read") from None
+    if _depth_over(body, MAX_JSON_DEPTH):
+        raise bad_request(f"The request body nests more than {MAX_JSON_DEPTH} levels deep") from None
     where = lone_surrogate_at(body)
     if where is not None:
         raise bad_request(
             f"{where} holds a lone UTF-16 surrogate (an escape like \\ud800 without its pair): it is not text", where
         )
     return body
+
+
+def _depth_over(value: object, limit: int) -> bool:
+    """Whether parsed JSON nests deeper than `limit` (walked without recursion)."""
+    level: list[object] = [value]
+    for _ in range(limit + 1):
+        level = [
+            child
+            for item in level
+            if isinstance(item, (dict, list))
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return False
+    return True
 
 
 def lone_surrogate_at(value: object, where: str = "body") -> str | None:
@@ -285,8 +307,9 @@ def _specchat_request(
         raise bad_request(str(exc), "config") from None
     if "prompt_ids" in body:
         ids = body["prompt_ids"]
-        if not isinstance(ids, list) or not ids or not all(isinstance(t, int) for t in ids):
+        if not isinstance(ids, list) or not ids:
             raise bad_request("prompt_ids must be a non-empty list of token ids", "prompt_ids")
+        backend.check_ids(ids, "prompt_ids")
         req = ApiRequest("completion", backend.models()[0] if backend.models() else "", cfg, prompt=tuple(ids))
     else:
         req = parse_request("chat", {"messages": body.get("messages")}, backend.models(), cfg)

@@ -13,7 +13,7 @@ from jinja2 import TemplateError
 from specchat.engine.config import GenerationConfig
 from specchat.engine.loading import context_limit
 from specchat.engine.owner import EngineHost, JobContext, JobEvent, JobHandle, JoinSpec
-from specchat.engine.prompt import ChatTemplate, chat_prompt_ids
+from specchat.engine.prompt import ChatTemplate, chat_prompt_ids, first_out_of_range
 
 from .errors import ApiError, bad_request, busy, shutting_down
 from .requests import ApiRequest
@@ -54,6 +54,9 @@ class ServedEngine(Protocol):
     def draft(self) -> ServedModel | None: ...
 
     def available_modes(self) -> dict[str, str | None]: ...
+
+    @property
+    def vocab_limit(self) -> int: ...  # token ids every loaded model can read: 0 up to this, exclusive
 
 
 @contextmanager
@@ -102,9 +105,14 @@ class EngineBackend:
         return [Path(engine.target.name).name] if engine is not None else []
 
     def prompt_ids(
-        self, request: ApiRequest, system_prompt: str = "", enable_thinking: bool | None = None
+        self,
+        request: ApiRequest,
+        system_prompt: str = "",
+        enable_thinking: bool | None = None,
+        ids_param: str = "prompt",
     ) -> list[int]:
-        """The request's tokens: the chat template over its messages, or the prompt encoded as is."""
+        """The request's tokens: the chat template over its messages, or the prompt encoded as is; every id
+        checked against the vocabulary (a 400 naming `ids_param[index]` for a prompt of token ids)."""
         tokenizer = self.engine.tokenizer
         if request.kind == "chat":
             ids = template_ids(
@@ -120,8 +128,20 @@ class EngineBackend:
             ids = list(request.prompt)
         else:
             ids = list(tokenizer.encode(request.prompt))
+        self.check_ids(ids, ids_param if isinstance(request.prompt, tuple) and request.kind != "chat" else "messages")
         self.check_context(len(ids))
         return ids
+
+    def check_ids(self, ids: Sequence[object], param: str) -> None:
+        """400 naming the index when an id is not a token id of the loaded models (before any model work:
+        an id past the embedding table is read past its end)."""
+        limit = self.engine.vocab_limit
+        bad = first_out_of_range(ids, limit)
+        if bad is not None:
+            raise bad_request(
+                f"{param}[{bad}] is {ids[bad]!r}, which is not a token id of this model: ids run from 0 to {limit - 1}",
+                f"{param}[{bad}]",
+            )
 
     def check_context(self, prompt_tokens: int) -> None:
         """400 naming both numbers when the prompt does not fit the model's context."""

@@ -180,12 +180,12 @@ def _speculation(spec: object) -> dict[str, Any]:
 
 
 def _prompt(prompt: object) -> str | tuple[int, ...]:
-    if isinstance(prompt, list) and len(prompt) == 1:
-        prompt = prompt[0]
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+        prompt = prompt[0]  # one string, or one list of token ids, in a batch of one
     if isinstance(prompt, str) and prompt:
         return prompt
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
-        return tuple(prompt)
+        return tuple(prompt)  # each id is checked against the model's vocabulary by the backend
     raise bad_request("prompt must be a non-empty string (or one string, or a list of token ids)", "prompt")
 
 

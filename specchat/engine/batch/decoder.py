@@ -14,7 +14,7 @@ from typing import Any
 import mlx.core as mx
 
 from ..engine import Engine, step_events
-from ..errors import ConfigError, EngineError, error_kind, user_message
+from ..errors import EngineError, error_kind, user_message
 from ..events import Event, Failed, Finished
 from ..loading import vocab_size
 from ..lookup import PromptLookupDrafter
@@ -71,10 +71,7 @@ class BatchDecoder:
             self.lead = SoloLead(self.engine, request)
             return
         try:
-            if not request.prompt:
-                raise ConfigError("the prompt is empty: at least one token is needed")
-            budget = self.engine._budget(len(request.prompt), request.cfg.max_tokens)
-            grammar = self.engine._grammar(request.cfg)  # compiled before any model work: a bad schema is said
+            budget, grammar = self.engine.admit(request.prompt, request.cfg)  # before any model work
         except EngineError as exc:
             request.emit(Failed(user_message(exc), error_kind(exc)))
             return
@@ -109,9 +106,8 @@ class BatchDecoder:
         self.lead = None
         handed = lead.hand_over()
         request = lead.origin
-        budget = self.engine._budget(len(request.prompt), request.cfg.max_tokens)
+        budget, grammar = self.engine.admit(request.prompt, request.cfg)
         prefill = self._prefill(handed.seq[:-1], request.cfg.mode, handed.target, handed.draft)
-        grammar = self.engine._grammar(request.cfg)
         if grammar is not None:
             grammar.consume(handed.emitted)  # the lead's reply so far, forced tokens included
         moved = Newcomer(replace(request, prompt=handed.seq), budget, handed.stats, prefill, handed.emitted, grammar)
