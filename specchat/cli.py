@@ -13,6 +13,8 @@ from dataclasses import asdict
 from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
 
+from specchat.engine.modes import SpecMode
+
 from . import __version__
 from .cli_args import model_folder, utf8_text
 from .engine import MODES, EngineError, GenerationConfig
@@ -113,7 +115,7 @@ def draft_tokens_arg(text: str) -> int | str:
 
 def generation_config(args: argparse.Namespace) -> GenerationConfig:
     """The GenerationConfig that `generate` flags ask for."""
-    mode = args.mode or ("draft" if args.draft else "baseline")
+    mode = args.mode or (SpecMode.DRAFT if args.draft else SpecMode.BASELINE)
     return GenerationConfig(
         mode=mode,
         num_draft_tokens=args.draft_tokens,
@@ -190,7 +192,7 @@ def _print_finished(event: Finished, as_json: bool) -> int:
         f"\n[{s.generated_tokens} tokens{stopped}, {s.decode_tokens_per_s:.1f} tok/s decode, "
         f"ttft {s.ttft_s:.2f}s, prefill {s.prefill_tokens_per_s:.1f} tok/s, mode {s.mode}"
     )
-    if s.mode != "baseline":
+    if s.mode != SpecMode.BASELINE:
         k = f"auto (max {s.num_draft_tokens})" if s.auto_k else s.num_draft_tokens
         line += f" K={k}"
         if s.auto_k and (auto := auto_k_text(stats)):

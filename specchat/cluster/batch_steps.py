@@ -22,6 +22,7 @@ from specchat.engine.batch.batch_k import BatchK
 from specchat.engine.batch.decoder import BatchDecoder, BatchRequest
 from specchat.engine.config import GenerationConfig
 from specchat.engine.events import Event, Failed, Finished, TextChunk
+from specchat.engine.policy import DEFAULT_POLICY
 
 from .group import ClusterGroup, LinkLost
 from .protocol import ClusterError, digest, is_link_error
@@ -29,8 +30,6 @@ from .protocol import ClusterError, digest, is_link_error
 if TYPE_CHECKING:
     from specchat.engine.engine import Engine
 
-CONTROLLER = "controller"  # where BatchDecoder keeps its BatchK in engine.batch_carry
-K_MAX = 8  # BatchDecoder's own BatchK(k_max=8)
 NO_TIME = -1  # a round time that was not measured (None), on the wire
 
 
@@ -77,7 +76,7 @@ class SharedBatchK(BatchK):
     """BatchK that learns rank 0's round times on every rank: every choice made from them (the K, an early
     stop) is then the same on every rank, though each rank's own times differ."""
 
-    def __init__(self, group: ClusterGroup, k_max: int = K_MAX):
+    def __init__(self, group: ClusterGroup, k_max: int = DEFAULT_POLICY.batch_k_max):
         super().__init__(k_max)
         self.group = group
 
@@ -92,8 +91,8 @@ class SharedBatchK(BatchK):
 
 def shared_decoder(group: ClusterGroup, engine: Engine, max_batch: int) -> BatchDecoder:
     """A BatchDecoder whose BatchK is a SharedBatchK (kept on the engine between batches, as its own is)."""
-    if not isinstance(engine.batch_carry.get(CONTROLLER), SharedBatchK):
-        engine.batch_carry[CONTROLLER] = SharedBatchK(group)
+    if not isinstance(engine.batch_carry.controller, SharedBatchK):
+        engine.batch_carry.controller = SharedBatchK(group)
     decoder = BatchDecoder(engine, max_batch)
     if not isinstance(decoder.controller, SharedBatchK):  # the decoder no longer reads it from there
         decoder.controller = SharedBatchK(group)

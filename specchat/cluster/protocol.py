@@ -19,10 +19,11 @@ import mlx.core as mx
 import numpy as np
 
 from specchat.engine.autok import AutoK
-from specchat.engine.config import MODES, GenerationConfig
+from specchat.engine.config import GenerationConfig
 from specchat.engine.draft_stop import StopCosts
 from specchat.engine.errors import EngineError
 from specchat.engine.events import Event, Failed, TextChunk
+from specchat.engine.modes import MODES
 
 from .group import ClusterGroup
 
@@ -89,8 +90,8 @@ def digest(tokens: Iterable[int], start: int = 0) -> int:
 def carry_digest(engine: Engine) -> int:
     """A digest of the sequences the batch keeps on the engine for follow-ups (its prefix stores)."""
     value = 0
-    for name in sorted(engine.batch_carry):
-        for entry in getattr(engine.batch_carry[name], "entries", ()):
+    for name in sorted(engine.batch_carry.prefixes):
+        for entry in engine.batch_carry.prefixes[name].entries:
             value = digest([len(entry.tokens), *entry.tokens], value)
     return value
 

@@ -1,6 +1,6 @@
 """The headless engine: MLX only, never Qt."""
 
-from .config import MODES, GenerationConfig
+from .config import GenerationConfig
 from .engine import Engine, GenerationResult
 from .errors import (
     ConfigError,
@@ -23,10 +23,14 @@ from .events import (
     RoundResult,
     TextChunk,
 )
+from .modes import MODES, DraftOutcome, SpecMode, StopReason
 from .prompt import chat_prompt_ids, user_prompt_ids
 
 __all__ = [
     "MODES",
+    "DraftOutcome",
+    "SpecMode",
+    "StopReason",
     "GenerationConfig",
     "Engine",
     "GenerationResult",

@@ -5,15 +5,15 @@ and verify costs are measured online on this machine, the verify cost per K (it 
 every chip) with a straight-line fit over the Ks measured for the others. K = 0 is plain decoding;
 while at 0 the controller probes now and then so it can come back when the text becomes predictable.
 
-A new controller speculates first (K = START_K: one round measures a draft step and a verify pass).
+A new controller speculates first (K = policy.start_k: one round measures a draft step and a verify pass).
 Until plain decoding is measured its cost is estimated by a verify pass over one token (the fit's value
-at K = 0). Where the best K is not expected to beat that by PLAIN_MARGIN (5%), a short burst measures
-plain decoding at once; where it is ahead by less than plain_probe.PROBE_MARGIN, a short probe measures
+at K = 0). Where the best K is not expected to beat that by policy.plain_margin (5%), a short burst measures
+plain decoding at once; where it is ahead by less than policy.probe_margin, a short probe measures
 it after the first rounds, since plain decoding, pipelined, costs less than that pass (plain_probe.py).
 
 Once plain decoding is measured and chosen (a probe's burst is plain decoding too), speculation resumes only
-where predicted RESUME_MARGIN ahead of it: each burst's first step has no step before it to hide its Python
-work under, so a 4-token probe reads plain a little dear, and STAY_MARGIN (2%, meant for staying with
+where predicted policy.resume_margin ahead of it: each burst's first step has no step before it to hide its Python
+work under, so a 4-token probe reads plain a little dear, and policy.stay_margin (2%, meant for staying with
 speculation) would send the controller back to speculating at a K that loses. From plain decoding a K = 1
 probe runs after probe_every plain tokens, the gap doubling after each probe that does not beat plain's
 rate and back to probe_every after one that does; it runs only where the reply's budget (`left`, set by
@@ -30,7 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .draft_stop import ConfidenceModel, RoundPlan, StopCosts
-from .plain_probe import PROBE_BURST, PlainProbe
+from .modes import DraftOutcome
+from .plain_probe import PlainProbe
+from .policy import DEFAULT_POLICY, SpeculationPolicy
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -38,23 +40,6 @@ def expected_tokens(alpha: float, k: int) -> float:
     if alpha >= 1.0:
         return k + 1.0
     return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
-
-
-START_K = 2  # the first round's K: one speculative round tells the draft-step and verify costs
-MAX_PROBE_GAP = 128  # plain tokens between probes at most: a probe costs the drafter's catch-up
-PLAIN_MARGIN = 1.05  # speculation less than this much faster than the plain estimate: measure plain at once
-LINE_WEIGHT = 2.0  # a K's verify cost leans on the line through all Ks as much as on this many rounds of its own
-RESUME_MARGIN = 1.05  # once decoding plainly, speculation resumes only where predicted this much faster
-STAY_MARGIN = 0.02  # speculation goes on while within this fraction of plain decoding's rate (it keeps measuring)
-NEAR_TIE = 0.01  # Ks within 1% of the best rate: the least measured of them runs, so no estimate goes stale
-MAX_ROUNDS_WEIGHT = 16  # a K's own rounds count up to this many in its verify cost and in the line
-REPLY_EVIDENCE = 6.0  # drafts' worth of acceptance evidence a new reply starts from
-PRIOR_ALPHA = 0.6  # a fresh controller's acceptance, weighing REPLY_EVIDENCE drafts: a story's easy first line
-# must not talk it into long drafts before the first misses (on the real pair's recorded replies a
-# lighter 2:1 prior overshot to K=5-6 there, 0.96 of K=1 over a 64-token story)
-MEASURED_ROUNDS = 4  # early-stopping rounds before their measured rate replaces the i.i.d. model's
-ROUND_DECAY = 0.97  # per round, for that measured rate: about the last thirty rounds (a shorter memory flapped)
-NORMAL_CATCH_UP = 2  # tokens a drafter takes in at the start of a round after a full accept
 
 
 @dataclass
@@ -65,24 +50,33 @@ class AutoK:
     decay: float = 0.9  # per round, for the cost estimates
     trial_decay: float = 0.97  # per drafted token, for acceptance
     probe_every: int = 16  # plain tokens before the first probe; the gap doubles while probes fail
-    accepted: float = PRIOR_ALPHA * REPLY_EVIDENCE
-    rejected: float = (1 - PRIOR_ALPHA) * REPLY_EVIDENCE
+    policy: SpeculationPolicy = DEFAULT_POLICY  # every tuned knob (policy.py)
+    accepted: float = field(init=False)  # decayed accepted drafts, from the policy's prior
+    rejected: float = field(init=False)
     draft_step_s: float | None = None
     verify_s: dict[int, float] = field(default_factory=dict)  # by K >= 1
     verify_rounds: dict[int, int] = field(default_factory=dict)
     plain_s: float | None = None  # plain decoding's measured cost per token
-    reach: int = START_K  # the longest K this reply may try: two past the longest fully accepted
+    # the longest K this reply may try (policy.start_k at first): two past the longest fully accepted
+    reach: int = field(init=False)
     plain_since_probe: int = 0
     probe_gap: int = 0  # 0: not probing (speculating, or plain not yet chosen)
     early_stop: bool = True  # drafts stop where the drafter is unsure (draft_stop.py)
-    confidence: ConfidenceModel = field(default_factory=ConfidenceModel)
-    entry: str = "full"  # the outcome before the next round's first draft: "miss" or "full"
+    confidence: ConfidenceModel = field(init=False)  # with the controller's policy
+    entry: DraftOutcome = DraftOutcome.FULL  # the outcome before the next round's first draft: "miss" or "full"
     expected_rate: float = 0.0  # tokens per second of the best choice at the last choose()
     round_count: int = 0  # early-stopping rounds observed, and their decayed tokens and seconds
     round_tokens: float = 0.0
     round_s: float = 0.0
-    probe: PlainProbe = field(default_factory=PlainProbe)  # when to measure plain decoding while speculating
+    probe: PlainProbe = field(init=False)  # when to measure plain decoding while speculating
     left: int | None = None  # tokens the reply may still take (its budget less what it emitted), set by the loop
+
+    def __post_init__(self) -> None:
+        p = self.policy
+        self.accepted, self.rejected = p.prior_alpha * p.reply_evidence, (1 - p.prior_alpha) * p.reply_evidence
+        self.reach = p.start_k
+        self.confidence = ConfidenceModel(policy=p)
+        self.probe = PlainProbe(policy=p)
 
     @property
     def alpha(self) -> float:
@@ -92,11 +86,11 @@ class AutoK:
     def choose(self) -> int:
         """The K for the next round."""
         if self.draft_step_s is None:
-            return min(START_K, self.k_max)  # speculate first: a round measures drafting and verifying
+            return min(self.policy.start_k, self.k_max)  # speculate first: a round measures drafting and verifying
         rates = {k: self.rate(k) for k in range(1, min(self.k_max, self.reach) + 1)}
         top = max(rates.values())
         best = min(
-            (k for k, r in rates.items() if r >= (1 - NEAR_TIE) * top),
+            (k for k, r in rates.items() if r >= (1 - self.policy.near_tie) * top),
             key=lambda k: (self.verify_rounds.get(k, 0), -rates[k]),
         )
         plain = self.rate(0)
@@ -105,10 +99,13 @@ class AutoK:
         if not self.probe_gap and self._probe_due(speculating):
             return 0
         if self.plain_s is None:  # plain decoding unmeasured: measure it only if it could win
-            return best if speculating >= PLAIN_MARGIN * plain else 0
+            return best if speculating >= self.policy.plain_margin * plain else 0
         # the model follows harder text sooner than the measured rate, which remembers thirty rounds (a story's
-        # easy first line); from plain decoding speculation must be RESUME_MARGIN ahead, not within STAY_MARGIN
-        if min(speculating, rates[best]) > (RESUME_MARGIN if self.probe_gap else 1 - STAY_MARGIN) * plain:
+        # easy first line); from plain decoding speculation must be resume_margin ahead, not within stay_margin
+        if (
+            min(speculating, rates[best])
+            > (self.policy.resume_margin if self.probe_gap else 1 - self.policy.stay_margin) * plain
+        ):
             self.probe_gap = 0
             return best
         return self._plain_or_probe()
@@ -125,7 +122,7 @@ class AutoK:
     def measured_rate(self) -> float | None:
         """Tokens per second the early-stopping rounds have actually reached (their decayed sums), once a few
         ran: the i.i.d. model cannot see where drafts stop, so it misjudges their rate both ways."""
-        if not self.early_stop or self.round_count < MEASURED_ROUNDS or not self.round_s:
+        if not self.early_stop or self.round_count < self.policy.measured_rounds or not self.round_s:
             return None
         return self.round_tokens / self.round_s
 
@@ -148,7 +145,7 @@ class AutoK:
             self.probe_gap, self.plain_since_probe = self.probe_every, 0
         if self.plain_since_probe < self.probe_gap or not self._room_for_probe():
             return 0
-        self.probe_gap = min(2 * self.probe_gap, MAX_PROBE_GAP)  # if this probe fails, wait longer
+        self.probe_gap = min(2 * self.probe_gap, self.policy.max_probe_gap)  # if this probe fails, wait longer
         self.plain_since_probe = 0
         return 1
 
@@ -161,10 +158,12 @@ class AutoK:
         """A new reply starts (code before, prose now?): alpha is kept but weighs only a few drafts and
         long drafts must be earned again; if plain decoding had won, probe at once (new text may be
         predictable), then every probe_every tokens."""
-        self.reach = START_K
+        self.reach = self.policy.start_k
         weight = self.accepted + self.rejected
-        if weight > REPLY_EVIDENCE:  # keep alpha, but let this reply's first rounds move it quickly
-            self.accepted, self.rejected = (x * REPLY_EVIDENCE / weight for x in (self.accepted, self.rejected))
+        if weight > self.policy.reply_evidence:  # keep alpha, but let this reply's first rounds move it quickly
+            self.accepted, self.rejected = (
+                x * self.policy.reply_evidence / weight for x in (self.accepted, self.rejected)
+            )
         if self.probe_gap:
             self.probe_gap = self.plain_since_probe = max(self.probe_every // 2, 1)
 
@@ -172,7 +171,7 @@ class AutoK:
         """Tokens the next plain burst decodes: a few to measure plain decoding, else up to the next try of
         speculation, or to the reply's end where no probe would pay (each burst's first step costs more)."""
         if self.plain_s is None or self.probe.pending:
-            return PROBE_BURST
+            return self.policy.probe_burst
         if not self.probe_gap:
             return self.probe_every
         if self.left is not None and not self._room_for_probe():
@@ -191,12 +190,14 @@ class AutoK:
             return self.plain_s * self.plain_drift()  # moved as the verify passes did since it was measured
         intercept, slope = self._verify_line()
         line = intercept + slope * k
-        rounds = min(self.verify_rounds.get(k, 0), MAX_ROUNDS_WEIGHT)
-        return (rounds * self.verify_s.get(k, 0.0) + LINE_WEIGHT * line) / (rounds + LINE_WEIGHT)
+        rounds = min(self.verify_rounds.get(k, 0), self.policy.max_rounds_weight)
+        return (rounds * self.verify_s.get(k, 0.0) + self.policy.line_weight * line) / (
+            rounds + self.policy.line_weight
+        )
 
     def _verify_line(self) -> tuple[float, float]:
-        """Weighted least squares of verify cost on K (weights: rounds measured, up to MAX_ROUNDS_WEIGHT)."""
-        weights = {k: min(self.verify_rounds.get(k, 1), MAX_ROUNDS_WEIGHT) for k in self.verify_s}
+        """Weighted least squares of verify cost on K (weights: rounds measured, up to policy.max_rounds_weight)."""
+        weights = {k: min(self.verify_rounds.get(k, 1), self.policy.max_rounds_weight) for k in self.verify_s}
         total = sum(weights.values())
         mean_k = sum(w * k for k, w in weights.items()) / total
         mean_s = sum(w * self.verify_s[k] for k, w in weights.items()) / total
@@ -240,19 +241,19 @@ class AutoK:
             self.probe_gap = self.probe_every  # a probe from plain decoding that beat it: the next one comes soon
         if k == 0:  # the drafter had nothing to propose (prompt lookup without a match): a miss
             self._count(0, 1)
-            self.entry = "miss"
+            self.entry = DraftOutcome.MISS
             return
         self.verify_s[k] = _ema(self.verify_s.get(k), verify_s, self.decay)
         self.verify_rounds[k] = self.verify_rounds.get(k, 0) + 1
-        if catch_up <= NORMAL_CATCH_UP or self.draft_step_s is None:
+        if catch_up <= self.policy.normal_catch_up or self.draft_step_s is None:
             self.draft_step_s = _ema(self.draft_step_s, draft_s / max(steps or k, 1), self.decay)
         self._count(accepted, 1 if accepted < k else 0)
         if confidences is not None:
             self.round_count += 1
-            self.round_tokens = ROUND_DECAY * self.round_tokens + accepted + 1
-            self.round_s = ROUND_DECAY * self.round_s + draft_s + verify_s
+            self.round_tokens = self.policy.round_decay * self.round_tokens + accepted + 1
+            self.round_s = self.policy.round_decay * self.round_s + draft_s + verify_s
         self.confidence.observe_round(self.entry, confidences or [], accepted)
-        self.entry = "full" if accepted == k else "miss"
+        self.entry = DraftOutcome.FULL if accepted == k else DraftOutcome.MISS
         if accepted == k:
             self.reach = max(self.reach, k + 2)  # explore longer drafts two at a time
 

@@ -11,8 +11,8 @@ from typing import TypeVar
 from .errors import ConfigError
 from .grammar import Grammar
 from .logprobs import MAX_TOP_LOGPROBS
+from .modes import MODES, SpecMode
 
-MODES = ("baseline", "draft", "mtp", "lookup")
 AUTO = "auto"
 MTP_MAX_DEPTH = 4
 AUTO_MAX_DRAFT_TOKENS = 16  # the deepest an auto-K round drafts (draft and lookup modes); drafts stop early when unsure
@@ -124,7 +124,7 @@ SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
 
 def check_draft_tokens(mode: str, k: object) -> None:
     """Raise ConfigError unless k is "auto" or a K that mode accepts (MTP drafts at most MTP_MAX_DEPTH)."""
-    limit = LIMITS["mtp_depth" if mode == "mtp" else "num_draft_tokens"]
+    limit = LIMITS["mtp_depth" if mode == SpecMode.MTP else "num_draft_tokens"]
     if k != AUTO and not limit.accepts(k):
         raise ConfigError(f"{limit.label} must be {limit.allowed()} or {AUTO!r}, got {k!r}")
 
@@ -133,7 +133,7 @@ def check_draft_tokens(mode: str, k: object) -> None:
 class GenerationConfig:
     """Mode, draft length and sampling settings for one generation."""
 
-    mode: str = "baseline"
+    mode: SpecMode = SpecMode.BASELINE  # a string naming a member is taken as it
     num_draft_tokens: int | str = 4  # or "auto": chosen each round (see autok.py)
     max_tokens: int = 256
     temperature: float = 0.0
@@ -151,10 +151,14 @@ class GenerationConfig:
     # None: off. 0..20: each emitted token carries its logprob under the target (see logprobs.py) and
     # that many likeliest alternatives; TextChunk.logprobs holds them.
     logprobs: int | None = None
+    # Text the reply already begins with (an assistant prefill the prompt continues): the grammar reads it
+    # before the first token, so a response format goes on from it instead of starting over.
+    grammar_prefix: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        object.__setattr__(self, "mode", SpecMode(self.mode))  # frozen: set once, here
         check_draft_tokens(self.mode, self.num_draft_tokens)
         for name in SAMPLING_FIELDS:
             LIMITS[name].check(getattr(self, name))
@@ -175,7 +179,7 @@ class GenerationConfig:
         """The largest K a round may use."""
         if isinstance(self.num_draft_tokens, int):
             return self.num_draft_tokens
-        return MTP_MAX_DEPTH if self.mode == "mtp" else AUTO_MAX_DRAFT_TOKENS  # "auto", the only str accepted
+        return MTP_MAX_DEPTH if self.mode == SpecMode.MTP else AUTO_MAX_DRAFT_TOKENS  # "auto", the only str accepted
 
     @property
     def greedy(self) -> bool:

@@ -21,22 +21,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# top-1 probability bins: the upper edges of all but the last (a well-trained draft spends most tokens above 0.9)
-CONFIDENCE_EDGES = (0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95, 0.98)
-STATES = ("match", "miss", "full")  # before this token: a draft the target took, a draft it refused, a full round
-NEXT_EDGES = (0.5, 0.9)  # coarse bins of a token's confidence, for the chance the token after it is accepted
-PRIOR_WEIGHT = 10.0  # a bin's estimate starts from the draft's own probability, weighing this many tokens
-STATE_PRIOR_WEIGHT = 16.0  # a state's rate starts from the overall acceptance, weighing this many tokens
-AFTER_CONFIDENCE = 0.25  # until measured, the token after a sure one is this much likelier accepted than after a guess
-# A bin's prior is the draft's probability recalibrated by a logistic fit over every token seen. The fit starts
-# lifted: a target that verifies greedily takes the draft's top token more often than the draft's own probability
-# says (it picks the likeliest token too; the real pair's recordings fit offset 0.43, slope 1.08). Half that lift:
-# more would keep a story where plain decoding wins speculating for longer.
-GREEDY_CALIBRATION = (0.2, 1.0)
-CALIBRATION_RATE = 0.05  # the fit's step per verified token
-CALIBRATION_SLOPE_DAMPING = 4.0  # how much slower the slope moves than the offset
-FORGET = 0.995  # per observed token: the model follows the text over its last few hundred drafts
+from .modes import DraftOutcome
+from .policy import DEFAULT_POLICY, SpeculationPolicy
 
+STATES = tuple(DraftOutcome)  # before this token: a draft the target took, a draft it refused, a full round
 
 TENTHS = 10  # acceptance by confidence is reported per tenth of [0, 1]
 
@@ -53,9 +41,9 @@ def checked_drafts(confidences: Sequence[float], accepted: int) -> Iterator[tupl
         yield confidence_tenth(confidence), i < accepted
 
 
-def confidence_bin(confidence: float) -> int:
-    """The bin of a confidence in [0, 1]."""
-    return bisect.bisect_right(CONFIDENCE_EDGES, confidence)
+def confidence_bin(confidence: float, edges: Sequence[float] = DEFAULT_POLICY.confidence_edges) -> int:
+    """The bin of a confidence in [0, 1] (edges: the policy's confidence_edges)."""
+    return bisect.bisect_right(edges, confidence)
 
 
 @dataclass
@@ -69,19 +57,24 @@ class ConfidenceModel:
     next_hits: dict[int, float] = field(default_factory=dict)  # by the coarse bin of the accepted token before
     next_trials: dict[int, float] = field(default_factory=dict)
     overall: float = 0.6  # the acceptance every estimate falls back on (the controller's alpha)
-    calibration: tuple[float, float] = GREEDY_CALIBRATION  # logit(acceptance) ~ a + b * logit(confidence), fit online
+    policy: SpeculationPolicy = DEFAULT_POLICY  # its priors, bins, calibration start and memory (policy.py)
+    # logit(acceptance) ~ a + b * logit(confidence), fit online from the policy's greedy_calibration
+    calibration: tuple[float, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.calibration = self.policy.greedy_calibration
 
     def p_state(self, state: str) -> float:
         """Acceptance of the next token before its confidence is known."""
         hits, trials = self.state_hits.get(state, 0.0), self.state_trials.get(state, 0.0)
-        return (hits + STATE_PRIOR_WEIGHT * self.overall) / (trials + STATE_PRIOR_WEIGHT)
+        return (hits + self.policy.state_prior_weight * self.overall) / (trials + self.policy.state_prior_weight)
 
     def p(self, state: str, confidence: float) -> float:
         """Acceptance of a token drafted with this confidence after this outcome (until its bin is measured,
         the draft's own probability as the calibration fit reads it)."""
-        key = (state, confidence_bin(confidence))
+        key = (state, confidence_bin(confidence, self.policy.confidence_edges))
         hits, trials = self.hits.get(key, 0.0), self.trials.get(key, 0.0)
-        return (hits + PRIOR_WEIGHT * self.calibrated(confidence)) / (trials + PRIOR_WEIGHT)
+        return (hits + self.policy.prior_weight * self.calibrated(confidence)) / (trials + self.policy.prior_weight)
 
     def calibrated(self, confidence: float) -> float:
         """The acceptance the calibration fit over every bin gives this confidence."""
@@ -90,33 +83,38 @@ class ConfidenceModel:
 
     def p_after(self, confidence: float) -> float:
         """Acceptance of the token after an accepted one drafted with this confidence (uncertain text clusters)."""
-        key = bisect.bisect_right(NEXT_EDGES, confidence)
+        key = bisect.bisect_right(self.policy.next_edges, confidence)
         hits, trials = self.next_hits.get(key, 0.0), self.next_trials.get(key, 0.0)
-        prior = self.p_state("match") * (1 - AFTER_CONFIDENCE + AFTER_CONFIDENCE * confidence)
-        return (hits + STATE_PRIOR_WEIGHT * prior) / (trials + STATE_PRIOR_WEIGHT)
+        prior = self.p_state(DraftOutcome.MATCH) * (
+            1 - self.policy.after_confidence + self.policy.after_confidence * confidence
+        )
+        return (hits + self.policy.state_prior_weight * prior) / (trials + self.policy.state_prior_weight)
 
     def observe(self, state: str, confidence: float, accepted: bool, before: float | None = None) -> None:
         """One verified draft token; before: the confidence of the accepted draft just before it in its round."""
         for counts in (self.hits, self.trials, self.state_hits, self.state_trials, self.next_hits, self.next_trials):
-            _forget(counts)
-        _count(self.hits, self.trials, (state, confidence_bin(confidence)), accepted)
+            _forget(counts, self.policy.confidence_forget)
+        _count(self.hits, self.trials, (state, confidence_bin(confidence, self.policy.confidence_edges)), accepted)
         self._fit(confidence, accepted)
         _count(self.state_hits, self.state_trials, state, accepted)
         if before is not None:
-            _count(self.next_hits, self.next_trials, bisect.bisect_right(NEXT_EDGES, before), accepted)
+            _count(self.next_hits, self.next_trials, bisect.bisect_right(self.policy.next_edges, before), accepted)
 
     def _fit(self, confidence: float, accepted: bool) -> None:
         """One stochastic-gradient step of the logistic calibration on a verified token."""
         a, b = self.calibration
         x = _logit(confidence)
         error = float(accepted) - _sigmoid(a + b * x)
-        self.calibration = (a + CALIBRATION_RATE * error, b + CALIBRATION_RATE * error * x / CALIBRATION_SLOPE_DAMPING)
+        self.calibration = (
+            a + self.policy.calibration_rate * error,
+            b + self.policy.calibration_rate * error * x / self.policy.calibration_slope_damping,
+        )
 
     def observe_round(self, entry: str, confidences: Sequence[float], accepted: int) -> None:
         """One round's verified drafts: each up to the first refused one, after the outcome before it."""
         seen = confidences[: accepted + 1]
         for i, confidence in enumerate(seen):
-            self.observe(entry if i == 0 else "match", confidence, i < accepted, seen[i - 1] if i else None)
+            self.observe(entry if i == 0 else DraftOutcome.MATCH, confidence, i < accepted, seen[i - 1] if i else None)
 
 
 def _logit(p: float) -> float:
@@ -128,9 +126,9 @@ def _sigmoid(x: float) -> float:
     return 1 / (1 + math.exp(-x))
 
 
-def _forget(counts: dict[Any, float]) -> None:
+def _forget(counts: dict[Any, float], factor: float) -> None:
     for key in counts:
-        counts[key] *= FORGET
+        counts[key] *= factor
 
 
 def _count(hits: dict[Any, float], trials: dict[Any, float], key: object, accepted: bool) -> None:
@@ -164,7 +162,7 @@ class RoundPlan:
     def take(self, confidence: float) -> tuple[bool, bool]:
         """The drafter drafted a token with this confidence: (keep it, draft another)."""
         index = len(self.confidences)
-        state = self.entry if index == 0 else "match"
+        state = self.entry if index == 0 else DraftOutcome.MATCH
         if self.costs is None or self.model is None:
             self.confidences.append(confidence)
             return True, index + 1 < self.k

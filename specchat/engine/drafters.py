@@ -50,6 +50,11 @@ class DraftSteps:
         self.probs: list[mx.array | None] = []
         self.steps = 0
 
+    @classmethod
+    def of(cls, request: DraftRequest) -> DraftSteps:
+        """The steps of a round's draft request."""
+        return cls(request.k, request.sampler, request.plan, request.constraint)
+
     def add(self, logits: mx.array) -> mx.array | None:
         """Draft from a step's logits; returns the token to feed the next step, or None when drafting ends."""
         if self.constraint is not None:
@@ -72,27 +77,34 @@ class DraftSteps:
         return Draft.from_steps(self.tokens, self.probs, self.sampler, self.steps)
 
 
+@dataclass(frozen=True)
+class DraftRequest:
+    """What a round asks of its drafter: up to k tokens after seq."""
+
+    seq: list[int]  # the sequence so far: prompt and reply (the drafter must not change it)
+    k: int  # the most tokens to draft
+    sampler: Sampler  # how to pick each token (greedy, or sampled with the reply's settings)
+    plan: RoundPlan | None = None  # Auto K's early stop: call plan.take(confidence) after each token
+    constraint: DraftConstraint | None = None  # a grammar: draft only what it allows, pushing each token on
+
+
 class Drafter(Protocol):
-    """What the speculative loop needs from a draft source."""
+    """What the speculative loop needs from a draft source (docs/architecture.md: adding a drafter)."""
 
     name: str
 
     def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:
         """Process the prompt ahead of the first round, a chunk at a time: (done, total) after each."""
 
-    def propose(
-        self,
-        seq: list[int],
-        k: int,
-        sampler: Sampler,
-        plan: RoundPlan | None = None,
-        constraint: DraftConstraint | None = None,
-    ) -> Draft:
-        """Guess the next k tokens after seq (fewer where the plan stops early); under a constraint only
-        tokens it allows, pushed onto it."""
+    def unseen(self, seq: list[int]) -> int:
+        """Tokens of seq the drafter has not read yet (its next proposal catches up on them; Auto K bills it)."""
 
-    def commit(self, seq: list[int]) -> None:
-        """The round ended with seq; drop whatever the drafter holds beyond it."""
+    def propose(self, request: DraftRequest) -> Draft:
+        """Guess the next request.k tokens after request.seq (fewer where the plan stops early); under a
+        constraint only tokens it allows, pushed onto it."""
+
+    def observe(self, seq: list[int]) -> None:
+        """The round kept seq (the target holds seq[:-1]): drop whatever the drafter holds beyond it."""
 
     def reset(self) -> None:
         """Forget all state (after an error)."""
@@ -114,27 +126,20 @@ class DraftModelDrafter:
         """Tokens of seq the draft model has not taken in yet (its next proposal catches up on them)."""
         return max(len(seq) - len(self.runner.tokens), 0)
 
-    def propose(
-        self,
-        seq: list[int],
-        k: int,
-        sampler: Sampler,
-        plan: RoundPlan | None = None,
-        constraint: DraftConstraint | None = None,
-    ) -> Draft:
+    def propose(self, request: DraftRequest) -> Draft:
         """Run the draft model up to k steps; without an early-stop plan or a grammar the tokens stay lazy
         until the target verifies them (with one, each step's token or confidence is read before the next)."""
         # What the draft has not seen yet (usually the last draft after a full accept, plus the
         # target's token) goes into its first step, as one call.
-        feed = mx.array(self.runner.prepare(seq, leave=CATCH_UP_IN_ROUND), dtype=mx.uint32)
+        feed = mx.array(self.runner.prepare(request.seq, leave=CATCH_UP_IN_ROUND), dtype=mx.uint32)
         self.runner.begin()
-        steps = DraftSteps(k, sampler, plan, constraint)
+        steps = DraftSteps.of(request)
         while (token := steps.add(self.runner.forward(feed)[-1])) is not None:
             feed = token.reshape(1)
             mx.async_eval(feed)
         return steps.draft()
 
-    def commit(self, seq: list[int]) -> None:
+    def observe(self, seq: list[int]) -> None:
         """Roll the draft caches back to the part of seq they agree with."""
         self.runner.commit(seq)
 

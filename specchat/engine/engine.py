@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .autok import AutoK
+from .carry import BatchCarry
 from .compat import ensure_compatible
 from .config import GenerationConfig
 from .constraint import GrammarState
@@ -18,12 +19,15 @@ from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, T
 from .hooks import hook_problems
 from .loading import LoadedModel, context_limit, load_model, vocab_size
 from .lookup import PromptLookupDrafter
+from .modes import SpecMode, StopReason
 from .mtp import MtpDrafter, attach_head
 from .mtp_detect import MtpSupport, detect_mtp
+from .plain import baseline_steps
 from .prompt import first_out_of_range
+from .round import LoopContext, Step
 from .runner import ModelRunner, common_prefix_len
 from .sampling import Sampler
-from .speculative import LoopContext, Step, baseline_steps, speculative_steps
+from .speculative import speculative_steps
 from .stats import StatsRecorder
 from .tokenizer import Detokenizer, Tokenizer
 
@@ -60,8 +64,7 @@ class Engine:
             ensure_compatible(target.tokenizer, draft.tokenizer, target.name, draft.name)
             self.drafters["draft"] = DraftModelDrafter(ModelRunner(draft.model, draft.name))
         self.hook_problems = hook_problems(self.runner, self.drafters)  # upstream internals that do not fit
-        # what outlives one batch (engine/batch): finished rows' caches per model, the batch K controller
-        self.batch_carry: dict[str, Any] = {}
+        self.batch_carry = BatchCarry()  # what outlives one batch (engine/batch)
 
     @classmethod
     def load(cls, target: str | Path, draft: str | Path | None = None) -> Engine:
@@ -147,6 +150,12 @@ class Engine:
         self.batch_carry.clear()
 
     @property
+    def draft_runner(self) -> ModelRunner | None:
+        """The draft model's runner, None without a draft model."""
+        drafter = self.drafters.get("draft")
+        return drafter.runner if isinstance(drafter, DraftModelDrafter) else None
+
+    @property
     def vocab_limit(self) -> int:
         """Token ids every loaded model can read run from 0 up to this (exclusive)."""
         models = [self.target] + ([self.draft] if self.draft is not None else [])
@@ -175,7 +184,7 @@ class Engine:
         return controller
 
     def _drafter_for(self, cfg: GenerationConfig) -> Drafter | None:
-        if cfg.mode == "baseline":
+        if cfg.mode == SpecMode.BASELINE:
             return None
         reason = self.available_modes()[cfg.mode]
         if reason:
@@ -187,7 +196,16 @@ class Engine:
         if cfg.grammar is None:
             return None
         stops = self.tokenizer.eos_token_ids
-        return GrammarState.start(cfg.grammar, self.tokenizer, vocab_size(self.target), stops)
+        state = GrammarState.start(cfg.grammar, self.tokenizer, vocab_size(self.target), stops)
+        if cfg.grammar_prefix:
+            try:
+                state.consume(list(self.tokenizer.encode(cfg.grammar_prefix, add_special_tokens=False)))
+            except EngineError as exc:
+                why = next((line for line in str(exc).splitlines() if line.startswith("Error:")), str(exc)[:200])
+                raise ConfigError(
+                    f"the reply's prefill {cfg.grammar_prefix!r} does not follow its response format ({why})"
+                ) from None
+        return state
 
     def _stream(
         self, prompt: list[int], cfg: GenerationConfig, cancel: threading.Event, tokens: list[int]
@@ -202,7 +220,7 @@ class Engine:
         yield from self._prefill(prompt, drafter, cancel)  # every model's prompt work counts as prefill
         stats.prefill_done()
         if cancel.is_set():  # stopped before any token: the chunks done stay cached, exactly
-            yield Finished((), "", stats.finish(0, "cancelled"), True)
+            yield Finished((), "", stats.finish(0, StopReason.CANCELLED), True)
             return
         stop_ids = frozenset(self.tokenizer.eos_token_ids)
         ctx = LoopContext(prompt, Sampler(cfg), budget, stop_ids, cancel, grammar, cfg.logprobs)
@@ -213,11 +231,11 @@ class Engine:
         )
         detok = self.tokenizer.detokenizer
         detok.reset()
-        stop: str | None = None
+        stop: StopReason | None = None
         for step in steps:
             yield from step_events(step, detok, tokens, stats)
             stop = step.stop
-        yield from end_events(detok, self.tokenizer.decode, tokens, stats, stop or "length")
+        yield from end_events(detok, self.tokenizer.decode, tokens, stats, stop or StopReason.LENGTH)
 
     def _prefill(self, prompt: list[int], drafter: Drafter | None, cancel: threading.Event) -> Iterator[Event]:
         """The target reads the prompt, then the drafter does; cancel acts between chunks."""
@@ -266,7 +284,7 @@ def end_events(
     decode: Callable[[list[int]], str],
     tokens: list[int],
     stats: StatsRecorder,
-    stop: str,
+    stop: StopReason,
     **extra: Any,
 ) -> Iterator[Event]:
     """The text the detokenizer still held back, then Finished; `extra`: more GenerationStats fields."""
@@ -275,7 +293,7 @@ def end_events(
     if tail:
         yield TextChunk(tail, (), ())
     final = replace(stats.finish(len(tokens), stop), **extra)
-    yield Finished(tuple(tokens), whole_characters(decode(tokens)), final, stop == "cancelled")
+    yield Finished(tuple(tokens), whole_characters(decode(tokens)), final, stop == StopReason.CANCELLED)
 
 
 def result_of(events: Iterable[Event]) -> GenerationResult:

@@ -13,9 +13,9 @@ from specchat.upstream import mlx_lm, mlx_optiq
 from specchat.upstream.checks import SelfCheck
 
 from .drafters import Drafter, DraftModelDrafter
+from .modes import SPECULATIVE_MODES
 from .runner import ModelRunner
 
-SPECULATIVE_MODES = ("draft", "mtp", "lookup")
 PLAIN_STILL_WORKS = "plain decoding still works"
 
 

@@ -7,10 +7,8 @@ from itertools import islice
 
 import mlx.core as mx
 
-from .constraint import DraftConstraint
 from .draft_stop import RoundPlan
-from .drafters import Draft
-from .sampling import Sampler
+from .drafters import Draft, DraftRequest
 
 OCCURRENCES = 8  # the most recent occurrences of the tail that vote on its continuation
 
@@ -65,17 +63,15 @@ class PromptLookupDrafter:
         """Nothing to prefill."""
         yield from ()
 
-    def propose(
-        self,
-        seq: list[int],
-        k: int,
-        sampler: Sampler,
-        plan: RoundPlan | None = None,
-        constraint: DraftConstraint | None = None,
-    ) -> Draft:
+    def unseen(self, seq: list[int]) -> int:
+        """Nothing to catch up on: it reads the sequence afresh each time."""
+        return 0
+
+    def propose(self, request: DraftRequest) -> Draft:
         """The continuation of the last match, cut at the first token the constraint forbids and where the plan
         finds the match too weak; a deterministic proposal has one-hot probabilities."""
-        tokens, confidences = match_continuation(seq, k, self.ngram_max)
+        sampler, plan, constraint = request.sampler, request.plan, request.constraint
+        tokens, confidences = match_continuation(request.seq, request.k, self.ngram_max)
         if constraint is not None:
             kept = constraint.follow(tokens)
             tokens, confidences = tokens[:kept], confidences[:kept]
@@ -89,7 +85,7 @@ class PromptLookupDrafter:
             probs[mx.arange(len(tokens)), ids] = 1.0
         return Draft(ids, probs)
 
-    def commit(self, seq: list[int]) -> None:
+    def observe(self, seq: list[int]) -> None:
         """Nothing to roll back."""
 
     def reset(self) -> None:

@@ -28,9 +28,7 @@ import mlx.core as mx
 
 from specchat.upstream.mlx_optiq import attach_mtp_head, head_logits, mtp_core
 
-from .constraint import DraftConstraint
-from .draft_stop import RoundPlan
-from .drafters import Draft, DraftSteps
+from .drafters import Draft, DraftRequest, DraftSteps
 from .errors import ModelLoadError
 from .mtp_detect import MtpSupport, detect_mtp
 from .rollback import Transaction
@@ -141,26 +139,24 @@ class MtpDrafter:
             yield b - start, end - start
         self._consumed(seq, max(start, end))
 
-    def propose(
-        self,
-        seq: list[int],
-        k: int,
-        sampler: Sampler,
-        plan: RoundPlan | None = None,
-        constraint: DraftConstraint | None = None,
-    ) -> Draft:
+    def unseen(self, seq: list[int]) -> int:
+        """Nothing the loop bills: the head catches up inside its proposal, from the target's hidden states."""
+        return 0
+
+    def propose(self, request: DraftRequest) -> Draft:
         """Catch up on the kept positions, then draft up to k tokens (fewer where the plan stops early, only
         what the constraint allows); the head keeps only the catch-up."""
+        seq, k, sampler = request.seq, request.k, request.sampler
         if len(seq) < 2:  # no target hidden state yet: propose the last token, honestly (the loop cuts it)
             return self._repeat_last(seq, k, sampler)
         if not self.history:
-            return self._propose_without_history(seq, k, sampler, plan, constraint)
+            return self._propose_without_history(request)
         start = self._sync(seq)
         end = len(seq) - 1
         txn = Transaction(self.cache)
         with txn.feeding(end - start):
             logits, hidden = self._catch_up(self._rows(start, end), seq[start + 1 :])
-        steps = DraftSteps(k, sampler, plan, constraint)
+        steps = DraftSteps.of(request)
         while (token := steps.add(logits[-1])) is not None:
             with txn.feeding(1):
                 logits, hidden = self._feed(hidden[-1:], token.reshape(1))
@@ -168,20 +164,14 @@ class MtpDrafter:
         self._consumed(seq, end)
         return steps.draft()
 
-    def _propose_without_history(
-        self,
-        seq: list[int],
-        k: int,
-        sampler: Sampler,
-        plan: RoundPlan | None = None,
-        constraint: DraftConstraint | None = None,
-    ) -> Draft:
+    def _propose_without_history(self, request: DraftRequest) -> Draft:
         """Draft k tokens from the target's last hidden state, every head step seeing only itself."""
+        seq = request.seq
         last = len(seq) - 2
         self._ensure_rows(seq, last)
         self.rows.drop_before(last)
         hidden, token = self._rows(last, last + 1), mx.array(seq[-1:], dtype=mx.uint32)
-        steps = DraftSteps(k, sampler, plan, constraint)
+        steps = DraftSteps.of(request)
         while True:
             logits, hidden = self._feed(hidden, token, own_cache=False)
             picked = steps.add(logits[-1])
@@ -189,7 +179,7 @@ class MtpDrafter:
                 return steps.draft()
             token = picked.reshape(1)
 
-    def commit(self, seq: list[int]) -> None:
+    def observe(self, seq: list[int]) -> None:
         """The target holds seq[:-1]: forget hidden states of the positions it rolled back."""
         self.rows.truncate(len(seq) - 1)
 

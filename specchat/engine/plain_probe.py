@@ -4,11 +4,11 @@ Plain decoding dispatches each step before reading the last one, so its Python w
 model's compute: a plain token costs less than a verify pass over one token (the verify line's value at
 K = 0, which is all the controller knows of plain decoding until it measures it). On the real Qwen pair
 on this CPU a plain token cost about 0.82 of that pass, enough to put plain decoding ahead of every K on
-a story. So where speculation is predicted less than PROBE_MARGIN ahead of that estimate, once a few
-rounds (PROBE_AFTER) have given its rate, a short burst of PROBE_BURST tokens measures plain decoding;
+a story. So where speculation is predicted less than policy.probe_margin ahead of that estimate, once a few
+rounds (policy.probe_after) have given its rate, a short burst of policy.probe_burst tokens measures plain decoding;
 from then on the measured cost stands, moved as the verify passes have moved since (the machine got faster
-or slower). It is measured again only when they have moved by more than REPROBE_SHIFT, and probes take
-at most MAX_PROBE_SHARE of the tokens decoded. Where speculation is far ahead (code) no probe is spent.
+or slower). It is measured again only when they have moved by more than policy.reprobe_shift, and probes take
+at most policy.max_probe_share of the tokens decoded. Where speculation is far ahead (code) no probe is spent.
 """
 
 from __future__ import annotations
@@ -17,11 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-PROBE_MARGIN = 1.2  # speculation predicted this much faster than plain decoding spends no probe
-PROBE_AFTER = 4  # speculative rounds before a probe: the first rounds give the rate plain is compared with
-PROBE_BURST = 4  # tokens a probe decodes plainly (the first measurement of plain decoding too)
-REPROBE_SHIFT = 0.15  # verify passes this much dearer or cheaper than when plain was measured: measure again
-MAX_PROBE_SHARE = 1 / 16  # of the tokens decoded, at most this many go to probes after the first
+from .policy import DEFAULT_POLICY, SpeculationPolicy
 
 
 @dataclass
@@ -32,7 +28,8 @@ class PlainProbe:
     rounds: dict[int, int] = field(default_factory=dict)  # and the rounds each K had had by then
     tokens: int = 0  # tokens decoded, by rounds and plain bursts alike
     spent: int = 0  # plain tokens decoded by probes
-    pending: bool = False  # a probe was chosen: the next plain burst is PROBE_BURST tokens
+    pending: bool = False  # a probe was chosen: the next plain burst is policy.probe_burst tokens
+    policy: SpeculationPolicy = DEFAULT_POLICY  # its margin, timing and share (policy.py)
 
     def drift(self, verify_s: dict[int, float], verify_rounds: dict[int, int]) -> float:
         """How much dearer verify passes are now than at the last plain burst: each K's cost now over its cost
@@ -46,10 +43,10 @@ class PlainProbe:
     def due(self, margin: float, rounds: int, drift: float | None) -> bool:
         """Whether to probe plain decoding now: speculation's predicted speedup over it (margin) is small and
         the first rounds have run; once plain was measured (drift not None), only if verify passes moved since
-        by REPROBE_SHIFT and the token share allows."""
-        if margin >= PROBE_MARGIN or rounds < PROBE_AFTER:
+        by policy.reprobe_shift and the token share allows."""
+        if margin >= self.policy.probe_margin or rounds < self.policy.probe_after:
             return False
-        if drift is not None and not (abs(drift - 1) > REPROBE_SHIFT and self._affordable()):
+        if drift is not None and not (abs(drift - 1) > self.policy.reprobe_shift and self._affordable()):
             return False
         self.pending = True
         return True
@@ -67,7 +64,7 @@ class PlainProbe:
         self.costs, self.rounds = dict(verify_s), dict(verify_rounds)
 
     def _affordable(self) -> bool:
-        return self.spent + PROBE_BURST <= MAX_PROBE_SHARE * self.tokens
+        return self.spent + self.policy.probe_burst <= self.policy.max_probe_share * self.tokens
 
 
 @dataclass

@@ -85,6 +85,17 @@ class ModelRunner:
         self._tokens, self._lazy, self._fed, self._txn, self._checkpoints = [], [], [], None, []
         self._prefix_of = None
 
+    def hand_over(self) -> tuple[list[int], list[Any]]:
+        """The tokens the caches hold and the caches themselves, given away: the runner starts afresh."""
+        held, caches = list(self.tokens), list(self.caches)
+        self.reset()
+        return held, caches
+
+    def take_over(self, caches: list[Any], tokens: list[int]) -> None:
+        """Hold these caches (another runner's, or a batch row's) over these tokens from now on."""
+        self.reset()
+        self.caches, self.tokens = caches, tokens
+
     @property
     def tokens(self) -> list[int]:
         """The tokens the caches hold, in order."""

@@ -1,8 +1,12 @@
-"""The decode loops: plain decoding, and one speculative loop for every drafter."""
+"""The solo speculative loop, one round at a time: plan -> draft -> verify -> accept -> report.
+
+Around the round, as steps of their own: what the grammar forces (no model pass), and Auto K's plain
+bursts (K = 0). Accepting and reporting are shared with the batch (round.py); a drafter is anything that
+implements drafters.Drafter.
+"""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
@@ -10,101 +14,19 @@ from dataclasses import dataclass, replace
 import mlx.core as mx
 
 from .autok import AutoK
-from .constraint import DraftConstraint, GrammarState, mask_logits
+from .constraint import DraftConstraint, mask_logits
 from .draft_stop import RoundPlan
-from .drafters import CATCH_UP_IN_ROUND, Draft, Drafter
-from .events import Rejection, RoundResult
-from .logprobs import PassLogprobs, TokenLogprob, forced_logprobs, pass_arrays, read_logprobs
+from .drafters import CATCH_UP_IN_ROUND, Draft, Drafter, DraftRequest
+from .events import RoundResult
+from .logprobs import PassLogprobs, pass_arrays
+from .modes import StopReason
+from .plain import baseline_steps, forced_step
 from .plain_probe import BurstClock
-from .runner import ModelRunner, token_id, token_ids
-from .sampling import Sampler
-from .verify import verify_greedy, verify_sampled
+from .round import Drafted, LoopContext, Step, Timing, accept, round_step
+from .runner import ModelRunner, token_ids
+from .verify import Verdict, verify_greedy, verify_sampled
 
 QUEUE_VERIFY_FIRST: bool | None = None  # None: queue first on a GPU only (see _dispatch_verify)
-
-
-@dataclass
-class Step:
-    """Tokens emitted by one step or round, and why the loop stopped (if it did)."""
-
-    tokens: list[int]
-    from_draft: list[bool]
-    round: RoundResult | None = None
-    stop: str | None = None
-    logprobs: list[TokenLogprob] | None = None  # one per token when the config asks for logprobs
-
-
-@dataclass
-class LoopContext:
-    """What every loop needs: the running sequence and where to stop."""
-
-    seq: list[int]
-    sampler: Sampler
-    budget: int
-    stop_ids: frozenset[int]
-    cancel: threading.Event
-    grammar: GrammarState | None = None  # the reply follows it: every step and round is masked
-    logprobs: int | None = None  # None: off; else each token's logprob and that many alternatives
-
-    def pass_logprobs(self, logits: mx.array) -> PassLogprobs | None:
-        """The logprobs at each row of a pass's logits (masked, under a grammar), lazily; None when off."""
-        return None if self.logprobs is None else PassLogprobs(logits, self.logprobs)
-
-    def step_logprobs(self, logits: mx.array, token: mx.array) -> PassLogprobs | None:
-        """One plain step's logprobs (logits (V,), the token it picks, still lazy), in the step's graph."""
-        lp = self.pass_logprobs(logits[None])
-        if lp is not None:
-            lp.choose(token.reshape(1))
-        return lp
-
-    def take(self, candidates: list[int], generated: int) -> tuple[list[int], str | None]:
-        """Append candidates to seq up to a stop token or the budget; return the emitted ones."""
-        out: list[int] = []
-        for token in candidates:
-            self.seq.append(token)
-            if token in self.stop_ids:
-                return out, "eos"
-            out.append(token)
-            if generated + len(out) >= self.budget:
-                return out, "length"
-        return out, None
-
-
-def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
-    """Plain decoding, one token per step, the next step dispatched before the last is read."""
-    if ctx.grammar is not None:
-        yield from constrained_steps(target, ctx, ctx.grammar)
-        return
-    feed = mx.array(target.prepare(ctx.seq), dtype=mx.uint32)
-    target.begin()
-    logits = target.forward(feed)[-1]
-    y, _ = ctx.sampler.pick(logits)
-    lp = ctx.step_logprobs(logits, y)
-    mx.async_eval(y, *pass_arrays(lp))
-    generated = 0
-    try:
-        while True:
-            target.commit_keep(feed.shape[0])
-            if generated + 1 < ctx.budget and not ctx.cancel.is_set():
-                feed = y.reshape(1)
-                target.begin()
-                logits = target.forward(feed)[-1]
-                next_y, _ = ctx.sampler.pick(logits)
-                next_lp = ctx.step_logprobs(logits, next_y)
-                mx.async_eval(next_y, *pass_arrays(next_lp))
-            emitted, stop = ctx.take([token_id(y)], generated)
-            generated += len(emitted)
-            logprobs = read_logprobs(lp, emitted)
-            if stop is None and ctx.cancel.is_set():
-                stop = "cancelled"
-            if stop is not None:
-                target.abort()
-                yield Step(emitted, [False] * len(emitted), stop=stop, logprobs=logprobs)
-                return
-            yield Step(emitted, [False], logprobs=logprobs)
-            y, lp = next_y, next_lp
-    finally:
-        target.abort()
 
 
 def speculative_steps(
@@ -114,94 +36,113 @@ def speculative_steps(
 
     With `auto`, each round's K (0 = a plain decoding round) comes from the controller.
     """
-    generated, index = 0, 0
+    loop = SpeculativeLoop(target, drafter, k_max, ctx, auto)
     while True:
-        if ctx.grammar is not None and (forced := forced_step(ctx, ctx.grammar, generated)) is not None:
-            generated += len(forced.tokens)
+        for step in loop.next_steps():
+            loop.generated += len(step.tokens)
+            yield step
+            if step.stop is not None:
+                return
+
+
+@dataclass
+class SpeculativeLoop:
+    """One sequence's rounds: what the loop holds between them, and each named step of a round."""
+
+    target: ModelRunner
+    drafter: Drafter
+    k_max: int
+    ctx: LoopContext
+    auto: AutoK | None = None
+    generated: int = 0  # tokens emitted so far (the caller counts them as it hands them on)
+    index: int = 0  # rounds run so far
+
+    def next_steps(self) -> Iterator[Step]:
+        """What comes next: the grammar's forced tokens, a plain burst (Auto K chose K = 0), or a round."""
+        ctx = self.ctx
+        if ctx.grammar is not None and (forced := forced_step(ctx, ctx.grammar, self.generated)) is not None:
             yield forced
-            if forced.stop is not None:
-                return
-            continue
-        if auto is not None:
-            auto.left = ctx.budget - generated  # a probe from plain decoding needs tokens left to pay
-        plan = auto.plan() if auto else None
-        k = min(plan.k if plan else k_max, ctx.budget - generated)
-        if plan is not None:
-            plan.k = k
-        if auto is not None and k == 0:  # auto chose plain decoding: a pipelined burst, reported as one K=0 round
-            burst = yield from _plain_burst(target, ctx, auto, index, generated)
-            generated, index = generated + burst.emitted, index + 1
-            if burst.stop is not None:
-                return
-            continue
-        catch_up = drafter.unseen(ctx.seq) if hasattr(drafter, "unseen") else 0
+            return
+        plan, k = self.plan()
+        if self.auto is not None and k == 0:
+            yield from plain_burst(self.target, ctx, self.auto, self.index, self.generated)
+        else:
+            yield self.round(k, plan)
+        self.index += 1
+
+    def plan(self) -> tuple[RoundPlan | None, int]:
+        """This round's K (cut to the budget) and, under Auto K, its drafting plan."""
+        left = self.ctx.budget - self.generated
+        if self.auto is None:
+            return None, min(self.k_max, left)
+        self.auto.left = left  # a probe from plain decoding needs tokens left to pay
+        plan = self.auto.plan()
+        plan.k = min(plan.k, left)
+        return plan, plan.k
+
+    def round(self, k: int, plan: RoundPlan | None) -> Step:
+        """Draft, verify, accept, report."""
+        ctx = self.ctx
+        catch_up = self.drafter.unseen(ctx.seq)
         constraint = DraftConstraint(ctx.grammar) if ctx.grammar is not None else None
         t0 = time.perf_counter()
-        if constraint is None:
-            draft = drafter.propose(ctx.seq, k, ctx.sampler, plan)
-        else:
-            draft = _allowed_draft(drafter.propose(ctx.seq, k, ctx.sampler, plan, constraint), constraint, plan)
-        mx.async_eval(draft.tokens)  # the device drafts while Python builds the verify graph
-        pending, lp = _build_verify(target, ctx, draft, constraint)
+        draft = self.draft(k, plan, constraint)
+        pending, lp = _build_verify(self.target, ctx, draft, constraint)
         t1 = _dispatch_verify(draft.tokens, [pending, *pass_arrays(lp)])
         if lp is not None:
             mx.eval(pending, *lp.arrays())  # logprobs come with the verify pass's own evaluation
         drafts = token_ids(draft.tokens)
-        if ctx.sampler.greedy:
-            verdict = verify_greedy(token_ids(pending), drafts)
-        else:
-            assert draft.probs is not None  # a drafter gives the probabilities whenever the sampler samples
-            verdict = verify_sampled(pending, drafts, draft.probs, ctx.sampler)
-        tokens = verdict.tokens
+        verdict = self.verify(pending, drafts, draft)
         if constraint is not None and constraint.closed and verdict.accepted == len(drafts):
-            tokens = tokens[:-1]  # the grammar forces what follows the drafts (or ends): no sampled token there
-        emitted, stop = ctx.take(tokens, generated)
+            # the grammar forces what follows the drafts (or ends): no sampled token there
+            verdict = replace(verdict, tokens=verdict.tokens[:-1])
+        accepted = accept(ctx, verdict, self.generated, constraint)
+        self.target.commit(ctx.seq)
+        self.drafter.observe(ctx.seq)  # a drafter that sat out plain bursts catches up at its next proposal
+        timing = Timing(t1 - t0, time.perf_counter() - t1)
+        drafted = _drafted(drafts, k, plan)
+        if self.auto is not None:
+            self.auto.observe(
+                len(drafts), verdict.accepted, timing.draft_s, timing.verify_s, catch_up,
+                list(drafted.confidences) if plan is not None and plan.costs is not None else None,
+                draft.steps or None,
+            )  # fmt: skip
+        return round_step(ctx, self.index, drafted, verdict, accepted, self.generated, timing, lp)
+
+    def draft(self, k: int, plan: RoundPlan | None, constraint: DraftConstraint | None) -> Draft:
+        """The drafter's proposal, dispatched (the device drafts while Python builds the verify graph)."""
+        draft = self.drafter.propose(DraftRequest(self.ctx.seq, k, self.ctx.sampler, plan, constraint))
         if constraint is not None:
-            constraint.finish(emitted)
-            stop = stop or _grammar_end(constraint.state)
-        target.commit(ctx.seq)
-        drafter.commit(ctx.seq)  # a drafter that sat out plain bursts catches up at its next proposal
-        t2 = time.perf_counter()
-        rejection = None
-        if verdict.target_choice is not None:
-            n = verdict.accepted
-            rejection = Rejection(generated + n, drafts[n], verdict.target_choice)
-        flags = [i < verdict.accepted for i in range(len(emitted))]
-        dynamic = plan is not None and plan.costs is not None
-        info = RoundResult(
-            index,
-            len(drafts) if dynamic else k,  # an early-stopping round's K is what it drafted
-            len(drafts),
-            verdict.accepted,
-            len(emitted),
-            t1 - t0,
-            t2 - t1,
-            rejection,
-            stopped_early=bool(plan and plan.stopped_early),
-            stop_confidence=plan.stop_confidence if plan else None,
-            confidences=tuple(plan.confidences) if dynamic and plan else (),
-        )
-        if auto:
-            confidences = plan.confidences if dynamic and plan else None
-            auto.observe(len(drafts), verdict.accepted, t1 - t0, t2 - t1, catch_up, confidences, draft.steps or None)
-        generated += len(emitted)
-        index += 1
-        if stop is None and ctx.cancel.is_set():
-            stop = "cancelled"
-        yield Step(emitted, flags, info, stop, read_logprobs(lp, emitted))
-        if stop is not None:
-            return
+            draft = _allowed_draft(draft, constraint, plan)
+        mx.async_eval(draft.tokens)
+        return draft
+
+    def verify(self, pending: mx.array, drafts: list[int], draft: Draft) -> Verdict:
+        """Which drafts the target keeps: its argmax (greedy) or rejection sampling against the draft's
+        probabilities."""
+        if self.ctx.sampler.greedy:
+            return verify_greedy(token_ids(pending), drafts)
+        assert draft.probs is not None  # a drafter gives the probabilities whenever the sampler samples
+        return verify_sampled(pending, drafts, draft.probs, self.ctx.sampler)
 
 
-@dataclass
-class _Burst:
-    emitted: int
-    stop: str | None
+def _drafted(drafts: list[int], k: int, plan: RoundPlan | None) -> Drafted:
+    """The round's drafts as its report shows them: an early-stopping round's K is what it drafted."""
+    if plan is None:
+        return Drafted(drafts, k)
+    dynamic = plan.costs is not None
+    return Drafted(
+        drafts,
+        len(drafts) if dynamic else k,
+        plan.stopped_early,
+        plan.stop_confidence,
+        tuple(plan.confidences) if dynamic else (),
+    )
 
 
-def _plain_burst(
+def plain_burst(
     target: ModelRunner, ctx: LoopContext, auto: AutoK, index: int, generated: int
-) -> Generator[Step, None, _Burst]:
+) -> Generator[Step, None, None]:
     """Decode up to auto.burst_length() tokens plainly; yields their steps, then one K=0 RoundResult."""
     n = min(auto.burst_length(), ctx.budget - generated)
     start, emitted, stop = time.perf_counter(), 0, None
@@ -209,12 +150,11 @@ def _plain_burst(
     for step in baseline_steps(target, replace(ctx, budget=n)):
         clock.step(len(step.tokens))
         emitted += len(step.tokens)
-        stop = step.stop if step.stop != "length" or generated + emitted >= ctx.budget else None
+        stop = step.stop if step.stop != StopReason.LENGTH or generated + emitted >= ctx.budget else None
         yield Step(step.tokens, step.from_draft, logprobs=step.logprobs)
     elapsed = time.perf_counter() - start
     auto.observe_plain(emitted, clock.steady_s(emitted, elapsed))
     yield Step([], [], RoundResult(index, 0, 0, 0, emitted, 0.0, elapsed), stop)
-    return _Burst(emitted, stop)
 
 
 def queue_verify_first() -> bool:
@@ -268,50 +208,3 @@ def _allowed_draft(draft: Draft, constraint: DraftConstraint, plan: RoundPlan | 
     if plan is not None:
         del plan.confidences[n:]
     return Draft(draft.tokens[:n], None if draft.probs is None else draft.probs[:n], draft.steps)
-
-
-def forced_step(ctx: LoopContext, grammar: GrammarState, generated: int) -> Step | None:
-    """The tokens the grammar forces next, emitted without a model pass (the next pass feeds them to the
-    caches), or the end of the reply where the grammar allows nothing more; None when the model chooses."""
-    if grammar.finished:
-        return Step([], [], stop="eos")
-    forced = grammar.forced()
-    if not forced:
-        return None
-    emitted, stop = ctx.take(forced, generated)
-    grammar.consume(emitted)
-    stop = stop or _grammar_end(grammar) or ("cancelled" if ctx.cancel.is_set() else None)
-    logprobs = None if ctx.logprobs is None else forced_logprobs(emitted)
-    return Step(emitted, [False] * len(emitted), stop=stop, logprobs=logprobs)
-
-
-def _grammar_end(grammar: GrammarState) -> str | None:
-    return "eos" if grammar.finished else None
-
-
-def constrained_steps(target: ModelRunner, ctx: LoopContext, grammar: GrammarState) -> Iterator[Step]:
-    """Plain decoding under a grammar: each step's logits masked to what it allows; forced tokens cost no pass."""
-    generated = 0
-    try:
-        while True:
-            step = forced_step(ctx, grammar, generated)
-            if step is None:
-                feed = mx.array(target.prepare(ctx.seq, leave=CATCH_UP_IN_ROUND), dtype=mx.uint32)
-                target.begin()
-                logits = target.forward(feed)[-1]
-                mx.async_eval(logits)  # the device runs the pass while the grammar computes the mask
-                masked = mask_logits(logits, grammar.allowed())
-                y, _ = ctx.sampler.pick(masked)
-                lp = ctx.step_logprobs(masked, y)  # under the mask: the distribution the token came from
-                mx.eval(y, *pass_arrays(lp))
-                emitted, stop = ctx.take([token_id(y)], generated)
-                target.commit(ctx.seq)
-                grammar.consume(emitted)
-                stop = stop or _grammar_end(grammar) or ("cancelled" if ctx.cancel.is_set() else None)
-                step = Step(emitted, [False] * len(emitted), stop=stop, logprobs=read_logprobs(lp, emitted))
-            generated += len(step.tokens)
-            yield step
-            if step.stop is not None:
-                return
-    finally:
-        target.abort()

@@ -10,6 +10,7 @@ import mlx.core as mx
 from .config import GenerationConfig
 from .draft_stop import TENTHS, checked_drafts
 from .events import GenerationStats, RoundResult
+from .modes import SpecMode
 
 
 class StatsRecorder:
@@ -59,7 +60,7 @@ class StatsRecorder:
         end = time.perf_counter()
         prefill_s = self.prefill_end - self.start
         decode_s = end - self.prefill_end
-        speculative = self.cfg.mode != "baseline"
+        speculative = self.cfg.mode != SpecMode.BASELINE
         drafting_rounds = sum(self.k_rounds.values())
         return GenerationStats(
             prompt_tokens=self.prompt_tokens,

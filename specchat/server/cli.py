@@ -6,6 +6,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from specchat.engine.modes import SpecMode
+
 if TYPE_CHECKING:
     import argparse
 
@@ -36,7 +38,8 @@ def draft_tokens_arg(text: str) -> int | str:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `serve` subcommand."""
     from specchat.cli_args import model_folder, port_number, whole_number
-    from specchat.engine.config import LIMITS, MODES
+    from specchat.engine.config import LIMITS
+    from specchat.engine.modes import MODES
 
     serve = subparsers.add_parser("serve", help="serve the model over an OpenAI-compatible API (with speculation)")
     serve.add_argument("--target", required=True, type=model_folder, help="local mlx-lm model folder")
@@ -83,7 +86,7 @@ def serve_defaults(args: argparse.Namespace) -> tuple[str, GenerationConfig]:
     from .running import check_exposure
 
     check_exposure(args.host, args.api_key)
-    mode = args.mode or ("draft" if args.draft else "baseline")
+    mode = args.mode or (SpecMode.DRAFT if args.draft else SpecMode.BASELINE)
     return mode, GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens)
 
 

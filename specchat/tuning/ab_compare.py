@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from specchat.engine.config import MTP_MAX_DEPTH, GenerationConfig
+from specchat.engine.modes import SpecMode
 from specchat.engine.runner import common_prefix_len
 
 from .engine_like import TuningEngine
@@ -15,7 +16,7 @@ from .engine_like import TuningEngine
 if TYPE_CHECKING:
     from specchat.engine.engine import GenerationResult
 
-AB_MODES = ("baseline", "draft", "mtp")
+AB_MODES: tuple[str, ...] = (SpecMode.BASELINE, SpecMode.DRAFT, SpecMode.MTP)
 MODE_TITLES = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP head"}
 
 
@@ -58,13 +59,13 @@ def run_ab(
         if reasons.get(mode):
             row = ABRow(mode, unavailable=reasons[mode])
         else:
-            cfg = GenerationConfig(mode, _draft_tokens(mode, k), max_tokens, temperature)
+            cfg = GenerationConfig(SpecMode(mode), _draft_tokens(mode, k), max_tokens, temperature)
             engine.reset()  # same work for every mode: prefill from scratch
             result = engine.generate(prompt_ids, cfg, cancel)
             if result.cancelled:
                 break
             tokens = list(result.tokens)
-            reference = tokens if mode == "baseline" else reference
+            reference = tokens if mode == SpecMode.BASELINE else reference
             row = _row(mode, result, tokens, reference if cfg.greedy else None)
         rows.append(row)
         if on_row is not None:
@@ -74,14 +75,14 @@ def run_ab(
 
 def _draft_tokens(mode: str, k: int) -> int | str:
     """K for a mode: the MTP head drafts at most MTP_MAX_DEPTH (as in the chat); baseline ignores K."""
-    if mode == "baseline":
+    if mode == SpecMode.BASELINE:
         return GenerationConfig().num_draft_tokens
-    return min(k, MTP_MAX_DEPTH) if mode == "mtp" else k
+    return min(k, MTP_MAX_DEPTH) if mode == SpecMode.MTP else k
 
 
 def _row(mode: str, result: GenerationResult, tokens: list[int], reference: list[int] | None) -> ABRow:
     stats = result.stats
-    speculative = mode != "baseline"
+    speculative = mode != SpecMode.BASELINE
     identical = mismatch = None
     if reference is not None and speculative:
         identical = tokens == reference

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from specchat.engine.events import Event, TextChunk
+from specchat.engine.modes import SpecMode
 from specchat.engine.prompt import user_prompt_ids
 from specchat.jsonfile import write_json_atomic
 from specchat.paths import AppPaths
@@ -109,11 +110,11 @@ def measure_baseline_tps(
     from specchat.engine.config import GenerationConfig
 
     ids = user_prompt_ids(engine.tokenizer, prompt)
-    engine.generate(ids, GenerationConfig("baseline", max_tokens=4), cancel)  # warm up kernels and caches
+    engine.generate(ids, GenerationConfig(SpecMode.BASELINE, max_tokens=4), cancel)  # warm up kernels and caches
     engine.reset()
     from specchat.engine.engine import result_of
 
-    events = engine.stream(ids, GenerationConfig("baseline", max_tokens=max_tokens), cancel)
+    events = engine.stream(ids, GenerationConfig(SpecMode.BASELINE, max_tokens=max_tokens), cancel)
     return result_of(_counted(events, max_tokens, progress)).stats.decode_tokens_per_s
 
 

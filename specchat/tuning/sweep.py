@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from specchat.engine.config import LIMITS, GenerationConfig, check_draft_tokens
 from specchat.engine.errors import ConfigError, EngineError
+from specchat.engine.modes import SpecMode
 from specchat.engine.prompt import user_prompt_ids
 from specchat.engine.runner import common_prefix_len
 
@@ -76,7 +77,7 @@ class SweepConfig:
     dynamic: bool = True  # after the fixed Ks, a cell of auto K (drafts stop where the drafter is unsure)
 
     def __post_init__(self) -> None:
-        if self.mode not in ("draft", "mtp"):
+        if self.mode not in (SpecMode.DRAFT, SpecMode.MTP):
             raise ConfigError(f"a sweep compares baseline with 'draft' or 'mtp', got mode {self.mode!r}")
         if not self.ks:
             raise ConfigError("no draft lengths to sweep: give at least one K")
@@ -107,8 +108,8 @@ class SweepConfig:
     def generation_config(self, k: CellK) -> GenerationConfig:
         """The GenerationConfig of the baseline cell (k None), of draft length k, or of auto K (k AUTO)."""
         if k is None:
-            return GenerationConfig("baseline", max_tokens=self.max_tokens, temperature=self.temperature)
-        return GenerationConfig(self.mode, k, self.max_tokens, self.temperature, mtp_history=self.mtp_history)
+            return GenerationConfig(SpecMode.BASELINE, max_tokens=self.max_tokens, temperature=self.temperature)
+        return GenerationConfig(SpecMode(self.mode), k, self.max_tokens, self.temperature, mtp_history=self.mtp_history)
 
 
 def _folder(loaded: object) -> str:
@@ -147,7 +148,7 @@ class SweepRunner:
         self.engine = engine
         self.config = config
         self.target = target or _folder(getattr(engine, "target", None))
-        self.drafter = "mtp" if config.mode == "mtp" else (drafter or _folder(getattr(engine, "draft", None)))
+        self.drafter = "mtp" if config.mode == SpecMode.MTP else (drafter or _folder(getattr(engine, "draft", None)))
         self.generate: Generate = generate or engine.generate
         self.read_power = read_power or _default_power
         self.machine_info = machine_info or _default_machine

@@ -5,7 +5,7 @@ Internals used (each verified by `self_check`):
   `gated_delta_update(q, k, v, a, b, A_log, dt_bias, state, mask, ...)` each layer's module
   calls is wrapped (to record its inputs) and replayed over a prefix of a round;
 - RotatingKVCache's `_idx`, `keep`, `max_size` (snapshot and restore after wrap-around);
-- ArraysCache's `cache` list (the conv and recurrent states);
+- ArraysCache's `cache` list (the conv and recurrent states), its `extend` and `filter` (batch rows);
 - `utils._get_classes` (does mlx-lm have a model class for a config).
 """
 
@@ -53,6 +53,8 @@ __all__ = [
     "make_prompt_cache",
     "arrays_cache_state",
     "set_arrays_cache_state",
+    "extend_arrays_cache",
+    "filter_arrays_cache",
     "rotating_cache_state",
     "set_rotating_cache_state",
     "gated_delta_layers",
@@ -109,6 +111,19 @@ def arrays_cache_state(cache: Any) -> ArraysState:
 def set_arrays_cache_state(cache: Any, states: Iterable[mx.array | None]) -> None:
     """Put states taken by arrays_cache_state back into an ArraysCache."""
     cache.cache = list(states)
+
+
+def extend_arrays_cache(cache: Any, other: Any, rows: int) -> None:
+    """mlx-lm's ArraysCache.extend: other's rows after the `rows` the cache holds; a state not fed yet is zeros."""
+    for j, (held, state) in enumerate(zip(cache.cache, other.cache)):
+        if held is None and state is not None:  # extend would count a cache with no state as one row
+            cache.cache[j] = mx.zeros((rows, *state.shape[1:]), state.dtype)
+    cache.extend(other)
+
+
+def filter_arrays_cache(cache: Any, rows: Sequence[int]) -> None:
+    """mlx-lm's ArraysCache.filter: keep only these rows, in this order."""
+    cache.filter(mx.array(list(rows), dtype=mx.int32))
 
 
 def rotating_cache_state(cache: Any) -> RotatingState:
@@ -262,7 +277,9 @@ def _probe_arrays() -> str | None:
     if not isinstance(getattr(cache, "cache", None), list):
         return "it no longer keeps its states in a `cache` list"
     cache[1] = mx.zeros((1,))
-    return None if cache.cache[1] is not None else "indexing it no longer sets `cache`"
+    if cache.cache[1] is None:
+        return "indexing it no longer sets `cache`"
+    return missing_parameters(cache.extend, ("other",)) or missing_parameters(cache.filter, ("batch_indices",))
 
 
 def _probe_get_classes() -> str | None:

@@ -7,6 +7,7 @@ import pytest
 
 from specchat.engine.autok import AutoK, expected_tokens
 from specchat.engine.config import AUTO_MAX_DRAFT_TOKENS, GenerationConfig
+from specchat.engine.drafters import DraftRequest
 from specchat.engine.lookup import PromptLookupDrafter, find_continuation
 from specchat.engine.sampling import Sampler
 
@@ -66,7 +67,7 @@ def test_lookup_finds_the_latest_longest_match():
 
 def test_lookup_draft_is_one_hot_when_sampling():
     drafter = PromptLookupDrafter(vocab_size=10)
-    draft = drafter.propose([1, 2, 3, 1, 2], 2, Sampler(GenerationConfig(temperature=1.0, seed=0)))
+    draft = drafter.propose(DraftRequest([1, 2, 3, 1, 2], 2, Sampler(GenerationConfig(temperature=1.0, seed=0))))
     assert draft.tokens.tolist() == [3, 1]
     assert mx.array_equal(draft.probs.sum(axis=-1), mx.ones(2)).item()
     assert draft.probs[0, 3].item() == 1.0 and draft.probs[1, 1].item() == 1.0

@@ -3,9 +3,11 @@ the pair's recorded agreements, and random ones."""
 
 import pytest
 
-from specchat.engine.plain_probe import PROBE_BURST
+from specchat.engine.policy import DEFAULT_POLICY
 
 from .autok_sim import CODE, OPEN, OPEN_PLAIN_WINS, Reply, compare, plain_tokens, recorded, synthetic
+
+PROBE_BURST = DEFAULT_POLICY.probe_burst
 
 # (pair costs, replies, tokens per reply, the least auto must reach against the best fixed K = 1..4). Drafts
 # that stop where the draft is unsure, up to 16 tokens, beat every fixed K by 8-25% on code (long confident

@@ -5,7 +5,7 @@ import pytest
 import specchat.engine.engine as engine_module
 from specchat.engine import Engine, Finished, GenerationConfig, TextChunk
 from specchat.engine.engine import whole_characters
-from specchat.engine.speculative import Step
+from specchat.engine.round import Step
 
 from .helpers import prompt_ids
 

@@ -10,6 +10,7 @@ import pytest
 
 from specchat.engine import ConfigError, Engine, ErrorKind, Failed, GenerationConfig, RoundResult, TextChunk
 from specchat.engine.constraint import DraftConstraint, GrammarState, mask_logits
+from specchat.engine.drafters import DraftRequest
 from specchat.engine.grammar import Grammar, check_grammar
 from specchat.engine.loading import vocab_size
 from specchat.engine.runner import ModelRunner
@@ -181,7 +182,7 @@ def test_lookup_proposes_only_what_the_grammar_allows_and_the_round_leaves_the_m
     state.consume(reply)
     seq = list(tok.encode('{"a":12,"b":3}\n')) + reply  # what followed '":' before: "12" then a forbidden ","
     constraint = DraftConstraint(state)
-    draft = engine.drafters["lookup"].propose(seq, 6, Sampler(GenerationConfig()), None, constraint)
+    draft = engine.drafters["lookup"].propose(DraftRequest(seq, 6, Sampler(GenerationConfig()), None, constraint))
     drafts = draft.tokens.tolist()
     assert tok.decode(drafts) == "12" and constraint.tokens == drafts
     assert constraint.target_allowed().shape == (len(drafts) + 1, vocab_size(engine.target))

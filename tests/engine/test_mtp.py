@@ -10,6 +10,7 @@ from mlx_lm.utils import load as mlx_load
 
 from specchat.cli import build_parser, generation_config
 from specchat.engine import ConfigError, Engine, EngineError, GenerationConfig, runner
+from specchat.engine.drafters import DraftRequest
 from specchat.engine.mtp_detect import detect_mtp
 from specchat.engine.runner import common_prefix_len
 from specchat.engine.sampling import Sampler
@@ -278,7 +279,7 @@ def test_without_history_drafts_are_mlx_optiqs(mtp_partial, engines):
     drafter.reset()
     drafter.history = False
     drafter.receive_hidden(0, hidden[0])
-    ours = drafter.propose(seq, 4, Sampler(greedy("mtp", 4))).tokens.tolist()
+    ours = drafter.propose(DraftRequest(seq, 4, Sampler(greedy("mtp", 4)))).tokens.tolist()
     theirs, h, token = [], hidden[:, -1:, :], seq[-1]
     for _ in range(4):
         logits, h = optiq._mtp_draft(h, token, [None])

@@ -3,8 +3,13 @@ fed synthetic rounds: no model, no clock."""
 
 import pytest
 
-from specchat.engine.autok import PLAIN_MARGIN, RESUME_MARGIN, AutoK
-from specchat.engine.plain_probe import MAX_PROBE_SHARE, PROBE_AFTER, PROBE_BURST, PROBE_MARGIN, BurstClock
+from specchat.engine.autok import AutoK
+from specchat.engine.plain_probe import BurstClock
+from specchat.engine.policy import DEFAULT_POLICY
+
+PLAIN_MARGIN, RESUME_MARGIN = DEFAULT_POLICY.plain_margin, DEFAULT_POLICY.resume_margin
+MAX_PROBE_SHARE, PROBE_AFTER = DEFAULT_POLICY.max_probe_share, DEFAULT_POLICY.probe_after
+PROBE_BURST, PROBE_MARGIN = DEFAULT_POLICY.probe_burst, DEFAULT_POLICY.probe_margin
 
 STORY = [True, True, False, True, True, True, False, True, False, True]  # the draft right 7 times in 10
 CODE = [True]

@@ -3,7 +3,7 @@
 from specchat.engine import Engine
 from specchat.engine.config import GenerationConfig
 from specchat.engine.engine import step_events
-from specchat.engine.speculative import Step
+from specchat.engine.round import Step
 from specchat.engine.stats import StatsRecorder
 
 TEXT = "日本語 café naïve 🙂 done"

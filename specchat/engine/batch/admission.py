@@ -7,6 +7,7 @@ from typing import Any
 from ..config import GenerationConfig
 from ..engine import Engine
 from ..errors import EngineError
+from ..modes import SpecMode
 from .row_cache import row_caches
 
 BATCH_MODES = ("baseline", "draft", "lookup", "mtp")
@@ -18,12 +19,12 @@ def batch_refusal(engine: Any, cfg: GenerationConfig) -> str | None:
         return "this engine runs one request at a time"
     if cfg.mode not in BATCH_MODES:
         return f"mode {cfg.mode!r} runs one request at a time"
-    if cfg.mode == "mtp" and cfg.mtp_history:
+    if cfg.mode == SpecMode.MTP and cfg.mtp_history:
         return "MTP with the head's own history (its KV cache over the sequence) runs one request at a time"
     unavailable = engine.available_modes().get(cfg.mode)
     if unavailable:
         return unavailable  # the solo path says it the usual way
-    draft = getattr(engine.drafters.get("draft"), "runner", None)
+    draft = engine.draft_runner
     for caches in (engine.runner.caches, draft.caches if draft is not None else []):
         try:
             row_caches(caches)

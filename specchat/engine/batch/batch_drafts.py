@@ -16,9 +16,11 @@ from typing import Any, cast
 import mlx.core as mx
 
 from ..draft_stop import ConfidenceModel, StopCosts
+from ..drafters import DraftRequest
 from ..lookup import PromptLookupDrafter
+from ..modes import DraftOutcome, SpecMode
+from ..round import LoopContext, Step
 from ..runner import token_ids
-from ..speculative import LoopContext, Step
 from .batch_model import BatchModel
 from .batch_stop import BatchStop
 
@@ -37,7 +39,7 @@ class RowState:
     drafts: list[int] = field(default_factory=list)
     hidden: mx.array | None = None  # MTP rows: the target's final hidden state (H,) before the last token
     auto: bool = False  # its K is the batch's (Auto K): the batch's early stop may cut its drafts
-    entry: str = "full"  # the outcome before its next round's first draft: "full" or "miss"
+    entry: DraftOutcome = DraftOutcome.FULL  # the outcome before its next round's first draft: "full" or "miss"
     confidences: list[float] = field(default_factory=list)  # the drafter's confidence in each draft this round
     stopped_early: bool = False  # this round's drafting stopped before its K: the drafter was unsure
 
@@ -65,29 +67,41 @@ def row_drafts(
 ) -> list[RowDraft]:
     """Every row's drafts (a row's k is cut to what it got); `head` is the target model when it has an MTP
     head, else None; with `stop`, a run of Auto K rows stops drafting where the drafter is unsure."""
-    out = [RowDraft([]) for _ in rows]
-    for b, r in enumerate(rows):
-        if r.mode == "lookup" and r.k and r.lookup is not None:
-            d = r.lookup.propose(r.ctx.seq, r.k, r.ctx.sampler)
-            out[b] = RowDraft(token_ids(d.tokens), d.probs)
-            r.k = len(out[b].tokens_list)
-        elif r.mode not in ("draft", "mtp") or (r.mode == "mtp" and (r.hidden is None or head is None)):
-            r.k = 0
+    out = [_own_draft(r, head) for r in rows]
     for mode, run in (("draft", draft), ("mtp", head)):
-        drafting = [b for b, r in enumerate(rows) if r.mode == mode and (mode == "draft" or r.k)]
+        drafting = [b for b, r in enumerate(rows) if r.mode == mode and (mode == SpecMode.DRAFT or r.k)]
         if run is None or not drafting or width == 0:
             for b in drafting:
                 rows[b].k = 0
             continue
-        members = [rows[b] for b in drafting]
-        steps = _Steps(members, width, stop)
-        made = _draft_model_run if mode == "draft" else _mtp_run
-        for b, one in zip(drafting, made(run, members, steps)):
+        for b, one in zip(drafting, _model_run(mode, run, [rows[b] for b in drafting], width, stop)):
             out[b] = one
-        for i, r in enumerate(members):
-            r.k = min(r.k, steps.kept)  # a row near its budget asked for fewer
-            r.confidences, r.stopped_early = steps.confidences(i)[: r.k], steps.stopped_early
     return out
+
+
+def _own_draft(row: RowState, head: Any) -> RowDraft:
+    """A lookup row's drafts from its own text; a row no drafter serves this round drafts nothing (k = 0).
+    Draft-model and MTP rows get theirs from a run over all of them (_model_run)."""
+    if row.mode == SpecMode.LOOKUP and row.k and row.lookup is not None:
+        d = row.lookup.propose(DraftRequest(row.ctx.seq, row.k, row.ctx.sampler))
+        made = RowDraft(token_ids(d.tokens), d.probs)
+        row.k = len(made.tokens_list)
+        return made
+    if row.mode not in (SpecMode.DRAFT, SpecMode.MTP) or (
+        row.mode == SpecMode.MTP and (row.hidden is None or head is None)
+    ):
+        row.k = 0
+    return RowDraft([])
+
+
+def _model_run(mode: str, run: Any, members: list[RowState], width: int, stop: Stop | None) -> list[RowDraft]:
+    """One run of the draft model (or the target's MTP head) drafting for every row of that mode."""
+    steps = _Steps(members, width, stop)
+    made = _draft_model_run(run, members, steps) if mode == SpecMode.DRAFT else _mtp_run(run, members, steps)
+    for i, r in enumerate(members):
+        r.k = min(r.k, steps.kept)  # a row near its budget asked for fewer
+        r.confidences, r.stopped_early = steps.confidences(i)[: r.k], steps.stopped_early
+    return made
 
 
 class _Steps:

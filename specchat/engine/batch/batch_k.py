@@ -9,8 +9,8 @@ CPU a batched draft step costs far more than a single one). Each row's acceptanc
 decayed estimate, started from what every row so far accepted (the pair's pooled acceptance): a plain
 round teaches nothing about acceptance, so a row that started from a blind prior could keep a batch
 plain where drafting pays. For the same reason the rounds that try another K try the one that would be
-best were every row's acceptance one standard error higher than estimated (at most EXPLORE_REACH past the
-best), if that differs from the best; else the least measured neighbour of the best, so the cost line
+best were every row's acceptance one standard error higher than estimated (at most policy.explore_reach past
+the best), if that differs from the best; else the least measured neighbour of the best, so the cost line
 keeps being measured.
 """
 
@@ -21,32 +21,32 @@ from dataclasses import dataclass, field
 
 from ..autok import expected_tokens
 from ..draft_stop import ConfidenceModel, StopCosts
-
-DECAY = 0.9  # a batch size's round times: about the last ten rounds at each K count
-PRIOR_DRAFT_SHARE = 0.3  # before two Ks are measured at a size, each draft adds this share of a K = 0 round
-EXPLORE_EVERY = 8  # rounds between tries of another K at a batch size, so the line keeps being measured
-MAX_EXPLORE_GAP = 64  # the gap doubles after each try that changed nothing, up to this many rounds
-EXPLORE_REACH = 2  # a try goes at most this far past the best K (from plain decoding a deep try costs a lot)
-ROW_PRIOR = (1.0, 2.0)  # acceptance evidence before any draft: one accepted draft in two checked
-STOP_REACH = 2  # with the early stop measured, a round may draft this much deeper than the best K
-POOLED_WEIGHT = 6.0  # a new row starts from the pooled acceptance, as if it had checked this many drafts
+from ..policy import DEFAULT_POLICY, SpeculationPolicy
 
 
 @dataclass
 class _Timing:
     """Decayed mean round time per K at one batch size."""
 
+    policy: SpeculationPolicy  # its memory, explore gaps and prior draft share (policy.py)
     sums: dict[int, float] = field(default_factory=dict)
     weights: dict[int, float] = field(default_factory=dict)
     since: int = 0  # rounds at this size since the last try of another K
-    gap: int = EXPLORE_EVERY  # rounds between tries: doubles while tries change nothing
+    gap: int = field(
+        init=False
+    )  # rounds between tries (policy.explore_every at first): doubles while tries change nothing
     tried: int | None = None  # the K of the last try, until the next choice says whether it became the best
+
+    def __post_init__(self) -> None:
+        self.gap = self.policy.explore_every
 
     def explore_due(self, best: int) -> bool:
         """Whether this round tries another K than `best` (after the last try: its gap halves back to
-        EXPLORE_EVERY if the try became the best, else doubles)."""
+        policy.explore_every if the try became the best, else doubles)."""
         if self.tried is not None:
-            self.gap = EXPLORE_EVERY if best == self.tried else min(2 * self.gap, MAX_EXPLORE_GAP)
+            self.gap = (
+                self.policy.explore_every if best == self.tried else min(2 * self.gap, self.policy.max_explore_gap)
+            )
             self.tried = None
         self.since += 1
         if self.since < self.gap:
@@ -55,8 +55,8 @@ class _Timing:
         return True
 
     def add(self, k: int, seconds: float) -> None:
-        self.sums[k] = self.sums.get(k, 0.0) * DECAY + seconds
-        self.weights[k] = self.weights.get(k, 0.0) * DECAY + 1.0
+        self.sums[k] = self.sums.get(k, 0.0) * self.policy.batch_decay + seconds
+        self.weights[k] = self.weights.get(k, 0.0) * self.policy.batch_decay + 1.0
 
     def cost(self, k: int) -> float | None:
         """A round's expected time at K: measured, else (K >= 1) from the line through the measured Ks >= 1;
@@ -73,8 +73,8 @@ class _Timing:
             return None
         if len(means) == 1:
             ((k, t),) = means.items()
-            base = t / (1.0 + PRIOR_DRAFT_SHARE * k)
-            return base, base * PRIOR_DRAFT_SHARE
+            base = t / (1.0 + self.policy.prior_draft_share * k)
+            return base, base * self.policy.prior_draft_share
         w = {k: self.weights[k] for k in means}
         total = sum(w.values())
         mk = sum(w[k] * k for k in means) / total
@@ -87,15 +87,20 @@ class _Timing:
 class RowAcceptance:
     """One row's decayed share of drafts the target accepted."""
 
-    def __init__(self, accepted: float = ROW_PRIOR[0], checked: float = ROW_PRIOR[1]) -> None:
-        self.accepted, self.checked = accepted, checked
+    def __init__(
+        self, accepted: float | None = None, checked: float | None = None, policy: SpeculationPolicy = DEFAULT_POLICY
+    ) -> None:
+        """accepted and checked: the evidence it starts from (None: the policy's row_prior)."""
+        self.policy = policy
+        self.accepted = policy.row_prior[0] if accepted is None else accepted
+        self.checked = policy.row_prior[1] if checked is None else checked
 
     def observe(self, drafted: int, accepted: int) -> None:
         """Add one round's counts (about the last thirty checked drafts count). Only the drafts up to the first
         refused one were checked: those after it say nothing (counted as refusals, a deep K would read a
         0.85 acceptance as 0.6 and keep the batch plain)."""
         checked = accepted + (1 if accepted < drafted else 0)
-        keep = 0.97**checked
+        keep = self.policy.row_decay**checked
         self.accepted = self.accepted * keep + accepted
         self.checked = self.checked * keep + checked
 
@@ -114,23 +119,25 @@ class RowAcceptance:
 class BatchK:
     """Chooses each batched round's K from round times per batch size and each row's acceptance."""
 
-    def __init__(self, k_max: int):
-        self.k_max = k_max
+    def __init__(self, k_max: int | None = None, policy: SpeculationPolicy = DEFAULT_POLICY):
+        """k_max: the deepest a round drafts (None: the policy's batch_k_max)."""
+        self.policy = policy
+        self.k_max = policy.batch_k_max if k_max is None else k_max
         self.timings: dict[int, _Timing] = {}
-        self.last_k = min(2, k_max)
-        self.pooled = RowAcceptance()  # every row's drafts, decayed: where a new row starts
+        self.last_k = min(2, self.k_max)
+        self.pooled = RowAcceptance(policy=policy)  # every row's drafts, decayed: where a new row starts
         self.verify: dict[int, _Timing] = {}  # the verify passes alone, per batch size
-        self.confidence = ConfidenceModel()  # acceptance by draft confidence, every row's (batch_stop.py)
+        self.confidence = ConfidenceModel(policy=policy)  # acceptance by draft confidence, every row's (batch_stop.py)
 
     def plan(
         self, rates: list[float], top: int, hopeful: list[float]
     ) -> tuple[int, tuple[StopCosts, ConfidenceModel] | None]:
         """The next round's K and, once its costs are measured at this size, the early stop that may end its
-        drafting sooner (the K is then STOP_REACH deeper: the stop cuts what does not pay)."""
+        drafting sooner (the K is then policy.stop_reach deeper: the stop cuts what does not pay)."""
         top = min(top, self.k_max)
         k = self.choose(rates, top, hopeful)
         stop = self._stop(rates, k)
-        return (min(top, k + STOP_REACH), stop) if stop is not None else (k, None)
+        return (min(top, k + self.policy.stop_reach), stop) if stop is not None else (k, None)
 
     def _stop(self, rates: list[float], k: int) -> tuple[StopCosts, ConfidenceModel] | None:
         """The early stop's costs in tokens: a verify position (keep a step) and a draft step plus one (draft
@@ -146,10 +153,14 @@ class BatchK:
         return StopCosts(rate * verify_line[1], rate * line[1]), self.confidence
 
     def new_row(self, accepted: int = 0, checked: int = 0) -> RowAcceptance:
-        """A joining row's acceptance: the pooled rate, weighing POOLED_WEIGHT drafts, then its own counts
+        """A joining row's acceptance: the pooled rate, weighing policy.pooled_weight drafts, then its own counts
         (a request that ran alone before it joined: its accepted and checked drafts)."""
-        weight = min(POOLED_WEIGHT, self.pooled.checked)
-        row = RowAcceptance(self.pooled.rate * weight, weight) if weight else RowAcceptance()
+        weight = min(self.policy.pooled_weight, self.pooled.checked)
+        row = (
+            RowAcceptance(self.pooled.rate * weight, weight, self.policy)
+            if weight
+            else RowAcceptance(policy=self.policy)
+        )
         if checked:
             row.accepted, row.checked = row.accepted + accepted, row.checked + checked
             self.pooled.accepted, self.pooled.checked = self.pooled.accepted + accepted, self.pooled.checked + checked
@@ -180,16 +191,16 @@ class BatchK:
 
     def _explore(self, timing: _Timing, costs: dict[int, float], best: int, hopeful: list[float], top: int) -> int:
         """The K a round that explores tries instead of `best`."""
-        if (hoped := min(_best(costs, hopeful), best + EXPLORE_REACH)) != best:
+        if (hoped := min(_best(costs, hopeful), best + self.policy.explore_reach)) != best:
             return hoped
         near = [k for k in (best - 1, best + 1) if 0 <= k <= top]
         return min(near, key=lambda k: timing.weights.get(k, 0.0)) if near else best
 
     def observe(self, rows: int, k: int, seconds: float, verify_s: float | None = None) -> None:
         """Add one round's time (and its verify pass's): `rows` sequences, K drafts each."""
-        self.timings.setdefault(rows, _Timing()).add(k, seconds)
+        self.timings.setdefault(rows, _Timing(self.policy)).add(k, seconds)
         if verify_s is not None and k > 0:
-            self.verify.setdefault(rows, _Timing()).add(k, verify_s)
+            self.verify.setdefault(rows, _Timing(self.policy)).add(k, verify_s)
 
 
 def checked_drafts(accepted: int, drafted: int, rounds: int) -> tuple[int, int]:

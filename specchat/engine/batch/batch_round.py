@@ -15,10 +15,10 @@ from typing import Any
 import mlx.core as mx
 
 from ..constraint import mask_logits
-from ..events import Rejection, RoundResult
-from ..logprobs import PassLogprobs, read_logprobs
+from ..logprobs import PassLogprobs
+from ..modes import DraftOutcome, SpecMode
+from ..round import Drafted, accept, round_step
 from ..runner import common_prefix_len, token_ids
-from ..speculative import Step
 from ..verify import Verdict, verify_greedy, verify_sampled
 from .batch_drafts import RowDraft, RowState, Stop, row_drafts
 from .batch_model import BatchModel
@@ -39,28 +39,12 @@ def run_round(
     `head`: the target model when it carries an MTP head (MTP rows draft with it), else None; `stop`: where
     Auto K rows stop drafting early (batch_stop.py), None for no early stop."""
     t0 = time.perf_counter()
-    width = max(r.k for r in rows)
-    drafted = row_drafts(draft, head, rows, width, stop)
+    drafted = row_drafts(draft, head, rows, max(r.k for r in rows), stop)
     t1 = time.perf_counter()
     unseen = [r.ctx.seq[held:] for r, held in zip(rows, target.held)]  # the last token, and forced ones
-    target.begin()
-    target.want_hidden = any(r.mode == "mtp" for r in rows)
-    logits = target.forward([u + d.tokens_list[: r.k] for u, r, d in zip(unseen, rows, drafted)])
-    # row b's logits from its last unseen token on: one position per draft, and one after them
-    mine = [logits[b, len(u) - 1 : len(u) + r.k] for b, (u, r) in enumerate(zip(unseen, rows))]
-    mine = [m if r.ctx.grammar is None else mask_logits(m, r.ctx.grammar.allowed()) for m, r in zip(mine, rows)]
-    choices = [mx.argmax(m, axis=-1) if r.ctx.sampler.greedy else None for m, r in zip(mine, rows)]
-    lps = [_row_logprobs(r, m, c) for r, m, c in zip(rows, mine, choices)]
-    mx.eval([c for c in choices if c is not None], *[a for lp in lps if lp for a in lp.arrays()])
-    verdicts = []
-    for r, d, m, c in zip(rows, drafted, mine, choices):
+    for r, d in zip(rows, drafted):
         r.drafts = d.tokens_list[: r.k]
-        if c is not None:
-            verdicts.append(verify_greedy(token_ids(c), r.drafts))
-        else:
-            assert d.probs is not None or not r.k  # a drafter gives probabilities whenever the row samples
-            probs = mx.zeros((0, logits.shape[-1])) if d.probs is None else d.probs[: r.k]
-            verdicts.append(verify_sampled(m, r.drafts, probs, r.ctx.sampler))
+    verdicts, lps = _verify(target, rows, unseen, drafted)
     for r, v, lp in zip(rows, verdicts, lps):
         _emit(r, v, lp)
     _keep_hidden(target, rows, unseen, verdicts)
@@ -68,6 +52,36 @@ def run_round(
     if draft is not None and any(d.base >= 0 for d in drafted):
         _commit_draft(draft, rows, drafted)
     return RoundTiming(t1 - t0, time.perf_counter() - t1)
+
+
+def _verify(
+    target: BatchModel, rows: list[RowState], unseen: list[list[int]], drafted: list[RowDraft]
+) -> tuple[list[Verdict], list[PassLogprobs | None]]:
+    """One target pass over every row's unseen tokens and drafts; each row's verdict and logprobs."""
+    target.begin()
+    target.want_hidden = any(r.mode == SpecMode.MTP for r in rows)
+    logits = target.forward([u + r.drafts for u, r in zip(unseen, rows)])
+    # row b's logits from its last unseen token on: one position per draft, and one after them
+    mine = [_row_logits(logits[b, len(u) - 1 : len(u) + r.k], r) for b, (u, r) in enumerate(zip(unseen, rows))]
+    choices = [mx.argmax(m, axis=-1) if r.ctx.sampler.greedy else None for m, r in zip(mine, rows)]
+    lps = [_row_logprobs(r, m, c) for r, m, c in zip(rows, mine, choices)]
+    mx.eval([c for c in choices if c is not None], *[a for lp in lps if lp for a in lp.arrays()])
+    verdicts = [_verdict(r, d, m, c) for r, d, m, c in zip(rows, drafted, mine, choices)]
+    return verdicts, lps
+
+
+def _row_logits(logits: mx.array, row: RowState) -> mx.array:
+    """A row's verify logits, masked to what its grammar allows."""
+    return logits if row.ctx.grammar is None else mask_logits(logits, row.ctx.grammar.allowed())
+
+
+def _verdict(row: RowState, drafted: RowDraft, logits: mx.array, choices: mx.array | None) -> Verdict:
+    """Which of the row's drafts the target keeps: greedy match, or rejection sampling."""
+    if choices is not None:
+        return verify_greedy(token_ids(choices), row.drafts)
+    assert drafted.probs is not None or not row.k  # a drafter gives probabilities whenever the row samples
+    probs = mx.zeros((0, logits.shape[-1])) if drafted.probs is None else drafted.probs[: row.k]
+    return verify_sampled(logits, row.drafts, probs, row.ctx.sampler)
 
 
 def _row_logprobs(row: RowState, logits: mx.array, choices: mx.array | None) -> PassLogprobs | None:
@@ -79,27 +93,14 @@ def _row_logprobs(row: RowState, logits: mx.array, choices: mx.array | None) -> 
 
 def _emit(row: RowState, verdict: Verdict, lp: PassLogprobs | None) -> None:
     """Append the row's kept tokens to its sequence (up to a stop) and set its step."""
-    emitted, stop = row.ctx.take(verdict.tokens, row.generated)
-    if row.ctx.grammar is not None:
-        row.ctx.grammar.consume(emitted)
-        stop = stop or ("eos" if row.ctx.grammar.finished else None)
-    rejection = None
-    if verdict.target_choice is not None:
-        n = verdict.accepted
-        rejection = Rejection(row.generated + n, row.drafts[n] if n < len(row.drafts) else -1, verdict.target_choice)
+    accepted = accept(row.ctx, verdict, row.generated)
     stop_confidence = row.confidences[-1] if row.stopped_early and row.confidences else None
-    info = RoundResult(
-        row.rounds, row.k, row.k, verdict.accepted, len(emitted), 0.0, 0.0, rejection,
-        row.stopped_early, stop_confidence, tuple(row.confidences),
-    )  # fmt: skip
+    drafted = Drafted(row.drafts, row.k, row.stopped_early, stop_confidence, tuple(row.confidences))
     if row.k:
-        row.entry = "full" if verdict.accepted == row.k else "miss"
-    flags = [i < verdict.accepted for i in range(len(emitted))]
-    row.generated += len(emitted)
+        row.entry = DraftOutcome.FULL if verdict.accepted == row.k else DraftOutcome.MISS
+    row.step = round_step(row.ctx, row.rounds, drafted, verdict, accepted, row.generated, lp=lp)
+    row.generated += len(accepted[0])
     row.rounds += 1
-    if stop is None and row.ctx.cancel.is_set():
-        stop = "cancelled"
-    row.step = Step(emitted, flags, info, stop, read_logprobs(lp, emitted))
 
 
 def _keep_hidden(target: BatchModel, rows: list[RowState], unseen: list[list[int]], verdicts: list[Verdict]) -> None:
@@ -108,7 +109,7 @@ def _keep_hidden(target: BatchModel, rows: list[RowState], unseen: list[list[int
     if target.hidden is None:
         return
     for b, (r, u, v) in enumerate(zip(rows, unseen, verdicts)):
-        if r.mode == "mtp":
+        if r.mode == SpecMode.MTP:
             r.hidden = target.hidden[b, len(u) - 1 + v.accepted]
 
 
@@ -116,7 +117,7 @@ def _commit_draft(draft: BatchModel, rows: list[RowState], drafted: list[RowDraf
     """Each draft row keeps what it was fed that agrees with its new sequence (never its last token)."""
     keep = []
     for r, d in zip(rows, drafted):
-        if r.mode == "draft":
+        if r.mode == SpecMode.DRAFT:
             agree = common_prefix_len(d.fed, r.ctx.seq[d.base :])
             keep.append(min(agree, len(r.ctx.seq) - 1 - d.base))
     draft.commit(keep)

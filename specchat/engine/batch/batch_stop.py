@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..draft_stop import ConfidenceModel, StopCosts
+from ..modes import DraftOutcome
 
 
 @dataclass
@@ -22,7 +23,7 @@ class BatchStop:
 
     costs: StopCosts
     model: ConfidenceModel
-    entries: list[str]  # per row: the outcome before its first draft ("full" or "miss")
+    entries: list[DraftOutcome]  # per row: the outcome before its first draft ("full" or "miss")
     prefixes: list[float] = field(default_factory=list)
     confidences: list[list[float]] = field(default_factory=list)
     stopped_early: bool = False
@@ -35,7 +36,7 @@ class BatchStop:
         """A draft step gave each row a token with these confidences: (keep the step, draft another)."""
         index = len(self.confidences[0])
         chances = [
-            prefix * self.model.p(entry if index == 0 else "match", c)
+            prefix * self.model.p(entry if index == 0 else DraftOutcome.MATCH, c)
             for prefix, entry, c in zip(self.prefixes, self.entries, confidences)
         ]
         if index > 0 and sum(chances) < self.costs.keep_at:

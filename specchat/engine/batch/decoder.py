@@ -18,9 +18,11 @@ from ..errors import EngineError, error_kind, user_message
 from ..events import Event, Failed, Finished
 from ..loading import vocab_size
 from ..lookup import PromptLookupDrafter
+from ..modes import SpecMode, StopReason
+from ..plain import forced_step
+from ..round import LoopContext, Step
 from ..runner import PREFILL_CHUNK
 from ..sampling import Sampler
-from ..speculative import LoopContext, Step, forced_step
 from ..stats import StatsRecorder
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
 from .batch_drafts import RowState, Stop, mtp_head
@@ -51,8 +53,10 @@ class BatchDecoder:
         self._stop_ids = frozenset(engine.tokenizer.eos_token_ids)
         # what outlives the batch, kept on the engine: finished rows' caches for follow-ups, round costs
         carry = engine.batch_carry
-        self.stores: dict[str, PrefixStore] = {m: carry.setdefault(f"{m} prefixes", PrefixStore()) for m in MODELS}
-        self.controller: BatchK = carry.setdefault("controller", BatchK(k_max=8))  # costs per batch size
+        self.stores: dict[str, PrefixStore] = {m: carry.prefixes.setdefault(m, PrefixStore()) for m in MODELS}
+        if carry.controller is None:
+            carry.controller = BatchK()  # the policy's batch_k_max (policy.py)
+        self.controller: BatchK = carry.controller  # costs per batch size
 
     @property
     def active(self) -> int:
@@ -78,7 +82,7 @@ class BatchDecoder:
         head = request.prompt[:-1]
         target_start = self.stores["target"].start(head)
         stats = StatsRecorder(request.cfg, len(request.prompt), target_start[0])
-        draft_start = self.stores["draft"].start(head) if request.cfg.mode == "draft" else (0, None)
+        draft_start = self.stores["draft"].start(head) if request.cfg.mode == SpecMode.DRAFT else (0, None)
         prefill = self._prefill(head, request.cfg.mode, target_start, draft_start)
         self.waiting.append(Newcomer(request, budget, stats, prefill, grammar=grammar))
 
@@ -87,11 +91,11 @@ class BatchDecoder:
     ) -> Generator[Event, None, Prefilled]:
         """The target, then the draft model (in draft mode), read `head` (all of the sequence but its last
         token), from what the given caches already hold; in MTP mode the target's last hidden state too."""
-        chunk, mtp = self.prefill_chunk, mode == "mtp"
+        chunk, mtp = self.prefill_chunk, mode == SpecMode.MTP
         target_read = solo_prefill(self.target.model, head, chunk, target_start, hidden=mtp)
         target, hidden = yield from progress_events(target_read, "target")
         draft = None
-        if mode == "draft" and self.draft is not None:
+        if mode == SpecMode.DRAFT and self.draft is not None:
             draft_read = solo_prefill(self.draft.model, head, chunk, draft_start)
             draft, _ = yield from progress_events(draft_read, "draft")
         return target, draft, hidden
@@ -133,7 +137,7 @@ class BatchDecoder:
         """The one row left, with nobody waiting, goes on on the engine's own loop (solo_tail.py)."""
         row = self.rows[0]
         target = row_caches(self.target, 0)
-        draft = row_caches(self.draft, 0) if self.draft is not None and row.state.mode == "draft" else None
+        draft = row_caches(self.draft, 0) if self.draft is not None and row.state.mode == SpecMode.DRAFT else None
         self.target.keep_rows([])
         if draft is not None and self.draft is not None:
             self.draft.keep_rows([])
@@ -147,7 +151,7 @@ class BatchDecoder:
         if newcomer.request.cancel.is_set():
             self.waiting.pop(0)
             newcomer.stats.prefill_done()
-            newcomer.request.emit(Finished((), "", newcomer.stats.finish(0, "cancelled"), True))
+            newcomer.request.emit(Finished((), "", newcomer.stats.finish(0, StopReason.CANCELLED), True))
             return
         try:
             newcomer.request.emit(next(newcomer.prefill))
@@ -166,9 +170,9 @@ class BatchDecoder:
         prompt = list(request.prompt)
         stops, grammar = self._stop_ids, newcomer.grammar
         ctx = LoopContext(prompt, Sampler(cfg), newcomer.budget, stops, request.cancel, grammar, cfg.logprobs)
-        mode = cfg.mode if cfg.mode != "draft" or draft is not None else "baseline"
-        lookup = PromptLookupDrafter(vocab_size(self.engine.target)) if mode == "lookup" else None
-        auto = cfg.auto_k and mode != "baseline"
+        mode = cfg.mode if cfg.mode != SpecMode.DRAFT or draft is not None else SpecMode.BASELINE
+        lookup = PromptLookupDrafter(vocab_size(self.engine.target)) if mode == SpecMode.LOOKUP else None
+        auto = cfg.auto_k and mode != SpecMode.BASELINE
         state = RowState(ctx, mode, generated=len(newcomer.emitted), lookup=lookup, hidden=hidden, auto=auto)
         detok = self.engine.tokenizer.detokenizer
         detok.reset()
@@ -232,32 +236,32 @@ class BatchDecoder:
             cfg, state = row.request.cfg, row.state
             k = (
                 0
-                if state.mode == "baseline"
+                if state.mode == SpecMode.BASELINE
                 else (min(k_auto, cfg.max_draft_tokens) if row.auto else cfg.max_draft_tokens)
             )
             state.k = 0 if state.ctx.grammar is not None else max(min(k, state.ctx.budget - state.generated), 0)
         return stop
 
     def _emit_step(self, row: Row, step: Step) -> None:
-        if row.state.mode == "baseline":  # plain decoding has no rounds, as alone
+        if row.state.mode == SpecMode.BASELINE:  # plain decoding has no rounds, as alone
             step = replace(step, round=None)
         for event in step_events(step, row.detok, row.tokens, row.stats):
             row.request.emit(event)
 
-    def _finish(self, row: Row, stop: str) -> None:
+    def _finish(self, row: Row, stop: StopReason) -> None:
         for event in row.end_events(self.engine.tokenizer.decode, stop):
             row.request.emit(event)
 
     def _end_cancelled(self) -> None:
         ended = [i for i, r in enumerate(self.rows) if r.request.cancel.is_set()]
         for i in ended:
-            self._finish(self.rows[i], "cancelled")
+            self._finish(self.rows[i], StopReason.CANCELLED)
         if ended:
             self._drop(ended)
 
     def _drop(self, ended: list[int]) -> None:
         keep = [i for i in range(len(self.rows)) if i not in ended]
-        drafting = [i for i, r in enumerate(self.rows) if r.state.mode == "draft"]
+        drafting = [i for i, r in enumerate(self.rows) if r.state.mode == SpecMode.DRAFT]
         for i in ended:
             self._store(i, drafting)
         self.target.keep_rows(keep)

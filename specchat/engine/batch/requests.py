@@ -13,6 +13,7 @@ from ..config import GenerationConfig
 from ..constraint import GrammarState
 from ..engine import end_events
 from ..events import Event
+from ..modes import StopReason
 from ..stats import StatsRecorder
 from ..tokenizer import Detokenizer
 from .batch_drafts import RowState
@@ -47,7 +48,7 @@ class Row:
     acceptance: RowAcceptance = field(default_factory=RowAcceptance)
     rows_seen: list[int] = field(default_factory=list)  # batch size at each of its rounds
 
-    def end_events(self, decode: Callable[[list[int]], str], stop: str) -> Iterator[Event]:
+    def end_events(self, decode: Callable[[list[int]], str], stop: StopReason) -> Iterator[Event]:
         """The row's last text and its Finished, with the batch sizes it ran at."""
         seen = self.rows_seen or [1]
         rows = {"batch_rows_max": max(seen), "batch_rows_mean": sum(seen) / len(seen)}

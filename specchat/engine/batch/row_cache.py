@@ -14,7 +14,13 @@ from typing import Any
 
 import mlx.core as mx
 
-from specchat.upstream.mlx_lm import ArraysCache, KVCache
+from specchat.upstream.mlx_lm import (
+    ArraysCache,
+    KVCache,
+    arrays_cache_state,
+    extend_arrays_cache,
+    filter_arrays_cache,
+)
 
 from ..errors import RollbackError
 
@@ -122,11 +128,19 @@ def row_caches(solo_caches: Sequence[Any]) -> list[Any]:
 
 def append_row(batch: Sequence[Any], solo: Sequence[Any]) -> None:
     """Add one sequence's caches (mlx-lm, one row) to the batch caches as their last row."""
+    rows = _row_count(batch)
     for mine, theirs in zip(batch, solo):
         if isinstance(mine, RowKVCache):
             mine.append_row(theirs)
         else:
-            _append_arrays(mine, theirs)
+            extend_arrays_cache(mine, theirs, rows)
+
+
+def _row_count(batch: Sequence[Any]) -> int:
+    """Rows the batch holds: its attention caches count them (an ArraysCache cannot before its first state)."""
+    counts = [len(c.lengths) for c in batch if isinstance(c, RowKVCache)]
+    counts += [s.shape[0] for c in batch if isinstance(c, ArraysCache) for s in arrays_cache_state(c) if s is not None]
+    return max(counts, default=0)
 
 
 def _padded(x: mx.array, size: int) -> mx.array:
@@ -135,27 +149,10 @@ def _padded(x: mx.array, size: int) -> mx.array:
     return x if n == size else mx.pad(x, [(0, 0), (0, 0), (0, size - n), (0, 0)])
 
 
-def _append_arrays(mine: Any, theirs: Any) -> None:
-    """Add one sequence's Gated DeltaNet states; an empty state (nothing fed yet) is zeros, as mlx-lm starts."""
-    rows = int(getattr(mine, "row_count", 0))
-    for j, state in enumerate(theirs.cache):
-        held = mine.cache[j]
-        if state is None and held is None:
-            continue
-        if state is None:
-            state = mx.zeros_like(held[:1])
-        if held is None:
-            held = mx.zeros((rows, *state.shape[1:]), state.dtype)
-        mine.cache[j] = mx.concatenate([held, state.astype(held.dtype)])
-    mine.row_count = rows + 1
-
-
 def keep_rows(batch: Sequence[Any], rows: Sequence[int]) -> None:
     """Keep only these rows of every batch cache, in this order."""
-    index = mx.array(list(rows), dtype=mx.int32)
     for cache in batch:
         if isinstance(cache, RowKVCache):
             cache.keep_rows(rows)
         else:
-            cache.cache = [None if c is None else c[index] for c in cache.cache]
-            cache.row_count = len(rows)
+            filter_arrays_cache(cache, rows)

@@ -16,6 +16,8 @@ from typing import Any
 
 from ..engine import Engine
 from ..events import Event, Failed, Finished, PrefillProgress, RoundResult, TextChunk
+from ..modes import SpecMode
+from ..runner import ModelRunner
 from ..stats import StatsRecorder
 
 
@@ -84,8 +86,8 @@ class SoloLead:
             close()  # rolls back any open round: the runners hold a prefix of the sequence
         seq = list(self.request.prompt) + self.emitted
         target = _moved(self.engine.runner, seq)
-        runner = getattr(self.engine.drafters.get("draft"), "runner", None)
-        draft = _moved(runner, seq) if runner is not None and self.request.cfg.mode == "draft" else (0, None)
+        runner = self.engine.draft_runner
+        draft = _moved(runner, seq) if runner is not None and self.request.cfg.mode == SpecMode.DRAFT else (0, None)
         stats = StatsRecorder(self.request.cfg, len(self.request.prompt), 0)
         stats.start, stats.first_token = self.started, self.first_token
         stats.prefill_end = self.prefill_end or time.perf_counter()
@@ -95,12 +97,10 @@ class SoloLead:
         return handed if self.relay is None else self.relay.handover(handed)
 
 
-def _moved(runner: Any, seq: list[int]) -> tuple[int, list[Any] | None]:
+def _moved(runner: ModelRunner, seq: list[int]) -> tuple[int, list[Any] | None]:
     """The runner's caches and how many tokens they hold, when those begin seq and leave its last token out
     (a runner the lead had not reached yet still holds an earlier conversation); its caches start afresh."""
-    held = runner.tokens
-    caches = list(runner.caches)
-    runner.reset()
+    held, caches = runner.hand_over()
     if not held or len(held) >= len(seq) or held != seq[: len(held)]:
         return 0, None
     return len(held), caches

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..engine import Engine, step_events
 from ..events import Event, Failed, Finished, RoundResult, TextChunk
-from ..speculative import Step
+from ..modes import SpecMode, StopReason
+from ..round import Step
 from .prefix_store import extract_row
 from .requests import BatchRequest, Row
 from .solo_lead import Handover, SoloLead
@@ -24,26 +25,20 @@ from .solo_lead import Handover, SoloLead
 
 def can_go_solo(row: Row) -> bool:
     """Whether the row can go on on the engine's own loop."""
-    return row.state.ctx.grammar is None and row.state.mode in ("baseline", "draft", "lookup")
+    return row.state.ctx.grammar is None and row.state.mode in (SpecMode.BASELINE, SpecMode.DRAFT, SpecMode.LOOKUP)
 
 
 def solo_tail(engine: Engine, row: Row, target: tuple[int, list[Any]], draft: tuple[int, list[Any]] | None) -> SoloLead:
     """A lead that continues `row` on the engine's loop from these caches (held tokens, one-row caches)."""
-    _move_into(engine.runner, row.state.ctx.seq, target)
-    runner = getattr(engine.drafters.get("draft"), "runner", None)
-    if runner is not None and draft is not None:
-        _move_into(runner, row.state.ctx.seq, draft)
+    seq = row.state.ctx.seq
+    engine.runner.take_over(target[1], seq[: target[0]])
+    if engine.draft_runner is not None and draft is not None:
+        engine.draft_runner.take_over(draft[1], seq[: draft[0]])
     left = row.state.ctx.budget - row.state.generated
     cfg = replace(row.request.cfg, max_tokens=max(left, 1))
     relay = TailRelay(engine, row)
     request = BatchRequest(list(row.state.ctx.seq), cfg, row.request.cancel, relay)
     return SoloLead(engine, request, relay=relay)
-
-
-def _move_into(runner: Any, seq: list[int], held_caches: tuple[int, list[Any]]) -> None:
-    held, caches = held_caches
-    runner.reset()
-    runner.caches, runner.tokens = caches, seq[:held]
 
 
 def row_caches(model: Any, index: int) -> tuple[int, list[Any]]:
@@ -70,7 +65,7 @@ class TailRelay:
             row.rows_seen.append(1)
             self.emit(event)
         elif isinstance(event, Finished):
-            for end in row.end_events(self.engine.tokenizer.decode, event.stats.stop_reason):
+            for end in row.end_events(self.engine.tokenizer.decode, StopReason(event.stats.stop_reason)):
                 self.emit(end)
         elif isinstance(event, Failed):
             self.emit(replace(event, partial_tokens=tuple(row.tokens)))
