@@ -7,8 +7,10 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from specchat.engine.config import LIMITS, MODES, GenerationConfig, check_draft_tokens
+from specchat.engine.config import LIMITS, GenerationConfig, check_draft_tokens
 from specchat.engine.errors import ConfigError
+from specchat.engine.modes import MODES
+from specchat.engine.prompt import continues_final_message
 
 from .errors import bad_request, not_found
 from .logprobs import logprobs_setting
@@ -94,7 +96,19 @@ def _constrained(req: ApiRequest, body: dict[str, Any]) -> ApiRequest:
             "response_format",
         )
     grammar = fmt or tool
-    return req if grammar is None else replace(req, cfg=replace(req.cfg, grammar=grammar))
+    if grammar is None:
+        return req
+    return replace(req, cfg=replace(req.cfg, grammar=grammar, grammar_prefix=prefill_text(req.messages)))
+
+
+def prefill_text(messages: tuple[dict[str, Any], ...]) -> str:
+    """The text of a final assistant message the prompt continues (a prefill), else ''."""
+    if not messages or not continues_final_message(messages):
+        return ""
+    content = messages[-1].get("content")
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
 
 
 UNAPPLIED = ("presence_penalty", "frequency_penalty", "repetition_penalty")

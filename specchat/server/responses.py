@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from specchat.engine.events import GenerationStats
+from specchat.engine.modes import StopReason
 
 from .tools import Piece, ToolCall, ToolCallParser
 
@@ -47,7 +48,7 @@ def finish_reason(stats: GenerationStats | None, stopped_by_sequence: bool, call
         return "tool_calls"
     if stopped_by_sequence or stats is None:
         return "stop"
-    return "length" if stats.stop_reason == "length" else "stop"
+    return "length" if stats.stop_reason == StopReason.LENGTH else "stop"
 
 
 def usage(prompt_tokens: int, stats: GenerationStats | None, completion_tokens: int | None = None) -> dict[str, Any]:

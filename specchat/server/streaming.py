@@ -18,6 +18,7 @@ from specchat.engine.owner import JobCancelled, JobEvent, JobFailed, JobFinished
 
 from .backend import EngineBackend
 from .errors import SHUTTING_DOWN, ApiError, shutting_down
+from .kept_tokens import KeptTokens
 from .logprobs import chat_logprobs, completion_logprobs, text_end
 from .requests import ApiRequest
 from .responses import ResponseShape, StopMatcher, StreamedChoice, finish_reason, usage
@@ -104,13 +105,11 @@ async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -
     """Run the job to its end and build the non-streamed response (tool calls read out when the chat had tools)."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
     text: list[str] = []
-    scores = LogprobBuffer(req, stream.backend)
+    scores, kept = LogprobBuffer(req, stream.backend), _kept_tokens(stream, req)
     stats: GenerationStats | None = None
     async for event in stream.events():
         if isinstance(event, TextChunk):
-            if not stops.stopped:
-                scores.add(event)
-            text.append(stops.feed(event.text))
+            text.append(_feed(stops, kept, scores, event))
             if stops.stopped:
                 stream.cancel()  # the rest is not wanted; Finished still brings the stats
         elif isinstance(event, Finished):
@@ -118,22 +117,21 @@ async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -
         elif isinstance(event, Failed):
             raise _engine_error(event)
     text.append(stops.flush())
+    scores.add(kept.finish())
     content, calls = split_tool_calls("".join(text), req.tools) if req.parses_tools else ("".join(text), [])
     reason = finish_reason(stats, stops.stopped, bool(calls))
-    return shape.whole(content, reason, usage(prompt_tokens, stats), calls, scores.take())
+    return shape.whole(content, reason, usage(prompt_tokens, stats, kept.count), calls, scores.take())
 
 
 async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> AsyncIterator[dict[str, str]]:
     """The streamed response: chunks of text (and tool-call deltas), the finish chunk, usage if asked, [DONE]."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
     choice = StreamedChoice(shape, ToolCallParser(req.tools) if req.parses_tools else None)
-    scores = LogprobBuffer(req, stream.backend)
+    scores, kept = LogprobBuffer(req, stream.backend), _kept_tokens(stream, req)
     stats: GenerationStats | None = None
     async for event in stream.events():
         if isinstance(event, TextChunk):
-            if not stops.stopped:
-                scores.add(event)
-            for body in scores.attach(choice.feed(stops.feed(event.text))):
+            for body in scores.attach(choice.feed(_feed(stops, kept, scores, event))):
                 yield _data(body)
             if stops.stopped:
                 stream.cancel()
@@ -144,13 +142,29 @@ async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> 
             yield {"data": "[DONE]"}
             return
     tail = stops.flush()
+    scores.add(kept.finish())
     ending = (choice.feed(tail) if tail else []) + choice.finish()
     ending.append(shape.chunk(None, finish_reason(stats, stops.stopped, choice.called_tools)))
     for body in scores.attach(ending):
         yield _data(body)
     if req.include_usage:
-        yield _data(shape.usage_chunk(usage(prompt_tokens, stats)))
+        yield _data(shape.usage_chunk(usage(prompt_tokens, stats, kept.count)))
     yield {"data": "[DONE]"}
+
+
+def _kept_tokens(stream: JobStream, req: ApiRequest) -> KeptTokens:
+    return KeptTokens(stream.backend.engine.tokenizer.decode, bool(req.stop))
+
+
+def _feed(stops: StopMatcher, kept: KeptTokens, scores: LogprobBuffer, chunk: TextChunk) -> str:
+    """A chunk's text that may be sent (cut at a stop sequence); the logprobs of the tokens behind it."""
+    was_stopped = stops.stopped
+    sent = stops.feed(chunk.text)
+    if not was_stopped:
+        scores.add(kept.add(chunk, sent))
+        if stops.stopped:
+            kept.stop()
+    return sent
 
 
 class LogprobBuffer:
@@ -163,10 +177,10 @@ class LogprobBuffer:
         self.pending: list[TokenLogprob] = []
         self.sent_chars = 0  # legacy completions give text offsets
 
-    def add(self, chunk: TextChunk) -> None:
-        """The tokens of one engine chunk."""
+    def add(self, scores: list[TokenLogprob]) -> None:
+        """The logprobs of tokens whose text is sent (or about to be)."""
         if self.on:
-            self.pending.extend(chunk.logprobs)
+            self.pending.extend(scores)
 
     def take(self) -> dict[str, Any] | None:
         """Every token so far, formatted (None when the request did not ask)."""

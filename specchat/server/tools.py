@@ -1,7 +1,10 @@
 """Tool calls in a model's reply: Qwen's <tool_call> blocks (Hermes JSON as Qwen2.5/Qwen3 write them, or the
 <function=...> XML of Qwen3-Coder/Qwen3.5) become OpenAI tool calls. The parser takes the text in pieces of
 any size, so a stream sends content at once and each call when its block closes; a block that does not
-parse stays content, exactly as the model wrote it."""
+parse stays content, exactly as the model wrote it.
+
+A block's body is read by mlx-lm's own parsers (upstream/tool_parsers.py); the splitting stays ours: mlx-lm
+finds blocks by token ids inside its server's generation loop, which a stream of text pieces cannot reuse."""
 
 from __future__ import annotations
 
@@ -12,15 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-OPEN, CLOSE = "<tool_call>", "</tool_call>"
-_FUNCTION = re.compile(r"<function=([^>\n]+)>(.*?)</function>", re.DOTALL)
-_PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)</parameter>", re.DOTALL)
-_PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
-    "integer": int,
-    "number": (int, float),
-    "object": dict,
-    "array": list,
-}
+from specchat.upstream.tool_parsers import TOOL_CALL_CLOSE as CLOSE
+from specchat.upstream.tool_parsers import TOOL_CALL_OPEN as OPEN
+from specchat.upstream.tool_parsers import json_tool_call, xml_tool_call
+
+_FUNCTION = re.compile(r"<function=[^>\n]+>.*?</function>", re.DOTALL)
 
 
 def new_call_id() -> str:
@@ -63,7 +62,7 @@ class ToolCallParser:
     """
 
     def __init__(self, tools: Sequence[Mapping[str, Any]] = (), new_id: Callable[[], str] = new_call_id):
-        self.properties = _properties(tools)
+        self.tools = tuple(tools)
         self.new_id = new_id
         self.calls: list[ToolCall] = []
         self._pending = ""  # text not sent yet: a held-back tail, or the open block's body
@@ -117,7 +116,7 @@ class ToolCallParser:
     def _close(self, body: str, closed: bool) -> list[Piece]:
         self._in_block, self._scanned = False, 0
         before, self._before = self._before, ""
-        parsed = parse_block(body, self.properties)
+        parsed = parse_block(body, self.tools)
         if parsed is None:
             return self._send(before + OPEN + body + (CLOSE if closed else ""))
         calls = [ToolCall(len(self.calls) + i, self.new_id(), name, args) for i, (name, args) in enumerate(parsed)]
@@ -135,17 +134,17 @@ def split_tool_calls(
     return "".join(p for p in pieces if isinstance(p, str)), parser.calls
 
 
-def parse_block(body: str, properties: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]] | None:
+def parse_block(body: str, tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]] | None:
     """(name, arguments JSON) of each call in one block's body, or None when it is not a well-formed call."""
     text = body.strip()
     if text.startswith("<function="):
-        return _xml_calls(text, properties)
+        return _xml_calls(text, tools)
     return _json_calls(text)
 
 
 def _json_calls(text: str) -> list[tuple[str, str]] | None:
     try:
-        value = json.loads(text)
+        value = json_tool_call(text)
     except ValueError:
         return None
     items = value if isinstance(value, list) else [value]
@@ -170,65 +169,15 @@ def _json_call(item: object) -> tuple[str, str] | None:
     return item["name"], json.dumps(arguments, ensure_ascii=False)
 
 
-def _xml_calls(text: str, properties: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]] | None:
+def _xml_calls(text: str, tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]] | None:
+    """Each <function=...> of the block (mlx-lm reads one per call); None for text outside them."""
     if "</function>" not in text:  # the models sometimes close the block without closing the function
         text += "</function>"
-    matches = list(_FUNCTION.finditer(text))
-    if not matches or _FUNCTION.sub("", text).strip():
+    functions = _FUNCTION.findall(text)
+    if not functions or _FUNCTION.sub("", text).strip():
         return None
-    return [_xml_call(m.group(1).strip(), m.group(2), properties) for m in matches]
-
-
-def _xml_call(name: str, inner: str, properties: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
-    schema = properties.get(name, {})
-    arguments: dict[str, Any] = {}
-    for parameter in _PARAMETER.finditer(inner):
-        key = parameter.group(1).strip()
-        arguments[key] = _typed(_value(parameter.group(2)), schema.get(key))
-    return name, json.dumps(arguments, ensure_ascii=False)
-
-
-def _value(raw: str) -> str:
-    """A parameter's text without the line break the format puts on each side."""
-    raw = raw[1:] if raw.startswith("\n") else raw
-    return raw[:-1] if raw.endswith("\n") else raw
-
-
-def _typed(raw: str, schema: object) -> Any:
-    """An XML parameter's value as its JSON schema types it; text for strings and unknown parameters."""
-    if not isinstance(schema, Mapping):
-        return raw
-    kind = _schema_type(schema)
-    if kind == "string":
-        return raw
-    if kind == "boolean":
-        return {"true": True, "false": False}.get(raw.strip().lower(), raw)
     try:
-        value = json.loads(raw)
+        calls = [xml_tool_call(function, tools) for function in functions]
     except ValueError:
-        return raw
-    if kind == "integer" and isinstance(value, float) and value.is_integer():
-        return int(value)
-    if value is None:
         return None
-    expected = _PYTHON_TYPES.get(kind, (dict, list))  # no type given: JSON objects and arrays are read
-    return value if isinstance(value, expected) and not isinstance(value, bool) else raw
-
-
-def _schema_type(schema: Mapping[str, Any]) -> str:
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    return kind if isinstance(kind, str) else ""
-
-
-def _properties(tools: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """Each tool's parameter schemas by name, from OpenAI's {"type": "function", "function": {...}} entries."""
-    out: dict[str, Mapping[str, Any]] = {}
-    for tool in tools:
-        function = tool.get("function")
-        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
-            parameters = function.get("parameters")
-            props = parameters.get("properties") if isinstance(parameters, Mapping) else None
-            out[function["name"]] = props if isinstance(props, Mapping) else {}
-    return out
+    return [(name, json.dumps(arguments, ensure_ascii=False)) for name, arguments in calls]

@@ -113,3 +113,20 @@ def test_a_repetition_penalty_is_refused_not_ignored(client):
             model="dense_target", messages=ASK, max_tokens=4, extra_body={"repetition_penalty": 1.2}
         )
     assert refused.value.body["param"] == "repetition_penalty" and "drafts" in refused.value.body["message"]
+
+
+@pytest.mark.parametrize("mode", ["baseline", "draft"])
+@pytest.mark.parametrize("prefill", ['{"city":"', '{"city":"Oslo","days":3'])
+def test_a_response_format_goes_on_from_an_assistant_prefill(client, mode, prefill):
+    extra = {"speculation": {"mode": mode, "num_draft_tokens": 3}}
+    messages = [*ASK, {"role": "assistant", "content": prefill}]
+    reply = client.chat.completions.create(
+        model="dense_target", messages=messages, response_format=FORMAT, max_tokens=80, extra_body=extra
+    )
+    _valid(json.loads(prefill + reply.choices[0].message.content))  # was the schema again from its start
+
+
+def test_a_prefill_the_format_cannot_continue_is_a_400(client):
+    messages = [*ASK, {"role": "assistant", "content": "Sure! Here"}]
+    with pytest.raises(openai.BadRequestError, match="prefill 'Sure! Here' does not follow its response format"):
+        client.chat.completions.create(model="dense_target", messages=messages, response_format=FORMAT, max_tokens=8)

@@ -154,6 +154,20 @@ def test_xml_parameters_take_the_types_of_the_tools_schema():
     }
 
 
+def test_an_unreadable_xml_value_stays_text_and_every_function_of_a_block_is_a_call():
+    properties = {"n": {"type": "integer"}, "big": {"type": "integer"}, "odd": 5}
+    tools = [
+        {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": properties}}}
+    ]
+    params = {"n": "7", "big": "1e999", "odd": "[1]"}
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    text = f"<tool_call>\n<function=f>\n{body}</function>\n<function=g>\n<parameter=x>\n2\n</parameter>\n</function>\n</tool_call>"
+    content, calls = split_tool_calls(text, tools)
+    assert content == "" and [c.name for c in calls] == ["f", "g"]
+    assert json.loads(calls[0].arguments) == {"n": 7, "big": "1e999", "odd": "[1]"}
+    assert json.loads(calls[1].arguments) == {"x": "2"}  # g is no tool: its values stay text
+
+
 def test_the_whole_response_carries_tool_calls_and_a_null_content():
     content, calls = split_tool_calls(recorded("qwen3_hermes.txt"), TOOLS)
     shape = ResponseShape("chat", "tiny")
