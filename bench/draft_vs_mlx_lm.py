@@ -4,7 +4,7 @@ Prints tokens/s for both (medians) and the median of per-pair ratios ours / mlx-
 95% interval. For K > 0 each pair is one lockstep run (bench/common.py: the two loops advance in turn,
 round by round, so every slowdown of the machine hits both); plain decoding pipelines across tokens,
 so K = 0 pairs are two whole runs back to back. The order alternates between pairs.
-Run: python bench/draft_vs_mlx_lm.py [--pairs 15] [--tokens 96]
+Run: python bench/draft_vs_mlx_lm.py [--pairs 15] [--tokens 96] [--context 1500]
 On the real Qwen pair (real_pair.py): python bench/draft_vs_mlx_lm.py --target $QWEN_TARGET --draft $QWEN_DRAFT
 """
 
@@ -65,6 +65,7 @@ def main() -> None:
     parser.add_argument("--target", help="a real target folder instead of the fixture (with --draft)")
     parser.add_argument("--draft", help="its draft model folder")
     parser.add_argument("--ks", type=int, nargs="+", default=[0, 2, 4])
+    parser.add_argument("--context", type=int, default=0, help="pad the prompt to about this many tokens")
     args = parser.parse_args()
     if args.target:
         engine = Engine.load(args.target, args.draft)
@@ -78,7 +79,10 @@ def main() -> None:
             f"dense pair: qwen3 hidden={args.hidden}, target {args.layers} layers, draft = its first 2 layers "
             f"+ {args.noise:.0%} noise"
         )
-    print(f"{pair}; {args.tokens} tokens, {args.pairs} pairs of back-to-back runs, MLX device {mx.default_device()}")
+    ids = padded(engine, ids, args.context)
+    print(
+        f"{pair}; {len(ids)}-token prompt, {args.tokens} tokens, {args.pairs} pairs of back-to-back runs, MLX device {mx.default_device()}"
+    )
     print(
         "| K | ours tok/s | mlx-lm tok/s | ratio ours/mlx-lm (median of pairs) | 95% CI | acceptance "
         "| rows fed to target, draft: ours / mlx-lm |"
@@ -109,6 +113,16 @@ def main() -> None:
             f"| {label} | {speeds.row()} | {stats.acceptance_rate:.0%} | {work_row(engine, ids, k, args.tokens)} |",
             flush=True,
         )
+
+
+def padded(engine: Engine, ids: list[int], context: int) -> list[int]:
+    """The prompt after a long pasted source file (this script's own, repeated) up to about `context` tokens:
+    what a round costs at a long context, where per-round work that grows with the sequence shows."""
+    if context <= len(ids):
+        return ids
+    source = list(engine.tokenizer.encode(Path(__file__).read_text()))
+    filler = (source * (context // max(len(source), 1) + 1))[: context - len(ids)]
+    return filler + ids
 
 
 def work_row(engine: Engine, ids: list[int], k: int, n: int) -> str:

@@ -155,6 +155,7 @@ def run_generate(args: argparse.Namespace) -> int:
         current[-1].result()
         if interrupted.is_set():
             return INTERRUPTED
+        assert host.engine is not None  # the load above succeeded
         tok = host.engine.tokenizer  # tokenizing is no MLX work
         if args.raw:
             ids = tok.encode(args.prompt)

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 
 from specchat.engine.config import GenerationConfig
+from specchat.engine.engine import Engine
 from specchat.engine.owner import TERMINAL, EngineHost, JobContext, JobEvent, JobFailed, JobHandle, JobInfo, JoinSpec
 from specchat.server.backend import DEFAULT_MAX_BATCH, EngineBackend
 from specchat.server.errors import ApiError
@@ -97,7 +98,9 @@ class ClusterBackend(EngineBackend):
             gate = self._gates.pop(ctx.handle.id, None)
             state.begin(gate.fail if gate is not None else None)
             try:
-                for event in lead_generation(state, ctx.engine, prompt_ids, cfg, ctx.cancel, ctx.handle.id):
+                engine = ctx.engine
+                assert isinstance(engine, Engine)  # a cluster's host runs its rank's local engine
+                for event in lead_generation(state, engine, prompt_ids, cfg, ctx.cancel, ctx.handle.id):
                     ctx.emit(event)
             finally:
                 state.end()

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from jinja2 import TemplateError
 
@@ -41,6 +41,7 @@ class ServedModel(Protocol):
     def config(self) -> dict[str, Any]: ...
 
 
+@runtime_checkable
 class ServedEngine(Protocol):
     """What the server reads of the host's engine (an Engine, or a RemoteEngine it relays to)."""
 
@@ -84,7 +85,7 @@ class EngineBackend:
         self.observers: list[Callable[[int, object], None]] = []  # (job id, engine event), on the engine thread
         self._count_lock = threading.Lock()
         self.stopping = threading.Event()  # set by begin_shutdown: every request ends with a 503 / an error chunk
-        self._jobs: set[JobHandle] = set()  # the requests' jobs not known to have ended
+        self._jobs: set[JobHandle[object]] = set()  # the requests' jobs not known to have ended
 
     @property
     def engine(self) -> ServedEngine:
@@ -96,8 +97,8 @@ class EngineBackend:
 
     def loaded(self) -> ServedEngine | None:
         """The host's engine, None before the first load."""
-        engine: ServedEngine | None = self.host.engine  # EngineHost.engine is not annotated
-        return engine
+        engine = self.host.engine
+        return engine if engine is None or isinstance(engine, ServedEngine) else None
 
     def models(self) -> list[str]:
         """The ids a request may name: the target folder's name."""
@@ -154,7 +155,9 @@ class EngineBackend:
                 "context_length_exceeded",
             )
 
-    def start(self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]) -> JobHandle:
+    def start(
+        self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]
+    ) -> JobHandle[object]:
         """Queue the generation as a joinable job; 503 when more than max_queue requests would wait beyond the
         batch, or the server stops. listener gets the job's events."""
         if self.stopping.is_set():
@@ -205,6 +208,6 @@ class EngineBackend:
         """More fields for /specchat/v1/status (a cluster adds its ranks)."""
         return {}
 
-    def cancel(self, handle: JobHandle) -> None:
+    def cancel(self, handle: JobHandle[object]) -> None:
         """Stop a job: dropped from the queue, or stopped at the next round."""
         self.host.cancel(handle)

@@ -14,6 +14,7 @@ from specchat.engine.config import GenerationConfig
 from specchat.engine.errors import ErrorKind
 from specchat.engine.events import Event, Failed, Finished, GenerationStats, TextChunk
 from specchat.engine.logprobs import TokenLogprob
+from specchat.engine.modes import StopReason
 from specchat.engine.owner import JobCancelled, JobEvent, JobFailed, JobFinished, JobHandle, JobProgress, JobQueued
 
 from .backend import EngineBackend
@@ -22,7 +23,7 @@ from .kept_tokens import KeptTokens
 from .logprobs import chat_logprobs, completion_logprobs, text_end
 from .requests import ApiRequest
 from .responses import ResponseShape, StopMatcher, StreamedChoice, finish_reason, usage
-from .tools import ToolCallParser, split_tool_calls
+from .tools import ToolCallParser, read_reply
 from .wire import ENGINE_EVENTS
 
 DISCONNECT_POLL_S = 0.25
@@ -33,7 +34,7 @@ class JobStream:
 
     def __init__(self, backend: EngineBackend, request: Request):
         self.backend, self.request = backend, request
-        self.handle: JobHandle | None = None
+        self.handle: JobHandle[object] | None = None
         self._queue: asyncio.Queue[JobEvent] = asyncio.Queue()
 
     async def start(self, prompt_ids: list[int], cfg: GenerationConfig) -> None:
@@ -118,15 +119,19 @@ async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -
             raise _engine_error(event)
     text.append(stops.flush())
     scores.add(kept.finish())
-    content, calls = split_tool_calls("".join(text), req.tools) if req.parses_tools else ("".join(text), [])
-    reason = finish_reason(stats, stops.stopped, bool(calls))
+    parser = _parser(req)
+    cut = _cut(stats, stops)
+    content = read_reply("".join(text), parser, cut) if parser else "".join(text)
+    calls = parser.calls if parser else []
+    reason = finish_reason(stats, stops.stopped, bool(calls), bool(parser and parser.cut))
     return shape.whole(content, reason, usage(prompt_tokens, stats, kept.count), calls, scores.take())
 
 
 async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> AsyncIterator[dict[str, str]]:
     """The streamed response: chunks of text (and tool-call deltas), the finish chunk, usage if asked, [DONE]."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
-    choice = StreamedChoice(shape, ToolCallParser(req.tools) if req.parses_tools else None)
+    parser = _parser(req)
+    choice = StreamedChoice(shape, parser)
     scores, kept = LogprobBuffer(req, stream.backend), _kept_tokens(stream, req)
     stats: GenerationStats | None = None
     async for event in stream.events():
@@ -143,13 +148,26 @@ async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> 
             return
     tail = stops.flush()
     scores.add(kept.finish())
-    ending = (choice.feed(tail) if tail else []) + choice.finish()
-    ending.append(shape.chunk(None, finish_reason(stats, stops.stopped, choice.called_tools)))
+    ending = (choice.feed(tail) if tail else []) + choice.finish(_cut(stats, stops))
+    reason = finish_reason(stats, stops.stopped, choice.called_tools, bool(parser and parser.cut))
+    ending.append(shape.chunk(None, reason))
     for body in scores.attach(ending):
         yield _data(body)
     if req.include_usage:
         yield _data(shape.usage_chunk(usage(prompt_tokens, stats, kept.count)))
     yield {"data": "[DONE]"}
+
+
+def _parser(req: ApiRequest) -> ToolCallParser | None:
+    """The tool-call reader of a chat with tools (one call at most for parallel_tool_calls false)."""
+    if not req.parses_tools:
+        return None
+    return ToolCallParser(req.tools, max_calls=None if req.parallel_tool_calls else 1)
+
+
+def _cut(stats: GenerationStats | None, stops: StopMatcher) -> bool:
+    """Whether max_tokens ended the reply (not a stop sequence, not the end of the turn)."""
+    return not stops.stopped and stats is not None and stats.stop_reason == StopReason.LENGTH
 
 
 def _kept_tokens(stream: JobStream, req: ApiRequest) -> KeptTokens:
@@ -200,10 +218,15 @@ class LogprobBuffer:
         """The chunks, the first that has a choice carrying the tokens waiting so far."""
         if self.on and self.pending:
             for body in bodies:
-                if body.get("choices"):
+                if body.get("choices") and not _role_only(body["choices"][0]):
                     body["choices"][0]["logprobs"] = self.take()
                     break
         return bodies
+
+
+def _role_only(choice: dict[str, Any]) -> bool:
+    """The first chunk of a chat stream: the role with empty content (no tokens behind it)."""
+    return choice.get("delta") == {"role": "assistant", "content": ""}
 
 
 def _data(body: dict[str, Any]) -> dict[str, str]:

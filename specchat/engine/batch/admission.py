@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..config import GenerationConfig
 from ..engine import Engine
 from ..errors import EngineError
 from ..modes import SpecMode
+from ..owner.hosted import HostedEngine
 from .row_cache import row_caches
 
 BATCH_MODES = ("baseline", "draft", "lookup", "mtp")
 
 
-def batch_refusal(engine: Any, cfg: GenerationConfig) -> str | None:
+def batch_refusal(engine: HostedEngine, cfg: GenerationConfig) -> str | None:
     """Why this engine and config cannot decode in a batch; None when they can."""
     if not isinstance(engine, Engine):
         return "this engine runs one request at a time"

@@ -12,13 +12,17 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine import Engine
 from ..events import Event, Failed, Finished, PrefillProgress, RoundResult, TextChunk
 from ..modes import SpecMode
 from ..runner import ModelRunner
 from ..stats import StatsRecorder
+from .requests import BatchRequest
+
+if TYPE_CHECKING:
+    from .solo_tail import TailRelay
 
 
 @dataclass
@@ -38,7 +42,7 @@ class SoloLead:
     """The first request of an empty batch, decoding on the engine's own loop."""
 
     engine: Engine
-    request: Any  # a BatchRequest
+    request: BatchRequest
     events: Iterator[Event] = field(init=False)
     emitted: list[int] = field(default_factory=list)
     rounds: list[RoundResult] = field(default_factory=list)
@@ -46,10 +50,10 @@ class SoloLead:
     prefill_end: float | None = None
     first_token: float | None = None
     ended: bool = False
-    relay: Any = None  # a TailRelay when the lead goes on with a batch row (solo_tail.py)
+    relay: TailRelay | None = None  # when the lead goes on with a batch row (solo_tail.py)
 
     @property
-    def origin(self) -> Any:
+    def origin(self) -> BatchRequest:
         """The request the batch knows: this one, or the row a tail goes on with."""
         return self.request if self.relay is None else self.relay.row.request
 

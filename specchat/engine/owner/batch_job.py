@@ -15,6 +15,7 @@ one join a batch.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -28,6 +29,7 @@ from .events import JobCancelled, JobEnd, JobFinished, JobProgress, JobStarted
 if TYPE_CHECKING:
     from .handle import JobHandle
     from .host import EngineHost
+    from .hosted import HostedEngine
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +48,30 @@ class JoinSpec:
     decoder: DecoderApi | None = None  # the batch decoder to use (a cluster's lockstep one); None: load_decoder()
 
 
+class Decoder(Protocol):
+    """A batch decoder as the host steps it (specchat.engine.batch.decoder.BatchDecoder)."""
+
+    @property
+    def active(self) -> int: ...
+
+    @property
+    def room(self) -> int: ...
+
+    def add(self, request: Any) -> None: ...  # the request its own module's BatchRequest made
+
+    def step(self) -> None: ...
+
+
 class DecoderApi(Protocol):
     """The batch decoder module's contract (specchat.engine.batch.decoder, or a test's stand-in)."""
 
-    BatchDecoder: Any
-    BatchRequest: Any
+    def BatchDecoder(self, engine: HostedEngine, max_batch: int) -> Decoder: ...  # a class, called
 
-    def batch_refusal(self, engine: Any, cfg: GenerationConfig) -> str | None: ...
+    def BatchRequest(  # a class, called
+        self, prompt: list[int], cfg: GenerationConfig, cancel: threading.Event, emit: Callable[[Event], None]
+    ) -> object: ...
+
+    def batch_refusal(self, engine: HostedEngine, cfg: GenerationConfig) -> str | None: ...
 
 
 def load_decoder() -> DecoderApi | ModuleType:
@@ -62,7 +81,7 @@ def load_decoder() -> DecoderApi | ModuleType:
     return decoder
 
 
-def refusal(engine: Any, spec: JoinSpec, api: DecoderApi | ModuleType) -> str | None:
+def refusal(engine: HostedEngine | None, spec: JoinSpec, api: DecoderApi | ModuleType) -> str | None:
     """Why this job cannot decode in a batch now (None when it can)."""
     if spec.max_batch <= 1:
         return "batching is off (max_batch 1)"
@@ -72,7 +91,7 @@ def refusal(engine: Any, spec: JoinSpec, api: DecoderApi | ModuleType) -> str | 
     return reason
 
 
-def batch_api(host: EngineHost, handle: JobHandle) -> DecoderApi | ModuleType | None:
+def batch_api(host: EngineHost, handle: JobHandle[object]) -> DecoderApi | ModuleType | None:
     """The decoder to run this popped job in a batch with, None when it runs solo."""
     if handle.join is None or handle.cancel.is_set():
         return None
@@ -91,7 +110,7 @@ def batch_api(host: EngineHost, handle: JobHandle) -> DecoderApi | ModuleType | 
 class _Row:
     """One joined job: relays its engine events and notes whether it ended."""
 
-    def __init__(self, handle: JobHandle, spec: JoinSpec):
+    def __init__(self, handle: JobHandle[object], spec: JoinSpec):
         self.handle, self.spec = handle, spec
         self.tokens: list[int] = []
         self.ended = False
@@ -112,23 +131,23 @@ class _Row:
                 log.exception("job %s: an observer raised", self.handle.id)
 
 
-def run_batch(host: EngineHost, first: JobHandle, api: DecoderApi | ModuleType) -> None:
+def run_batch(host: EngineHost, first: JobHandle[object], api: DecoderApi | ModuleType) -> None:
     """Decode `first` and the joinable jobs that join it in one batch until every row ended (engine thread).
 
     The host already moved `first` to its running rows; every row leaves them through host.end_row."""
     engine = host.engine
-    assert first.join is not None
+    assert engine is not None and first.join is not None  # batch_api refuses without an engine or a join
     first_spec = first.join
     rows: list[_Row] = []
 
-    def batchable(handle: JobHandle) -> bool:
+    def batchable(handle: JobHandle[object]) -> bool:
         try:
             spec = handle.join
             return spec is not None and spec.decoder is first_spec.decoder and refusal(engine, spec, api) is None
         except Exception:  # it waits for the batch to end and runs alone (batch_api logs why)
             return False
 
-    def join(handle: JobHandle, decoder: Any) -> None:
+    def join(handle: JobHandle[object], decoder: Decoder) -> None:
         assert handle.join is not None
         host.publish(handle, JobStarted(handle.info))
         row = _Row(handle, handle.join)

@@ -14,7 +14,7 @@ from ..engine import Engine
 from ..errors import IncompatibleDraftError
 from ..events import Event
 from ..loading import LoadedModel, load_model
-from ..session import ChatSession
+from ..prompt import chat_prompt_ids
 from .handle import JobContext
 
 
@@ -102,7 +102,7 @@ def reply_job(
 
     def work(ctx: JobContext) -> Iterator[Event]:
         engine = ctx.engine
-        ids = ChatSession(engine, system_prompt or None, enable_thinking).prompt_ids(list(messages))
+        ids = chat_prompt_ids(engine.tokenizer, list(messages), system_prompt, enable_thinking)
         yield from engine.stream(ids, cfg, ctx.cancel)
 
     return work

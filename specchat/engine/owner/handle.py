@@ -1,4 +1,4 @@
-"""A submitted job as its submitter sees it (JobHandle) and as its work sees it (JobContext)."""
+"""A submitted job as its submitter sees it (JobHandle[object]) and as its work sees it (JobContext)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 from ..errors import EngineError, error_from
 from .events import TERMINAL, JobCancelled, JobEnd, JobEvent, JobFailed, JobFinished, JobInfo, JobProgress
@@ -14,6 +14,7 @@ from .events import TERMINAL, JobCancelled, JobEnd, JobEvent, JobFailed, JobFini
 if TYPE_CHECKING:
     from .batch_job import JoinSpec
     from .host import EngineHost
+    from .hosted import HostedEngine
 
 log = logging.getLogger(__name__)
 NO_MODEL = "no model is loaded: choose a target model folder and press Load"
@@ -26,15 +27,16 @@ class JobCancelledError(EngineError):
 class JobContext:
     """What a job's work gets: the host (and its engine), the cancel event and emit(event)."""
 
-    def __init__(self, host: EngineHost, handle: JobHandle):
+    def __init__(self, host: EngineHost, handle: JobHandle[object]):
         self.host, self.handle, self.cancel = host, handle, handle.cancel
 
     @property
-    def engine(self) -> Any:  # an Engine, a RemoteEngine or a cluster's: whatever the last load installed
+    def engine(self) -> HostedEngine:  # an Engine, a RemoteEngine or a cluster's: whatever the last load installed
         """The loaded engine; EngineError when none is loaded."""
-        if self.host.engine is None:
+        engine = self.host.engine
+        if engine is None:
             raise EngineError(NO_MODEL)
-        return self.host.engine
+        return engine
 
     def emit(self, event: object) -> None:
         """Send a progress event to the job's consumer."""
@@ -45,9 +47,10 @@ class JobContext:
 # function whose yields are progress events and whose return value is the result.
 Work = Callable[[JobContext], object]
 Listener = Callable[[JobEvent], None]
+R = TypeVar("R", covariant=True)  # what a job's work returns: each kind of job its own
 
 
-class JobHandle:
+class JobHandle(Generic[R]):
     """A submitted job: its id and kind, cancel, its events (listener or events()) and its result;
     join when it is a generation that may run in a batch with others (see batch_job)."""
 
@@ -117,7 +120,7 @@ class JobHandle:
         """Wait until the job ends; False on timeout."""
         return self._done.wait(timeout)
 
-    def result(self, timeout: float | None = None) -> Any:  # what the work returned: each kind of job its own
+    def result(self, timeout: float | None = None) -> R:
         """The job's result; the failure's own error class (ConfigError, ModelLoadError, ...) when it failed,
         JobCancelledError when cancelled, TimeoutError when it did not end in time."""
         if not self.wait(timeout):
@@ -128,4 +131,4 @@ class JobHandle:
         if isinstance(outcome, JobCancelled):
             raise JobCancelledError(f"the {self.kind} job was cancelled")
         assert isinstance(outcome, JobFinished)  # the only other terminal event; _done is set after one
-        return outcome.result
+        return cast(R, outcome.result)  # what this handle's work returned (EngineHost.submit typed it)

@@ -8,27 +8,29 @@ import itertools
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Generator, Iterator
+from typing import Any, TypeVar, overload
 
 from ..errors import EngineError, error_kind, user_message
 from . import batch_job
 from .batch_job import JoinSpec
 from .events import JobCancelled, JobEnd, JobEvent, JobFailed, JobFinished, JobInfo, JobQueued, JobStarted, QueueState
 from .handle import JobCancelledError, JobContext, JobHandle, Listener, Work
+from .hosted import HostedEngine
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 class EngineHost:
     """Owns one thread and the current engine; runs submitted jobs there one at a time, in order."""
 
     def __init__(self, name: str = "engine"):
-        self._engine: Any = None  # an Engine, a RemoteEngine or a cluster's (see install)
+        self._engine: HostedEngine | None = None  # an Engine, a RemoteEngine or a cluster's (see install)
         self._cond = threading.Condition(threading.RLock())
-        self._queue: deque[JobHandle] = deque()
-        self._running: JobHandle | None = None  # the job running alone
-        self._rows: list[JobHandle] = []  # the jobs running together in a batch (see batch_job)
+        self._queue: deque[JobHandle[object]] = deque()
+        self._running: JobHandle[object] | None = None  # the job running alone
+        self._rows: list[JobHandle[object]] = []  # the jobs running together in a batch (see batch_job)
         self._observers: list[Callable[[JobEvent], None]] = []
         self._ids = itertools.count(1)
         self._stopping = False
@@ -37,7 +39,7 @@ class EngineHost:
         self.thread.start()
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> HostedEngine | None:
         """The engine jobs use (None before the first load). Only jobs may call it."""
         return self._engine
 
@@ -45,7 +47,7 @@ class EngineHost:
         """True on the host's own thread."""
         return threading.current_thread() is self.thread
 
-    def install(self, engine: object) -> None:
+    def install(self, engine: HostedEngine) -> None:
         """Make `engine` the current one (from a job); the previous one is released."""
         if not self.on_thread():
             raise EngineError("install() runs inside a job on the engine thread")
@@ -63,9 +65,23 @@ class EngineHost:
         if observer in self._observers:
             self._observers.remove(observer)
 
+    @overload
+    def submit(
+        self,
+        kind: str,
+        work: Callable[[JobContext], Generator[object, None, R]],
+        listener: Listener | None = None,
+        join: JoinSpec | None = None,
+    ) -> JobHandle[R]: ...
+
+    @overload
+    def submit(
+        self, kind: str, work: Callable[[JobContext], R], listener: Listener | None = None, join: JoinSpec | None = None
+    ) -> JobHandle[R]: ...
+
     def submit(
         self, kind: str, work: Work, listener: Listener | None = None, join: JoinSpec | None = None
-    ) -> JobHandle:
+    ) -> JobHandle[Any]:  # the overloads above give each caller its work's result type
         """Queue work(ctx); listener (any thread) gets this job's events, else iterate handle.events().
 
         With join (a generation's prompt, config and observers) the job may run in a batch with other
@@ -73,14 +89,14 @@ class EngineHost:
         with self._cond:
             if self._stopping:
                 raise EngineError("the engine is shutting down")
-            handle = JobHandle(JobInfo(next(self._ids), kind), work, listener, join)
+            handle: JobHandle[object] = JobHandle(JobInfo(next(self._ids), kind), work, listener, join)
             ahead = len(self._queue) + (self._running is not None) + len(self._rows)
             self.publish(handle, JobQueued(handle.info, ahead))
             self._queue.append(handle)
             self._cond.notify()
         return handle
 
-    def cancel(self, handle: JobHandle) -> None:
+    def cancel(self, handle: JobHandle[object]) -> None:
         """Cancel a job: a queued one leaves the queue now (JobCancelled); a running one sees its cancel event."""
         handle.cancel.set()
         with self._cond:
@@ -113,7 +129,7 @@ class EngineHost:
             self._cond.notify_all()
         return self._parked.wait(timeout)
 
-    def take_joiner(self, batchable: Callable[[JobHandle], bool]) -> JobHandle | None:
+    def take_joiner(self, batchable: Callable[[JobHandle[object]], bool]) -> JobHandle[object] | None:
         """The front queued job when it is joinable and batchable, moved to the running rows (batch_job)."""
         with self._cond:
             if self._stopping or not self._queue or not batchable(self._queue[0]):
@@ -122,7 +138,7 @@ class EngineHost:
             self._rows.append(handle)
             return handle
 
-    def end_row(self, handle: JobHandle, event: JobEnd) -> None:
+    def end_row(self, handle: JobHandle[object], event: JobEnd) -> None:
         """A batch row ended: it leaves the running rows, then its terminal event is published (batch_job)."""
         with self._cond:
             if handle in self._rows:
@@ -130,7 +146,7 @@ class EngineHost:
         handle.set_end(event)
         self.publish(handle, event)
 
-    def publish(self, handle: JobHandle, event: JobEvent) -> None:
+    def publish(self, handle: JobHandle[object], event: JobEvent) -> None:
         """Deliver a job's event to it and its lifecycle events to the observers (any thread)."""
         handle.deliver(event)
         for observer in list(self._observers):
@@ -164,7 +180,7 @@ class EngineHost:
         self._parked.set()
         threading.Event().wait()  # parked for good (see shutdown)
 
-    def _run(self, handle: JobHandle) -> None:
+    def _run(self, handle: JobHandle[object]) -> None:
         """Run one job; its terminal event is left in handle.end (published once the job stopped running)."""
         info = handle.info
         if handle.cancel.is_set():
