@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -34,8 +35,6 @@ def chat_prompt_ids(
     kwargs = dict(template_kwargs or {})
     if enable_thinking is not None:
         kwargs["enable_thinking"] = enable_thinking
-    if tools:
-        kwargs["tools"] = [dict(t) for t in tools]
     chat = [dict(m) for m in messages]
     if system_prompt:
         chat.insert(0, {"role": "system", "content": system_prompt})
@@ -45,7 +44,63 @@ def chat_prompt_ids(
         # transformers' own cut: it renders the turn closed and cuts right after the final message's text
         kwargs["continue_final_message"] = True
         add_generation_prompt = False
-    return [int(t) for t in tokenizer.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, **kwargs)]
+
+    def render(chat: list[dict[str, Any]], **more: Any) -> list[int]:
+        ids = tokenizer.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, **kwargs, **more)
+        return [int(t) for t in ids]
+
+    if not tools:
+        return render(chat)
+    plain = render(chat)
+    ids = render(chat, tools=[dict(t) for t in tools])
+    if ids != plain:
+        return ids
+    return render(tools_fallback(chat, tools))  # the template ignores tools: SpecChat's own tools prompt
+
+
+# Qwen2.5's own tools prompt (Hermes style), for a chat template without a tools section
+TOOLS_PROMPT = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{tools}\n</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{{"name": <function-name>, "arguments": <args-json-object>}}\n</tool_call>'
+)
+
+
+def tools_fallback(messages: list[dict[str, Any]], tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The chat for a template that ignores `tools=`: TOOLS_PROMPT in the system message, earlier calls as
+    <tool_call> blocks in the assistant's text, tool results as a user turn of <tool_response> blocks."""
+    listed = "\n".join(json.dumps(dict(t), ensure_ascii=False) for t in tools)
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("role") == "tool":
+            response = f"<tool_response>\n{message.get('content', '')}\n</tool_response>"
+            if out and out[-1].get("tool_results"):
+                out[-1] = {**out[-1], "content": out[-1]["content"] + "\n" + response}
+            else:
+                out.append({"role": "user", "content": response, "tool_results": True})
+        elif message.get("role") == "assistant" and message.get("tool_calls"):
+            blocks = [_call_text(call) for call in message["tool_calls"]]
+            text = "\n".join([message["content"]] + blocks if message.get("content") else blocks)
+            out.append({k: v for k, v in message.items() if k != "tool_calls"} | {"content": text})
+        else:
+            out.append(message)
+    chat = [{k: v for k, v in m.items() if k != "tool_results"} for m in out]
+    return with_system_note(chat, TOOLS_PROMPT.format(tools=listed))
+
+
+def _call_text(call: Mapping[str, Any]) -> str:
+    """One earlier call as the <tool_call> block TOOLS_PROMPT asks for."""
+    function = call.get("function", call)
+    arguments = function.get("arguments", {})
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass
+    body = json.dumps({"name": function.get("name"), "arguments": arguments}, ensure_ascii=False)
+    return f"<tool_call>\n{body}\n</tool_call>"
 
 
 def continues_final_message(messages: Sequence[Mapping[str, Any]]) -> bool:

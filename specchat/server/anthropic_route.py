@@ -17,7 +17,7 @@ from specchat.engine.config import GenerationConfig
 from .anthropic_stream import AnthropicEvents, sse
 from .anthropic_wire import error_body, openai_body
 from .backend import EngineBackend
-from .errors import ApiError
+from .errors import ApiError, bad_request
 from .requests import ApiRequest, parse_request
 from .streaming import JobStream, openai_sse
 
@@ -60,7 +60,21 @@ def anthropic_error(error: ApiError) -> JSONResponse:
 
 
 def _request(body: object, backend: EngineBackend, defaults: GenerationConfig) -> ApiRequest:
-    return parse_request("chat", openai_body(body), backend.models(), defaults)
+    req = parse_request("chat", openai_body(body), backend.models(), defaults)
+    if isinstance(body, dict) and body.get("thinking") is not None:
+        _check_thinking_switch(req, backend)
+    return req
+
+
+def _check_thinking_switch(req: ApiRequest, backend: EngineBackend) -> None:
+    """400 naming thinking when the chat template renders the same prompt with enable_thinking on and off."""
+    switched = {**req.template_kwargs, "enable_thinking": not req.template_kwargs["enable_thinking"]}
+    if backend.prompt_ids(req) == backend.prompt_ids(replace(req, template_kwargs=switched)):
+        raise bad_request(
+            "thinking is not supported by this model: its chat template has no enable_thinking switch",
+            "thinking",
+            "unsupported_parameter",
+        )
 
 
 async def _events(

@@ -7,7 +7,7 @@ import json
 import uuid
 from typing import Any
 
-from .anthropic_wire import stop_reason
+from .anthropic_wire import stop_reason, tool_use_id
 from .responses import StopMatcher
 
 
@@ -99,7 +99,7 @@ class AnthropicEvents:
         if index not in self.tool_blocks:
             block = {
                 "type": "tool_use",
-                "id": call.get("id") or "toolu_" + uuid.uuid4().hex[:24],
+                "id": tool_use_id(call.get("id")),
                 "name": function.get("name", ""),
                 "input": {},
             }

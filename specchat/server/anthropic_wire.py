@@ -37,6 +37,14 @@ def openai_body(body: object) -> dict[str, Any]:
         out["tools"] = [_tool(tool, i) for i, tool in enumerate(_list(body["tools"], "tools"))]
     if body.get("tool_choice") is not None:
         out["tool_choice"] = _tool_choice(body["tool_choice"])
+        if body["tool_choice"].get("disable_parallel_tool_use") is True:
+            out["parallel_tool_calls"] = False
+    if body.get("output_config") is not None:
+        raise bad_request(
+            "output_config is not supported by this server: leave it out", "output_config", "unsupported_parameter"
+        )
+    if body.get("thinking") is not None:
+        out["chat_template_kwargs"] = {"enable_thinking": thinking_switch(body["thinking"])}
     if out.get("stream"):
         out["stream_options"] = {"include_usage": True}
     return out
@@ -119,10 +127,24 @@ def _assistant(blocks: list[Any], where: str) -> list[dict[str, Any]]:
     return [message]
 
 
+def thinking_switch(thinking: object) -> bool:
+    """thinking {"type": "enabled"} or {"type": "disabled"} as the chat template's enable_thinking."""
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind not in ("enabled", "disabled"):
+        raise bad_request(f"thinking.type must be enabled or disabled, got {kind!r}", "thinking.type")
+    return bool(kind == "enabled")
+
+
 def _tool(tool: object, i: int) -> dict[str, Any]:
     if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
         raise bad_request(f"tools[{i}] must have a name", f"tools[{i}].name")
-    schema = tool.get("input_schema", {"type": "object"})
+    schema = tool.get("input_schema")
+    if not isinstance(schema, dict):
+        raise bad_request(
+            f"tools[{i}].input_schema is required: the JSON schema of the tool's input (server tools such as "
+            f"{tool.get('type')!r} are not run here)",
+            f"tools[{i}].input_schema",
+        )
     function = {"name": tool["name"], "description": tool.get("description", ""), "parameters": schema}
     return {"type": "function", "function": function}
 
@@ -142,6 +164,13 @@ def _call_id() -> str:
     return "toolu_" + uuid.uuid4().hex[:24]
 
 
+def tool_use_id(call_id: object) -> str:
+    """Anthropic's id for an OpenAI tool call's id (call_X becomes toolu_X; a fresh one when there is none)."""
+    if not isinstance(call_id, str) or not call_id:
+        return _call_id()
+    return call_id if call_id.startswith("toolu_") else "toolu_" + call_id.removeprefix("call_")
+
+
 def stop_reason(openai_reason: str | None, stop_sequence: str | None) -> str:
     """Anthropic's stop_reason for an OpenAI finish_reason."""
     if stop_sequence is not None:
@@ -157,7 +186,7 @@ def content_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     for call in message.get("tool_calls") or []:
         function = call.get("function", {})
         name, arguments = function.get("name", ""), _arguments(function.get("arguments"))
-        blocks.append({"type": "tool_use", "id": call.get("id") or _call_id(), "name": name, "input": arguments})
+        blocks.append({"type": "tool_use", "id": tool_use_id(call.get("id")), "name": name, "input": arguments})
     return blocks
 
 

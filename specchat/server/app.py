@@ -22,6 +22,8 @@ from specchat.engine.errors import ConfigError
 from .anthropic_route import anthropic_error, anthropic_messages, count_tokens
 from .backend import EngineBackend, template_errors
 from .errors import ApiError, bad_request, unauthorized
+from .ollama_route import ollama_router
+from .openai_responses import create_response
 from .requests import ApiRequest, parse_request
 from .streaming import JobStream, openai_sse, openai_whole
 from .wire import event_to_json
@@ -51,6 +53,7 @@ def create_app(backend: EngineBackend, options: ServerOptions) -> FastAPI:
     api.add_exception_handler(ApiError, _api_error)
     api.add_exception_handler(StarletteHTTPException, _http_error)
     api.include_router(routes)
+    api.include_router(ollama_router(_json_body), dependencies=[Depends(_check_key)])  # errors in its shape
     return api
 
 
@@ -133,6 +136,14 @@ async def messages_count_tokens(request: Request) -> Response:
     except ApiError as error:
         return anthropic_error(error)
     return count_tokens(body, backend, options.defaults)
+
+
+@routes.post("/v1/responses")
+async def responses(request: Request) -> Response:
+    """OpenAI's Responses API, streamed or whole, on the same queue."""
+    backend, options = _backend(request), _options(request)
+    body = await _json_body(request, options.max_body_bytes)
+    return await create_response(request, body, backend, options.defaults)
 
 
 @routes.post("/specchat/v1/generate")

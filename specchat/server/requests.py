@@ -3,6 +3,7 @@ that names the field. The limits come from GenerationConfig (no range is repeate
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -15,7 +16,7 @@ from specchat.engine.prompt import continues_final_message
 from .errors import bad_request, not_found
 from .logprobs import logprobs_setting
 from .messages import parse_messages
-from .structured import response_format_grammar, tool_call_grammar
+from .structured import check_tools, response_format_grammar, tool_call_grammar
 from .tool_specs import parse_tool_choice, parse_tools
 
 MAX_STOP_SEQUENCES = 4
@@ -36,6 +37,7 @@ class ApiRequest:
     template_kwargs: dict[str, Any] = field(default_factory=dict)
     tools: tuple[dict[str, Any], ...] = ()  # OpenAI's {"type": "function", "function": {name, description, parameters}}
     tool_choice: str | dict[str, Any] = "auto"  # none, auto, required or {"type": "function", "function": {"name"}}
+    parallel_tool_calls: bool = True  # False: one call at most
 
     @property
     def parses_tools(self) -> bool:
@@ -60,6 +62,8 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
     if not isinstance(options, dict):
         raise bad_request("stream_options must be an object", "stream_options")
     _refuse_unapplied(body)
+    if kind == "completion":
+        _refuse_completion_extras(body)
     base = ApiRequest(
         kind,
         model,
@@ -79,6 +83,7 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
             template_kwargs=dict(kwargs),
             tools=tools,
             tool_choice=parse_tool_choice(body.get("tool_choice"), tools),
+            parallel_tool_calls=_parallel(body),
         )
         return _constrained(chat, body)
     return _constrained(replace(base, prompt=_prompt(body.get("prompt"))), body)
@@ -87,8 +92,15 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
 def _constrained(req: ApiRequest, body: dict[str, Any]) -> ApiRequest:
     """The request with the grammar its response_format or forced tool call asks for (checked before any model
     work: a schema the grammar library cannot compile is a 400 naming it)."""
-    fmt = response_format_grammar(body.get("response_format"))
-    tool = tool_call_grammar(list(req.tools), req.tool_choice) if req.parses_tools else None
+    max_tokens = req.cfg.max_tokens
+    fmt = response_format_grammar(body.get("response_format"), max_tokens)
+    if req.tools:
+        check_tools(list(req.tools))  # every tool's schema, whatever tool_choice is
+    tool = (
+        tool_call_grammar(list(req.tools), req.tool_choice, max_tokens, req.parallel_tool_calls)
+        if req.parses_tools
+        else None
+    )
     if fmt is not None and tool is not None:
         raise bad_request(
             "response_format cannot be combined with a forced tool call (tool_choice required or named): "
@@ -135,6 +147,28 @@ def _refuse_unapplied(body: dict[str, Any]) -> None:
             "logit_bias",
             "unsupported_parameter",
         )
+
+
+def _refuse_completion_extras(body: dict[str, Any]) -> None:
+    """Legacy completions' echo, suffix and best_of: a 400 naming the field unless neutral (false, null or "", 1)."""
+    for name, neutral in (("echo", False), ("suffix", ""), ("best_of", 1)):
+        value = body.get(name)
+        if value is not None and (value != neutral or type(value) is not type(neutral)):
+            raise bad_request(
+                f"{name} is not supported by this server (send {json.dumps(neutral)} or leave it out), got {value!r}",
+                name,
+                "unsupported_parameter",
+            )
+
+
+def _parallel(body: dict[str, Any]) -> bool:
+    """parallel_tool_calls: true (several calls in one turn, the default) or false (one at most)."""
+    value = body.get("parallel_tool_calls", True)
+    if value is None:
+        return True
+    if not isinstance(value, bool):
+        raise bad_request(f"parallel_tool_calls must be true or false, got {value!r}", "parallel_tool_calls")
+    return value
 
 
 def _model(body: dict[str, Any], models: list[str]) -> str:

@@ -42,8 +42,13 @@ class StopMatcher:
         return out
 
 
-def finish_reason(stats: GenerationStats | None, stopped_by_sequence: bool, called_tools: bool = False) -> str:
-    """'tool_calls' (the reply made calls), 'stop' (end of turn or a stop sequence) or 'length' (max tokens)."""
+def finish_reason(
+    stats: GenerationStats | None, stopped_by_sequence: bool, called_tools: bool = False, cut_call: bool = False
+) -> str:
+    """'length' (max tokens, also when it cut a tool call), 'tool_calls' (the reply made calls) or 'stop' (end of
+    turn or a stop sequence)."""
+    if cut_call:
+        return "length"
     if called_tools:
         return "tool_calls"
     if stopped_by_sequence or stats is None:
@@ -160,22 +165,23 @@ class StreamedChoice:
         return self.parser is not None and bool(self.parser.calls)
 
     def feed(self, text: str) -> list[dict[str, Any]]:
-        """The chunks for more text (the first call sends the role even with no text yet)."""
+        """The chunks for more text (the first call sends the role chunk even with no text yet)."""
         pieces: list[Piece] = self.parser.feed(text) if self.parser else [text] if text else []
-        return self._chunks(pieces if pieces or not self.first else [""])
+        return self._chunks(pieces)
 
-    def finish(self) -> list[dict[str, Any]]:
-        """The chunks for what the parser held back to the end."""
-        return self._chunks(self.parser.finish() if self.parser else [])
+    def finish(self, cut: bool = False) -> list[dict[str, Any]]:
+        """The chunks for what the parser held back to the end (cut: max_tokens ended the reply)."""
+        return self._chunks(self.parser.finish(cut) if self.parser else [])
 
     def _chunks(self, pieces: list[Piece]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
+        if self.first and self.shape.kind == "chat":  # OpenAI's first chunk: the role alone, no text
+            out.append(self.shape.chunk("", first=True))
+        self.first = False
         for piece in pieces:
             if isinstance(piece, str):
-                out.append(self.shape.chunk(piece, first=self.first))
-                self.first = False
+                out.append(self.shape.chunk(piece))
                 continue
             for delta in piece.deltas():
-                out.append(self.shape.chunk(None, first=self.first, tool_call=delta))
-                self.first = False
+                out.append(self.shape.chunk(None, tool_call=delta))
         return out

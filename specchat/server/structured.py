@@ -13,6 +13,7 @@ from specchat.engine.errors import ConfigError
 from specchat.engine.grammar import Grammar, check_grammar
 
 from .errors import bad_request
+from .schema_bounds import bounded_schema
 
 FORMAT_TYPES = ("text", "json_object", "json_schema")
 # Qwen's own tool-call JSON (its chat template writes it with json.dumps' separators); fixed, never flexible
@@ -20,9 +21,10 @@ TOOL_CALL_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_sep
 TOOL_CHOICES = '"none", "auto", "required" or {"type": "function", "function": {"name": ...}}'
 
 
-def response_format_grammar(value: object) -> Grammar | None:
+def response_format_grammar(value: object, max_tokens: int | None = None) -> Grammar | None:
     """The grammar a request's response_format asks for: None for text (or none given), any JSON object for
-    json_object, the schema for json_schema; bad_request naming the field for anything else."""
+    json_object (or its `schema`, llama.cpp's extension), the schema for json_schema, each bounded to end within
+    max_tokens (schema_bounds.py; None: as given); bad_request naming the field for anything else."""
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -31,9 +33,15 @@ def response_format_grammar(value: object) -> Grammar | None:
     if kind == "text":
         return None
     if kind == "json_object":
-        return _checked(Grammar.json_object(), "response_format")
+        if "schema" not in value and max_tokens is None:
+            return _checked(Grammar.json_object(), "response_format")
+        schema = value.get("schema", {"type": "object"})
+        if not isinstance(schema, dict):
+            raise bad_request("response_format.schema must be a JSON schema object", "response_format.schema")
+        where = "response_format.schema" if "schema" in value else "response_format"
+        return _bounded(schema, max_tokens, where)
     if kind == "json_schema":
-        return _checked(Grammar.json_schema(_schema_of(value.get("json_schema"))), "response_format.json_schema.schema")
+        return _bounded(_schema_of(value.get("json_schema")), max_tokens, "response_format.json_schema.schema")
     raise bad_request(
         f"response_format.type must be one of {', '.join(FORMAT_TYPES)}, got {kind!r}", "response_format.type"
     )
@@ -55,10 +63,27 @@ def _schema_of(spec: object) -> dict[str, Any]:
     return schema
 
 
-def tool_call_grammar(tools: object, tool_choice: object) -> Grammar | None:
-    """The grammar of a forced tool call (tool_choice "required", or a function named): one Qwen tool call,
-    <tool_call>\\n{"name": NAME, "arguments": {...}}\\n</tool_call>, its arguments following that function's
-    parameters schema; None where the model may answer freely ("auto", "none", no tool_choice)."""
+def _bounded(schema: dict[str, Any], max_tokens: int | None, where: str) -> Grammar:
+    """The schema, checked as given (its own errors named), then bounded to end within max_tokens (if given)."""
+    given = _checked(Grammar.json_schema(schema), where)
+    if max_tokens is None:
+        return given
+    bounded = Grammar.json_schema(bounded_schema(schema, max_tokens))
+    return bounded if _compiles(bounded) else given  # a bound llguidance cannot combine: the schema as given
+
+
+def check_tools(tools: object) -> None:
+    """400 naming tools[i].function.parameters for a schema llguidance cannot compile, whatever tool_choice is."""
+    _functions(tools)
+
+
+def tool_call_grammar(
+    tools: object, tool_choice: object, max_tokens: int | None = None, parallel: bool = False
+) -> Grammar | None:
+    """The grammar of a forced tool call (tool_choice "required", or a function named): Qwen tool calls,
+    <tool_call>\\n{"name": NAME, "arguments": {...}}\\n</tool_call>, one (parallel False) or more, the arguments
+    following that function's parameters schema bounded to end within max_tokens; None where the model may
+    answer freely ("auto", "none", no tool_choice)."""
     if tool_choice is None or tool_choice in ("auto", "none"):
         return None
     functions = _functions(tools)
@@ -70,7 +95,9 @@ def tool_call_grammar(tools: object, tool_choice: object) -> Grammar | None:
         raise bad_request(f"tool_choice must be {TOOL_CHOICES}, got {tool_choice!r}", "tool_choice")
     if not names:
         raise bad_request('tool_choice is "required" but tools lists no function', "tools")
-    return _checked(Grammar.lark(tool_call_lark({name: functions[name] for name in names})), "tools")
+    chosen = {name: functions[name] for name in names}
+    bounded = Grammar.lark(tool_call_lark(chosen, max_tokens, parallel))
+    return bounded if _compiles(bounded) else _checked(Grammar.lark(tool_call_lark(chosen, None, parallel)), "tools")
 
 
 def _functions(tools: object) -> dict[str, dict[str, Any]]:
@@ -105,24 +132,40 @@ def _named(tool_choice: dict[str, Any], functions: dict[str, dict[str, Any]]) ->
     return name
 
 
-def tool_call_lark(functions: dict[str, dict[str, Any]]) -> str:
-    """A Lark grammar (llguidance's, with %json) for one Qwen tool call of one of these functions."""
+def tool_call_lark(functions: dict[str, dict[str, Any]], max_tokens: int | None = None, parallel: bool = False) -> str:
+    """A Lark grammar (llguidance's, with %json) for a Qwen tool call of one of these functions (parallel: one or
+    more calls, a line apart), each call's arguments bounded to end within max_tokens."""
     rules = [
-        f"call_{i}: %json {json.dumps(_call_schema(name, params))}"
+        f"call_{i}: %json {json.dumps(_call_schema(name, params, max_tokens))}"
         for i, (name, params) in enumerate(functions.items())
     ]
     calls = " | ".join(f"call_{i}" for i in range(len(functions)))
-    return "\n".join(['start: "<tool_call>\\n" call "\\n</tool_call>"', f"call: {calls}", *rules])
+    start = 'start: block ("\\n" block)*' if parallel else "start: block"
+    return "\n".join([start, 'block: "<tool_call>\\n" call "\\n</tool_call>"', f"call: {calls}", *rules])
 
 
-def _call_schema(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
+def _call_schema(name: str, parameters: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+    overhead = len(f'<tool_call>\n{{"name": "{name}", "arguments": }}\n</tool_call>')
+    arguments = parameters if max_tokens is None else bounded_schema(parameters, max_tokens - overhead, closed=True)
+    defs: dict[str, Any] = {
+        key: arguments.pop(key) for key in ("$defs", "definitions") if key in arguments
+    }  # "#/$defs/x" resolves
     return {
+        **defs,
         "type": "object",
-        "properties": {"name": {"const": name}, "arguments": parameters},
+        "properties": {"name": {"const": name}, "arguments": arguments},
         "required": ["name", "arguments"],
         "additionalProperties": False,
         "x-guidance": TOOL_CALL_JSON,
     }
+
+
+def _compiles(grammar: Grammar) -> bool:
+    try:
+        check_grammar(grammar)
+    except ConfigError:
+        return False
+    return True
 
 
 def _checked(grammar: Grammar, param: str) -> Grammar:

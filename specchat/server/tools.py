@@ -19,6 +19,9 @@ from specchat.upstream.tool_parsers import TOOL_CALL_CLOSE as CLOSE
 from specchat.upstream.tool_parsers import TOOL_CALL_OPEN as OPEN
 from specchat.upstream.tool_parsers import json_tool_call, xml_tool_call
 
+# Qwen2.5-Coder writes a call as a fenced JSON object (the calls of offered tools only are read)
+FENCE_OPEN, FENCE_CLOSE = "```json", "```"
+MARKS = ((OPEN, CLOSE), (FENCE_OPEN, FENCE_CLOSE))
 _FUNCTION = re.compile(r"<function=[^>\n]+>.*?</function>", re.DOTALL)
 
 
@@ -61,13 +64,20 @@ class ToolCallParser:
     everything else comes back unchanged, and the pieces are the same however the text was cut.
     """
 
-    def __init__(self, tools: Sequence[Mapping[str, Any]] = (), new_id: Callable[[], str] = new_call_id):
+    def __init__(
+        self,
+        tools: Sequence[Mapping[str, Any]] = (),
+        new_id: Callable[[], str] = new_call_id,
+        max_calls: int | None = None,
+    ):
         self.tools = tuple(tools)
         self.new_id = new_id
+        self.max_calls = max_calls  # parallel_tool_calls false: 1 (the calls after it are dropped)
         self.calls: list[ToolCall] = []
+        self.cut = False  # max_tokens ended the reply inside a call block
         self._pending = ""  # text not sent yet: a held-back tail, or the open block's body
-        self._in_block = False
-        self._scanned = 0  # how far the open block's body is known to hold no CLOSE
+        self._block: tuple[str, str] | None = None  # the open block's marks: (OPEN, CLOSE) or a ```json fence
+        self._scanned = 0  # how far the open block's body is known to hold no closing mark
         self._before = ""  # whitespace held before the open block (sent with it when it does not parse)
         self._after_call = False  # no text since the last call: whitespace left at the end is dropped
 
@@ -76,33 +86,42 @@ class ToolCallParser:
         self._pending += text
         out: list[Piece] = []
         while True:
-            if self._in_block:
-                end = self._pending.find(CLOSE, self._scanned)
+            if self._block is not None:
+                close = self._block[1]
+                end = self._pending.find(close, self._scanned)
                 if end < 0:
-                    self._scanned = max(0, len(self._pending) - len(CLOSE) + 1)
+                    self._scanned = max(0, len(self._pending) - len(close) + 1)
                     return out
-                body, self._pending = self._pending[:end], self._pending[end + len(CLOSE) :]
+                body, self._pending = self._pending[:end], self._pending[end + len(close) :]
                 out += self._close(body, closed=True)
                 continue
-            start = self._pending.find(OPEN)
-            if start < 0:
+            found = [(i, marks) for marks in MARKS if (i := self._pending.find(marks[0])) >= 0]
+            if not found:
                 return out + self._send(self._ready())
-            before, self._pending = self._pending[:start], self._pending[start + len(OPEN) :]
+            start, self._block = min(found)
+            before, self._pending = self._pending[:start], self._pending[start + len(self._block[0]) :]
             content = before.rstrip()
-            self._before, self._in_block = before[len(content) :], True
+            self._before = before[len(content) :]
             out += self._send(content)
 
-    def finish(self) -> list[Piece]:
-        """What was held back: the tail, or an unclosed block (a call if it parses, else content)."""
-        if self._in_block:
+    def finish(self, cut: bool = False) -> list[Piece]:
+        """What was held back: the tail, or an unclosed block (a call if it parses, else content; when max_tokens
+        cut the reply (`cut`), such a block is dropped and `self.cut` tells it, never raw call text)."""
+        if self._block is not None:
             body, self._pending = self._pending, ""
+            if cut and parse_block(body, self.tools, self._block[0]) is None:
+                self._block, self._scanned, self._before, self.cut = None, 0, "", True
+                return []
             return self._close(body, closed=False)
         rest, self._pending = self._pending, ""
         return [] if self._after_call and not rest.strip() else self._send(rest)
 
     def _ready(self) -> str:
         """The pending text that can go now: all but a tail that may open a block (or precede one)."""
-        hold = next((k for k in range(len(OPEN) - 1, 0, -1) if self._pending.endswith(OPEN[:k])), 0)
+        hold = max(
+            (k for opener, _ in MARKS for k in range(len(opener) - 1, 0, -1) if self._pending.endswith(opener[:k])),
+            default=0,
+        )
         ready = self._pending[: len(self._pending) - hold].rstrip()
         self._pending = self._pending[len(ready) :]
         return ready
@@ -114,12 +133,16 @@ class ToolCallParser:
         return [text]
 
     def _close(self, body: str, closed: bool) -> list[Piece]:
-        self._in_block, self._scanned = False, 0
+        assert self._block is not None
+        (opener, closer), self._block, self._scanned = self._block, None, 0
         before, self._before = self._before, ""
-        parsed = parse_block(body, self.tools)
+        parsed = parse_block(body, self.tools, opener)
         if parsed is None:
-            return self._send(before + OPEN + body + (CLOSE if closed else ""))
-        calls = [ToolCall(len(self.calls) + i, self.new_id(), name, args) for i, (name, args) in enumerate(parsed)]
+            return self._send(before + opener + body + (closer if closed else ""))
+        room = len(parsed) if self.max_calls is None else max(0, self.max_calls - len(self.calls))
+        calls = [
+            ToolCall(len(self.calls) + i, self.new_id(), name, args) for i, (name, args) in enumerate(parsed[:room])
+        ]
         self.calls += calls
         self._after_call = True
         return list(calls)
@@ -134,9 +157,17 @@ def split_tool_calls(
     return "".join(p for p in pieces if isinstance(p, str)), parser.calls
 
 
-def parse_block(body: str, tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]] | None:
+def read_reply(text: str, parser: ToolCallParser, cut: bool) -> str:
+    """A whole reply through `parser`: the content left (its calls in parser.calls; cut: max_tokens ended it)."""
+    pieces = parser.feed(text) + parser.finish(cut)
+    return "".join(p for p in pieces if isinstance(p, str))
+
+
+def parse_block(body: str, tools: Sequence[Mapping[str, Any]], opener: str = OPEN) -> list[tuple[str, str]] | None:
     """(name, arguments JSON) of each call in one block's body, or None when it is not a well-formed call."""
     text = body.strip()
+    if opener == FENCE_OPEN:
+        return _fenced_calls(text, tools)
     if text.startswith("<function="):
         return _xml_calls(text, tools)
     return _json_calls(text)
@@ -152,6 +183,16 @@ def _json_calls(text: str) -> list[tuple[str, str]] | None:
     if not calls or any(call is None for call in calls):
         return None
     return [call for call in calls if call is not None]
+
+
+def _fenced_calls(text: str, tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]] | None:
+    """A ```json fence holding {"name": ..., "arguments": {...}} (or a list of them) of offered tools only: how
+    Qwen2.5-Coder writes calls; any other fenced JSON stays content."""
+    names = {t.get("function", {}).get("name") for t in tools}
+    calls = _json_calls(text)
+    if calls is None or any(name not in names for name, _ in calls):
+        return None
+    return calls
 
 
 def _json_call(item: object) -> tuple[str, str] | None:

@@ -137,7 +137,7 @@ def test_openai_tool_calls_come_back_as_tool_use_blocks_whole_and_streamed():
     message = message_body(whole, "m")
     assert message["content"] == [
         {"type": "text", "text": "Checking."},
-        {"type": "tool_use", "id": "c1", "name": "f", "input": {"city": "Oslo"}},
+        {"type": "tool_use", "id": "toolu_c1", "name": "f", "input": {"city": "Oslo"}},  # Anthropic's id prefix
     ]
     assert message["stop_reason"] == "tool_use" and message["usage"] == {"input_tokens": 5, "output_tokens": 9}
     events = AnthropicEvents("m", 5)
