@@ -19,7 +19,7 @@ from .anthropic_wire import error_body, openai_body
 from .backend import EngineBackend
 from .errors import ApiError, bad_request
 from .requests import ApiRequest, parse_request
-from .streaming import JobStream, openai_sse
+from .streaming import JobStream, openai_chunks
 
 
 async def anthropic_messages(
@@ -83,12 +83,9 @@ async def _events(
     """Anthropic's events for the job's OpenAI chunks; an engine error ends the stream with an error event."""
     for event in events.start():
         yield event
-    chunks = cast(AsyncGenerator[dict[str, str], None], openai_sse(stream, req, prompt_tokens))
+    chunks = cast(AsyncGenerator[dict[str, Any], None], openai_chunks(stream, req, prompt_tokens))
     try:
-        async for item in chunks:
-            if item["data"] == "[DONE]":
-                break
-            chunk = json.loads(item["data"])
+        async for chunk in chunks:
             if "error" in chunk:
                 error = chunk["error"]
                 yield "error", {"type": "error", "error": {"type": "api_error", "message": error.get("message", "")}}

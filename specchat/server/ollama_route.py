@@ -24,7 +24,7 @@ from .ollama_options import Served
 from .ollama_reply import OPEN, OllamaReply, ThinkSplitter, created_at, whole
 from .ollama_wire import chat_body, generate_body
 from .requests import ApiRequest, parse_request
-from .streaming import JobStream, openai_sse
+from .streaming import JobStream, openai_chunks
 
 BodyReader = Callable[[Request, int], Awaitable[object]]
 NDJSON = "application/x-ndjson"
@@ -178,12 +178,9 @@ async def _lines(
     stream: JobStream, req: ApiRequest, prompt_tokens: int, reply: OllamaReply
 ) -> AsyncIterator[dict[str, Any]]:
     """Ollama's lines for the job's OpenAI chunks; an engine error ends them with an {"error"} line."""
-    chunks = cast(AsyncGenerator[dict[str, str], None], openai_sse(stream, req, prompt_tokens))
+    chunks = cast(AsyncGenerator[dict[str, Any], None], openai_chunks(stream, req, prompt_tokens))
     try:
-        async for item in chunks:
-            if item["data"] == "[DONE]":
-                break
-            chunk = json.loads(item["data"])
+        async for chunk in chunks:
             if "error" in chunk:
                 yield {"error": chunk["error"].get("message", ""), "_status": _status(chunk["error"])}
                 return

@@ -4,7 +4,6 @@ translated to an OpenAI chat (openai_responses_wire.py), its chunks to Responses
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, replace
@@ -22,7 +21,7 @@ from .errors import ApiError
 from .openai_responses_events import ResponsesEvents, assistant_message
 from .openai_responses_wire import ResponsesRequest, read_request, renamed
 from .requests import ApiRequest, parse_request
-from .streaming import JobStream, openai_sse
+from .streaming import JobStream, openai_chunks
 
 KEPT_RESPONSES = 1000
 
@@ -127,12 +126,9 @@ async def _events(run: _Run) -> AsyncIterator[dict[str, Any]]:
     """The Responses events for the job's chat chunks; an engine error ends them with an error event."""
     for event in run.events.start():
         yield event
-    chunks = cast(AsyncGenerator[dict[str, str], None], openai_sse(run.stream, run.req, run.prompt_tokens))
+    chunks = cast(AsyncGenerator[dict[str, Any], None], openai_chunks(run.stream, run.req, run.prompt_tokens))
     try:
-        async for item in chunks:
-            if item["data"] == "[DONE]":
-                break
-            chunk = json.loads(item["data"])
+        async for chunk in chunks:
             if "error" in chunk:
                 run.failure = chunk["error"]
                 yield run.events.error(chunk["error"])

@@ -128,7 +128,16 @@ async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -
 
 
 async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> AsyncIterator[dict[str, str]]:
-    """The streamed response: chunks of text (and tool-call deltas), the finish chunk, usage if asked, [DONE]."""
+    """The streamed response as server-sent events: openai_chunks, each as JSON, then [DONE]."""
+    async for body in openai_chunks(stream, req, prompt_tokens):
+        yield _data(body)
+    yield {"data": "[DONE]"}
+
+
+async def openai_chunks(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> AsyncIterator[dict[str, Any]]:
+    """The streamed response's bodies: chunks of text (and tool-call deltas), the finish chunk, usage if asked;
+    an engine failure ends them with its error body. The other wire formats (Anthropic, Responses, Ollama)
+    are built from these bodies as they are, never from their JSON."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
     parser = _parser(req)
     choice = StreamedChoice(shape, parser)
@@ -137,14 +146,13 @@ async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> 
     async for event in stream.events():
         if isinstance(event, TextChunk):
             for body in scores.attach(choice.feed(_feed(stops, kept, scores, event))):
-                yield _data(body)
+                yield body
             if stops.stopped:
                 stream.cancel()
         elif isinstance(event, Finished):
             stats = event.stats
         elif isinstance(event, Failed):
-            yield _data(_engine_error(event).body())
-            yield {"data": "[DONE]"}
+            yield _engine_error(event).body()
             return
     tail = stops.flush()
     scores.add(kept.finish())
@@ -152,10 +160,9 @@ async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> 
     reason = finish_reason(stats, stops.stopped, choice.called_tools, bool(parser and parser.cut))
     ending.append(shape.chunk(None, reason))
     for body in scores.attach(ending):
-        yield _data(body)
+        yield body
     if req.include_usage:
-        yield _data(shape.usage_chunk(usage(prompt_tokens, stats, kept.count)))
-    yield {"data": "[DONE]"}
+        yield shape.usage_chunk(usage(prompt_tokens, stats, kept.count))
 
 
 def _parser(req: ApiRequest) -> ToolCallParser | None:
