@@ -4,22 +4,19 @@ that names the field. The limits come from GenerationConfig (no range is repeate
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from specchat.engine.config import LIMITS, GenerationConfig, check_draft_tokens
+from specchat.engine.config import GenerationConfig, check_draft_tokens
 from specchat.engine.errors import ConfigError
-from specchat.engine.modes import MODES
 from specchat.engine.prompt import continues_final_message
 
 from .errors import bad_request, not_found
 from .logprobs import logprobs_setting
 from .messages import parse_messages
+from .request_model import GenerationBody, generation_body
 from .structured import check_tools, response_format_grammar, tool_call_grammar
 from .tool_specs import parse_tool_choice, parse_tools
-
-MAX_STOP_SEQUENCES = 4
 
 
 @dataclass(frozen=True)
@@ -55,22 +52,18 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
     if not isinstance(body, dict):
         raise bad_request("The request body must be a JSON object")
     model = _model(body, models)
-    if body.get("n", 1) != 1:
-        raise bad_request(f"n must be 1: SpecChat generates one choice per request, got {body.get('n')!r}", "n")
-    stream = _bool(body, "stream")
-    options = body.get("stream_options") or {}
-    if not isinstance(options, dict):
-        raise bad_request("stream_options must be an object", "stream_options")
+    generation = generation_body(body)
     _refuse_unapplied(body)
     if kind == "completion":
         _refuse_completion_extras(body)
+    options = generation.stream_options
     base = ApiRequest(
         kind,
         model,
-        replace(_config(body, defaults), logprobs=logprobs_setting(kind, body)),
-        stop=_stop(body.get("stop")),
-        stream=stream,
-        include_usage=stream and bool(options.get("include_usage")),
+        replace(_config(generation, defaults), logprobs=logprobs_setting(kind, body)),
+        stop=generation.stop_sequences,
+        stream=generation.stream,
+        include_usage=generation.stream and bool(options and options.include_usage),
     )
     if kind == "chat":
         kwargs = body.get("chat_template_kwargs") or {}
@@ -180,51 +173,14 @@ def _model(body: dict[str, Any], models: list[str]) -> str:
     return name
 
 
-def _config(body: dict[str, Any], defaults: GenerationConfig) -> GenerationConfig:
-    values: dict[str, Any] = {}
-    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-    if max_tokens is not None:
-        values["max_tokens"] = _integer(max_tokens, "max_tokens")
-    for name in ("temperature", "top_p", "min_p"):
-        if body.get(name) is not None:
-            values[name] = _number(body[name], name)
-    if body.get("top_k") is not None:
-        values["top_k"] = _integer(body["top_k"], "top_k")
-    if body.get("seed") is not None:
-        values["seed"] = _integer(body["seed"], "seed")
-    for name, value in values.items():
-        try:
-            LIMITS[name].check(value) if name in LIMITS else None
-        except ConfigError as exc:
-            raise bad_request(str(exc), name) from None
-    spec = _speculation(body.get("speculation"))
+def _config(generation: GenerationBody, defaults: GenerationConfig) -> GenerationConfig:
+    """The defaults with what the body sets; K checked against the mode it will run in."""
+    values = generation.config_values()
     try:
-        check_draft_tokens(spec.get("mode", defaults.mode), spec.get("num_draft_tokens", defaults.num_draft_tokens))
-        return replace(defaults, **values, **spec)
+        check_draft_tokens(values.get("mode", defaults.mode), values.get("num_draft_tokens", defaults.num_draft_tokens))
+        return replace(defaults, **values)
     except ConfigError as exc:
-        raise bad_request(
-            str(exc), "speculation.num_draft_tokens" if "draft tokens" in str(exc) or "depth" in str(exc) else None
-        ) from None
-
-
-def _speculation(spec: object) -> dict[str, Any]:
-    if spec is None:
-        return {}
-    if not isinstance(spec, dict):
-        raise bad_request(
-            'speculation must be an object: {"mode": ..., "num_draft_tokens": K or "auto"}', "speculation"
-        )
-    values: dict[str, Any] = {}
-    if "mode" in spec:
-        if spec["mode"] not in MODES:
-            raise bad_request(
-                f"speculation.mode must be one of {', '.join(MODES)}, got {spec['mode']!r}", "speculation.mode"
-            )
-        values["mode"] = spec["mode"]
-    if "num_draft_tokens" in spec:
-        k = spec["num_draft_tokens"]
-        values["num_draft_tokens"] = k if k == "auto" else _integer(k, "speculation.num_draft_tokens")
-    return values
+        raise bad_request(str(exc), "speculation.num_draft_tokens") from None
 
 
 def _prompt(prompt: object) -> str | tuple[int, ...]:
@@ -235,43 +191,3 @@ def _prompt(prompt: object) -> str | tuple[int, ...]:
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
         return tuple(prompt)  # each id is checked against the model's vocabulary by the backend
     raise bad_request("prompt must be a non-empty string (or one string, or a list of token ids)", "prompt")
-
-
-def _stop(stop: object) -> tuple[str, ...]:
-    if stop is None:
-        return ()
-    stops = [stop] if isinstance(stop, str) else stop
-    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
-        raise bad_request("stop must be a string or a list of non-empty strings", "stop")
-    if len(stops) > MAX_STOP_SEQUENCES:
-        raise bad_request(f"stop takes at most {MAX_STOP_SEQUENCES} sequences, got {len(stops)}", "stop")
-    return tuple(stops)
-
-
-def _bool(body: dict[str, Any], name: str) -> bool:
-    value = body.get(name, False)
-    if not isinstance(value, bool):
-        raise bad_request(f"{name} must be true or false, got {value!r}", name)
-    return value
-
-
-def _integer(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise bad_request(f"{name} must be an integer, got {value!r}", name)
-    if not _finite(value):  # the limits compare as floats: one this large would raise OverflowError there
-        raise bad_request(f"{name} is out of range, got {value!r}", name)
-    return value
-
-
-def _number(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
-        raise bad_request(f"{name} must be a finite number, got {value!r}", name)
-    return float(value)
-
-
-def _finite(value: int | float) -> bool:
-    """math.isfinite, and False for an integer too large for a float (where isfinite raises)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
