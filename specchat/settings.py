@@ -14,16 +14,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from specchat.engine.config import LIMITS, Limit
+from specchat.engine.modes import MODES, SpecMode
 from specchat.jsonfile import write_json_atomic
 from specchat.paths import AppPaths
 
 SCHEMA_VERSION = 1
-MODES = ("baseline", "draft", "mtp", "lookup")
 AUTO_DRAFT_TOKENS = "auto"  # K chosen each round by the engine
 MIN_DRAFT_TOKENS = LIMITS["num_draft_tokens"].low
 MAX_DRAFT_TOKENS = LIMITS["num_draft_tokens"].high
 
-Mode = Literal["baseline", "draft", "mtp", "lookup"]
 THEMES = ("system", "light", "dark")  # follow the system's colour scheme, or force one
 # on battery: speculate as on mains, say once that speeds vary, or decode plainly (no draft work)
 POWER_POLICIES = ("ignore", "warn", "plain_on_battery")
@@ -37,7 +36,7 @@ class Settings:
     schema_version: int = SCHEMA_VERSION
     target_path: str | None = None
     draft_path: str | None = None
-    mode: Mode = "baseline"
+    mode: SpecMode = SpecMode.BASELINE
     num_draft_tokens: int | Literal["auto"] = 4
     mtp_history: bool = False  # True: the MTP head attends over the conversation (see GenerationConfig)
     temperature: float = 0.0
@@ -121,10 +120,10 @@ def _port(name: str, value: Any) -> int:
     return value
 
 
-def _mode(name: str, value: Any) -> str:
+def _mode(name: str, value: Any) -> SpecMode:
     if value not in MODES:
         raise SettingsError(f"{name} must be one of {', '.join(MODES)}, got {value!r}")
-    return value
+    return SpecMode(value)
 
 
 def _draft_tokens(name: str, value: Any) -> int | str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 import time
@@ -38,6 +39,24 @@ def is_corruption(error: BaseException) -> bool:
     return isinstance(error, CorruptDatabaseError) or (
         isinstance(error, sqlite3.DatabaseError) and getattr(error, "sqlite_errorcode", None) in CORRUPTION_CODES
     )
+
+
+def sqlite_code(error: BaseException) -> int | None:
+    """SQLite's primary result code of an error (SQLITE_FULL, SQLITE_BUSY, ...); None for other errors."""
+    code = getattr(error, "sqlite_errorcode", None) if isinstance(error, sqlite3.Error) else None
+    return code & 0xFF if isinstance(code, int) else None  # an extended code keeps its primary one in the low byte
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """True for SQLite's "database or disk is full" and for a write refused for want of space (or quota)."""
+    if isinstance(error, OSError):
+        return error.errno in (errno.ENOSPC, errno.EDQUOT)
+    return sqlite_code(error) == sqlite3.SQLITE_FULL
+
+
+def is_locked(error: BaseException) -> bool:
+    """True when another connection holds the database (SQLite's busy and locked codes)."""
+    return sqlite_code(error) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 @dataclass(frozen=True)
@@ -133,10 +152,13 @@ class ConversationStore(VersionsMixin):
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # SQLite rolls back by itself after some errors (SQLITE_FULL, SQLITE_IOERR): a second ROLLBACK
+            # would fail and hide the error that matters; a failed COMMIT leaves the transaction open.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     def close(self) -> None:
         """Close the database file."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import platform
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from typing import Any
 
 from specchat.system.memory import format_gb
 
+log = logging.getLogger(__name__)
 NOT_INSTALLED = "not installed"
 TRACKED_PACKAGES = ("mlx", "mlx-lm", "mlx-optiq")
 CPUINFO_PATH = Path("/proc/cpuinfo")
@@ -84,11 +86,12 @@ def mlx_default_device() -> str:
 
 
 def _memory_total_bytes() -> int | None:
-    try:
-        import psutil
+    import psutil
 
+    try:
         return int(psutil.virtual_memory().total)
-    except Exception:
+    except (OSError, psutil.Error) as error:  # /proc/meminfo unreadable, access denied on a locked-down system
+        log.warning("cannot read the machine's memory size: %s", error)
         return None
 
 

@@ -42,7 +42,7 @@ class AnalysisDocks(QObject):
     ):
         super().__init__(window)
         self.main_window, self.client = window, client
-        self.dashboard = dashboard or Dashboard(paths)
+        self.dashboard = dashboard or Dashboard(paths, runner=client.tasks)
         self.sweep_view = sweep_view or SweepView(paths)
         self.sweep_view.set_client(client)
         self.dashboard_dock = _dock("Dashboard", "dashboardDock", self.dashboard)

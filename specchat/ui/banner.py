@@ -34,17 +34,17 @@ class Banner(QFrame):
         self.label = QLabel()
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.details_label = QLabel(objectName="bannerDetails")
+        self.details_label = QLabel(objectName="bannerDetails")  # type: ignore[call-overload]
         self.details_label.setWordWrap(True)
         self.details_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.details_label.hide()
         column.addWidget(self.label)
         column.addWidget(self.details_label)
-        self.details_button = QToolButton(text="Details", checkable=True)
+        self.details_button = QToolButton(text="Details", checkable=True)  # type: ignore[call-arg]
         self.details_button.setAutoRaise(True)
         self.details_button.setToolTip("Show the technical detail")
         self.details_button.toggled.connect(self.details_label.setVisible)
-        close = QToolButton(text="×")
+        close = QToolButton(text="×")  # type: ignore[call-arg]
         close.setAutoRaise(True)
         close.setToolTip("Dismiss")
         close.clicked.connect(self.dismiss)

@@ -1,19 +1,20 @@
-"""Which folders can draft for a target: read on a side thread (no model runs), answered as a signal."""
+"""Which folders can draft for a target: read on the worker pool (no model runs), answered as a signal."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 
 from specchat.engine.errors import user_message
-from specchat.engine.owner import EngineHost
 from specchat.hub.pairing import pair_report
 
+from .tasks import TaskRunner
+
 log = logging.getLogger(__name__)
-_SIDE: list[EngineHost] = []
 
 
 @dataclass(frozen=True)
@@ -29,34 +30,30 @@ class DraftChecker(QObject):
     """Checks candidate drafts against a target off the engine queue, so a long sweep does not hold the list back."""
 
     checked = Signal(str, object)  # target path, list[DraftCandidate]
-    _relay = Signal(str, object)
 
-    def __init__(self, parent: QObject | None = None):
+    def __init__(self, runner: TaskRunner, parent: QObject | None = None):
         super().__init__(parent)
-        self._tokenizers: dict[Path, object] = {}  # read once per folder, on the side thread only
-        self._relay.connect(self.checked, Qt.ConnectionType.QueuedConnection)
+        self.runner = runner
+        self._tokenizers: dict[Path, object] = {}  # read once per folder, by one check at a time
+        self._one_at_a_time = threading.Lock()
 
     def check(self, target: str, candidates: list[str]) -> None:
-        """Check each candidate against the target on the side thread (`checked` follows)."""
-        _side_host().submit(
-            "check_drafts", lambda _ctx: self._check(target, list(candidates)), listener=lambda _event: None
+        """Check each candidate against the target on the worker pool (`checked` follows)."""
+        folders = list(candidates)
+        self.runner.run(
+            lambda: self._check(target, folders),
+            lambda results: self.checked.emit(target, results),
+            lambda message: log.error("checking drafts for %s failed: %s", target, message),
         )
 
-    def _check(self, target: str, candidates: list[str]) -> None:
-        results = []
-        for path in candidates:
-            try:
-                report = pair_report(Path(target), Path(path), self._tokenizers)
-                ok, reason = report.compatible, report.reason
-            except Exception as exc:  # an unreadable folder is greyed, not fatal
-                log.error("checking %s as a draft failed", path, exc_info=exc)  # the traceback goes to the log
-                ok, reason = False, f"cannot read it: {user_message(exc)}"
-            results.append(DraftCandidate(path, ok, reason))
-        self._relay.emit(target, results)
+    def _check(self, target: str, candidates: list[str]) -> list[DraftCandidate]:
+        with self._one_at_a_time:
+            return [self._candidate(target, path) for path in candidates]
 
-
-def _side_host() -> EngineHost:
-    """One long-lived thread for work that reads folders but runs no model (it never holds an engine)."""
-    if not _SIDE:
-        _SIDE.append(EngineHost("side"))
-    return _SIDE[0]
+    def _candidate(self, target: str, path: str) -> DraftCandidate:
+        try:
+            report = pair_report(Path(target), Path(path), self._tokenizers)
+        except Exception as exc:  # an unreadable folder is greyed, not fatal
+            log.error("checking %s as a draft failed", path, exc_info=exc)  # the traceback goes to the log
+            return DraftCandidate(path, False, f"cannot read it: {user_message(exc)}")
+        return DraftCandidate(path, report.compatible, report.reason)

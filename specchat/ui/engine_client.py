@@ -9,24 +9,20 @@ as a Failed engine event on `event`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal
+from jinja2 import TemplateError
+from PySide6.QtCore import QObject, Qt, Signal, SignalInstance
 
 from specchat.engine import EngineError, Failed, Finished, GenerationConfig, GenerationStats
 from specchat.engine.owner import (
     TERMINAL,
     EngineHost,
-    JobCancelled,
     JobContext,
     JobEvent,
-    JobFailed,
-    JobFinished,
     JobHandle,
-    JobProgress,
-    JobStarted,
     JoinSpec,
     LoadedPair,
     LoadMessage,
@@ -39,8 +35,11 @@ from specchat.system.memory import read_mlx_memory
 from specchat.tuning.baseline import MeasureProgress, measure_baseline_tps
 
 from .draft_check import DraftChecker
+from .job_events import JobHandlers
+from .tasks import TaskRunner
 
 __all__ = ["EngineClient", "LoadedPair", "QtJob", "queue_text"]
+log = logging.getLogger(__name__)
 KIND_NAMES = {"reply": "reply", "load": "load", "baseline": "plain-decode measurement", "sweep": "sweep", "ab": "A/B"}
 
 
@@ -99,7 +98,8 @@ class EngineClient(QObject):
         self.batch_rows = 1  # while the app serves, a chat reply may share the API's batch of this many rows
         self.running_detail: str | None = None  # how far the running measurement has got ("24 / 64 tokens")
         self._jobs: dict[int, QtJob] = {}
-        self.drafts = DraftChecker(self)
+        self.tasks = TaskRunner(self)  # the worker pool for what runs no model, shut down with the client
+        self.drafts = DraftChecker(self.tasks, self)
         self.drafts.checked.connect(self.draftsChecked)
         self._relay.connect(self._dispatch, Qt.ConnectionType.QueuedConnection)
         self._state_relay.connect(self._state_changed, Qt.ConnectionType.QueuedConnection)
@@ -146,22 +146,21 @@ class EngineClient(QObject):
         """Queue any job that installs an engine (a pair, a server) and returns its LoadedPair; `what` names
         it in messages. loadStarted / loadProgress / loaded / loadFailed follow, as for a pair."""
         job = self.submit("load", work)
-        job.event.connect(partial(self._load_event, what))
+        job.event.connect(
+            JobHandlers(
+                started=lambda: self.loadStarted.emit(what),
+                progress=self._load_progress,
+                finished=self.loaded.emit,
+                failed=lambda failed: self.loadFailed.emit(failed.message),
+                cancelled=lambda: self.loadFailed.emit(f"loading {Path(what).name} was cancelled"),
+                ended=self._memory_changed,
+            )
+        )
         return job
 
-    def _load_event(self, target: str, event: JobEvent) -> None:
-        if isinstance(event, JobStarted):
-            self.loadStarted.emit(target)
-        elif isinstance(event, JobProgress) and isinstance(event.event, LoadMessage):
-            self.loadProgress.emit(event.event.text)
-        elif isinstance(event, JobFinished):
-            self.loaded.emit(event.result)
-        elif isinstance(event, JobFailed):
-            self.loadFailed.emit(event.message)
-        elif isinstance(event, JobCancelled):
-            self.loadFailed.emit(f"loading {Path(target).name} was cancelled")
-        if isinstance(event, TERMINAL):
-            self._memory_changed()
+    def _load_progress(self, event: object) -> None:
+        if isinstance(event, LoadMessage):
+            self.loadProgress.emit(event.text)
 
     # --- replies ---
 
@@ -172,7 +171,7 @@ class EngineClient(QObject):
         self.cancel()
         work = reply_job([dict(m) for m in messages], cfg, system_prompt, enable_thinking)
         job = self.submit("reply", work, self._chat_join(messages, cfg, system_prompt, enable_thinking))
-        job.event.connect(partial(self._reply_event, job.id))  # no reference back to the job: it can go
+        job.event.connect(self._reply_handlers(job.id))  # no reference back to the job: it can go
         self.current = job
         return job.id
 
@@ -187,19 +186,24 @@ class EngineClient(QObject):
             return None
         try:
             ids = chat_prompt_ids(engine.tokenizer, messages, system_prompt, enable_thinking)
-        except Exception:
+        except (TemplateError, ValueError) as error:  # the template's refusals: the job renders again and says so
+            log.warning("the chat template refused the messages; the reply runs alone: %s", error)
+            return None
+        except Exception:  # a template is code: anything else is a bug in it, which the job reports as well
+            log.exception("the chat template failed; the reply runs alone")
             return None
         return JoinSpec(tuple(ids), cfg, (), self.batch_rows)
 
-    def _reply_event(self, request_id: int, event: JobEvent) -> None:
-        if isinstance(event, JobProgress):
-            self.event.emit(request_id, event.event)
-        elif isinstance(event, JobFailed):  # failed before its stream began (no model, a template error)
-            self.event.emit(request_id, Failed(event.message, event.kind))
-        elif isinstance(event, JobCancelled):  # cancelled while queued: it never ran
-            self.event.emit(request_id, Finished((), "", GenerationStats(stop_reason="cancelled"), True))
-        if isinstance(event, TERMINAL):
-            self._memory_changed()
+    def _reply_handlers(self, request_id: int) -> JobHandlers:
+        """A reply's job events as the engine events the views know, each with its request id."""
+        stopped = Finished((), "", GenerationStats(stop_reason="cancelled"), True)
+        return JobHandlers(
+            progress=lambda event: self.event.emit(request_id, event),
+            # failed before its stream began (no model, a template error)
+            failed=lambda failed: self.event.emit(request_id, Failed(failed.message, failed.kind)),
+            cancelled=lambda: self.event.emit(request_id, stopped),  # cancelled while queued: it never ran
+            ended=self._memory_changed,
+        )
 
     def cancel(self) -> None:
         """Stop the reply: a queued one never runs, a running one stops at its next round."""
@@ -227,21 +231,24 @@ class EngineClient(QObject):
             return float(tps)
 
         job = self.submit("baseline", work)
-        job.event.connect(partial(self._baseline_event, model_key))
+        job.event.connect(
+            JobHandlers(
+                progress=self._measure_progress,
+                finished=lambda tps: self._measure_ended(self.baselineMeasured, model_key, tps),
+                failed=lambda failed: self._measure_ended(self.baselineFailed, model_key, failed.message),
+                cancelled=lambda: self._measure_ended(self.baselineFailed, model_key, "the measurement was cancelled"),
+            )
+        )
         return job
 
-    def _baseline_event(self, model_key: str, event: JobEvent) -> None:
-        if isinstance(event, JobProgress) and isinstance(event.event, MeasureProgress):
-            self.running_detail = f"{event.event.done} / {event.event.total} tokens"
+    def _measure_progress(self, event: object) -> None:
+        if isinstance(event, MeasureProgress):
+            self.running_detail = f"{event.done} / {event.total} tokens"
             self._state_changed()  # a reply waiting behind it says how far it has got
-        elif isinstance(event, TERMINAL):
-            self.running_detail = None
-        if isinstance(event, JobFinished):
-            self.baselineMeasured.emit(model_key, event.result)
-        elif isinstance(event, JobFailed):
-            self.baselineFailed.emit(model_key, event.message)
-        elif isinstance(event, JobCancelled):
-            self.baselineFailed.emit(model_key, "the measurement was cancelled")
+
+    def _measure_ended(self, signal: SignalInstance, model_key: str, outcome: object) -> None:
+        self.running_detail = None  # before the signal: what it starts sees no measurement running
+        signal.emit(model_key, outcome)
 
     # --- no MLX work ---
 
@@ -250,9 +257,10 @@ class EngineClient(QObject):
         self.drafts.check(target, list(candidates))
 
     def shutdown(self, timeout_ms: int = 30000) -> None:
-        """Cancel every job and release the engine (when this client owns the host)."""
+        """Cancel every job, stop the worker pool and release the engine (when this client owns the host)."""
         self.closed = True
         self.cancel()
+        self.tasks.shutdown()
         if self._owns_host:
             self.host.shutdown(timeout_ms / 1000)
 

@@ -9,6 +9,7 @@ from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
+from specchat.engine.modes import SpecMode
 from specchat.paths import AppPaths
 from specchat.settings import Settings, save_settings
 
@@ -88,7 +89,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.panel.load(self.settings)
         self.model_bar = ModelBar()
         self.addToolBar(self.model_bar)
-        center = QWidget(objectName="centralArea")
+        center = QWidget(objectName="centralArea")  # type: ignore[call-arg]
         center.setMinimumWidth(CHAT_MIN)  # a dock or a dragged splitter never squeezes the chat below this
         column = QVBoxLayout(center)
         column.setContentsMargins(16, 10, 16, 14)
@@ -142,7 +143,9 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.export_markdown_action = export.addAction("Markdown…", lambda: self.chat.actions.export("markdown"))
         self.export_json_action = export.addAction("JSON…", lambda: self.chat.actions.export("json"))
         chat.addSeparator()
-        self.preferences = PreferencesLink(self)
+        self.preferences = PreferencesLink(
+            self, self.settings, self.paths.data_dir, self.docks.dashboard, self._apply_chat_settings, self.save
+        )
         chat.addAction(self.preferences.action)  # macOS moves it to the application menu
         chat.addAction("Quit", QKeySequence.StandardKey.Quit, self.close)
         # Esc stops the reply and leaves edit mode wherever the focus is in the window
@@ -154,7 +157,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.server = ServerLink(self)
         bar.addMenu(self.server.menu)
         self.speculation.set_k(self.settings.num_draft_tokens)
-        self.speculation.set_mode("baseline")
+        self.speculation.set_mode(SpecMode.BASELINE)
         self.speculation.history_action.setChecked(self.settings.mtp_history)
         view = bar.addMenu("&View")
         self.color_action = QAction("Colour drafted tokens", self, checkable=True)
@@ -322,6 +325,11 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
             self._settings_unsaved = True
         else:
             self._settings_unsaved = False
+
+    def _apply_chat_settings(self, settings: Settings) -> None:
+        """The Preferences that live in the chat: the send key and the default sampling."""
+        self.composer.set_enter_sends(settings.enter_sends)
+        self.panel.load(settings)
 
     # --- conversations and keys ---
 

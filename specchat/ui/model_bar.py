@@ -48,7 +48,7 @@ class ModelBar(QToolBar):
         self.target = _combo("Target model folder")
         self.draft = _combo("Draft model folder (only drafts with the target's vocabulary can be chosen)")
         self.target.currentIndexChanged.connect(self._target_changed)
-        self.load_button = QPushButton("Load", objectName="primary")
+        self.load_button = QPushButton("Load", objectName="primary")  # type: ignore[call-overload]
         self.load_button.setToolTip("Load the target (and the draft) on the engine thread")
         self.load_button.clicked.connect(self._load)
         self.manager_button = QPushButton("Models…")
@@ -182,7 +182,7 @@ def _combo(tip: str) -> QComboBox:
 
 
 def _browse(handler) -> QToolButton:
-    button = QToolButton(text="…")
+    button = QToolButton(text="…")  # type: ignore[call-arg]
     button.setToolTip("Choose a folder")
     button.clicked.connect(handler)
     return button

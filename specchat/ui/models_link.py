@@ -30,7 +30,7 @@ class ModelsLink(QObject):
         self.current = current  # the pickers' (target, draft)
         self.window: ModelsWindow | None = None  # the Models window, once opened
         self._picked: dict[str, str] = {}
-        self._timer = QTimer(self, singleShot=True, interval=0, timeout=self._apply)
+        self._timer = QTimer(self, singleShot=True, interval=0, timeout=self._apply)  # type: ignore[call-arg]
 
     def open(self) -> ModelsWindow:
         """Show the Models window (made on first use, again after it was closed) and return it."""

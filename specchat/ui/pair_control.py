@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specchat.engine.modes import SpecMode
 from specchat.hub.chat_template import has_thinking_switch
 
 from .engine_client import EngineClient, LoadedPair
@@ -76,8 +77,8 @@ class PairControl:
             self.banner.dismiss()
             self._load_banner = False
         if pair.draft and pair.draft != previous_draft and self.settings.mode == "baseline":
-            self.settings.mode = "draft"
-        mode = self.settings.mode if pair.available_modes.get(self.settings.mode) is None else "baseline"
+            self.settings.mode = SpecMode.DRAFT
+        mode = self.settings.mode if pair.available_modes.get(self.settings.mode) is None else SpecMode.BASELINE
         self.speculation.set_mode(mode)
         self._refresh_tuned_k()
         if pair.remote is None:  # a server's pair is not a local folder to reload next time

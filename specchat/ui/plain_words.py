@@ -11,6 +11,7 @@ import sys
 NO_MTP_HEAD = "this model has no multi-token-prediction head"
 MTP_UNREADABLE = "could not tell whether this model has a multi-token-prediction head"
 NO_DRAFT = "no draft model loaded: choose one in the toolbar"
+NO_DFLASH = "no DFlash drafter loaded: start with --dflash DIR (a drafter trained for this target)"
 NOT_LOADED = "no model is loaded yet: choose one in the toolbar or open Models…"
 UPSTREAM = "the installed mlx-lm version does not support this mode"
 SELF_DRAFT = "the target drafting for itself always agrees but cannot be faster: useful only as an exactness check"
@@ -39,6 +40,8 @@ def mode_reason(mode: str, reason: str | None) -> tuple[str, str]:
         return NO_DRAFT, ""
     if "no model is loaded" in text:
         return NOT_LOADED, ""
+    if mode == "dflash" and "no dflash drafter loaded" in text:
+        return NO_DFLASH, ""
     if mode == "mtp" and text.startswith("no mtp head"):
         return NO_MTP_HEAD, reason.split(":", 1)[-1].strip()
     if any(word in text for word in ("hook", "upstream", "mlx-lm", "mlx_lm")):

@@ -93,7 +93,7 @@ class PreferencesDialog(QDialog):
         row = QHBoxLayout(group)
         self.charts = {}
         for name in DASHBOARD_CHARTS:
-            box = QCheckBox(CHART_LABELS[name], checked=name in settings.dashboard_charts)
+            box = QCheckBox(CHART_LABELS[name], checked=name in settings.dashboard_charts)  # type: ignore[call-overload]
             self.charts[name] = box
             row.addWidget(box)
         row.addStretch(1)

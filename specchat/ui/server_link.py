@@ -3,17 +3,18 @@ count, API requests on the dashboard, and "Connect to server…" (a server elsew
 
 from __future__ import annotations
 
-import threading
+import logging
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QLabel
 
 from specchat.engine.errors import RemoteError
 from specchat.server.connect import connect_job
-from specchat.server.remote import RemoteEngine
+from specchat.server.remote import RemoteEngine, RemoteStatus
 
 from .server_menu import ServeChoice, ServeDialog, ServerController, ServerMenu
+from .tasks import TaskRunner
 
 if TYPE_CHECKING:
     from .main_window import MainWindow
@@ -21,19 +22,21 @@ if TYPE_CHECKING:
 
 STATUS_POLL_MS = 5000  # how often a connected server's ranks and memory are read
 
+log = logging.getLogger(__name__)
+
 
 class RemoteStatusPoller(QObject):
-    """Reads a connected server's status off the UI thread every few seconds (ranks, memory, degraded)."""
+    """Reads a connected server's status on the worker pool every few seconds (ranks, memory, degraded)."""
 
     status = Signal(object)  # RemoteStatus
-    _relay = Signal(object)
 
-    def __init__(self, parent=None):
+    def __init__(self, runner: TaskRunner, parent: QObject | None = None):
         super().__init__(parent)
+        self.runner = runner
         self.remote: RemoteEngine | None = None
         self._busy = False
-        self.timer = QTimer(self, interval=STATUS_POLL_MS, timeout=self.poll)
-        self._relay.connect(self._arrived, Qt.ConnectionType.QueuedConnection)
+        self._unreadable_said = False  # a server that keeps sending a malformed status is said once
+        self.timer = QTimer(self, interval=STATUS_POLL_MS, timeout=self.poll)  # type: ignore[call-arg]
 
     def follow(self, remote: RemoteEngine | None) -> None:
         """Poll this server (None: stop)."""
@@ -45,23 +48,33 @@ class RemoteStatusPoller(QObject):
             self.poll()
 
     def poll(self) -> None:
-        """One status read on a short-lived thread (skipped while the previous one is still out)."""
+        """One status read on the pool (skipped while the previous one is still out)."""
         remote = self.remote
         if remote is None or self._busy:
             return
         self._busy = True
-        threading.Thread(target=self._read, args=(remote,), name="server-status", daemon=True).start()
+        self.runner.run(lambda: read_status(remote), self._arrived, self._unreadable)
 
-    def _read(self, remote: RemoteEngine) -> None:
-        try:
-            self._relay.emit(remote.status())
-        except (RemoteError, RuntimeError):  # unreachable for now: the next poll tries again
-            self._relay.emit(None)
-
-    def _arrived(self, status) -> None:
+    def _arrived(self, status: RemoteStatus | None) -> None:
         self._busy = False
         if status is not None and self.remote is not None and status.url == self.remote.url:
+            self._unreadable_said = False
             self.status.emit(status)
+
+    def _unreadable(self, message: str) -> None:
+        """An answer that is not a status (a malformed body, a bug): said once, and the next poll tries again."""
+        self._busy = False
+        if not self._unreadable_said:
+            self._unreadable_said = True
+            log.warning("the server's status could not be read (%s); polling goes on", message)
+
+
+def read_status(remote: RemoteEngine) -> RemoteStatus | None:
+    """The server's status; None while it cannot be reached (the next poll tries again)."""
+    try:
+        return remote.status()
+    except (RemoteError, RuntimeError):
+        return None
 
 
 class ServerLink(QObject):
@@ -73,7 +86,7 @@ class ServerLink(QObject):
         self.menu = ServerMenu(window)
         self.menu.set_port(window.settings.server_port)
         self.controller = ServerController(window.client, self)
-        self.label = QLabel(objectName="footer")
+        self.label = QLabel(objectName="footer")  # type: ignore[call-overload]
         self.label.setToolTip("The local API: what it listens on and how many requests it has served")
         window.statusBar().addPermanentWidget(self.label)
         self.label.hide()
@@ -83,7 +96,7 @@ class ServerLink(QObject):
         self.controller.stateChanged.connect(self._state)
         self.controller.failed.connect(self._failed)
         self.controller.requestEvent.connect(window.docks.dashboard.on_api_event)
-        self.poller = RemoteStatusPoller(self)
+        self.poller = RemoteStatusPoller(window.client.tasks, self)
         self.poller.status.connect(lambda st: window.docks.dashboard.set_cluster(st.ranks, st.degraded))
 
     def serve(self, choice: ServeChoice) -> bool:

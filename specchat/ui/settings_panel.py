@@ -92,7 +92,7 @@ class SettingsPanel(QFrame):
 
 
 def _heading(text: str) -> QLabel:
-    label = QLabel(text, objectName="roleLabel")
+    label = QLabel(text, objectName="roleLabel")  # type: ignore[call-overload]
     return label
 
 

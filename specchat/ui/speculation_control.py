@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from specchat.engine import GenerationConfig
+from specchat.engine import GenerationConfig, SpecMode
 from specchat.engine.config import LIMITS, MTP_MAX_DEPTH
 
 from .speculation_menu import AUTO, TUNED_OFF, KChoice, tuned_k
 
 if TYPE_CHECKING:
     from specchat.paths import AppPaths
-    from specchat.settings import Mode, Settings
+    from specchat.settings import Settings
 
     from .banner import Banner
     from .chat.composer import Composer
@@ -49,7 +49,7 @@ class SpeculationControl:
         if mode == "mtp" and k != AUTO:
             k = min(k, MTP_MAX_DEPTH)  # the head drafts at most this deep
         cfg = GenerationConfig(
-            mode=mode,
+            mode=SpecMode(mode),
             num_draft_tokens=k,
             max_tokens=s.max_tokens,
             temperature=s.temperature,
@@ -60,7 +60,7 @@ class SpeculationControl:
         )
         return cfg, self.composer.thinking.isChecked() and self.composer.thinking.isEnabled()
 
-    def _mode_chosen(self, mode: Mode) -> None:
+    def _mode_chosen(self, mode: SpecMode) -> None:
         self.settings.mode = mode
         self._refresh_tuned_k()
         self.save()
@@ -86,7 +86,7 @@ class SpeculationControl:
         k = self.speculation.tuned_k
         if k == TUNED_OFF:  # no K beat plain decoding: "Use best" switches speculation off
             if self.speculation.checked_mode() != "baseline":
-                self.speculation.mode_actions["baseline"].trigger()
+                self.speculation.mode_actions[SpecMode.BASELINE].trigger()
             return
         if k is not None and self.speculation.current_k != AUTO:
             self.speculation.set_k(k)

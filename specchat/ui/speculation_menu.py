@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import Final, Literal
 
@@ -10,18 +11,28 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu
 
 from specchat.engine.config import LIMITS
+from specchat.engine.modes import SpecMode
 from specchat.paths import AppPaths
-from specchat.settings import Mode
 
 from .plain_words import mode_reason
 
-MODE_LABELS: dict[Mode, str] = {
-    "baseline": "Off",
-    "draft": "Draft model",
-    "mtp": "MTP (model's own head)",
-    "lookup": "Prompt lookup (no model)",
+log = logging.getLogger(__name__)
+MODE_LABELS: dict[SpecMode, str] = {
+    SpecMode.BASELINE: "Off",
+    SpecMode.DRAFT: "Draft model",
+    SpecMode.MTP: "MTP (model's own head)",
+    SpecMode.LOOKUP: "Prompt lookup (no model)",
+    SpecMode.DFLASH: "DFlash (block drafter)",
+    SpecMode.AUTO: "Auto (picks the drafter each round)",
 }
-MODE_SHORTCUTS = {"baseline": "Ctrl+0", "draft": "Ctrl+1", "mtp": "Ctrl+2", "lookup": "Ctrl+3"}
+MODE_SHORTCUTS = {
+    "baseline": "Ctrl+0",
+    "draft": "Ctrl+1",
+    "mtp": "Ctrl+2",
+    "lookup": "Ctrl+3",
+    "dflash": "Ctrl+4",
+    "auto": "Ctrl+5",
+}
 K_CHOICES = (1, 2, 3, 4, 6, 8, int(LIMITS["num_draft_tokens"].high))
 AUTO: Final = "auto"
 KChoice = int | Literal["auto"]  # a draft length K, or AUTO
@@ -50,8 +61,8 @@ class SpeculationMenu(QMenu):
     def __init__(self, parent=None):
         super().__init__("&Speculation", parent)
         self.setToolTipsVisible(True)
-        self.mode_group = QActionGroup(self, exclusive=True)
-        self.mode_actions: dict[Mode, QAction] = {}
+        self.mode_group = QActionGroup(self, exclusive=True)  # type: ignore[call-arg]
+        self.mode_actions: dict[SpecMode, QAction] = {}
         for mode, label in MODE_LABELS.items():
             action = QAction(label, self, checkable=True)
             action.setShortcut(QKeySequence(MODE_SHORTCUTS[mode]))
@@ -63,7 +74,7 @@ class SpeculationMenu(QMenu):
         self.addSeparator()
         self.k_menu = self.addMenu("Draft &tokens (K)")
         self.k_menu.setToolTipsVisible(True)
-        self.k_group = QActionGroup(self, exclusive=True)
+        self.k_group = QActionGroup(self, exclusive=True)  # type: ignore[call-arg]
         self.k_actions: dict[int, QAction] = {}
         self.auto_action = QAction("Auto (chosen each round)", self, checkable=True)
         self.auto_action.setShortcut(QKeySequence(AUTO_SHORTCUT))
@@ -107,11 +118,11 @@ class SpeculationMenu(QMenu):
         action.setToolTip(HISTORY_TIP if reason is None else f"Applies to MTP only, and MTP is unavailable: {plain}")
         action.setStatusTip(action.toolTip())
 
-    def set_mode(self, mode: Mode) -> None:
+    def set_mode(self, mode: SpecMode) -> None:
         """Check a mode without emitting."""
         self.mode_actions[mode].setChecked(True)
 
-    def checked_mode(self) -> Mode:
+    def checked_mode(self) -> SpecMode:
         """The checked mode."""
         return next(m for m, a in self.mode_actions.items() if a.isChecked())
 
@@ -130,8 +141,8 @@ class SpeculationMenu(QMenu):
         """Show the pair's tuned K (None: never swept; TUNED_OFF: no K beat plain decoding; AUTO: auto K won)."""
         self.tuned_k = k
         self.auto_action.setText("Auto (chosen each round)" + (" (tuned for this pair)" if k == AUTO else ""))
-        off = self.mode_actions["baseline"]
-        off.setText(MODE_LABELS["baseline"] + (" (tuned for this pair)" if k == TUNED_OFF else ""))
+        off = self.mode_actions[SpecMode.BASELINE]
+        off.setText(MODE_LABELS[SpecMode.BASELINE] + (" (tuned for this pair)" if k == TUNED_OFF else ""))
         if k == TUNED_OFF:
             off.setToolTip("The sweep found no K faster than plain decoding beyond the noise for this pair")
         self._build_k_actions()
@@ -188,7 +199,8 @@ def tuned_k(paths: AppPaths, target: str | None, drafter: str | None) -> KChoice
         return None
     try:
         per_prompt = best_choices(paths, target, drafter)
-    except Exception:  # a damaged tuning file must not break the menu
+    except (OSError, RuntimeError) as error:  # a folder that cannot be resolved (gone, a symlink loop)
+        log.warning("no tuned K for %s with %s: %s", target, drafter, error)
         return None
     if not per_prompt:
         return None

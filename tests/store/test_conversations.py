@@ -1,12 +1,13 @@
 """The conversation store: rows saved, found, renamed, truncated and deleted; WAL on disk."""
 
+import errno
 import sqlite3
 
 import pytest
 
 from specchat.paths import AppPaths
 from specchat.store import ConversationStore
-from specchat.store.conversations import DEFAULT_TITLE, title_from
+from specchat.store.conversations import DEFAULT_TITLE, is_disk_full, is_locked, title_from
 
 
 @pytest.fixture
@@ -116,3 +117,33 @@ def test_edit_and_resend_changes_nothing_when_saving_the_new_message_fails(store
     store._db.execute("DROP TRIGGER refuse")
     edited = store.replace_from(conv.id, 2, "user", "three, edited")
     assert [m.content for m in store.messages(conv.id)] == ["one", "two", "three, edited"] and edited.position == 2
+
+
+def test_a_database_out_of_pages_is_a_full_disk_and_not_a_lock(store):
+    conv = store.create()
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")  # the file may not grow: SQLite says SQLITE_FULL
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        store.add_message(conv.id, "user", "x" * 200_000)
+    assert is_disk_full(caught.value) and not is_locked(caught.value)
+    assert not store._db.in_transaction and store.messages(conv.id) == []  # SQLite's own rollback stood
+    store._db.execute(f"PRAGMA max_page_count = {pages * 1000}")  # space again: the next write goes through
+    assert store.add_message(conv.id, "user", "x" * 200_000).position == 0
+
+
+def test_a_database_held_by_another_connection_is_locked_and_not_full(store):
+    other = sqlite3.connect(str(store.path), isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(sqlite3.OperationalError) as caught:
+            store.create()
+    finally:
+        other.close()
+    assert is_locked(caught.value) and not is_disk_full(caught.value)
+
+
+def test_disk_full_goes_by_error_codes_not_by_the_words_of_the_message():
+    assert is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
+    assert not is_disk_full(OSError(errno.EACCES, "the disk is full of secrets"))
+    assert not is_disk_full(sqlite3.OperationalError("table 'full' has no column named x"))  # no SQLite code
+    assert not is_disk_full(ValueError("disk full"))

@@ -3,24 +3,24 @@
 import pytest
 
 from specchat.engine import ErrorKind, Failed
-from specchat.engine.session import ChatSession
+from specchat.engine.owner import engine_jobs
 from specchat.settings import load_settings
 
-from .conftest import MAX_TOKENS, send
+from .conftest import MAX_TOKENS, REPLY_TIMEOUT_MS, send
 
 
 def test_a_worker_exception_shows_a_banner_and_the_next_reply_works(qtbot, open_window, dense_target, monkeypatch):
     window = open_window(dense_target)
-    original = ChatSession.prompt_ids
+    original = engine_jobs.chat_prompt_ids  # what a reply job renders its prompt with
     calls = []
 
-    def broken_once(self, messages=None):
+    def broken_once(*args, **kwargs):
         calls.append(1)
         if len(calls) == 1:
             raise RuntimeError("template exploded")
-        return original(self, messages)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(ChatSession, "prompt_ids", broken_once)
+    monkeypatch.setattr(engine_jobs, "chat_prompt_ids", broken_once)
     events = []
     window.client.event.connect(lambda request_id, event: events.append((request_id, event)))
     with qtbot.waitSignal(window.chat.replyFailed, timeout=120_000) as blocker:
@@ -211,3 +211,19 @@ def test_a_system_prompt_typed_just_before_closing_is_saved(qtbot, open_window, 
     again = open_window(at=paths)
     assert again.chat.conversation_id is not None
     assert again.panel.system_prompt.toPlainText() == "Answer in French."
+
+
+def test_a_conversations_file_that_may_not_grow_goes_on_in_memory(qtbot, open_window, dense_target):
+    """SQLite's SQLITE_FULL (here from a page limit, on any machine) is told from other errors by its code."""
+    window = open_window(dense_target)
+    send(qtbot, window, "first, saved")
+    pages = window.store._db.execute("PRAGMA page_count").fetchone()[0]
+    window.store._db.execute(f"PRAGMA max_page_count = {pages}")
+    window.composer.text.setPlainText("second, in memory " + "x" * 5000)  # more than a page: the file must grow
+    with qtbot.waitSignal(window.chat.replyFinished, timeout=REPLY_TIMEOUT_MS):
+        window.composer.send_button.click()
+        window.chat.stop()  # the reply itself is not the point (a long prompt for the tiny model)
+    assert window.banner.level == "warning" and "the chat goes on in memory" in window.banner.message
+    assert window.store.in_memory and window.chat.store is window.store
+    users = [m.content[:17] for m in window.store.messages(window.chat.conversation_id) if m.role == "user"]
+    assert users == ["first, saved", "second, in memory"]

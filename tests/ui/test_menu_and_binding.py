@@ -76,3 +76,25 @@ def test_a_sweep_that_found_auto_k_best_marks_auto_as_tuned(qtbot, paths, tmp_pa
     assert menu.auto_action.text().endswith("(tuned for this pair)")
     menu.set_tuned_k(2)
     assert "tuned" not in menu.auto_action.text()
+
+
+def test_a_pair_folder_that_cannot_be_resolved_has_no_tuned_k_and_says_why(paths, tmp_path, caplog):
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "back")
+    (tmp_path / "back").symlink_to(loop)  # resolving either one never ends
+    with caplog.at_level("WARNING", logger="specchat.ui.speculation_menu"):
+        assert tuned_k(paths, str(loop), str(tmp_path / "d")) is None
+    assert any("no tuned K" in record.getMessage() for record in caplog.records)
+
+
+def test_dflash_and_auto_are_in_the_menu_with_their_reasons(qtbot):
+    menu = SpeculationMenu()
+    qtbot.addWidget(menu)
+    assert menu.mode_actions["dflash"].shortcut().toString() == "Ctrl+4"
+    assert menu.mode_actions["auto"].shortcut().toString() == "Ctrl+5"
+    menu.set_available({"baseline": None, "draft": None, "dflash": "no DFlash drafter loaded", "auto": None})
+    assert not menu.mode_actions["dflash"].isEnabled()
+    assert (
+        menu.mode_actions["dflash"].toolTip().startswith("Unavailable: no DFlash drafter loaded: start with --dflash")
+    )
+    assert menu.mode_actions["auto"].isEnabled() and "picks the drafter" in menu.mode_actions["auto"].text()

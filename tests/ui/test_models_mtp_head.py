@@ -39,7 +39,7 @@ def window(qtbot, tmp_path, mtp_hub, models):
     yield win, local
     win.shutdown()
     win.close()
-    assert not win.mtp_bar.thread_.isRunning()
+    assert win.mtp_bar.pool.closed and not win.mtp_bar.pool.busy
 
 
 def test_the_head_line_offers_the_original_and_the_button_adds_it(qtbot, window, mtp_hub):

@@ -63,7 +63,7 @@ def make_window(qtbot, tmp_path):
     for window in windows:
         window.shutdown()  # a failed test may leave a download running: no "stop downloads?" prompt
         window.close()
-        assert window.closed and not window.downloader.download_thread.isRunning()
+        assert window.closed and window.downloader.pool.closed and not window.downloader.pool.busy
 
 
 def row_of(window: ModelsWindow, key: str):

@@ -6,6 +6,7 @@ from openai import OpenAI
 from specchat.engine import Finished, GenerationConfig
 from specchat.server.app import ServerOptions
 from specchat.server.backend import EngineBackend
+from specchat.server.remote import RemoteEngine
 from specchat.server.running import BackgroundServer, free_port
 from specchat.ui.server_menu import ServeChoice
 
@@ -169,3 +170,31 @@ def test_while_serving_a_chat_reply_shares_the_batch_with_an_api_request(
     assert replies and replies[0].usage.model_extra["speculation"]["batch_rows_max"] == 2
     window.server.menu.serve_action.setChecked(False)
     assert window.client.batch_rows == 1  # not serving: the chat runs alone again
+
+
+class ScriptedServer(RemoteEngine):
+    """A connected server whose status answers are given in advance (no HTTP); the last one repeats."""
+
+    def __init__(self, *answers):
+        self.url = "http://studio.local:8080"
+        self.answers = list(answers)
+
+    def get(self, path):
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def test_a_malformed_server_status_is_said_once_and_polling_goes_on(qtbot, open_window, caplog):
+    window = open_window()
+    good = {
+        "target": "t",
+        "cluster": {"ranks": [{"rank": 1, "host": "studio-2", "active_memory_bytes": 2_000_000_000}]},
+    }
+    server = ScriptedServer({"cluster": {"ranks": [{"host": "studio-2"}]}}, ["not", "a", "status"], good)
+    poller = window.server.poller
+    poller.timer.setInterval(20)
+    with caplog.at_level("WARNING", logger="specchat.ui.server_link"):
+        poller.follow(server)
+        qtbot.waitUntil(lambda: "rank 1 (studio-2): 2.0 GB" in window.docks.dashboard.cluster.text(), timeout=30_000)
+    poller.follow(None)
+    said = [r.getMessage() for r in caplog.records if "status could not be read" in r.getMessage()]
+    assert len(said) == 1 and "KeyError" in said[0]

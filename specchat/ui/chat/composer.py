@@ -38,8 +38,8 @@ class Composer(QFrame):
         layout.setContentsMargins(12, 8, 12, 8)
         layout.setSpacing(6)
         self.edit_bar = QHBoxLayout()
-        self.edit_label = QLabel("Editing a message: Send replaces it and everything after it.", objectName="footer")
-        self.cancel_edit = QToolButton(objectName="link", text="Cancel edit")
+        self.edit_label = QLabel("Editing a message: Send replaces it and everything after it.", objectName="footer")  # type: ignore[call-overload]
+        self.cancel_edit = QToolButton(objectName="link", text="Cancel edit")  # type: ignore[call-arg]
         self.cancel_edit.clicked.connect(self.leave_edit)
         self.edit_bar.addWidget(self.edit_label, 1)
         self.edit_bar.addWidget(self.cancel_edit)
@@ -50,8 +50,8 @@ class Composer(QFrame):
         self.text.setFixedHeight(84)
         layout.addWidget(self.text)
         layout.addLayout(self._buttons())
-        QShortcut(QKeySequence("Ctrl+Return"), self.text, activated=self._send)
-        QShortcut(QKeySequence("Ctrl+Enter"), self.text, activated=self._send)
+        QShortcut(QKeySequence("Ctrl+Return"), self.text, activated=self._send)  # type: ignore[call-overload]
+        QShortcut(QKeySequence("Ctrl+Enter"), self.text, activated=self._send)  # type: ignore[call-overload]
         self._show_edit_bar(False)
         self.set_enter_sends(True)
         self.set_busy(False)
@@ -87,7 +87,7 @@ class Composer(QFrame):
         self.thinking = QCheckBox("Think before answering")
         self.thinking.setToolTip(THINKING_TIP)
         self.thinking.toggled.connect(self.thinkingToggled)
-        self.send_button = QPushButton("Send", objectName="primary")
+        self.send_button = QPushButton("Send", objectName="primary")  # type: ignore[call-overload]
         self.send_button.clicked.connect(self._send)
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the reply (Esc); what has arrived is kept")

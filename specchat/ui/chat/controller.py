@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from specchat.engine import ConfigError, Failed, Finished, GenerationConfig, PrefillProgress, RoundResult, TextChunk
 from specchat.engine.owner import QueueState
 from specchat.store import ConversationStore, StoredMessage
-from specchat.store.conversations import DEFAULT_TITLE, title_from
+from specchat.store.conversations import DEFAULT_TITLE, NewerDatabaseError, is_disk_full, is_locked, title_from
 
 from ..engine_client import EngineClient, waiting_text
 from .composer import Composer
@@ -25,10 +26,7 @@ from .transcript import TranscriptView
 RETRY_MS = 2000  # a message the conversations file refused is sent again this often
 SAVE_INTERVAL_S = 2.0  # a streaming reply's text is saved at least this often (a crash loses at most this much)
 
-
-def disk_full(error: sqlite3.Error) -> bool:
-    """True for SQLite's 'database or disk is full'."""
-    return "full" in str(error)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -137,7 +135,7 @@ class ChatController(QObject):
         try:
             self._save_sent(text)
         except sqlite3.OperationalError as error:
-            if not (disk_full(error) and self._go_on_in_memory(error)):
+            if not (is_disk_full(error) and self._go_on_in_memory(error)):
                 self._retry_send(text, error)
                 return
             self._save_sent(text)  # the in-memory copy takes it
@@ -151,7 +149,8 @@ class ChatController(QObject):
         that copy could not be made."""
         try:
             memory = ConversationStore.snapshot(self.store.path)
-        except Exception:
+        except (sqlite3.Error, NewerDatabaseError):
+            log.exception("could not copy %s into memory after a full disk", self.store.path)
             return False
         old, self.store = self.store, memory
         self.sidebar.store = memory
@@ -167,7 +166,7 @@ class ChatController(QObject):
         if self._unsaved is None:
             self.storeFailed.emit(
                 f"Could not save your message to {self.store.path} ({error})"
-                + (": another program is using it. " if "locked" in str(error) else ". ")
+                + (": another program is using it. " if is_locked(error) else ". ")
                 + "The message is kept in the box and goes out as soon as the file can be written."
             )
         self._unsaved = text
@@ -290,7 +289,7 @@ class ChatController(QObject):
         try:
             self._save_finished(active, text, stats, cancelled, shown)
         except sqlite3.DatabaseError as error:  # the disk filled up during the reply
-            if disk_full(error) and self._go_on_in_memory(error):
+            if is_disk_full(error) and self._go_on_in_memory(error):
                 self._save_finished(active, text, stats, cancelled, shown)  # into the in-memory copy
             else:
                 self._store_error(error)

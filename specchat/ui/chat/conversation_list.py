@@ -44,7 +44,7 @@ class ConversationList(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 12, 10, 10)
         layout.setSpacing(8)
-        self.new_button = QPushButton("+  New chat", objectName="primary")
+        self.new_button = QPushButton("+  New chat", objectName="primary")  # type: ignore[call-overload]
         self.new_button.setToolTip("Start a new conversation (Ctrl+N)")
         self.new_button.clicked.connect(self.newRequested)
         self.search = QLineEdit(placeholderText="Search conversations")

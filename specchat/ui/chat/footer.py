@@ -5,7 +5,14 @@ from __future__ import annotations
 from specchat.engine.summary import k_text, speculation_text, stop_text
 
 EARLY_STOP_WHY = "the drafter was unsure, so the round verified what it had instead of drafting further"
-MODE_NAMES = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP", "lookup": "Prompt lookup"}
+MODE_NAMES = {
+    "baseline": "Off",
+    "draft": "Draft model",
+    "mtp": "MTP",
+    "lookup": "Prompt lookup",
+    "dflash": "DFlash",
+    "auto": "Auto",
+}
 FOOTER_TOOLTIP = (
     "tokens: tokens in this reply · tok/s: tokens after the first divided by the time from the end of prompt "
     "processing to the last token (the engine's clock) · TTFT: time from sending to the first token · "

@@ -38,16 +38,16 @@ class MessageView(QFrame):
         layout.setContentsMargins(16, 10, 16, 10)
         layout.setSpacing(4)
         layout.addLayout(self._header())
-        self.thinking_toggle = QToolButton(objectName="link", checkable=True)
+        self.thinking_toggle = QToolButton(objectName="link", checkable=True)  # type: ignore[call-arg]
         self.thinking_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.thinking_toggle.toggled.connect(self._show_thinking)
         self.thinking = MarkdownView(muted=True)
         self.thinking.setFont(body_font(-1))
-        self.prefill_label = QLabel(objectName="footer", wordWrap=True)
-        self.prefill_bar = QProgressBar(textVisible=False, maximumHeight=4)
+        self.prefill_label = QLabel(objectName="footer", wordWrap=True)  # type: ignore[call-overload]
+        self.prefill_bar = QProgressBar(textVisible=False, maximumHeight=4)  # type: ignore[call-arg]
         self.body = MarkdownView()
         self.body.setFont(body_font())
-        self.footer = QLabel(objectName="footer")
+        self.footer = QLabel(objectName="footer")  # type: ignore[call-overload]
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.footer.setWordWrap(True)  # a long stats line must not widen the card past the transcript
         self.footer.setToolTip(FOOTER_TOOLTIP)
@@ -69,9 +69,8 @@ class MessageView(QFrame):
 
     def _header(self) -> QHBoxLayout:
         row = QHBoxLayout()
-        row.addWidget(
-            QLabel(ROLE_NAMES.get(self.role, self.role), objectName="roleLabel"), 0, Qt.AlignmentFlag.AlignTop
-        )
+        role_label = QLabel(ROLE_NAMES.get(self.role, self.role), objectName="roleLabel")  # type: ignore[call-overload]
+        row.addWidget(role_label, 0, Qt.AlignmentFlag.AlignTop)
         self.edit_button = _link("Edit", "Edit this message and send it again")
         self.edit_button.clicked.connect(lambda: self.editRequested.emit(self.position))
         self.regenerate_button = _link("Regenerate", "Generate this reply again (Ctrl+R)")
@@ -102,7 +101,7 @@ class MessageView(QFrame):
         row.setSpacing(0)
         self.previous_button = _link("‹", "Show the previous version of this reply")
         self.previous_button.clicked.connect(lambda: self.versionRequested.emit(self.position, self.version - 1))
-        self.version_label = QLabel(objectName="footer")
+        self.version_label = QLabel(objectName="footer")  # type: ignore[call-overload]
         self.next_button = _link("›", "Show the next version of this reply")
         self.next_button.clicked.connect(lambda: self.versionRequested.emit(self.position, self.version + 1))
         for widget in (self.previous_button, self.version_label, self.next_button):
@@ -218,7 +217,7 @@ class MessageView(QFrame):
 
 
 def _link(text: str, tooltip: str) -> QToolButton:
-    button = QToolButton(objectName="link", text=text)
+    button = QToolButton(objectName="link", text=text)  # type: ignore[call-arg]
     button.setToolTip(tooltip)
     return button
 

@@ -44,7 +44,7 @@ class TranscriptView(QScrollArea):
         self._redraw = QTimer(self, singleShot=True, interval=REDRAW_MS)
         self._redraw.timeout.connect(self._redraw_streaming)
         self.empty = EmptyState()
-        outer = QWidget(objectName="centralArea")
+        outer = QWidget(objectName="centralArea")  # type: ignore[call-arg]
         row = QHBoxLayout(outer)
         row.setContentsMargins(24, 16, 24, 16)
         column = QWidget()
@@ -253,16 +253,16 @@ class EmptyState(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 120, 0, 0)
         layout.setSpacing(10)
-        title = QLabel("Start a conversation", objectName="emptyTitle")
+        title = QLabel("Start a conversation", objectName="emptyTitle")  # type: ignore[call-overload]
         title.setFont(body_font(7))
-        self.hint = QLabel(objectName="emptyHint")
+        self.hint = QLabel(objectName="emptyHint")  # type: ignore[call-overload]
         self.hint.setFont(body_font(0))
         self.hint.setWordWrap(True)
         self.hint.setFixedWidth(HINT_WIDTH)  # a fixed width lets the label compute its wrapped height
         for label in (title, self.hint):
             label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
             layout.addWidget(label, 0, Qt.AlignmentFlag.AlignHCenter)
-        self.models_button = QPushButton("Open Models…", objectName="primary")
+        self.models_button = QPushButton("Open Models…", objectName="primary")  # type: ignore[call-overload]
         self.models_button.setToolTip(
             "Models already on this machine (Hugging Face cache, LM Studio, your "
             "folders) and models to download (Ctrl+Shift+M)"

@@ -15,13 +15,13 @@ from PySide6.QtWidgets import (
 )
 
 from specchat.engine.config import LIMITS, MTP_MAX_DEPTH
-from specchat.engine.owner import TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued, JobStarted
 from specchat.engine.prompt import user_prompt_ids
 from specchat.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
 
 from .. import theme
 from ..engine_client import QtJob
 from ..flow_layout import FlowLayout
+from ..job_events import JobHandlers
 from ..plain_words import mode_reason
 from ..settings_panel import limited_spin_box
 from ..theme_switch import follow
@@ -61,9 +61,9 @@ class ABCard(QFrame):
         super().__init__(parent)
         follow(self, lambda: self.setStyleSheet(card_style()))
         self.mode = mode
-        self.title = QLabel(MODE_TITLES[mode], objectName="abTitle")
-        self.speed = QLabel("—", objectName="abSpeed")
-        self.detail = QLabel("not run yet", objectName="abDetail")
+        self.title = QLabel(MODE_TITLES[mode], objectName="abTitle")  # type: ignore[call-overload]
+        self.speed = QLabel("—", objectName="abSpeed")  # type: ignore[call-overload]
+        self.detail = QLabel("not run yet", objectName="abDetail")  # type: ignore[call-overload]
         self.detail.setWordWrap(True)
         self.identical = QLabel("")
         for label, tip in ((self.speed, SPEED_TIP), (self.detail, DETAIL_TIP), (self.identical, IDENTICAL_TIP)):
@@ -131,10 +131,10 @@ class ABPanel(QWidget):
         self.k = limited_spin_box(LIMITS["num_draft_tokens"], value=4, prefix="K = ")
         self.k.setToolTip(f"Draft tokens per round; the MTP head drafts at most {MTP_MAX_DEPTH}")
         self.max_tokens = limited_spin_box(LIMITS["max_tokens"], value=128, suffix=" tokens", singleStep=1)
-        self.run_button = QPushButton("Run A/B", objectName="primary")
+        self.run_button = QPushButton("Run A/B", objectName="primary")  # type: ignore[call-overload]
         self.run_button.clicked.connect(self.start)
         self.run_button.setEnabled(False)
-        self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)
+        self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)  # type: ignore[call-overload]
         self.status = QLabel("Load a model to compare modes.", wordWrap=True)
         self.status.setStyleSheet(f"color: {theme.MUTED}")
         self.cards = {mode: ABCard(mode) for mode in AB_MODES}
@@ -188,7 +188,7 @@ class ABPanel(QWidget):
         for card in self.cards.values():
             card.show_row(None)
         self.job = self.client.submit("ab", work)
-        self.job.event.connect(self._job_event)
+        self.job.event.connect(self._job_handlers())
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.busyChanged.emit(True)
@@ -208,21 +208,16 @@ class ABPanel(QWidget):
         if ahead is not None:
             self.status.setText(f"Queued ({ahead} ahead)…")
 
-    def _job_event(self, event) -> None:
-        if isinstance(event, JobQueued):
-            self.status.setText(f"Queued ({event.ahead} ahead)…" if event.ahead else "Starting…")
-        elif isinstance(event, JobStarted):
-            self.status.setText("Running Off, then Draft, then MTP…")
-        elif isinstance(event, JobProgress):
-            self._row_done(cast(ABRow, event.event))  # what run_ab's on_row emits
-        elif isinstance(event, JobFinished):
-            self._done(cast("list[ABRow]", event.result))  # what run_ab returns
-        elif isinstance(event, JobFailed):
-            self.status.setText(f"A/B failed: {event.message}")
-        elif isinstance(event, JobCancelled):
-            self.status.setText("Cancelled before it started.")
-        if isinstance(event, TERMINAL):
-            self._job_ended()
+    def _job_handlers(self) -> JobHandlers:
+        return JobHandlers(
+            queued=lambda ahead: self.status.setText(f"Queued ({ahead} ahead)…" if ahead else "Starting…"),
+            started=lambda: self.status.setText("Running Off, then Draft, then MTP…"),
+            progress=lambda row: self._row_done(cast(ABRow, row)),  # what run_ab's on_row emits
+            finished=lambda rows: self._done(cast("list[ABRow]", rows)),  # what run_ab returns
+            failed=lambda failed: self.status.setText(f"A/B failed: {failed.message}"),
+            cancelled=lambda: self.status.setText("Cancelled before it started."),
+            ended=self._job_ended,
+        )
 
     def _row_done(self, row: ABRow) -> None:
         self.rows.append(row)

@@ -230,7 +230,7 @@ class ViewSwitch(QWidget):
         self.buttons: list[QToolButton] = []
         for index, name in enumerate(names):
             end = "switchFirst" if index == 0 else "switchLast" if index == len(names) - 1 else "switchMiddle"
-            button = QToolButton(text=name, checkable=True, checked=index == 0, objectName=end)
+            button = QToolButton(text=name, checkable=True, checked=index == 0, objectName=end)  # type: ignore[call-arg]
             self.group.addButton(button, index)
             row.addWidget(button)
             self.buttons.append(button)
@@ -251,13 +251,13 @@ class ChartCard(QFrame):
         follow(self, lambda: self.setStyleSheet(card_style()))
         self.plot = plot
         self._recent_window = False  # show_times: the x range is the last minute, set by hand
-        self.title = QLabel(title, objectName="chartTitle")
+        self.title = QLabel(title, objectName="chartTitle")  # type: ignore[call-overload]
         self.title.setToolTip(CHART_HELP.get(title, ""))
-        self.legend = QLabel(legend_html(list(legend)), objectName="chartLegend")
+        self.legend = QLabel(legend_html(list(legend)), objectName="chartLegend")  # type: ignore[call-overload]
         self.legend.setWordWrap(True)
-        self.caption = QLabel("", objectName="chartCaption")
+        self.caption = QLabel("", objectName="chartCaption")  # type: ignore[call-overload]
         self.caption.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        self.empty = QLabel(empty_text, objectName="chartEmpty")
+        self.empty = QLabel(empty_text, objectName="chartEmpty")  # type: ignore[call-overload]
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setWordWrap(True)
         self.empty.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)

@@ -39,6 +39,7 @@ from specchat.ui.chat.footer import MODE_NAMES
 from .. import theme
 from ..banner import Banner
 from ..plain_words import this_machine
+from ..tasks import TaskRunner
 from ..theme_switch import follow
 from .charts import BLUE, GREEN, ORANGE, PURPLE, TEAL, ChartCard
 from .confidence import ConfidenceHistory
@@ -78,6 +79,7 @@ class Dashboard(QWidget):
         parent=None,
         *,
         poller: SystemPoller | None = None,
+        runner: TaskRunner | None = None,
         redraw_interval_ms: int = REDRAW_INTERVAL_MS,
         start_polling: bool = True,
     ):
@@ -99,10 +101,10 @@ class Dashboard(QWidget):
         self.source = "chat"  # what the last figures came from: "chat" or "api"
         self._dirty = True
         self._build()
-        self.poller = poller or SystemPoller(self)
+        self.poller = poller or SystemPoller(self, runner=runner)  # runner: the worker pool it reads power on
         self.poller.memorySampled.connect(self.on_memory)
         self.poller.powerRead.connect(self.on_power)
-        self.redraw_timer = QTimer(self, interval=redraw_interval_ms, timeout=self._redraw_if_dirty)
+        self.redraw_timer = QTimer(self, interval=redraw_interval_ms, timeout=self._redraw_if_dirty)  # type: ignore[call-arg]
         self.redraw_timer.start()
         if start_polling:
             self.poller.start()
@@ -138,7 +140,7 @@ class Dashboard(QWidget):
         self.charts = ChartDeck(self._plotted_cards(), CHART_MIN_SIZE)
         self.power_slot = QVBoxLayout()  # the power card as one line, when it has nothing to plot
         self.power_slot.setContentsMargins(0, 0, 0, 0)
-        self.status = QLabel("No generation yet.", objectName="dashStatus")
+        self.status = QLabel("No generation yet.", objectName="dashStatus")  # type: ignore[call-overload]
         self.status.setWordWrap(True)  # a long summary wraps rather than widening the dock
         self.remeasure = QPushButton("Measure plain decode")
         self.remeasure.setToolTip(
@@ -148,7 +150,7 @@ class Dashboard(QWidget):
         )
         self.remeasure.setEnabled(False)
         self.remeasure.clicked.connect(self.request_baseline)
-        self.cluster = QLabel("", objectName="dashStatus")  # a cluster's memory per rank (Connect to server)
+        self.cluster = QLabel("", objectName="dashStatus")  # type: ignore[call-overload]  # a cluster's memory per rank (Connect to server)
         self.cluster.setWordWrap(True)
         self.cluster.setToolTip(
             "MLX memory each rank of the server's cluster holds now and at its peak, "
@@ -158,7 +160,7 @@ class Dashboard(QWidget):
         footer = QHBoxLayout()
         footer.addWidget(self.status, 1)
         footer.addWidget(self.remeasure)
-        body = QWidget(objectName="dashboardBody")
+        body = QWidget(objectName="dashboardBody")  # type: ignore[call-arg]
         column = self.column = QVBoxLayout(body)
         column.setContentsMargins(8, 8, 8, 8)
         column.setSpacing(8)

@@ -289,7 +289,7 @@ class PowerChart(ChartCard):
         dots = {"symbol": "o", "symbolSize": 4, "symbolPen": None}
         self.ac_curve = item.plot(pen=pen(GREEN, 2.4), symbolBrush=GREEN, antialias=True, **dots)
         self.battery_curve = item.plot(pen=pen(ORANGE, 2.4), symbolBrush=ORANGE, antialias=True, **dots)
-        self.note = QLabel(objectName="chartCaption")
+        self.note = QLabel(objectName="chartCaption")  # type: ignore[call-overload]
         self.note.setWordWrap(True)  # one line where it fits; two rather than cut off in a narrow dock
         self.header_row.insertWidget(1, self.note, 100)  # ahead of the header's stretch
         self.compact = False

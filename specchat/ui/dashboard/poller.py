@@ -1,13 +1,15 @@
-"""Reads memory (cheap, on the UI thread) and power (runs pmset, so on a pool thread) every few seconds."""
+"""Reads memory (cheap, on the UI thread) and power (runs pmset, so on the worker pool) every few seconds."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from specchat.system.memory import MemorySample, metal_working_set_bytes, read_memory_sample
 from specchat.system.power import PowerStatus, read_low_power_mode, read_power
+
+from ..tasks import TaskRunner
 
 MEMORY_INTERVAL_MS = 1000
 POWER_INTERVAL_MS = 5000
@@ -20,12 +22,6 @@ def default_memory_reader() -> Callable[[], MemorySample]:
     process = psutil.Process()
     working_set = metal_working_set_bytes()
     return lambda: read_memory_sample(process=process, working_set_bytes=working_set)
-
-
-class _Bridge(QObject):
-    """Carries a power reading from the pool thread back to the UI thread."""
-
-    done = Signal(object, object)  # PowerStatus, low-power mode (bool | None)
 
 
 class SystemPoller(QObject):
@@ -43,19 +39,17 @@ class SystemPoller(QObject):
         read_low_power: Callable[[], bool | None] = read_low_power_mode,
         memory_interval_ms: int = MEMORY_INTERVAL_MS,
         power_interval_ms: int = POWER_INTERVAL_MS,
+        runner: TaskRunner | None = None,
     ):
         super().__init__(parent)
         self.read_memory = read_memory or default_memory_reader()
         self.read_power = read_power
         self.read_low_power = read_low_power
-        self.pool = QThreadPool()
-        self.pool.setMaxThreadCount(1)
-        self._bridge = _Bridge()  # parentless and referenced by queued jobs: outlives any job
+        self._owns_runner = runner is None
+        self.runner = runner or TaskRunner(self)  # its own pool when none is shared: stop() ends it
         self._power_pending = False
-        self._bridge.done.connect(self._power_arrived)
-        self._bridge.done.connect(self.powerRead)
-        self.memory_timer = QTimer(self, interval=memory_interval_ms, timeout=self.sample_memory)
-        self.power_timer = QTimer(self, interval=power_interval_ms, timeout=self.request_power)
+        self.memory_timer = QTimer(self, interval=memory_interval_ms, timeout=self.sample_memory)  # type: ignore[call-arg]
+        self.power_timer = QTimer(self, interval=power_interval_ms, timeout=self.request_power)  # type: ignore[call-arg]
 
     def start(self) -> None:
         """Read both now, then keep reading on the timers."""
@@ -65,10 +59,11 @@ class SystemPoller(QObject):
         self.power_timer.start()
 
     def stop(self, wait_ms: int = 10_000) -> None:
-        """Stop the timers and wait for a power read in flight."""
+        """Stop the timers; a power read in flight is waited for when the pool is this poller's own."""
         self.memory_timer.stop()
         self.power_timer.stop()
-        self.pool.waitForDone(wait_ms)
+        if self._owns_runner:
+            self.runner.shutdown(wait_ms)
 
     def sample_memory(self) -> None:
         """Read memory now and emit it (a failing reader is skipped, never raised)."""
@@ -79,20 +74,18 @@ class SystemPoller(QObject):
         self.memorySampled.emit(sample)
 
     def request_power(self) -> None:
-        """Read power and low-power mode on the pool thread; powerRead follows."""
+        """Read power and low-power mode on the worker pool; powerRead follows."""
         if self._power_pending:
             return
         self._power_pending = True
-        bridge, read_power, read_low_power = self._bridge, self.read_power, self.read_low_power
+        self.runner.run(self._read_power, self._power_arrived, self._power_failed)
 
-        def job() -> None:
-            try:
-                status, low_power = read_power(), read_low_power()
-            except Exception as error:
-                status, low_power = PowerStatus("unknown", None, None, f"Power check failed: {error}"), None
-            bridge.done.emit(status, low_power)
+    def _read_power(self) -> tuple[PowerStatus, bool | None]:
+        return self.read_power(), self.read_low_power()
 
-        self.pool.start(job)
-
-    def _power_arrived(self, *_args) -> None:
+    def _power_arrived(self, reading: tuple[PowerStatus, bool | None]) -> None:
         self._power_pending = False
+        self.powerRead.emit(*reading)
+
+    def _power_failed(self, message: str) -> None:
+        self._power_arrived((PowerStatus("unknown", None, None, f"Power check failed: {message}"), None))

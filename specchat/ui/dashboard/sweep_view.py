@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from specchat.engine.config import LIMITS
 from specchat.engine.errors import ConfigError
-from specchat.engine.owner import TERMINAL, JobCancelled, JobFailed, JobFinished, JobProgress, JobQueued, JobStarted
+from specchat.engine.owner import JobFailed
 from specchat.paths import AppPaths
 from specchat.tuning.best_k import save_sweep
 from specchat.tuning.sweep import SweepConfig, SweepRunner, parse_ks
@@ -46,6 +46,7 @@ from .. import theme
 from ..banner import Banner
 from ..engine_client import QtJob
 from ..flow_layout import FlowLayout
+from ..job_events import JobHandlers
 from ..theme_switch import follow
 from .ab_panel import ABPanel
 from .sweep_export import write_csv
@@ -110,7 +111,7 @@ class SweepView(QWidget):
     def _build(self) -> None:
         self.setObjectName("sweepView")
         self._make_controls()
-        content = QWidget(objectName="sweepContent")
+        content = QWidget(objectName="sweepContent")  # type: ignore[call-arg]
         follow(self, lambda: self.setStyleSheet(f"#sweepView, #sweepContent {{ background: {theme.WINDOW_BG}; }}"))
         layout = QVBoxLayout(content)
         layout.setContentsMargins(14, 12, 14, 12)
@@ -127,12 +128,12 @@ class SweepView(QWidget):
         for button in (self.use_best, *self.exports):
             actions.add(button)
         layout.addLayout(actions)
-        ab_card = QFrame(objectName="abFrame")
+        ab_card = QFrame(objectName="abFrame")  # type: ignore[call-arg]
         follow(ab_card, lambda: ab_card.setStyleSheet(f"QFrame#abFrame {{ {card_css()} }}"))
         inner = QVBoxLayout(ab_card)
         inner.addWidget(self.ab)
         layout.addWidget(ab_card, 0)
-        self.scroller = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        self.scroller = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)  # type: ignore[call-arg]
         self.scroller.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.scroller.setWidget(content)
         outer = QVBoxLayout(self)
@@ -199,36 +200,36 @@ class SweepView(QWidget):
         self.max_tokens = QSpinBox(
             minimum=int(LIMITS["max_tokens"].low), maximum=int(LIMITS["max_tokens"].high), value=128, suffix=" tokens"
         )
-        self.prompt_boxes = {name: QCheckBox(name, checked=True) for name in BUILTIN_PROMPTS}
-        self.dynamic = QCheckBox("dynamic", checked=True)
+        self.prompt_boxes = {name: QCheckBox(name, checked=True) for name in BUILTIN_PROMPTS}  # type: ignore[call-overload]
+        self.dynamic = QCheckBox("dynamic", checked=True)  # type: ignore[call-overload]
         self.dynamic.setToolTip(
             "After the fixed Ks, a cell of auto K: each round drafts until the drafter is unsure "
             "(at most the engine's default max). Recommended only when it beats plain decoding and "
             "the fastest fixed K beyond the noise."
         )
         self.allow_battery = QCheckBox("run on battery")
-        self.run_button = QPushButton("Run sweep", objectName="primary", clicked=self.start)
-        self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)
+        self.run_button = QPushButton("Run sweep", objectName="primary", clicked=self.start)  # type: ignore[call-overload]
+        self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)  # type: ignore[call-overload]
         self.progress = QProgressBar(textVisible=True)
         self.progress_label = QLabel("", wordWrap=True)
         self.progress_label.setStyleSheet(f"color: {theme.MUTED}")
         self.table = SweepTable()
         self.chart = SpeedupChart()
         self.best_label = QLabel("", wordWrap=True)
-        self.use_best = QPushButton("Use best K", clicked=self.use_best_k, enabled=False)
+        self.use_best = QPushButton("Use best K", clicked=self.use_best_k, enabled=False)  # type: ignore[call-overload]
         self.use_best.setToolTip(
             "Save the best choice per prompt type for this pair as the chat's default: a K "
             "only when it beats plain decoding beyond the noise, auto K only when it also beats "
             "the fastest K beyond the noise, else Off (speculation off)"
         )
         self.exports = [
-            QPushButton(f"Export {kind}", enabled=False, clicked=lambda _=False, k=kind: self._ask_export(k))
+            QPushButton(f"Export {kind}", enabled=False, clicked=lambda _=False, k=kind: self._ask_export(k))  # type: ignore[call-overload]
             for kind in ("CSV", "JSON", "PNG")
         ]
         self.ab = ABPanel()
 
     def _controls(self) -> QFrame:
-        card = QFrame(objectName="sweepControls")
+        card = QFrame(objectName="sweepControls")  # type: ignore[call-arg]
         follow(card, lambda: card.setStyleSheet(f"QFrame#sweepControls {{ {card_css()} }}"))
         row = FlowLayout()
         row.add(_labelled("Sweep", self.mode))
@@ -332,7 +333,7 @@ class SweepView(QWidget):
         self.progress.setRange(0, config.total_runs)
         self.progress.setValue(0)
         self.job = self.client.submit("sweep", work)
-        self.job.event.connect(self._job_event)
+        self.job.event.connect(self._job_handlers())
         self._set_running(True)
         self._queue_changed(self.client.host.state())  # its place now; JobQueued arrives a moment later
         return True
@@ -358,22 +359,20 @@ class SweepView(QWidget):
         if ahead is not None:
             self.progress_label.setText(f"Queued ({ahead} ahead)…")
 
-    def _job_event(self, event) -> None:
-        if isinstance(event, JobQueued):
-            self.progress_label.setText(f"Queued ({event.ahead} ahead)…" if event.ahead else "Starting…")
-        elif isinstance(event, JobStarted):
-            self.progress_label.setText("Checking the pair and the power source…")
-        elif isinstance(event, JobProgress):
-            self._sweep_event(event.event)
-        elif isinstance(event, JobFinished):
-            self.show_result(cast(SweepResult, event.result))  # what the sweep job returns
-        elif isinstance(event, JobFailed):
-            self.banner.show_message(event.message, "error")
-            self.progress_label.setText("")
-        elif isinstance(event, JobCancelled):
-            self.progress_label.setText("Cancelled before it started.")
-        if isinstance(event, TERMINAL):
-            self._job_ended()
+    def _job_handlers(self) -> JobHandlers:
+        return JobHandlers(
+            queued=lambda ahead: self.progress_label.setText(f"Queued ({ahead} ahead)…" if ahead else "Starting…"),
+            started=lambda: self.progress_label.setText("Checking the pair and the power source…"),
+            progress=self._sweep_event,
+            finished=lambda result: self.show_result(cast(SweepResult, result)),  # what the sweep job returns
+            failed=self._job_failed,
+            cancelled=lambda: self.progress_label.setText("Cancelled before it started."),
+            ended=self._job_ended,
+        )
+
+    def _job_failed(self, failed: JobFailed) -> None:
+        self.banner.show_message(failed.message, "error")
+        self.progress_label.setText("")
 
     def _job_ended(self) -> None:
         self.job = None

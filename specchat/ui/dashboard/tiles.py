@@ -52,12 +52,12 @@ class StatTile(QFrame):
         super().__init__(parent)
         self.accent = accent  # the edge's colour; None: the theme's border (no verdict, nothing to say)
         follow(self, self._restyle)
-        accent_bar = QFrame(objectName="tileAccent")
+        accent_bar = QFrame(objectName="tileAccent")  # type: ignore[call-arg]
         accent_bar.setFixedWidth(4)
-        self.title = QLabel(title.upper(), objectName="tileTitle")
-        self.value = QLabel(DASH, objectName="tileValue")
+        self.title = QLabel(title.upper(), objectName="tileTitle")  # type: ignore[call-overload]
+        self.value = QLabel(DASH, objectName="tileValue")  # type: ignore[call-overload]
         self.help = ""  # what the figure measures and how (the tooltip's first part)
-        self.sub = QLabel("", objectName="tileSub")
+        self.sub = QLabel("", objectName="tileSub")  # type: ignore[call-overload]
         self.sub.setWordWrap(True)
         self.setMinimumHeight(84)  # room for a two-line detail
         text = QVBoxLayout()

@@ -11,7 +11,7 @@ import threading
 from functools import partial
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton
 
 from specchat.hub.catalog import Catalog
@@ -22,7 +22,9 @@ from specchat.hub.mtp_head import HeadPlan, add_head, plan_head
 from specchat.hub.store import LocalModel
 from specchat.hub.units import format_bytes
 
-from .workers import TaskRunner, error_text
+from ..tasks import TaskRunner
+from ..worker_pool import WorkerPool
+from .workers import error_text
 
 HEAD_MODEL_TYPES = ("qwen3_5",)
 NOT_HERE = "MTP head: not in this download."
@@ -41,7 +43,8 @@ def wants_head(model: LocalModel | None) -> bool:
 
 
 class HeadWorker(QObject):
-    """Lives on the head's thread: fetches and converts one planned head; every outcome is a signal."""
+    """Fetches and converts one planned head on the head's pool thread; every outcome is a signal (queued to the
+    UI thread)."""
 
     progress = Signal(object)  # DownloadProgress
     finished = Signal(object)  # AddedHead
@@ -52,9 +55,8 @@ class HeadWorker(QObject):
         super().__init__()
         self.config, self.free = config, free
 
-    @Slot(object, object)
     def run(self, plan: HeadPlan, cancel: threading.Event) -> None:
-        """Add the planned head (runs on the head thread)."""
+        """Add the planned head (runs on the head's pool thread)."""
         try:
             added = add_head(plan, self.config, self.progress.emit, cancel, self.free)
         except DownloadCancelled:
@@ -71,35 +73,30 @@ class MtpHeadBar(QFrame):
     finished = Signal(object)  # AddedHead, after the line shows it
     failed = Signal(str)
     planned = Signal(object)  # HeadPlan, or None when planning failed
-    _start = Signal(object, object)  # HeadPlan, threading.Event
 
     def __init__(self, runner: TaskRunner, config: HubConfig, catalog: Catalog, free: FreeSpace | None = None):
-        super().__init__(objectName="mtpHeadBar")
+        super().__init__(objectName="mtpHeadBar")  # type: ignore[call-arg]
         self.runner, self.config, self.catalog = runner, config, catalog
         self.folder: Path | None = None
         self.plan: HeadPlan | None = None
         self.cancel_event: threading.Event | None = None
+        self.cancel_events: list[threading.Event] = []  # every fetch's, for a window destroyed unclosed
         self._build()
-        self.thread_ = QThread(self)
-        self.thread_.setObjectName("specchat-mtp-head")
+        self.pool = WorkerPool("specchat-mtp-head", max_workers=1)  # a fetch of GBs: never on the shared pool
         self.worker = HeadWorker(config, free)
-        self.worker.moveToThread(self.thread_)
-        self._start.connect(self.worker.run)
         self.worker.progress.connect(self._progress)
         self.worker.finished.connect(self._finished)
         self.worker.cancelled.connect(lambda: self._ended("MTP head: cancelled; Get it again to resume."))
         self.worker.failed.connect(self._failed)
-        # Deleted without shutdown() (its window destroyed unclosed): stop the thread before Qt deletes
-        # it, since destroying a running QThread aborts the process.
-        self.destroyed.connect(partial(stop_thread, self.thread_))
-        self.thread_.start()
+        # Deleted without shutdown() (its window destroyed unclosed): the fetch still stops.
+        self.destroyed.connect(partial(stop_fetch, self.pool, self.cancel_events))
         self.hide()
 
     def _build(self) -> None:
-        self.label = QLabel(objectName="hint", wordWrap=True)
+        self.label = QLabel(objectName="hint", wordWrap=True)  # type: ignore[call-overload]
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.get_button = QPushButton("Get MTP head", objectName="primary", enabled=False)
-        self.cancel_button = QPushButton("Cancel", enabled=False)
+        self.get_button = QPushButton("Get MTP head", objectName="primary", enabled=False)  # type: ignore[call-overload]
+        self.cancel_button = QPushButton("Cancel", enabled=False)  # type: ignore[call-overload]
         self.bar = QProgressBar(maximum=1000, textVisible=True)
         self.bar.hide()
         self.get_button.clicked.connect(self.start)
@@ -144,7 +141,7 @@ class MtpHeadBar(QFrame):
         self.planned.emit(None)
 
     def start(self) -> None:
-        """Fetch and convert the planned head on the head thread."""
+        """Fetch and convert the planned head on the head's pool thread."""
         if self.plan is None or self.busy:
             return
         self.cancel_event = threading.Event()
@@ -153,7 +150,8 @@ class MtpHeadBar(QFrame):
         self.bar.setValue(0)
         self.bar.show()
         self.label.setText(f"MTP head: fetching {self.plan.summary}…")
-        self._start.emit(self.plan, self.cancel_event)
+        self.cancel_events.append(self.cancel_event)
+        self.pool.submit(self.worker.run, self.plan, self.cancel_event)
 
     def cancel(self) -> None:
         """Stop at the next chunk; the bytes fetched so far stay for a resume."""
@@ -182,12 +180,12 @@ class MtpHeadBar(QFrame):
         self.failed.emit(message)
 
     def shutdown(self, wait_ms: int = 10_000) -> None:
-        """Cancel a fetch in progress (its bytes stay) and stop the thread."""
-        self.cancel()
-        stop_thread(self.thread_, wait_ms)
+        """Cancel a fetch in progress (its bytes stay) and stop the pool."""
+        stop_fetch(self.pool, self.cancel_events, wait_ms)
 
 
-def stop_thread(thread: QThread, wait_ms: int = 10_000) -> None:
-    """End the thread's event loop and wait for it."""
-    thread.quit()
-    thread.wait(wait_ms)
+def stop_fetch(pool: WorkerPool, cancels: list[threading.Event], wait_ms: int = 10_000) -> None:
+    """Stop every fetch at its next chunk and wait for the pool's thread to end."""
+    for cancel in cancels:
+        cancel.set()
+    pool.shutdown(wait_ms / 1000)

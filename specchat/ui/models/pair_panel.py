@@ -16,13 +16,13 @@ from specchat.hub.pairing import INCOMPATIBLE, OK, PairReport, pair_report
 from specchat.system.memory import MachineMemory
 
 from ..plain_words import SELF_DRAFT
+from ..tasks import TaskRunner
 from ..theme_switch import follow
 from .memory_bar import LEVEL_TONES, LEVEL_WORDS, MemoryBar, fit_legend, fit_numbers
 from .name_combo import NameCombo
 from .planned_fit import PLANNED_NOTE, PlannedFit, plan_fit
 from .rows import ModelRow
 from .style import muted, pill, tone_text
-from .workers import TaskRunner
 
 NO_DRAFT = "No draft (target alone)"
 SELF_SUFFIX = " (itself: exactness check only)"
@@ -98,8 +98,8 @@ class PairPanel(QFrame):
         follow(self, self._restyle)
 
     def _build(self) -> None:
-        title = QLabel("Pair builder", objectName="sectionTitle")
-        hint = QLabel("Pick a downloaded target and a draft: every check and the memory it needs.", objectName="hint")
+        title = QLabel("Pair builder", objectName="sectionTitle")  # type: ignore[call-overload]
+        hint = QLabel("Pick a downloaded target and a draft: every check and the memory it needs.", objectName="hint")  # type: ignore[call-overload]
         hint.setWordWrap(True)
         self.setMinimumWidth(330)
         self.setMaximumWidth(480)
@@ -120,25 +120,25 @@ class PairPanel(QFrame):
         for row, (label, widget) in enumerate(
             (("Target", self.target), ("Draft", self.draft), ("Context", self.context))
         ):
-            form.addWidget(QLabel(label, objectName="fieldLabel"), row, 0)
+            form.addWidget(QLabel(label, objectName="fieldLabel"), row, 0)  # type: ignore[call-overload]
             form.addWidget(widget, row, 1)
-        self.verdict = QLabel(objectName="verdict")
+        self.verdict = QLabel(objectName="verdict")  # type: ignore[call-overload]
         self.verdict.setWordWrap(True)
         self.verdict.setTextFormat(Qt.TextFormat.RichText)
-        self.checks = QLabel(objectName="pairChecks")
+        self.checks = QLabel(objectName="pairChecks")  # type: ignore[call-overload]
         self.checks.setWordWrap(True)
         self.checks.setTextFormat(Qt.TextFormat.RichText)
         self.checks.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.fit_label = QLabel(objectName="fitHeadline")
+        self.fit_label = QLabel(objectName="fitHeadline")  # type: ignore[call-overload]
         self.fit_label.setWordWrap(True)
         self.fit_label.setTextFormat(Qt.TextFormat.RichText)
         self.memory_bar = MemoryBar()
-        self.legend = QLabel(objectName="hint")
+        self.legend = QLabel(objectName="hint")  # type: ignore[call-overload]
         self.legend.setWordWrap(True)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.recommendation = QLabel(objectName="hint")
+        self.recommendation = QLabel(objectName="hint")  # type: ignore[call-overload]
         self.recommendation.setWordWrap(True)
-        self.use_button = QPushButton("Use this pair", objectName="primary", enabled=False)
+        self.use_button = QPushButton("Use this pair", objectName="primary", enabled=False)  # type: ignore[call-overload]
         self.use_button.setToolTip("Load this target and draft in the chat window")
         self.use_button.clicked.connect(self._use)
         column = QVBoxLayout(self)
@@ -149,7 +149,7 @@ class PairPanel(QFrame):
         column.addLayout(form)
         column.addWidget(self.verdict)
         column.addWidget(self.checks)
-        column.addWidget(QLabel("Memory", objectName="fieldLabel"))
+        column.addWidget(QLabel("Memory", objectName="fieldLabel"))  # type: ignore[call-overload]
         column.addWidget(self.fit_label)
         column.addWidget(self.memory_bar)
         column.addWidget(self.legend)

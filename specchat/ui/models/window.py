@@ -43,7 +43,7 @@ from .rows import ModelRow, build_rows, repo_ids
 from .style import state_pill, style_sheet
 from .table_model import ModelTableModel
 from .table_view import ModelsTable
-from .workers import Downloader, TaskRunner
+from .workers import Downloader, hub_task_runner
 
 DEFAULT_SIZE = (1360, 800)
 SPLITTER_GAP = 12  # px between the left column and the pair builder
@@ -75,7 +75,7 @@ class ModelsWindow(QWidget):
         self.config = config or HubConfig.from_env()
         self.catalog = catalog or load_catalog()
         self.vocab = VocabHashCache(paths.cache_dir / "vocab_hashes.json")
-        self.runner = TaskRunner(self)
+        self.runner = hub_task_runner(self)
         self.downloader = Downloader(self.config, free, self)
         self._free = free
         self.search_result = SearchResult(tuple(catalog_hits(self.catalog, "")), False, "")
@@ -104,15 +104,15 @@ class ModelsWindow(QWidget):
     # --- construction ---
 
     def _build(self, read_memory) -> None:
-        title = QLabel("Models", objectName="windowTitle")
-        subtitle = QLabel(
+        title = QLabel("Models", objectName="windowTitle")  # type: ignore[call-overload]
+        subtitle = QLabel(  # type: ignore[call-overload]
             f"Curated Qwen models for MLX, Hugging Face search, and what is on {this_machine()}.", objectName="hint"
         )
-        self.search_box = QLineEdit(
+        self.search_box = QLineEdit(  # type: ignore[call-overload]
             placeholderText="Search MLX models on Hugging Face…", objectName="searchBox", clearButtonEnabled=True
         )
         self.search_button = QPushButton("Search")
-        self.state_label = QLabel(objectName="hubState")
+        self.state_label = QLabel(objectName="hubState")  # type: ignore[call-overload]
         self.state_label.setTextFormat(Qt.TextFormat.RichText)
         self.state_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         follow(self.state_label, lambda: self.state_label.setText(state_pill(self.hub_state)))  # its colours too
@@ -145,7 +145,7 @@ class ModelsWindow(QWidget):
         column.addWidget(self.table, 1)
         self.mtp_bar = MtpHeadBar(self.runner, self.config, self.catalog, self._free)
         column.addWidget(self.mtp_bar)
-        self.footer = QLabel(objectName="hint")
+        self.footer = QLabel(objectName="hint")  # type: ignore[call-overload]
         column.addWidget(self.footer)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setHandleWidth(SPLITTER_GAP)  # room between the table (and the hub pill above it) and the panel
@@ -199,7 +199,7 @@ class ModelsWindow(QWidget):
         for name, text, tip, slot in specs:
             action = QAction(text, self, toolTip=tip)
             action.triggered.connect(slot)
-            button = QPushButton(text, objectName="primary" if name == "download" else "")
+            button = QPushButton(text, objectName="primary" if name == "download" else "")  # type: ignore[call-overload]
             button.setToolTip(tip)
             button.clicked.connect(action.trigger)
             action.enabledChanged.connect(button.setEnabled)
