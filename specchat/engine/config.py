@@ -15,6 +15,9 @@ from .modes import MODES, SpecMode
 
 AUTO = "auto"
 MTP_MAX_DEPTH = 4
+# A DFlash block drafts block_size - 1 tokens in one pass (15 for the published -b16 drafters); a round
+# drafts min(K, block_size - 1). Its own limit, outside LIMITS: settings and spin boxes do not offer it yet.
+DFLASH_MAX_DRAFT_TOKENS = 15
 AUTO_MAX_DRAFT_TOKENS = 16  # the deepest an auto-K round drafts (draft and lookup modes); drafts stop early when unsure
 _V = TypeVar("_V")
 
@@ -119,12 +122,14 @@ LIMITS: dict[str, Limit] = {
     # How many top alternatives each token's logprob comes with (OpenAI's top_logprobs range).
     "logprobs": Limit("logprobs (top alternatives)", 0, MAX_TOP_LOGPROBS, integer=True),
 }
+DFLASH_LIMIT = Limit("DFlash draft tokens (K)", 1, DFLASH_MAX_DRAFT_TOKENS, integer=True)
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
 
 
 def check_draft_tokens(mode: str, k: object) -> None:
     """Raise ConfigError unless k is "auto" or a K that mode accepts (MTP drafts at most MTP_MAX_DEPTH)."""
-    limit = LIMITS["mtp_depth" if mode == SpecMode.MTP else "num_draft_tokens"]
+    name = "mtp_depth" if mode == SpecMode.MTP else "num_draft_tokens"
+    limit = DFLASH_LIMIT if mode == SpecMode.DFLASH else LIMITS[name]
     if k != AUTO and not limit.accepts(k):
         raise ConfigError(f"{limit.label} must be {limit.allowed()} or {AUTO!r}, got {k!r}")
 
@@ -179,6 +184,8 @@ class GenerationConfig:
         """The largest K a round may use."""
         if isinstance(self.num_draft_tokens, int):
             return self.num_draft_tokens
+        if self.mode == SpecMode.DFLASH:
+            return DFLASH_MAX_DRAFT_TOKENS
         return MTP_MAX_DEPTH if self.mode == SpecMode.MTP else AUTO_MAX_DRAFT_TOKENS  # "auto", the only str accepted
 
     @property

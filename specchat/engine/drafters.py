@@ -24,6 +24,7 @@ class Draft:
     tokens: mx.array
     probs: mx.array | None
     steps: int = 0
+    source: str = ""  # which drafter proposed them, when one drafter picks among others (auto_drafter.py)
 
     @classmethod
     def from_steps(
@@ -140,8 +141,10 @@ class DraftModelDrafter:
         return steps.draft()
 
     def observe(self, seq: list[int]) -> None:
-        """Roll the draft caches back to the part of seq they agree with."""
-        self.runner.commit(seq)
+        """Roll the draft caches back to the part of seq they agree with (a round it did not draft in, under
+        Auto, leaves them as they are: its next proposal catches up)."""
+        if self.runner.in_round:
+            self.runner.commit(seq)
 
     def reset(self) -> None:
         """Drop the draft model's caches."""

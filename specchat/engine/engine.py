@@ -8,11 +8,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .auto_drafter import AutoDrafter
 from .autok import AutoK
 from .carry import BatchCarry
 from .compat import ensure_compatible
 from .config import GenerationConfig
 from .constraint import GrammarState
+from .dflash import DFlashDrafter
+from .dflash_load import load_dflash
 from .drafters import Drafter, DraftModelDrafter
 from .errors import ConfigError, EngineError, EngineThreadError, error_from, error_kind, user_message
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
@@ -52,7 +55,7 @@ class Admission(NamedTuple):
 class Engine:
     """A target model, an optional draft model, and their caches kept between calls."""
 
-    def __init__(self, target: LoadedModel, draft: LoadedModel | None = None):
+    def __init__(self, target: LoadedModel, draft: LoadedModel | None = None, dflash: str | Path | None = None):
         self._owner = threading.current_thread()  # MLX arrays belong to the thread that made them
         self.target = target
         self.draft = draft
@@ -63,13 +66,16 @@ class Engine:
         if draft is not None:
             ensure_compatible(target.tokenizer, draft.tokenizer, target.name, draft.name)
             self.drafters["draft"] = DraftModelDrafter(ModelRunner(draft.model, draft.name))
+        if dflash is not None:  # a DFlash drafter folder: ModelLoadError when it cannot draft for this target
+            self.drafters["dflash"] = DFlashDrafter(self.runner, load_dflash(dflash, target))
+        self.drafters["auto"] = AutoDrafter(self._model_drafter(), PromptLookupDrafter(vocab_size(target)))
         self.hook_problems = hook_problems(self.runner, self.drafters)  # upstream internals that do not fit
         self.batch_carry = BatchCarry()  # what outlives one batch (engine/batch)
 
     @classmethod
-    def load(cls, target: str | Path, draft: str | Path | None = None) -> Engine:
-        """Load a target and an optional draft from local mlx-lm model folders."""
-        return cls(load_model(target), load_model(draft) if draft else None)
+    def load(cls, target: str | Path, draft: str | Path | None = None, dflash: str | Path | None = None) -> Engine:
+        """Load a target, an optional draft (local mlx-lm model folders) and an optional DFlash drafter folder."""
+        return cls(load_model(target), load_model(draft) if draft else None, dflash)
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -83,8 +89,14 @@ class Engine:
             "draft": None if "draft" in self.drafters else "no draft model loaded",
             "mtp": None if "mtp" in self.drafters else f"no MTP head: {self.mtp.reason}",
             "lookup": None,
+            "dflash": None if "dflash" in self.drafters else "no DFlash drafter loaded",
+            "auto": None,  # prompt lookup and whichever model drafter is loaded
         }
         return {mode: reason or self.hook_problems.get(mode) for mode, reason in modes.items()}
+
+    def _model_drafter(self) -> Drafter | None:
+        """The drafter Auto turns to where prompt lookup has no match: the draft model, else the MTP head."""
+        return self.drafters.get("draft") or self.drafters.get("mtp")
 
     def _attach_mtp(self, target: LoadedModel) -> MtpSupport:
         """Attach the target's MTP head when its folder has one; the support says why not otherwise."""
@@ -214,9 +226,11 @@ class Engine:
         drafter = self._drafter_for(cfg)
         cached = min(common_prefix_len(self.runner.tokens, prompt), len(prompt) - 1)
         stats = StatsRecorder(cfg, len(prompt), cached)
-        self.runner.hidden_sink = getattr(drafter, "receive_hidden", None)  # MTP needs them
-        if isinstance(drafter, MtpDrafter):
-            drafter.history = cfg.mtp_history
+        hooked = drafter.wired if isinstance(drafter, AutoDrafter) else drafter  # whose hooks the runner feeds
+        self.runner.hidden_sink = getattr(hooked, "receive_hidden", None)  # MTP needs them
+        self.runner.layer_capture = hooked.start_capture() if isinstance(hooked, DFlashDrafter) else None
+        if isinstance(hooked, MtpDrafter):
+            hooked.history = cfg.mtp_history
         yield from self._prefill(prompt, drafter, cancel)  # every model's prompt work counts as prefill
         stats.prefill_done()
         if cancel.is_set():  # stopped before any token: the chunks done stay cached, exactly

@@ -43,6 +43,8 @@ class GenerationStats:
     # the rows decoded together while this generation ran in a batch (0: it ran alone, not in a batch)
     batch_rows_max: int = 0  # the most rows in one of its rounds
     batch_rows_mean: float = 0.0  # the mean rows per round over its rounds
+    # Auto (the drafter picked each round): drafter -> (rounds it drafted, tokens those rounds emitted)
+    drafter_rounds: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class RoundResult:
     stopped_early: bool = False  # drafting stopped before K because the drafter was unsure
     stop_confidence: float | None = None  # the drafter's confidence in the token where it stopped
     confidences: tuple[float, ...] = ()  # the drafter's confidence in each drafted token (auto K only)
+    drafter: str = ""  # which drafter drafted this round, in the Auto mode ("draft", "lookup", "mtp")
 
 
 @dataclass(frozen=True)

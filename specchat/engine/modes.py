@@ -23,10 +23,18 @@ class SpecMode(_Named):
     DRAFT = "draft"  # a smaller model of the same family
     MTP = "mtp"  # the target's own multi-token-prediction head
     LOOKUP = "lookup"  # text copied from the prompt and the reply so far
+    DFLASH = "dflash"  # a DFlash block drafter reading the target's own layers (one pass per block)
+    AUTO = "auto"  # the drafter picked each round: prompt lookup or the model drafter (auto_drafter.py)
 
 
 MODES: tuple[SpecMode, ...] = tuple(SpecMode)
-SPECULATIVE_MODES: tuple[SpecMode, ...] = (SpecMode.DRAFT, SpecMode.MTP, SpecMode.LOOKUP)
+SPECULATIVE_MODES: tuple[SpecMode, ...] = (
+    SpecMode.DRAFT,
+    SpecMode.MTP,
+    SpecMode.LOOKUP,
+    SpecMode.DFLASH,
+    SpecMode.AUTO,
+)
 
 
 class StopReason(_Named):

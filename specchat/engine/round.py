@@ -78,6 +78,7 @@ class Drafted:
     stopped_early: bool = False
     stop_confidence: float | None = None
     confidences: tuple[float, ...] = ()
+    source: str = ""  # the drafter that proposed them, when Auto picks one per round
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def round_step(
         rejection = Rejection(generated + n, proposed, verdict.target_choice)
     info = RoundResult(
         index, drafted.k, len(drafted.tokens), n, len(emitted), timing.draft_s, timing.verify_s, rejection,
-        drafted.stopped_early, drafted.stop_confidence, drafted.confidences,
+        drafted.stopped_early, drafted.stop_confidence, drafted.confidences, drafted.source,
     )  # fmt: skip
     if stop is None and ctx.cancel.is_set():
         stop = StopReason.CANCELLED

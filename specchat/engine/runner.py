@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import mlx.core as mx
+import mlx.nn.layers.distributed as distributed
 
+from specchat.upstream.hidden_capture import capture_forward
 from specchat.upstream.mlx_lm import (
     ArraysCache,
     ArraysState,
@@ -18,7 +23,89 @@ from specchat.upstream.mlx_lm import (
 from . import gdn_capture
 from .rollback import TRIMMABLE, Transaction, check_supported, linear_layers
 
-PREFILL_CHUNK = 512
+PREFILL_CHUNK = 512  # the MTP head's catch-up step (mtp.py); a model's prefill chunks are sized by its pace
+# Prefill chunks: cancel, a queued request's wait and the progress bar move between chunks, so a chunk
+# should take about PREFILL_CHUNK_S on the machine at hand. Sized from the measured (tokens, seconds) of the
+# last chunks (prefill_chunk_size), never so small that per-chunk overhead makes the whole prefill more than
+# PREFILL_OVERHEAD slower than one big chunk would be, and within [PREFILL_MIN_CHUNK, PREFILL_MAX_CHUNK].
+# The ceiling is mlx-lm's own prefill step (2048): on a fast Mac a second holds more, but a chunk's attention
+# scores grow with chunk x context, and past ~2048 tokens a bigger chunk gains almost nothing.
+PREFILL_CHUNK_S = 1.0
+PREFILL_OVERHEAD = 0.05
+PREFILL_FIRST_CHUNK = 128  # before anything is measured: short, so the first chunk measures the pace soon
+PREFILL_MIN_CHUNK = 32  # chunk sizes are multiples of this
+PREFILL_MAX_CHUNK = 2048
+PREFILL_SAMPLES = 8  # chunks remembered: recent ones, as the cost per token grows with the context
+
+
+def prefill_chunk_size(
+    measured: Sequence[tuple[int, float]],
+    target_s: float = PREFILL_CHUNK_S,
+    overhead: float = PREFILL_OVERHEAD,
+    lo: int = PREFILL_MIN_CHUNK,
+    hi: int = PREFILL_MAX_CHUNK,
+) -> int:
+    """The prefill chunk (tokens) from measured (tokens, seconds) chunks: a chunk costs a + b * tokens (a line
+    fitted through them; with one size only, all of it per token), so about target_s takes (target_s - a) / b
+    tokens; overhead keeps a chunk at least a / (overhead * b) tokens (N tokens in chunks of n cost
+    N * b * (1 + a / (b * n)) against N * b in one). A multiple of lo, from lo to hi."""
+    points = [(n, s) for n, s in measured if n > 0 and s >= 0]
+    if not points:
+        return max(lo, min(hi, PREFILL_FIRST_CHUNK))
+    total_n, total_s = sum(n for n, _ in points), sum(s for _, s in points)
+    mean_n, mean_s = total_n / len(points), total_s / len(points)
+    var = sum((n - mean_n) ** 2 for n, _ in points)
+    a, b = 0.0, total_s / total_n
+    if var > 0:
+        slope = sum((n - mean_n) * (s - mean_s) for n, s in points) / var
+        if slope > 0 and mean_s - slope * mean_n >= 0:
+            a, b = mean_s - slope * mean_n, slope
+    if b <= 0:  # nothing measurable (a clock that did not move): as large as allowed
+        return hi - hi % lo if hi >= lo else lo
+    tokens = max((target_s - a) / b, a / (overhead * b))
+    size = int(min(max(tokens, lo), hi))
+    return max(lo, size - size % lo)
+
+
+SHARDED_LAYERS = (
+    distributed.AllToShardedLinear,
+    distributed.ShardedToAllLinear,
+    distributed.QuantizedAllToShardedLinear,
+    distributed.QuantizedShardedToAllLinear,
+)
+_pinned = False  # a sharded model was seen: every prefill in this process runs in PREFILL_CHUNK steps
+
+
+def is_sharded(model: Any) -> bool:
+    """Whether a model holds tensor-parallel layers (a cluster rank's shard of the target)."""
+    modules = getattr(model, "modules", None)
+    return callable(modules) and any(isinstance(m, SHARDED_LAYERS) for m in modules())
+
+
+def pin_prefill_chunks() -> None:
+    """Prefill in fixed PREFILL_CHUNK steps from now on, in every runner of this process. A cluster's ranks
+    prefill in lockstep: a sharded model's chunks pair their collectives with the other ranks' (their sizes
+    must agree), and the replicated draft must read its prompt exactly as on every other rank; a pace
+    measured per machine would differ between them."""
+    global _pinned
+    _pinned = True
+
+
+class PrefillPace:
+    """The measured (tokens, seconds) of a model's last prefill chunks, and the chunk they call for. The
+    engine's runner and the batch's newcomers on the same model share one."""
+
+    def __init__(self) -> None:
+        self.samples: deque[tuple[int, float]] = deque(maxlen=PREFILL_SAMPLES)
+
+    def add(self, tokens: int, seconds: float) -> None:
+        if tokens > 0:
+            self.samples.append((tokens, seconds))
+
+    def chunk(self) -> int:
+        return PREFILL_CHUNK if _pinned else prefill_chunk_size(list(self.samples))
+
+
 MAX_CHECKPOINTS = 2
 # Per cache, in order: an ArraysCache's states, any other cache's offset.
 Checkpoint = list[ArraysState | int]
@@ -32,6 +119,15 @@ def token_ids(tokens: mx.array) -> list[int]:
 def token_id(token: mx.array) -> int:
     """A one-element integer array as an int (mlx's stubs type item() as int | float | complex)."""
     return cast(int, token.item())
+
+
+@dataclass(frozen=True)
+class LayerCapture:
+    """What a drafter that reads the target's inner layers (DFlash) asks of every target pass: the outputs of
+    these layers, concatenated on the feature axis, handed to sink(first position, rows (T, n * H))."""
+
+    layer_ids: tuple[int, ...]
+    sink: Callable[[int, mx.array], None]
 
 
 def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
@@ -74,10 +170,16 @@ class ModelRunner:
         self._txn: Transaction | None = None
         self._checkpoints: list[tuple[int, Checkpoint]] = []
         self._prefix_of: list[int] | None = None  # a sequence the held tokens are known to begin
-        self.prefill_chunk = PREFILL_CHUNK  # tokens per prefill step; cancel and progress act between steps
+        self.pace = PrefillPace()  # the prefill chunks' measured costs: they size the next chunk
+        if not _pinned and is_sharded(model):
+            pin_prefill_chunks()
+        self._fixed_chunk: int | None = None  # prefill_chunk set by a caller (tests): no sizing from the pace
         # When set, every forward pass also hands (first position, hidden states (T, H)) to it;
         # the model must accept return_hidden=True (an mlx-optiq MTP-attached model does).
         self.hidden_sink: Callable[[int, mx.array], None] | None = None
+        # When set, every forward pass runs through upstream's capture_forward (the same layers, masks and
+        # caches as the model's own call) and hands the chosen layers' outputs to it; see LayerCapture.
+        self.layer_capture: LayerCapture | None = None
 
     def reset(self) -> None:
         """Forget everything: fresh caches, no tokens."""
@@ -95,6 +197,16 @@ class ModelRunner:
         """Hold these caches (another runner's, or a batch row's) over these tokens from now on."""
         self.reset()
         self.caches, self.tokens = caches, tokens
+
+    @property
+    def prefill_chunk(self) -> int:
+        """Tokens per prefill step (cancel and progress act between steps): what was set, or about
+        PREFILL_CHUNK_S of this model's measured pace (None set: the pace again)."""
+        return self._fixed_chunk if self._fixed_chunk is not None else self.pace.chunk()
+
+    @prefill_chunk.setter
+    def prefill_chunk(self, value: int | None) -> None:
+        self._fixed_chunk = value
 
     @property
     def tokens(self) -> list[int]:
@@ -125,6 +237,8 @@ class ModelRunner:
 
     def _call(self, tokens: mx.array) -> tuple[mx.array, mx.array | None]:
         """One model call on tokens (1-D): logits (T, V), and hidden states when a sink wants them."""
+        if self.layer_capture is not None:
+            return self._call_capturing(tokens, self.layer_capture)
         if self.hidden_sink is None:
             return self.model(tokens[None], cache=self.caches)[0], None
         position = len(self._tokens) + sum(a.shape[0] for a in self._lazy + self._fed)
@@ -132,22 +246,34 @@ class ModelRunner:
         self.hidden_sink(position, hidden[0])
         return logits[0], hidden[0]
 
+    def _call_capturing(self, tokens: mx.array, capture: LayerCapture) -> tuple[mx.array, mx.array]:
+        """One model call that also hands the captured layers' outputs (T, n * H) to capture.sink."""
+        position = len(self._tokens) + sum(a.shape[0] for a in self._lazy + self._fed)
+        logits, layers = capture_forward(self.model, tokens[None], self.caches, capture.layer_ids)
+        rows = layers[0][0] if len(layers) == 1 else mx.concatenate(layers, axis=-1)[0]
+        capture.sink(position, rows)
+        return logits[0], rows
+
     def prefill(self, tokens: list[int]) -> None:
         """Process tokens in chunks, outside any round, and checkpoint the end."""
         for _ in self.prefill_chunks(tokens):
             pass
 
     def prefill_chunks(self, tokens: list[int]) -> Iterator[tuple[int, int]]:
-        """Process tokens `prefill_chunk` at a time, yielding (done, total) after each chunk; checkpoint the
-        end. A caller that stops early leaves the caches holding exactly the chunks done."""
+        """Process tokens `prefill_chunk` at a time (sized again after each chunk), yielding (done, total)
+        after each chunk; checkpoint the end. A caller that stops early leaves the caches holding exactly the
+        chunks done."""
         self._prefix_of = None
-        step = max(int(self.prefill_chunk), 1)
-        for start in range(0, len(tokens), step):
-            chunk = tokens[start : start + step]
+        done = 0
+        while done < len(tokens):
+            chunk = tokens[done : done + max(int(self.prefill_chunk), 1)]
+            start = time.perf_counter()
             _, hidden = self._call(mx.array(chunk, dtype=mx.uint32))
             mx.eval([c.state for c in self.caches], hidden)
+            self.pace.add(len(chunk), time.perf_counter() - start)
             self.tokens.extend(chunk)
-            yield start + len(chunk), len(tokens)
+            done += len(chunk)
+            yield done, len(tokens)
         if tokens:
             self._checkpoint()
 
@@ -167,6 +293,11 @@ class ModelRunner:
             self.rewind(keep)
         yield from self.prefill_chunks(seq[len(self.tokens) : max(len(seq) - leave, len(self.tokens))])
         self._prefix_of = seq
+
+    @property
+    def in_round(self) -> bool:
+        """Whether a round is open (begin() was called and neither commit nor abort yet)."""
+        return self._txn is not None
 
     def begin(self) -> None:
         """Open a round: everything fed until commit can be rolled back."""

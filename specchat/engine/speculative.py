@@ -100,7 +100,7 @@ class SpeculativeLoop:
         self.target.commit(ctx.seq)
         self.drafter.observe(ctx.seq)  # a drafter that sat out plain bursts catches up at its next proposal
         timing = Timing(t1 - t0, time.perf_counter() - t1)
-        drafted = _drafted(drafts, k, plan)
+        drafted = replace(_drafted(drafts, k, plan), source=draft.source)
         if self.auto is not None:
             self.auto.observe(
                 len(drafts), verdict.accepted, timing.draft_s, timing.verify_s, catch_up,

@@ -27,6 +27,7 @@ class StatsRecorder:
         self.rounds = self.drafted = self.accepted = self.k_sum = 0
         self.speculative_tokens = 0
         self.k_rounds: dict[int, int] = {}
+        self.drafter_rounds: dict[str, tuple[int, int]] = {}
         self.stop_confidences: list[float] = []
         self.by_confidence: dict[float, list[int]] = {}
 
@@ -48,6 +49,9 @@ class StatsRecorder:
             self.k_sum += result.num_draft_tokens
             self.speculative_tokens += result.emitted
             self.k_rounds[result.num_draft_tokens] = self.k_rounds.get(result.num_draft_tokens, 0) + 1
+        if result.drafter:
+            rounds, emitted = self.drafter_rounds.get(result.drafter, (0, 0))
+            self.drafter_rounds[result.drafter] = (rounds + 1, emitted + result.emitted)
         if result.stopped_early and result.stop_confidence is not None:
             self.stop_confidences.append(result.stop_confidence)
         for tenth, accepted in checked_drafts(result.confidences, result.accepted):
@@ -86,6 +90,7 @@ class StatsRecorder:
             plain_tokens=generated - self.speculative_tokens,
             speculative_tokens=self.speculative_tokens,
             k_rounds=dict(sorted(self.k_rounds.items())),
+            drafter_rounds=dict(sorted(self.drafter_rounds.items())),
             sampling=sampling_text(self.cfg),
             early_stops=len(self.stop_confidences),
             median_stop_confidence=statistics.median(self.stop_confidences) if self.stop_confidences else None,

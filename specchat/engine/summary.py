@@ -73,4 +73,21 @@ def speculation_text(stats: Mapping[str, Any]) -> str:
         k = f"K auto: {detail}" if detail else k_text(stats)
     else:
         k = k_text(stats)
-    return f"{k}; {acceptance_text(stats)}"
+    drafters = drafters_text(stats)
+    return f"{k}; {acceptance_text(stats)}" + (f"; {drafters}" if drafters else "")
+
+
+DRAFTER_WORDS = {"draft": "draft model", "lookup": "prompt lookup", "mtp": "MTP head", "dflash": "DFlash"}
+
+
+def drafters_text(stats: Mapping[str, Any]) -> str | None:
+    """Which drafter took how many rounds in the Auto mode: 'draft model 21 rounds, prompt lookup 9 rounds
+    (38 tokens)'; None for a reply that one drafter drafted."""
+    rounds = stats.get("drafter_rounds") or {}
+    if not rounds:
+        return None
+    parts = []
+    for name, (count, emitted) in rounds.items():
+        words = f"{DRAFTER_WORDS.get(name, name)} {count} round{'' if count == 1 else 's'}"
+        parts.append(words + (f" ({emitted} tokens)" if name == "lookup" else ""))
+    return ", ".join(parts)

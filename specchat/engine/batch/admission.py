@@ -16,6 +16,8 @@ def batch_refusal(engine: HostedEngine, cfg: GenerationConfig) -> str | None:
     """Why this engine and config cannot decode in a batch; None when they can."""
     if not isinstance(engine, Engine):
         return "this engine runs one request at a time"
+    if cfg.mode == SpecMode.DFLASH:
+        return "DFlash drafting runs one request at a time (its context cache follows one sequence)"
     if cfg.mode not in BATCH_MODES:
         return f"mode {cfg.mode!r} runs one request at a time"
     if cfg.mode == SpecMode.MTP and cfg.mtp_history:

@@ -1,0 +1,95 @@
+"""The Auto mode: each round's drafter picked between prompt lookup and the model drafter. Output is the
+target's whichever drafts (greedy identical to plain decoding, sampled keeps its distribution), lookup takes
+the rounds where the conversation repeats itself, and the stats say which drafter took how many rounds."""
+
+import math
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from specchat.engine import Engine, Finished, GenerationConfig, RoundResult
+from specchat.engine.auto_drafter import AutoDrafter, SourceRecord, expected_tokens
+from specchat.engine.drafters import DraftRequest
+from specchat.engine.sampling import Sampler
+from specchat.engine.summary import speculation_text
+
+from .helpers import greedy, prompt_ids
+
+REPEATING = "one two three four five six seven eight nine ten " * 6
+
+
+@pytest.fixture(scope="module")
+def engine(dense_target, dense_draft_partial):
+    return Engine.load(dense_target, dense_draft_partial)
+
+
+def rounds_of(events) -> list[RoundResult]:
+    return [e for e in events if isinstance(e, RoundResult)]
+
+
+@pytest.mark.parametrize("k", [2, 4, "auto"])
+def test_auto_gives_exactly_plain_decoding(engine, k):
+    for ids in (prompt_ids(engine), list(engine.tokenizer.encode(REPEATING))):
+        plain = engine.generate(ids, greedy(n=40)).tokens
+        events = list(engine.stream(ids, GenerationConfig(mode="auto", num_draft_tokens=k, max_tokens=40)))
+        assert isinstance(events[-1], Finished) and list(events[-1].tokens) == plain
+        assert all(r.drafter in ("draft", "lookup") for r in rounds_of(events) if r.num_draft_tokens)
+
+
+def test_lookup_drafts_where_the_conversation_repeats_and_the_model_elsewhere(engine):
+    history = list(engine.tokenizer.encode(REPEATING))
+    reply = engine.generate(history, greedy(n=30)).tokens
+    copying = history + reply + history[:6]  # the reply so far repeats: lookup has long matches
+    events = list(engine.stream(copying, GenerationConfig(mode="auto", num_draft_tokens=4, max_tokens=30)))
+    stats = events[-1].stats
+    assert set(stats.drafter_rounds) <= {"draft", "lookup"} and stats.drafter_rounds
+    assert sum(n for n, _ in stats.drafter_rounds.values()) == sum(1 for r in rounds_of(events) if r.drafted)
+    fresh = list(engine.stream(prompt_ids(engine), GenerationConfig(mode="auto", num_draft_tokens=4, max_tokens=30)))
+    assert fresh[-1].stats.drafter_rounds.get("draft", (0, 0))[0] > 0  # no match: the draft model drafts
+
+
+def test_the_choice_follows_what_each_source_was_worth():
+    class Model:
+        name = "draft"
+
+    class Lookup:
+        ngram_max = 4
+
+    auto = AutoDrafter(Model(), Lookup())  # type: ignore[arg-type]
+    request = DraftRequest([1, 2, 3, 9, 1, 2, 3], 4, Sampler(GenerationConfig()))  # lookup's match: 9, 1, 2, 3
+    auto.records = {"lookup": SourceRecord(0.0, 10.0), "draft": SourceRecord(9.0, 10.0)}
+    assert auto.choose(request) == "draft"  # its matches never held: the model drafts
+    auto.records = {"lookup": SourceRecord(9.0, 10.0), "draft": SourceRecord(5.0, 10.0)}
+    assert auto.choose(request) == "lookup"  # copies hold and cost no model pass
+    assert auto.choose(DraftRequest([5, 6, 7, 8], 4, Sampler(GenerationConfig()))) == "draft"  # no match
+
+
+def test_expected_tokens_and_the_footer_words():
+    assert expected_tokens(0.0, 4) == 1 and expected_tokens(1.0, 4) == 5
+    stats = {
+        "mode": "auto",
+        "num_draft_tokens": 4,
+        "drafted": 10,
+        "accepted": 8,
+        "drafter_rounds": {"draft": [21, 40], "lookup": [9, 38]},
+    }
+    text = speculation_text(stats)
+    assert "draft model 21 rounds" in text and "prompt lookup 9 rounds (38 tokens)" in text
+
+
+def test_auto_keeps_the_target_distribution_when_sampling(dense_target, dense_draft_unrelated):
+    """E[log p(X)] equals -H(p) when X ~ p, where the first round's drafts come from lookup's copy."""
+    engine = Engine.load(dense_target, dense_draft_unrelated)
+    ids = list(engine.tokenizer.encode(REPEATING.strip()))
+    copy = engine.drafters["lookup"].propose(DraftRequest(ids, 1, Sampler(GenerationConfig()))).tokens.tolist()
+    assert copy, "the prompt gives lookup no match: the test would not exercise it"
+    p = np.array(mx.softmax(engine.target.model(mx.array(ids)[None])[0, -1].astype(mx.float32)))
+    log_p = np.log(np.maximum(p, 1e-30))
+    mean_p, var_p = (p * log_p).sum(), (p * log_p**2).sum() - (p * log_p).sum() ** 2
+    runs = 300
+    cfg = dict(mode="auto", num_draft_tokens=2, max_tokens=1, temperature=1.0)
+    firsts = [engine.generate(ids, GenerationConfig(**cfg, seed=s)).tokens[0] for s in range(runs)]
+    se = math.sqrt(var_p / runs)
+    assert abs(np.mean([log_p[t] for t in firsts]) - mean_p) < 4 * se
+    assert abs(log_p[copy[0]] - mean_p) > 8 * se, "copying lookup's token would pass: the test would be vacuous"
