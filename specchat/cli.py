@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
 
@@ -28,7 +30,13 @@ if TYPE_CHECKING:
     from .engine.owner import JobHandle
 
 # Each module defines register(subparsers), adding a subparser with set_defaults(func=...).
-EXTRA_COMMAND_MODULES = ("specchat.hub.cli", "specchat.tuning.sweep_cli", "specchat.server.cli", "specchat.cluster.cli")
+EXTRA_COMMAND_MODULES = (
+    "specchat.hub.cli",
+    "specchat.tuning.sweep_cli",
+    "specchat.tuning.suite_cli",
+    "specchat.server.cli",
+    "specchat.cluster.cli",
+)
 Register = Callable[["argparse._SubParsersAction[OneLineParser]"], None]  # one module's register(subparsers)
 
 
@@ -48,6 +56,14 @@ SAMPLING_FLAGS = (
     ("top_k", 0, "keep the k likeliest tokens ({allowed})"),
     ("min_p", 0.0, "drop tokens below min-p x the likeliest's probability ({allowed})"),
 )
+
+
+def stop_at_once(command: str, what: str = "Ctrl-C again") -> NoReturn:
+    """A second Ctrl-C (or one where nothing handles it): one line, and the process ends now, without a
+    traceback and without waiting on the engine thread (it may be inside an MLX call)."""
+    sys.stdout.flush()
+    print(f"\n{command}: {what}: stopped at once", file=sys.stderr, flush=True)
+    os._exit(INTERRUPTED)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,7 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=LIMITS["seed"].arg_type(), help="sampling seed (the same seed, the same reply)")
     gen.add_argument("--raw", action="store_true", help="no chat template: encode the prompt as is")
     gen.add_argument("--thinking", action="store_true", help="let Qwen3 think (enable_thinking=True)")
-    gen.add_argument("--prompt", required=True, type=utf8_text, help="the prompt (UTF-8 text)")
+    prompt = gen.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--prompt", type=prompt_text, help="the prompt (UTF-8 text; '-' reads it from stdin)")
+    prompt.add_argument(
+        "--prompt-file", dest="prompt", type=prompt_file, metavar="FILE", help="the prompt from a UTF-8 file"
+    )
     gen.add_argument("--json", action="store_true", help='print {"tokens", "text", "stats"}')
     gen.set_defaults(func=run_generate)
     for register in _extra_commands():
@@ -104,6 +124,42 @@ def _extra_commands() -> list[Register]:
             if exc.name != name:
                 raise
     return found
+
+
+STDIN = "-"
+
+
+def prompt_text(text: str) -> str:
+    """--prompt: UTF-8 text, not empty; '-' reads it from stdin (as UTF-8)."""
+    if text == STDIN:
+        return _not_empty(_utf8(sys.stdin.buffer.read(), "stdin"), "stdin")
+    return _not_empty(utf8_text(text), "")
+
+
+def prompt_file(text: str) -> str:
+    """--prompt-file: the text of a UTF-8 file, not empty."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text}: {exc.strerror or exc}") from None
+    return _not_empty(_utf8(data, text), text)
+
+
+def _utf8(data: bytes, source: str) -> str:
+    """Bytes read from a file or stdin as text; ArgumentTypeError naming the first bad byte."""
+    try:
+        return utf8_text(data.decode("utf-8", "surrogateescape"))
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{source}: {exc}") from None
+
+
+def _not_empty(text: str, source: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{source + ': ' if source else ''}the prompt is empty")
+    return text
 
 
 def draft_tokens_arg(text: str) -> int | str:
@@ -142,10 +198,11 @@ def run_generate(args: argparse.Namespace) -> int:
     current: list[JobHandle] = []
 
     def on_sigint(_signum: int, _frame: FrameType | None) -> None:
+        if interrupted.is_set():  # a second Ctrl-C stops at once
+            stop_at_once("specchat generate")
         interrupted.set()
         for handle in current:
             host.cancel(handle)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C stops at once
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
@@ -176,8 +233,8 @@ def run_generate(args: argparse.Namespace) -> int:
                 return INTERRUPTED if event.cancelled and interrupted.is_set() else code
         return INTERRUPTED if interrupted.is_set() else 1
     finally:
+        host.shutdown()  # a Ctrl-C meanwhile is still this handler's
         signal.signal(signal.SIGINT, previous)
-        host.shutdown()
 
 
 def _print_finished(event: Finished, as_json: bool) -> int:
@@ -210,9 +267,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(AppPaths.default().log_file)  # errors go to the log file; no log file when unwritable
+    command = f"specchat {getattr(args, 'command', None) or ''}".strip()
     try:
         if getattr(args, "func", None):
-            return args.func(args)
+            code: int = args.func(args)
+            if argv is None and threading.current_thread() is threading.main_thread():
+                # the process ends now; a Ctrl-C while it does (threads, MLX teardown) is one line too
+                signal.signal(signal.SIGINT, lambda _signum, _frame: stop_at_once(command, "Ctrl-C"))
+            return code
+    except KeyboardInterrupt:  # a Ctrl-C where the command has no handler of its own (a load, an exit)
+        if argv is None:
+            stop_at_once(command, "Ctrl-C")
+        print(f"\n{command}: stopped by Ctrl-C", file=sys.stderr)
+        return INTERRUPTED
     except EngineError as exc:
         logging.getLogger(__name__).error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)

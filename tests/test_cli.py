@@ -10,8 +10,9 @@ import time
 from specchat.engine import Engine, GenerationConfig
 
 
-def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specchat", *args], capture_output=True, text=True, timeout=120)
+def run_cli(*args, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "specchat", *args], capture_output=True, input=stdin, timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
 
 def test_generate_json_equals_the_engine(hybrid_target, hybrid_draft_partial):
@@ -115,6 +116,47 @@ def test_ctrl_c_stops_cleanly_with_the_text_so_far_and_the_stats_line(dense_targ
     assert len(first + out) > 0
 
 
+# generate with an engine that, like one inside a long prefill chunk, is deaf to cancel: it says when it starts
+# and when it saw the cancel, then holds the engine thread
+STUCK_ENGINE = """
+import time
+import specchat.engine.owner as owner
+
+def prompt_job(ids, cfg):
+    def work(ctx):
+        print("busy", flush=True)
+        ctx.cancel.wait(120)
+        print("cancel seen", flush=True)
+        time.sleep(120)
+    return work
+
+owner.prompt_job = prompt_job
+import sys
+from specchat.cli import main
+sys.exit(main())
+"""
+
+
+def test_a_second_ctrl_c_exits_at_once_in_one_line(dense_target):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STUCK_ENGINE, "generate", "--target", str(dense_target), "--prompt", "hi"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout.readline() == "busy\n"
+        proc.send_signal(signal.SIGINT)
+        assert proc.stdout.readline() == "cancel seen\n"  # the first Ctrl-C asked the job to stop
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines() == ["specchat generate: Ctrl-C again: stopped at once"], err
+
+
 def test_bad_arguments_are_refused_in_one_line_before_any_model_work(tmp_path, dense_target):
     a_file = tmp_path / "config.json"
     a_file.write_text("{}")
@@ -130,12 +172,43 @@ def test_bad_arguments_are_refused_in_one_line_before_any_model_work(tmp_path, d
         (["generate", "--target", target, "--prompt", "hi", "--seed", "-5"], "--seed", "between 0 and"),
         (["generate", "--target", target, "--prompt", b"caf\xc3\xa9 \xff"], "--prompt", "byte 6 is 0xff"),
     ]
+    bad_utf8, empty, missing = tmp_path / "bad.txt", tmp_path / "empty.txt", tmp_path / "nowhere" / "sweep.json"
+    bad_utf8.write_bytes(b"caf\xc3\xa9 \xff")
+    empty.write_text(" \n")
+    cases += [
+        (["generate", "--target", target, "--prompt", ""], "--prompt", "the prompt is empty"),
+        (["generate", "--target", target, "--prompt-file", str(bad_utf8)], "--prompt-file", "byte 6 is 0xff"),
+        (["generate", "--target", target, "--prompt-file", str(empty)], "--prompt-file", "the prompt is empty"),
+        (["generate", "--target", target, "--prompt-file", str(tmp_path / "no.txt")], "--prompt-file", "cannot read"),
+        (["generate", "--target", target, "--prompt", "-", b"\xff"], "--prompt", "stdin: not valid UTF-8 text"),
+        (["generate", "--target", target, "--prompt", "-", b""], "--prompt", "stdin: the prompt is empty"),
+        (["sweep", "--target", target, "--draft", target, "--prompt-file", str(bad_utf8)], "--prompt-file", "0xff"),
+        (["sweep", "--target", target, "--draft", target, "--json", str(missing)], "--json", "folder not found"),
+    ]
     for args, flag, words in cases:
-        proc = run_cli(*args)
+        stdin = args.pop() if isinstance(args[-1], bytes) and args[-2] == "-" else b""
+        proc = run_cli(*args, stdin=stdin)
         assert proc.returncode == 2, (args, proc.stderr)
         error = proc.stderr.strip().splitlines()[-1]
         assert error.startswith(f"specchat {args[0]}: error: argument {flag}") and words in error, (args, error)
         assert "Traceback" not in proc.stderr and not proc.stdout
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not missing.parent.exists()  # refused, never created
+
+
+def test_the_prompt_comes_from_a_file_or_stdin_as_from_the_flag(tmp_path, dense_target):
+    text = "def café(x):"
+    prompt_file = tmp_path / "prompt.txt"
+    prompt_file.write_text(text, encoding="utf-8")
+    common = ["generate", "--target", str(dense_target), "--max-tokens", "4", "--raw", "--json"]
+    outputs = [
+        run_cli(*common, "--prompt", text),
+        run_cli(*common, "--prompt-file", str(prompt_file)),
+        run_cli(*common, "--prompt", "-", stdin=text.encode("utf-8")),
+    ]
+    assert all(proc.returncode == 0 for proc in outputs), [proc.stderr for proc in outputs]
+    tokens = [json.loads(proc.stdout)["tokens"] for proc in outputs]
+    assert tokens[0] and tokens[0] == tokens[1] == tokens[2]
 
 
 def test_serve_on_a_port_in_use_says_so_in_one_line_before_loading(dense_target):

@@ -49,3 +49,38 @@ def test_an_unwritable_log_folder_means_no_file_log_and_no_crash(tmp_path):
     assert setup_logging(AppPaths.under(tmp_path).log_file) is None
     assert log_path() is None and details_note() == ""
     logging.getLogger("specchat").error("goes nowhere, raises nothing")
+
+
+LIBRARY_WARNING = """
+import sys
+from pathlib import Path
+from specchat.logs import setup_logging
+setup_logging(Path(sys.argv[1]))
+import transformers  # imported after the log is set up, as a model load does
+from transformers.utils import logging as hf_logging
+hf_logging.get_logger("transformers.tokenization_utils_tokenizers").warning("an incorrect regex pattern")
+"""
+
+
+@pytest.mark.parametrize("asked", [False, True], ids=["to-the-log", "asked-on-the-terminal"])
+def test_third_party_warnings_go_to_the_log_not_the_terminal_unless_asked(tmp_path, asked):
+    import os
+    import subprocess
+    import sys
+
+    log = tmp_path / "specchat.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("SPECCHAT_LIBRARY_LOGS", "TRANSFORMERS_VERBOSITY")}
+    if asked:
+        env["SPECCHAT_LIBRARY_LOGS"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", LIBRARY_WARNING, str(log)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    written = log.read_text() if log.exists() else ""
+    if asked:
+        assert "an incorrect regex pattern" in proc.stderr and "an incorrect regex pattern" not in written
+    else:
+        assert "an incorrect regex pattern" not in proc.stderr and "transformers" not in proc.stderr, proc.stderr
+        assert (
+            "WARNING transformers.tokenization_utils_tokenizers" in written and "an incorrect regex pattern" in written
+        )

@@ -12,7 +12,7 @@ from jinja2 import TemplateError
 
 from specchat.engine.config import GenerationConfig
 from specchat.engine.loading import context_limit
-from specchat.engine.owner import EngineHost, JobContext, JobEvent, JobHandle, JoinSpec
+from specchat.engine.owner import EngineHost, JobContext, JobEvent, JobHandle, JoinSpec, QueueState
 from specchat.engine.prompt import ChatTemplate, chat_prompt_ids, first_out_of_range
 
 from .errors import ApiError, bad_request, busy, shutting_down
@@ -159,14 +159,14 @@ class EngineBackend:
         self, prompt_ids: list[int], cfg: GenerationConfig, listener: Callable[[JobEvent], None]
     ) -> JobHandle[object]:
         """Queue the generation as a joinable job; 503 when more than max_queue requests would wait beyond the
-        batch, or the server stops. listener gets the job's events."""
+        batch, this one included, or the server stops (max_queue 0: a request is served only when it can start
+        at once). listener gets the job's events."""
         if self.stopping.is_set():
             raise shutting_down()
         join = self.join_spec(prompt_ids, cfg)
         state = self.host.state()
-        room = max(0, self.max_batch - len(state.running_batch)) if join is not None else 0
-        waiting = len(state.queued) - room  # the queued ones that will not join the batch at its next step
-        if waiting >= self.max_queue:
+        waiting = self.waiting_after(state, join is not None)
+        if waiting > self.max_queue:
             raise busy(retry_after_s=max(1, waiting), queued=len(state.queued))
         with self._count_lock:
             self.requests_served += 1
@@ -174,6 +174,15 @@ class EngineBackend:
         with self._count_lock:
             self._jobs = {h for h in self._jobs if not h.done} | {handle}
         return handle
+
+    def waiting_after(self, state: QueueState, joinable: bool) -> int:
+        """How many requests would wait, a new one included, if it were queued now: the queued ones and it,
+        less what starts at the host's next step (the batch's free rows for a joinable request, or the one
+        job an idle host starts)."""
+        starts = max(0, self.max_batch - len(state.running_batch)) if joinable else 0
+        if state.running is None and not state.running_batch:
+            starts = max(starts, 1)  # an idle host starts the front job at once
+        return max(0, len(state.queued) + 1 - starts)
 
     def begin_shutdown(self) -> None:
         """The server is stopping: refuse new requests (503) and stop every request's job now."""

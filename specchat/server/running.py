@@ -9,7 +9,7 @@ import socket
 import sys
 import threading
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import uvicorn
 
@@ -88,17 +88,34 @@ def exit_after_engine(host: EngineHost, status: int) -> int:
     os._exit(status)
 
 
+INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
+
+
+def stop_at_once(command: str, what: str = "Ctrl-C") -> NoReturn:
+    """A second stop: one line, and the process ends now (no traceback, no waiting on the engine thread,
+    which may be inside an MLX call: a normal exit would wait on it, or abort)."""
+    sys.stdout.flush()
+    print(f"{command}: {what} again: stopped at once", file=sys.stderr, flush=True)
+    os._exit(INTERRUPTED)
+
+
 class ServingServer(uvicorn.Server):
     """uvicorn that, asked to stop (Ctrl-C, SIGTERM, stop()), ends every request with a clear error first:
-    a stream gets an error chunk and [DONE], a whole response a 503; new requests get 503 too."""
+    a stream gets an error chunk and [DONE], a whole response a 503; new requests get 503 too. A second stop
+    signal ends the process at once, in one line."""
 
     def __init__(self, config: uvicorn.Config, backend: EngineBackend):
         config.timeout_graceful_shutdown = SHUTDOWN_GRACE_S
         super().__init__(config)
         self.backend = backend
+        self.stop_signals = 0  # stop signals received (stop() from another thread is none)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        """A stop signal: the requests' jobs stop now, then uvicorn closes the connections."""
+        """A stop signal: the requests' jobs stop now, then uvicorn closes the connections; the second one
+        ends the process at once (uvicorn would re-raise both once serving ends: two tracebacks)."""
+        self.stop_signals += 1
+        if self.stop_signals > 1:
+            stop_at_once("specchat serve", "Ctrl-C" if sig == signal.SIGINT else signal.Signals(sig).name)
         self.backend.begin_shutdown()
         super().handle_exit(sig, frame)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from specchat.cli_args import model_folder, whole_number
+from specchat.cli_args import model_folder, utf8_text, whole_number
 from specchat.engine.config import LIMITS
 from specchat.engine.errors import ConfigError
 
@@ -26,6 +27,30 @@ def _ks(text: str) -> tuple[int, ...]:
         return parse_ks(text)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _prompt_file(text: str) -> str:
+    """--prompt-file: a readable file of UTF-8 text (what it holds is checked when the prompts load)."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text}: {exc.strerror or exc}") from None
+    try:
+        utf8_text(data.decode("utf-8", "surrogateescape"))
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: {exc}") from None
+    return text
+
+
+def _output_file(text: str) -> str:
+    """--json / --markdown: a file in a folder that exists (a mistyped folder is refused, never created)."""
+    parent = Path(text).expanduser().parent
+    if not parent.exists() and not any(p.exists() and not p.is_dir() for p in parent.parents):
+        raise argparse.ArgumentTypeError(f"folder not found: {parent} (create it first)")
+    return text  # a folder that is a file, or not writable: check_writable says so before any model loads
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,14 +83,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--prompt-file",
         action="append",
         default=[],
+        type=_prompt_file,
         metavar="F",
         help='more prompts: a text file (one prompt, named after the file) or JSON {"name": "text"}',
     )
     p.add_argument("--max-tokens", type=LIMITS["max_tokens"].arg_type(), default=256)
     p.add_argument("--temperature", type=LIMITS["temperature"].arg_type(), default=0.0)
     p.add_argument("--tag", help="a name for this sweep, kept in the outputs")
-    p.add_argument("--json", metavar="FILE", help="write every cell and raw run as JSON (after every cell)")
-    p.add_argument("--markdown", metavar="FILE", help="write the tables as Markdown (after every cell)")
+    p.add_argument(
+        "--json", type=_output_file, metavar="FILE", help="write every cell and raw run as JSON (after every cell)"
+    )
+    p.add_argument(
+        "--markdown", type=_output_file, metavar="FILE", help="write the tables as Markdown (after every cell)"
+    )
     p.add_argument("--allow-battery", action="store_true", help="run even on battery power")
     p.add_argument("--no-save", action="store_true", help="do not save the best K for the chat")
     p.set_defaults(func=run_sweep)

@@ -11,6 +11,8 @@ from specchat.engine.drafters import DraftRequest
 from specchat.engine.lookup import PromptLookupDrafter, find_continuation
 from specchat.engine.sampling import Sampler
 
+from .costed_autok import CostedAutoK
+
 
 def feed(controller: AutoK, acceptance: float, rounds: int = 60, draft_step=0.002, verify=None):
     """Drive the controller with synthetic rounds: each draft accepted i.i.d. with `acceptance`."""
@@ -128,6 +130,8 @@ def test_auto_k_falls_back_to_plain_bursts_with_an_unrelated_draft(dense_target,
     ids = list(engine.tokenizer.encode(REPEATING))
     baseline = engine.generate(ids, GenerationConfig(max_tokens=64)).tokens
     cfg = GenerationConfig(mode="draft", num_draft_tokens="auto", max_tokens=64)
+    # the real pair's costs, not this machine's timings: a busy machine made plain decoding look dear
+    controller = engine.auto_k[cfg.mode] = CostedAutoK(k_max=cfg.max_draft_tokens)  # the engine's own slot
     for _ in range(2):  # the second run starts from what the first one learned
         events = list(engine.stream(ids, cfg))
         assert list(events[-1].tokens) == baseline
@@ -136,6 +140,8 @@ def test_auto_k_falls_back_to_plain_bursts_with_an_unrelated_draft(dense_target,
     assert plain and all(r.drafted == 0 and r.emitted >= 1 for r in plain)
     assert sum(r.emitted for r in plain) > sum(r.emitted for r in rounds) / 2
     assert sum(r.emitted for r in rounds) == len(baseline)
+    assert "round" in controller.measured and "plain" in controller.measured  # the engine ran this controller
+    assert controller.rate(0) > controller.rate(1)  # acceptance near 0: plain is ahead of every K
 
 
 def test_a_new_controller_speculates_first_and_spends_no_plain_burst_when_drafts_clearly_pay():

@@ -13,6 +13,7 @@ from specchat.engine.lookup import match_continuation
 from specchat.engine.sampling import Sampler
 from specchat.engine.verify import verify_sampled
 
+from .costed_autok import CostedAutoK
 from .helpers import prompt_ids
 from .test_sampling import chi_square
 
@@ -146,8 +147,11 @@ def test_early_stopping_drafts_give_the_plain_output_and_say_where_they_stopped(
     engine = Engine.load(dense_target, dense_draft_partial)
     ids = prompt_ids(engine)
     plain = engine.generate(ids, GenerationConfig(mode="baseline", max_tokens=48))
-    # plain decoding measured as very slow: the controller speculates every round on any machine's timings
-    engine.auto_k[mode] = AutoK(k_max=8, plain_s=10.0)
+    # plain decoding very slow, and a draft step about twice a verify pass, as the tiny models measure on an
+    # idle machine: given as costs, not measured, so a busy machine's timings cannot move the early stops
+    engine.auto_k[mode] = CostedAutoK(
+        k_max=8, plain_s=10.0, plain_cost=10.0, draft_cost=0.0015, verify_base=0.0008, verify_per_k=0.0001
+    )
     rounds: list[RoundResult] = []
     cfg = GenerationConfig(mode=mode, num_draft_tokens="auto", max_tokens=48)
     tokens = [t for event in engine.stream(ids, cfg) for t in _tokens(event, rounds)]

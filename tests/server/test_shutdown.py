@@ -2,6 +2,7 @@
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -22,13 +23,18 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAT = {"messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": 20000}
 
 
-def start_serve(target: Path, draft: Path, port: int, *serve_args: str) -> subprocess.Popen:
-    """`python -m specchat serve` in its own session (so Ctrl-C's SIGINT reaches it), once it listens."""
+def start_serve(target: Path, draft: Path, port: int, *serve_args: str, before: str = "") -> subprocess.Popen:
+    """`python -m specchat serve` in its own session (so Ctrl-C's SIGINT reaches it), once it listens;
+    `before`: Python run first in that process (a test's patch), then the command line as `specchat`'s."""
+    launch = (
+        ["-m", "specchat"]
+        if not before
+        else ["-c", f"{before}\nimport sys\nfrom specchat.cli import main\nsys.exit(main())"]
+    )
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "specchat",
+            *launch,
             "serve",
             "--target",
             str(target),
@@ -146,3 +152,57 @@ def test_a_stop_while_the_engine_is_stuck_still_ends_every_request_with_its_erro
         assert_ended_by_shutdown(lines, whole["r"])
     finally:
         release.set()
+
+
+def test_a_second_ctrl_c_while_the_server_stops_exits_at_once_in_one_line(dense_target, dense_draft_partial):
+    port = free_port()
+    # the stop's grace for open connections made long, and a client holding one open with half a request:
+    # the first Ctrl-C's stop is still under way whenever the second one comes, however loaded the machine
+    grace = "import specchat.server.running as running\nrunning.SHUTDOWN_GRACE_S = 300"
+    proc = start_serve(dense_target, dense_draft_partial, port, "--max-batch", "8", before=grace)
+    base = f"http://127.0.0.1:{port}"
+    first_chunk, lines = threading.Event(), []
+    streamer = threading.Thread(target=stream_lines, args=(base + "/v1/chat/completions", first_chunk, lines))
+    streamer.start()
+    half = socket.create_connection(("127.0.0.1", port), timeout=60)
+    try:
+        assert first_chunk.wait(60), "the stream never started"
+        half.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")
+        half.sendall(b"Content-Length: 1000\r\n\r\n{")  # the rest never comes
+        proc.send_signal(signal.SIGINT)
+        streamer.join(60)  # the first Ctrl-C was handled: the stream ended as on SIGTERM
+        assert lines[-1] == "[DONE]" and json.loads(lines[-2])["error"]["code"] == "server_shutting_down"
+        assert proc.poll() is None  # still stopping: the half request holds its connection open
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        half.close()
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines() == ["specchat serve: Ctrl-C again: stopped at once"], err
+
+
+def test_a_second_stop_signal_on_the_server_stops_at_once(monkeypatch, capsys):
+    """The serving server counts stop signals: the first stops it gracefully, the second ends the process."""
+    import uvicorn
+
+    from specchat.server import running
+
+    class Backend:
+        stops = 0
+
+        def begin_shutdown(self):
+            self.stops += 1
+
+    backend, seen = Backend(), []
+    # uvicorn's own handle_exit, as sse-starlette patches it, ends every SSE stream of this process: stubbed
+    monkeypatch.setattr(uvicorn.Server, "handle_exit", lambda self, sig, frame: seen.append(sig))
+    server = running.ServingServer(uvicorn.Config(app=None), backend)
+    server.handle_exit(signal.SIGTERM, None)
+    assert seen == [signal.SIGTERM] and backend.stops == 1
+    exits = []
+    monkeypatch.setattr(running.os, "_exit", exits.append)
+    server.handle_exit(signal.SIGINT, None)
+    assert exits == [130]
+    assert capsys.readouterr().err == "specchat serve: Ctrl-C again: stopped at once\n"

@@ -71,6 +71,7 @@ def test_an_interrupted_sweep_keeps_every_finished_cell(
 ):
     """Ctrl-C during the K=2 cell: the files hold the baseline and K=1 cells, both valid, marked in progress."""
     out_json, out_md = tmp_path / "out" / "sweep.json", tmp_path / "out" / "sweep.md"
+    out_json.parent.mkdir()  # an output's folder must exist (a mistyped one is refused, never created)
     monkeypatch.setenv("SPECCHAT_HOME", str(tmp_path / "home"))
     original, calls = SweepRunner._run_once, []
     seen_after_each_cell = []

@@ -12,18 +12,26 @@ from specchat.upstream.mlx_lm import ArraysCache, make_prompt_cache
 from .. import gdn_capture
 from ..events import Event, PrefillProgress
 from ..rollback import linear_layers
-from ..runner import ModelRunner
+from ..runner import ModelRunner, PrefillPace
 from .row_cache import append_row, keep_rows, row_caches
 from .row_rollback import RowTransaction
 
 
 def solo_prefill(
-    model: Any, tokens: list[int], chunk: int, start: tuple[int, list[Any] | None] = (0, None), hidden: bool = False
+    model: Any,
+    tokens: list[int],
+    chunk: int | None,
+    start: tuple[int, list[Any] | None] = (0, None),
+    hidden: bool = False,
+    pace: PrefillPace | None = None,
 ) -> Generator[tuple[int, int], None, tuple[list[Any], mx.array | None]]:
-    """Read one newcomer's tokens alone, `chunk` at a time, yielding (done, total); returns its caches and,
-    with `hidden`, the model's final hidden state (H,) at its last token (None when every token was held).
+    """Read one newcomer's tokens alone, `chunk` at a time (None: sized from `pace`, the model's measured
+    prefill costs, which this prefill adds to), yielding (done, total); returns its caches and, with `hidden`,
+    the model's final hidden state (H,) at its last token (None when every token was held).
     `start`: caches that already hold the first n tokens (a finished row's, see prefix_store)."""
     solo = ModelRunner(model)
+    if pace is not None:
+        solo.pace = pace
     solo.prefill_chunk = chunk
     held, caches = start
     if caches is not None:

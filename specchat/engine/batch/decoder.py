@@ -21,7 +21,6 @@ from ..lookup import PromptLookupDrafter
 from ..modes import SpecMode, StopReason
 from ..plain import forced_step
 from ..round import LoopContext, Step
-from ..runner import PREFILL_CHUNK
 from ..sampling import Sampler
 from ..stats import StatsRecorder
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
@@ -49,7 +48,7 @@ class BatchDecoder:
         self.waiting: list[Newcomer] = []
         self.lead: SoloLead | None = None  # the first request of an empty batch, on the engine's own loop
         self.solo_lead = True
-        self.prefill_chunk = PREFILL_CHUNK
+        self.prefill_chunk: int | None = None  # None: sized from each model's measured pace (runner.py)
         self._stop_ids = frozenset(engine.tokenizer.eos_token_ids)
         # what outlives the batch, kept on the engine: finished rows' caches for follow-ups, round costs
         carry = engine.batch_carry
@@ -92,11 +91,14 @@ class BatchDecoder:
         """The target, then the draft model (in draft mode), read `head` (all of the sequence but its last
         token), from what the given caches already hold; in MTP mode the target's last hidden state too."""
         chunk, mtp = self.prefill_chunk, mode == SpecMode.MTP
-        target_read = solo_prefill(self.target.model, head, chunk, target_start, hidden=mtp)
+        target_pace = self.engine.runner.pace  # the engine's runners measure the same models: one pace each
+        target_read = solo_prefill(self.target.model, head, chunk, target_start, hidden=mtp, pace=target_pace)
         target, hidden = yield from progress_events(target_read, "target")
         draft = None
         if mode == SpecMode.DRAFT and self.draft is not None:
-            draft_read = solo_prefill(self.draft.model, head, chunk, draft_start)
+            draft_runner = self.engine.draft_runner
+            pace = draft_runner.pace if draft_runner is not None else None
+            draft_read = solo_prefill(self.draft.model, head, chunk, draft_start, pace=pace)
             draft, _ = yield from progress_events(draft_read, "draft")
         return target, draft, hidden
 
