@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NoReturn
 from specchat.engine.modes import SpecMode
 
 from . import __version__
-from .cli_args import model_folder, utf8_text
+from .cli_args import default_mode, model_folder, utf8_text
 from .engine import MODES, EngineError, GenerationConfig
 from .engine.config import AUTO, LIMITS
 from .engine.summary import NO_ACCEPTANCE, auto_k_text, stop_text
@@ -76,7 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="generate text from a prompt")
     gen.add_argument("--target", required=True, type=model_folder, help="local mlx-lm model folder")
     gen.add_argument("--draft", type=model_folder, help="local draft model folder (same vocabulary)")
-    gen.add_argument("--mode", choices=MODES, help="default: draft when --draft is given, else baseline")
+    gen.add_argument(
+        "--dflash", type=model_folder, metavar="DIR", help="a DFlash drafter folder trained for the target"
+    )
+    gen.add_argument("--mode", choices=MODES, help="default: dflash with --dflash, draft with --draft, else baseline")
     gen.add_argument(
         "--draft-tokens",
         type=draft_tokens_arg,
@@ -171,9 +174,8 @@ def draft_tokens_arg(text: str) -> int | str:
 
 def generation_config(args: argparse.Namespace) -> GenerationConfig:
     """The GenerationConfig that `generate` flags ask for."""
-    mode = args.mode or (SpecMode.DRAFT if args.draft else SpecMode.BASELINE)
     return GenerationConfig(
-        mode=mode,
+        mode=default_mode(args),
         num_draft_tokens=args.draft_tokens,
         max_tokens=args.max_tokens,
         temperature=args.temperature,
@@ -206,7 +208,11 @@ def run_generate(args: argparse.Namespace) -> int:
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        current.append(host.submit("load", load_pair_job(args.target, args.draft, keep_target_on_bad_draft=False)))
+        current.append(
+            host.submit(
+                "load", load_pair_job(args.target, args.draft, keep_target_on_bad_draft=False, dflash=args.dflash)
+            )
+        )
         while not current[-1].wait(0.1):  # short waits: the Ctrl-C handler runs between them
             pass
         current[-1].result()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from specchat.engine.modes import SpecMode
+
 MAX_PORT = 65535
 
 
@@ -46,3 +48,12 @@ def model_folder(text: str) -> str:
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"model folder not found: {text}")
     return text
+
+
+def default_mode(args: argparse.Namespace) -> SpecMode:
+    """--mode, else the drafter the command line loads: DFlash, then the draft model, else plain decoding."""
+    if args.mode:
+        return SpecMode(args.mode)
+    if getattr(args, "dflash", None):
+        return SpecMode.DFLASH
+    return SpecMode.DRAFT if args.draft else SpecMode.BASELINE

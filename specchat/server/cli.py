@@ -6,8 +6,6 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from specchat.engine.modes import SpecMode
-
 if TYPE_CHECKING:
     import argparse
 
@@ -44,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve = subparsers.add_parser("serve", help="serve the model over an OpenAI-compatible API (with speculation)")
     serve.add_argument("--target", required=True, type=model_folder, help="local mlx-lm model folder")
     serve.add_argument("--draft", type=model_folder, help="local draft model folder (same vocabulary)")
+    serve.add_argument(
+        "--dflash", type=model_folder, metavar="DIR", help="a DFlash drafter folder trained for the target"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=port_number, default=DEFAULT_PORT)
     serve.add_argument(
@@ -86,7 +87,9 @@ def serve_defaults(args: argparse.Namespace) -> tuple[str, GenerationConfig]:
     from .running import check_exposure
 
     check_exposure(args.host, args.api_key)
-    mode = args.mode or (SpecMode.DRAFT if args.draft else SpecMode.BASELINE)
+    from specchat.cli_args import default_mode
+
+    mode = default_mode(args)
     return mode, GenerationConfig(mode=mode, num_draft_tokens=args.draft_tokens, max_tokens=args.max_tokens)
 
 
@@ -109,7 +112,9 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     host = EngineHost()
     try:
-        pair = host.submit("load", load_pair_job(args.target, args.draft, keep_target_on_bad_draft=False)).result()
+        pair = host.submit(
+            "load", load_pair_job(args.target, args.draft, keep_target_on_bad_draft=False, dflash=args.dflash)
+        ).result()
         reason = pair.available_modes.get(mode)
         if reason:
             raise EngineError(f"--mode {mode} is not available: {reason}")

@@ -39,9 +39,13 @@ class LoadMessage:
 
 
 def load_pair_job(
-    target: str | Path, draft: str | Path | None = None, keep_target_on_bad_draft: bool = True
+    target: str | Path,
+    draft: str | Path | None = None,
+    keep_target_on_bad_draft: bool = True,
+    dflash: str | Path | None = None,
 ) -> Callable[[JobContext], LoadedPair]:
-    """A job that loads a target (and draft) beside the current engine and replaces it only on success.
+    """A job that loads a target (and draft, and DFlash drafter) beside the current engine and replaces it
+    only on success.
 
     While it loads, the previous engine stays installed; a failure raises and leaves it in place.
     A draft that cannot serve the target is refused with a reason (the target still loads) unless
@@ -56,13 +60,15 @@ def load_pair_job(
         if draft:
             ctx.emit(LoadMessage(f"Loading draft {Path(draft).name}…"))
             draft_model = load_model(draft)
+        if dflash:
+            ctx.emit(LoadMessage(f"Loading DFlash drafter {Path(dflash).name}…"))
         try:
-            engine = Engine(target_model, draft_model)
+            engine = Engine(target_model, draft_model, dflash)
         except IncompatibleDraftError as exc:
             if not keep_target_on_bad_draft:
                 raise
             draft_error, draft_model = str(exc), None
-            engine = Engine(target_model)
+            engine = Engine(target_model, None, dflash)
         ctx.host.install(engine)
         mx.clear_cache()
         return LoadedPair(
