@@ -81,6 +81,11 @@ class AppPaths:
         """The JSON file of tuned draft lengths (k) per model pair."""
         return self.data_dir / "tuned_k.json"
 
+    @property
+    def knowledge_dir(self) -> Path:
+        """What the speculation controllers learned, one JSON file per pair, machine and power source."""
+        return self.data_dir / "knowledge"
+
 
 def is_writable(folder: Path) -> bool:
     """True when a file can be created in folder (made if missing).

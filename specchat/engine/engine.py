@@ -20,6 +20,7 @@ from .drafters import Drafter, DraftModelDrafter
 from .errors import ConfigError, EngineError, EngineThreadError, error_from, error_kind, user_message
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
 from .hooks import hook_problems
+from .knowledge import knowledge_of, learn_all
 from .loading import LoadedModel, context_limit, load_model, vocab_size
 from .lookup import PromptLookupDrafter
 from .modes import SpecMode, StopReason
@@ -93,6 +94,18 @@ class Engine:
             "auto": None,  # prompt lookup and whichever model drafter is loaded
         }
         return {mode: reason or self.hook_problems.get(mode) for mode, reason in modes.items()}
+
+    def knowledge(self) -> dict[str, Any]:
+        """What the controllers learned on this pair (costs, acceptance, confidence; knowledge.py)."""
+        return knowledge_of(self.auto_k, self._auto_drafter())
+
+    def learn(self, data: dict[str, Any]) -> None:
+        """Start the controllers from what an earlier session learned on this pair and machine."""
+        learn_all(self.auto_k, self._auto_drafter(), data)
+
+    def _auto_drafter(self) -> AutoDrafter | None:
+        drafter = self.drafters.get("auto")
+        return drafter if isinstance(drafter, AutoDrafter) else None
 
     def _model_drafter(self) -> Drafter | None:
         """The drafter Auto turns to where prompt lookup has no match: the draft model, else the MTP head."""

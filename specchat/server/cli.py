@@ -99,6 +99,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from specchat.engine import EngineError
     from specchat.engine.owner import EngineHost, load_pair_job
+    from specchat.paths import AppPaths
+    from specchat.tuning.knowledge_store import RememberedPair
 
     from .app import ServerOptions, create_app
     from .backend import EngineBackend
@@ -122,6 +124,8 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"specchat serve: {exc}", file=sys.stderr)
         host.shutdown()
         return 1
+    remembered = RememberedPair.here(host, AppPaths.default(), [args.target, args.draft, args.dflash])
+    remembered.learn()  # the controllers start from what the last session on this pair and machine learned
     backend = EngineBackend(host, args.max_queue, args.max_batch)
     options = ServerOptions(defaults, args.api_key, tuple(args.cors_origin))
     k = defaults.num_draft_tokens
@@ -136,4 +140,5 @@ def run_serve(args: argparse.Namespace) -> int:
         ServingServer(config, backend).run()
     except KeyboardInterrupt:  # uvicorn raises the Ctrl-C or SIGTERM it stopped on again, once requests closed
         pass
+    remembered.keep()
     return exit_after_engine(host, 0)

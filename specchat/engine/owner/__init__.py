@@ -7,7 +7,16 @@ the command line and an HTTP server all adapt the same queue.
 """
 
 from .batch_job import JoinSpec
-from .engine_jobs import LoadedPair, LoadMessage, adopt_job, load_pair_job, prompt_job, reply_job
+from .engine_jobs import (
+    LoadedPair,
+    LoadMessage,
+    adopt_job,
+    knowledge_job,
+    learn_job,
+    load_pair_job,
+    prompt_job,
+    reply_job,
+)
 from .events import (
     TERMINAL,
     JobCancelled,
@@ -46,4 +55,6 @@ __all__ = [
     "adopt_job",
     "reply_job",
     "prompt_job",
+    "learn_job",
+    "knowledge_job",
 ]

@@ -121,3 +121,24 @@ def prompt_job(prompt_ids: list[int], cfg: GenerationConfig) -> Callable[[JobCon
         yield from ctx.engine.stream(list(prompt_ids), cfg, ctx.cancel)
 
     return work
+
+
+def learn_job(data: dict[str, Any]) -> Callable[[JobContext], None]:
+    """A job that starts the loaded engine's controllers from saved knowledge (a remote engine keeps its own)."""
+
+    def work(ctx: JobContext) -> None:
+        engine = ctx.engine
+        if isinstance(engine, Engine):
+            engine.learn(data)
+
+    return work
+
+
+def knowledge_job() -> Callable[[JobContext], dict[str, Any]]:
+    """A job that returns what the loaded engine's controllers learned ({} for a remote engine)."""
+
+    def work(ctx: JobContext) -> dict[str, Any]:
+        engine = ctx.engine
+        return engine.knowledge() if isinstance(engine, Engine) else {}
+
+    return work

@@ -1,0 +1,109 @@
+"""What the engine's controllers learned about a pair on this machine, as plain data that outlives the
+process: Auto K's measured costs and acceptance per mode, its confidence model, and what each of Auto's
+sources was worth. A new session starts from it instead of spending its first rounds learning; the file is
+kept per pair, machine and power source by tuning/knowledge_store.py (costs differ on battery).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .auto_drafter import AutoDrafter, SourceRecord
+from .autok import AutoK
+from .draft_stop import ConfidenceModel
+
+VERSION = 1
+
+
+def controller_knowledge(auto: AutoK) -> dict[str, Any]:
+    """An Auto K controller's costs, acceptance and confidence model."""
+    return {
+        "accepted": auto.accepted,
+        "rejected": auto.rejected,
+        "draft_step_s": auto.draft_step_s,
+        "verify_s": {str(k): v for k, v in auto.verify_s.items()},
+        "verify_rounds": {str(k): v for k, v in auto.verify_rounds.items()},
+        "plain_s": auto.plain_s,
+        "confidence": confidence_knowledge(auto.confidence),
+    }
+
+
+def learn_controller(auto: AutoK, data: dict[str, Any]) -> None:
+    """Start a controller from what an earlier session learned (a field that does not read is left alone)."""
+    auto.accepted = float(data.get("accepted", auto.accepted))
+    auto.rejected = float(data.get("rejected", auto.rejected))
+    auto.draft_step_s = _optional_float(data.get("draft_step_s"))
+    auto.verify_s = {int(k): float(v) for k, v in (data.get("verify_s") or {}).items()}
+    auto.verify_rounds = {int(k): int(v) for k, v in (data.get("verify_rounds") or {}).items()}
+    auto.plain_s = _optional_float(data.get("plain_s"))
+    if isinstance(data.get("confidence"), dict):
+        learn_confidence(auto.confidence, data["confidence"])
+
+
+def confidence_knowledge(model: ConfidenceModel) -> dict[str, Any]:
+    """The confidence model's decayed counts and its calibration fit."""
+    return {
+        "hits": {f"{s}|{b}": v for (s, b), v in model.hits.items()},
+        "trials": {f"{s}|{b}": v for (s, b), v in model.trials.items()},
+        "state_hits": dict(model.state_hits),
+        "state_trials": dict(model.state_trials),
+        "next_hits": {str(b): v for b, v in model.next_hits.items()},
+        "next_trials": {str(b): v for b, v in model.next_trials.items()},
+        "overall": model.overall,
+        "calibration": list(model.calibration),
+    }
+
+
+def learn_confidence(model: ConfidenceModel, data: dict[str, Any]) -> None:
+    """Start a confidence model from saved counts."""
+    model.hits = {_state_bin(key): float(v) for key, v in (data.get("hits") or {}).items()}
+    model.trials = {_state_bin(key): float(v) for key, v in (data.get("trials") or {}).items()}
+    model.state_hits = {str(k): float(v) for k, v in (data.get("state_hits") or {}).items()}
+    model.state_trials = {str(k): float(v) for k, v in (data.get("state_trials") or {}).items()}
+    model.next_hits = {int(k): float(v) for k, v in (data.get("next_hits") or {}).items()}
+    model.next_trials = {int(k): float(v) for k, v in (data.get("next_trials") or {}).items()}
+    model.overall = float(data.get("overall", model.overall))
+    calibration = data.get("calibration")
+    if isinstance(calibration, list) and len(calibration) == 2:
+        model.calibration = (float(calibration[0]), float(calibration[1]))
+
+
+def sources_knowledge(auto: AutoDrafter) -> dict[str, list[float]]:
+    """What each of Auto's sources was worth: [accepted, checked] drafts, decayed."""
+    return {name: [record.accepted, record.checked] for name, record in auto.records.items()}
+
+
+def learn_sources(auto: AutoDrafter, data: dict[str, Any]) -> None:
+    """Start Auto's sources from saved counts (only the sources it has)."""
+    for name, counts in data.items():
+        if name in auto.records and isinstance(counts, list) and len(counts) == 2:
+            auto.records[name] = SourceRecord(float(counts[0]), float(counts[1]))
+
+
+def _state_bin(key: str) -> tuple[str, int]:
+    state, _, bin_ = key.rpartition("|")
+    return state, int(bin_)
+
+
+def _optional_float(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def knowledge_of(controllers: dict[str, AutoK], auto: AutoDrafter | None) -> dict[str, Any]:
+    """Everything an engine's controllers learned: Auto K's per mode, and Auto's sources."""
+    return {
+        "version": VERSION,
+        "auto_k": {mode: controller_knowledge(controller) for mode, controller in controllers.items()},
+        "sources": sources_knowledge(auto) if auto is not None else {},
+    }
+
+
+def learn_all(controllers: dict[str, AutoK], auto: AutoDrafter | None, data: dict[str, Any]) -> None:
+    """Start an engine's controllers from saved knowledge (another version's is ignored: it may not fit)."""
+    if data.get("version") != VERSION:
+        return
+    for mode, saved in (data.get("auto_k") or {}).items():
+        if isinstance(saved, dict):
+            learn_controller(controllers.setdefault(str(mode), AutoK()), saved)
+    if auto is not None and isinstance(data.get("sources"), dict):
+        learn_sources(auto, data["sources"])
