@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlx.utils import tree_flatten
+
 from specchat.upstream.mlx_lm import load_with_config
 
 from .errors import ModelLoadError
@@ -87,3 +89,9 @@ def context_limit(config: Mapping[str, Any]) -> tuple[int, str] | None:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value, where
     return None
+
+
+def weight_bytes(loaded: LoadedModel) -> int:
+    """The bytes of the model's weights: what one plain decoding step reads."""
+    flat = tree_flatten(loaded.model.parameters())  # a list of (name, array) pairs for a module's parameters
+    return sum(int(pair[1].nbytes) for pair in flat if isinstance(pair, tuple))
