@@ -58,6 +58,9 @@ class Settings:
     server_api_key: str | None = None  # the key clients must send (None: none; required off localhost)
     server_url: str | None = None  # the last server used with "Connect to server…"
     sweep_controls: dict[str, Any] = field(default_factory=dict)  # the Sweep panel's last settings (it checks them)
+    # MCP servers the chat's tools come from: {"name", "command" (a command line run over stdio) or "url"
+    # (streamable HTTP, or SSE when it ends in /sse), "always_allow": [tool names that run without asking]}
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,26 @@ def _text_keyed(name: str, value: Any) -> dict[str, Any]:
     return dict(value)
 
 
+def _mcp_servers(name: str, value: Any) -> list[dict[str, Any]]:
+    """A list of MCP servers: each a unique name and exactly one of a command or a URL, and always_allow."""
+    if not isinstance(value, list):
+        raise SettingsError(f"{name} must be a list of servers, got {value!r}")
+    servers: list[dict[str, Any]] = []
+    for entry in value:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
+            raise SettingsError(f"{name}: each server needs a name, got {entry!r}")
+        command, url = entry.get("command") or "", entry.get("url") or ""
+        if not isinstance(command, str) or not isinstance(url, str) or bool(command.strip()) == bool(url.strip()):
+            raise SettingsError(f"{name}: server {entry['name']!r} needs either a command or a URL")
+        allowed = _text_list(f"{name}: server {entry['name']!r} always_allow", entry.get("always_allow", []))
+        if any(s["name"] == entry["name"] for s in servers):
+            raise SettingsError(f"{name}: two servers are named {entry['name']!r}")
+        servers.append(
+            {"name": entry["name"], "command" if command else "url": command or url, "always_allow": allowed}
+        )
+    return servers
+
+
 def _schema_version(name: str, value: Any) -> int:
     if not _is_int(value) or value < 1:
         raise SettingsError(f"{name} must be a positive whole number, got {value!r}")
@@ -212,6 +235,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "server_api_key": _optional_text,
     "server_url": _optional_text,
     "sweep_controls": _text_keyed,
+    "mcp_servers": _mcp_servers,
 }
 assert set(_CHECKS) == {f.name for f in fields(Settings)}, "every setting needs a check"
 

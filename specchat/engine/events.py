@@ -45,6 +45,8 @@ class GenerationStats:
     batch_rows_mean: float = 0.0  # the mean rows per round over its rounds
     # Auto (the drafter picked each round): drafter -> (rounds it drafted, tokens those rounds emitted)
     drafter_rounds: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the parts of ttft_s: prefill_s (reading the prompt), then this, from the end of prefill to the first token
+    first_token_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,7 @@ class StatsRecorder:
             cached_prompt_tokens=self.cached_tokens,
             generated_tokens=generated,
             ttft_s=(self.first_token or end) - self.start,
+            first_token_s=max((self.first_token or end) - self.prefill_end, 0.0),
             prefill_tokens_per_s=(self.prompt_tokens - self.cached_tokens) / prefill_s if prefill_s > 0 else 0.0,
             decode_tokens_per_s=generated / decode_s if decode_s > 0 else 0.0,
             rounds=self.rounds,

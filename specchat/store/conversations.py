@@ -282,6 +282,7 @@ class ConversationStore(VersionsMixin):
             return
         with self._changing_messages(message.conversation_id) as db:
             db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+            self._time_of_last_message(message.conversation_id)
 
     def truncate(self, conversation_id: int, keep: int) -> None:
         """Delete every message from position `keep` on (regenerate)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 from .conversations import Conversation, StoredMessage
@@ -18,7 +19,8 @@ def to_markdown(conversation: Conversation, messages: list[StoredMessage]) -> st
     if conversation.system_prompt:
         lines += ["## System prompt", "", conversation.system_prompt, ""]
     for message in messages:
-        lines += [f"## {ROLE_TITLES.get(message.role, message.role)}", "", message.content, ""]
+        content = close_open_fence(message.content)
+        lines += [f"## {ROLE_TITLES.get(message.role, message.role)}", "", content, ""]
         figures = _figures(message)
         if figures:
             lines += [f"_{figures}_", ""]
@@ -46,6 +48,33 @@ def to_json(conversation: Conversation, messages: list[StoredMessage]) -> str:
         ],
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def close_open_fence(text: str) -> str:
+    """The text with a closing fence added when it ends inside a fenced code block.
+
+    A reply cut off (stopped, or out of tokens) inside a code block would otherwise turn every later
+    section of the document into code. Fences follow CommonMark: a block opened by N backticks (or
+    tildes) is closed by a line of at least N of the same character and nothing else.
+    """
+    open_fence = ""
+    for line in text.splitlines():
+        match = _FENCE.match(line)
+        if not match:
+            continue
+        fence, rest = match.group(1), match.group(2)
+        if not open_fence:
+            if fence[0] == "`" and "`" in rest:
+                continue  # not a fence: an info string may not hold a backtick
+            open_fence = fence
+        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence) and not rest.strip():
+            open_fence = ""
+    if not open_fence:
+        return text
+    return text.rstrip("\n") + "\n" + open_fence
 
 
 def _figures(message: StoredMessage) -> str:

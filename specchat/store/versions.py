@@ -133,8 +133,17 @@ class VersionsMixin:
             db.execute(
                 "UPDATE messages SET position = -position - ? WHERE conversation_id = ? AND position < 0", (gap, cid)
             )
-            db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), cid))
+            self._time_of_last_message(cid)  # a delete is not new activity: the chat keeps its place
         return positions
+
+    def _time_of_last_message(self, conversation_id: int) -> None:
+        """Inside a transaction, after a delete: the conversation's time goes back to its last message's (its
+        start when none is left), so deleting is not new activity that moves it to the top of the list."""
+        self._db.execute(
+            "UPDATE conversations SET updated_at = COALESCE("
+            "(SELECT MAX(created_at) FROM messages WHERE conversation_id = ?), created_at) WHERE id = ?",
+            (conversation_id, conversation_id),
+        )
 
 
 def _loads(text: str | None) -> dict[str, Any] | None:

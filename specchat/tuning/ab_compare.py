@@ -1,4 +1,4 @@
-"""A/B: one prompt under Off / Draft / MTP, with speed, acceptance and whether the outputs match (no Qt)."""
+"""A/B: one prompt under Off / Draft / MTP / prompt lookup, with speed, acceptance and whether the outputs match (no Qt)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from .engine_like import TuningEngine
 if TYPE_CHECKING:
     from specchat.engine.engine import GenerationResult
 
-AB_MODES: tuple[str, ...] = (SpecMode.BASELINE, SpecMode.DRAFT, SpecMode.MTP)
-MODE_TITLES = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP head"}
+AB_MODES: tuple[str, ...] = (SpecMode.BASELINE, SpecMode.DRAFT, SpecMode.MTP, SpecMode.LOOKUP)
+MODE_TITLES = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP head", "lookup": "Prompt lookup"}
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class ABRow:
 
     @property
     def title(self) -> str:
-        """Off / Draft model / MTP head."""
+        """Off / Draft model / MTP head / Prompt lookup."""
         return MODE_TITLES.get(self.mode, self.mode)
 
 

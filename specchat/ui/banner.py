@@ -4,6 +4,7 @@ words; the technical detail, when there is one, sits behind a "Details" toggle."
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout
@@ -44,19 +45,32 @@ class Banner(QFrame):
         self.details_button.setAutoRaise(True)
         self.details_button.setToolTip("Show the technical detail")
         self.details_button.toggled.connect(self.details_label.setVisible)
+        self.action_button = QToolButton(objectName="bannerAction")  # type: ignore[call-arg]
+        # an offer that goes with the message ("Regenerate at 0.7")
+        self.action_button.setAutoRaise(True)
+        self.action_button.clicked.connect(self._act)
+        self.action_button.hide()
+        self._action: Callable[[], None] | None = None
         close = QToolButton(text="×")  # type: ignore[call-arg]
         close.setAutoRaise(True)
         close.setToolTip("Dismiss")
         close.clicked.connect(self.dismiss)
         row.addLayout(column, 1)
+        row.addWidget(self.action_button, 0, Qt.AlignmentFlag.AlignTop)
         row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
         row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.hide()
         follow(self, self._restyle)
 
-    def show_message(self, message: str, level: str = "error", details: str = "") -> None:
-        """Show a message; level is error, warning or info; details (technical) behind a toggle.
-        Errors are logged and name the log file."""
+    def show_message(
+        self,
+        message: str,
+        level: str = "error",
+        details: str = "",
+        action: tuple[str, Callable[[], None]] | None = None,
+    ) -> None:
+        """Show a message; level is error, warning or info; details (technical) behind a toggle; action, a
+        button's text and what it does (the banner closes first). Errors are logged and name the log file."""
         if level == "error":
             log.error("%s%s", message, f" ({details})" if details else "")
             if "Details in " not in message:
@@ -67,13 +81,24 @@ class Banner(QFrame):
         self.details_label.setText(details)
         self.details_button.setChecked(False)
         self.details_button.setVisible(bool(details))
+        self._action = action[1] if action else None
+        self.action_button.setText(action[0] if action else "")
+        self.action_button.setVisible(action is not None)
         self._restyle()
         self.show()
 
     def dismiss(self) -> None:
         """Hide the banner."""
         self.level = self.message = self.details = ""
+        self._action = None
+        self.action_button.hide()
         self.hide()
+
+    def _act(self) -> None:
+        action = self._action
+        self.dismiss()
+        if action is not None:
+            action()
 
     def _restyle(self) -> None:
         if not self.level:
@@ -83,5 +108,6 @@ class Banner(QFrame):
             f"Banner {{ background: {bg}; border: 1px solid {border}; border-radius: 8px; }}"
             f" QLabel, QToolButton {{ color: {fg}; background: transparent; border: none; }}"
             f" QToolButton:checked {{ text-decoration: underline; }}"
+            f" QToolButton#bannerAction {{ text-decoration: underline; font-weight: 600; }}"
             f" QLabel#bannerDetails {{ font-size: 11px; }}"
         )

@@ -10,8 +10,9 @@ as a Failed engine event on `event`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from jinja2 import TemplateError
 from PySide6.QtCore import QObject, Qt, Signal, SignalInstance
@@ -165,18 +166,29 @@ class EngineClient(QObject):
     # --- replies ---
 
     def generate(
-        self, messages: list[dict], cfg: GenerationConfig, system_prompt: str = "", enable_thinking: bool = False
+        self,
+        messages: list[dict],
+        cfg: GenerationConfig,
+        system_prompt: str = "",
+        enable_thinking: bool = False,
+        tools: Sequence[Mapping[str, Any]] = (),
     ) -> int:
-        """Queue a reply (cancelling one still going); returns its request id (its events carry it)."""
+        """Queue a reply (cancelling one still going); returns its request id (its events carry it). tools:
+        OpenAI-style function specs (the MCP servers' tools) for the chat template."""
         self.cancel()
-        work = reply_job([dict(m) for m in messages], cfg, system_prompt, enable_thinking)
-        job = self.submit("reply", work, self._chat_join(messages, cfg, system_prompt, enable_thinking))
+        work = reply_job([dict(m) for m in messages], cfg, system_prompt, enable_thinking, tools)
+        job = self.submit("reply", work, self._chat_join(messages, cfg, system_prompt, enable_thinking, tools))
         job.event.connect(self._reply_handlers(job.id))  # no reference back to the job: it can go
         self.current = job
         return job.id
 
     def _chat_join(
-        self, messages: list[dict], cfg: GenerationConfig, system_prompt: str, enable_thinking: bool
+        self,
+        messages: list[dict],
+        cfg: GenerationConfig,
+        system_prompt: str,
+        enable_thinking: bool,
+        tools: Sequence[Mapping[str, Any]] = (),
     ) -> JoinSpec | None:
         """While the app serves, what lets a chat reply decode in one batch with the API's requests (a reply
         alone still runs on the engine's own loop); None otherwise, and for messages the template refuses
@@ -185,7 +197,7 @@ class EngineClient(QObject):
         if self.batch_rows <= 1 or engine is None:
             return None
         try:
-            ids = chat_prompt_ids(engine.tokenizer, messages, system_prompt, enable_thinking)
+            ids = chat_prompt_ids(engine.tokenizer, messages, system_prompt, enable_thinking, tools=tools)
         except (TemplateError, ValueError) as error:  # the template's refusals: the job renders again and says so
             log.warning("the chat template refused the messages; the reply runs alone: %s", error)
             return None

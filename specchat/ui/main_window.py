@@ -26,6 +26,9 @@ from .model_bar import ModelBar
 from .models_link import ModelsLink
 from .pair_control import PairControl
 from .preferences_link import PreferencesLink
+from .quick_switcher import SHORTCUT as SWITCHER_SHORTCUT
+from .quick_switcher import QuickSwitcher, ShortcutKeeper, combo_pairs, tab_stops
+from .quit_check import confirm_quit
 from .screen_fit import RefitWhenFramed, fit_to_screen
 from .server_link import ServerLink
 from .settings_panel import SettingsPanel
@@ -68,6 +71,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self._build()
         self._build_menus()
         self._connect()
+        self._build_keyboard()
         self.preferences.apply_settings()  # send key, theme, power policy, dashboard charts
         follow(self, self._restyle)
         self._restore()
@@ -147,7 +151,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
             self, self.settings, self.paths.data_dir, self.docks.dashboard, self._apply_chat_settings, self.save
         )
         chat.addAction(self.preferences.action)  # macOS moves it to the application menu
-        chat.addAction("Quit", QKeySequence.StandardKey.Quit, self.close)
+        self.quit_action = chat.addAction("Quit", QKeySequence.StandardKey.Quit, self.quit)
         # Esc stops the reply and leaves edit mode wherever the focus is in the window
         self.escape = QShortcut(
             QKeySequence(Qt.Key.Key_Escape), self, self.escape_pressed, context=Qt.ShortcutContext.WindowShortcut
@@ -221,6 +225,27 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.sidebar.selected.connect(lambda _id: self.panel.set_system_prompt(self.chat.system_prompt()))
         self.sidebar.newRequested.connect(self._new_chat_shown)
         self.chat.replyStarted.connect(lambda _id: self.banner.dismiss() if self.banner.level == "error" else None)
+
+    def _build_keyboard(self) -> None:
+        """Ctrl+K opens the quick switcher; Tab goes through the window as it is laid out: the conversation
+        list, the toolbar, the transcript, the composer and Send, the settings panel, the docks."""
+        self.switcher = QuickSwitcher(
+            lambda: [(c.id, c.title) for c in self.store.conversations()],
+            lambda: combo_pairs(self.model_bar.target, self.model_bar.draft),
+            self.sidebar.selected.emit,  # as a click in the conversation list
+            self.use_models,  # as the Models window's "Use pair"
+            self,
+        )
+        self.switcher_shortcut = QShortcut(
+            QKeySequence(SWITCHER_SHORTCUT), self, self.switcher.popup, context=Qt.ShortcutContext.WindowShortcut
+        )
+        ShortcutKeeper(SWITCHER_SHORTCUT, self).watch(self)  # Ctrl+K is the switcher's in text fields too
+        self.panel.system_prompt.setTabChangesFocus(True)  # Tab goes on to the sampling settings, not a trap
+        stops = tab_stops(self.sidebar) + tab_stops(self.model_bar) + tab_stops(self.transcript)
+        stops += self.composer.tab_stops() + tab_stops(self.panel)
+        stops += tab_stops(self.docks.dashboard) + tab_stops(self.docks.sweep_view)
+        for first, second in zip(stops, stops[1:]):
+            QWidget.setTabOrder(first, second)
 
     def _restore(self) -> None:
         geometry = self.settings.window_geometry
@@ -374,7 +399,18 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         if self.chat.conversation_id is not None:
             self.sidebar.delete_interactive(self.chat.conversation_id)
 
+    def quit(self) -> None:
+        """Chat ▸ Quit: close the window, after asking when the server runs or a reply streams."""
+        if self._may_quit():
+            self.close()
+
+    def _may_quit(self) -> bool:
+        return confirm_quit(self, self.server.controller.running, self.chat.busy)
+
     def closeEvent(self, event) -> None:
+        if event.spontaneous() and not self._may_quit():  # the title bar's close (Quit asked already)
+            event.ignore()
+            return
         if not self.models.close():
             event.ignore()  # the user kept a download running
             return

@@ -10,7 +10,10 @@ from specchat.settings import Settings
 
 
 class SettingsPanel(QFrame):
-    """Edits sampling values (saved in Settings) and the system prompt (saved per conversation)."""
+    """Edits sampling values (saved in Settings) and the system prompt (saved per conversation).
+
+    Max tokens here is the reply length for this chat, not the default: changing it never writes
+    Settings (the default is set in Preferences, which loads it here through load())."""
 
     samplingChanged = Signal(dict)
     systemPromptChanged = Signal(str)
@@ -56,21 +59,26 @@ class SettingsPanel(QFrame):
             ("Max tokens", self.max_tokens),
         ):
             form.addRow(label, box)
-            box.valueChanged.connect(lambda _v: self.samplingChanged.emit(self.values()))
+            if box is not self.max_tokens:
+                box.valueChanged.connect(lambda _v: self.samplingChanged.emit(self.values()))
+        self.max_tokens.setToolTip("The longest reply in this chat; the default for new windows is in Preferences")
         return form
 
     def values(self) -> dict:
-        """The sampling settings as Settings field values."""
+        """The sampling settings as Settings field values (not max tokens: that one is the chat's own)."""
         return {
             "temperature": self.temperature.value(),
             "top_p": self.top_p.value(),
             "top_k": self.top_k.value(),
             "min_p": self.min_p.value(),
-            "max_tokens": self.max_tokens.value(),
         }
 
+    def reply_values(self) -> dict:
+        """What the next reply samples with: the sampling settings and this chat's max tokens."""
+        return self.values() | {"max_tokens": self.max_tokens.value()}
+
     def load(self, settings: Settings) -> None:
-        """Show the saved values without emitting changes."""
+        """Show the saved values (max tokens: the default) without emitting changes."""
         for name in SAMPLING_FIELDS:
             box = getattr(self, name)
             box.blockSignals(True)

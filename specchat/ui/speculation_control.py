@@ -42,6 +42,7 @@ class SpeculationControl:
         """The config and thinking switch of the next reply."""
         self.panel.flush()
         s = self.settings
+        sampling = self.panel.reply_values()  # max tokens is the chat's own: the panel's, never Settings' default
         k = self.speculation.current_k
         mode, note = self.preferences.power.reply_mode(self.speculation.checked_mode())  # Preferences ▸ On battery
         if note:
@@ -51,7 +52,7 @@ class SpeculationControl:
         cfg = GenerationConfig(
             mode=SpecMode(mode),
             num_draft_tokens=k,
-            max_tokens=s.max_tokens,
+            max_tokens=sampling["max_tokens"],
             temperature=s.temperature,
             top_p=s.top_p,
             top_k=s.top_k,

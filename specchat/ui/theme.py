@@ -121,12 +121,15 @@ def __getattr__(name: str):
 
 
 def style_sheet(p: Palette | None = None) -> str:
-    """The main window's style sheet in a palette (default: the current one)."""
+    """The main window's style sheet in a palette (default: the current one), focus rings included."""
     p = p or _current
-    return f"""
+    return _BASE_SHEET.format(p=p) + focus_sheet(p)
+
+
+_BASE_SHEET = """
 QMainWindow, #centralArea {{ background: {p.window_bg}; }}
 #sidebar {{ background: {p.sidebar_bg}; border-right: 1px solid {p.border}; }}
-#sidebar QListWidget {{ background: transparent; border: none; color: {p.text}; }}
+#sidebar QListWidget {{ background: transparent; border: 2px solid transparent; border-radius: 8px; color: {p.text}; }}
 #sidebar QListWidget::item {{ padding: 7px 8px; border-radius: 6px; }}
 #sidebar QListWidget::item:selected {{ background: {p.selection_bg}; color: {p.text}; }}
 #messageCard[role="user"] {{ background: {p.user_bg}; border: 1px solid {p.user_border}; border-radius: 10px; }}
@@ -136,10 +139,46 @@ QMainWindow, #centralArea {{ background: {p.window_bg}; }}
 #emptyTitle {{ color: {p.text}; }}
 #emptyHint {{ color: {p.muted}; }}
 #composer {{ background: {p.surface}; border: 1px solid {p.border}; border-radius: 10px; }}
-#composer QPlainTextEdit {{ border: none; background: transparent; color: {p.text}; }}
-QPushButton#primary {{ background: {p.primary_bg}; color: white; border: none; border-radius: 6px; padding: 6px 16px; }}
-QPushButton#primary:disabled {{ background: {p.primary_disabled}; }}
-QToolButton#link {{ border: none; color: {p.accent}; padding: 0 4px; }}
+#composer QPlainTextEdit {{ border: 2px solid transparent; border-radius: 6px; background: transparent; color: {p.text}; }}
+QPushButton {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; border-radius: 6px; padding: 5px 12px; }}
+QPushButton:hover {{ border-color: {p.muted}; }}
+QPushButton:disabled {{ color: {p.muted}; }}
+QPushButton#primary {{ background: {p.primary_bg}; color: white; border: 1px solid {p.primary_bg}; padding: 5px 15px; }}
+QPushButton#primary:disabled {{ background: {p.primary_disabled}; border-color: {p.primary_disabled}; }}
+QToolButton {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; border-radius: 5px; padding: 2px 6px; }}
+QToolButton#link {{ background: transparent; border: 2px solid transparent; border-radius: 4px; color: {p.accent}; padding: 0 2px; }}
 QToolButton#link:hover {{ text-decoration: underline; }}
+QLineEdit {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; border-radius: 6px; padding: 3px 6px; }}
+#settingsPanel QPlainTextEdit {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; border-radius: 6px; padding: 2px; }}
+QCheckBox {{ border: 2px solid transparent; border-radius: 4px; padding: 1px 3px; }}
+#centralArea > QScrollArea {{ border: 2px solid transparent; border-radius: 8px; }}
 #settingsPanel {{ background: {p.panel_bg}; border-left: 1px solid {p.border}; }}
+#quickSwitcher {{ background: {p.surface}; border: 1px solid {p.muted}; }}
+#quickSwitcher QListWidget {{ background: {p.surface}; border: none; color: {p.text}; }}
+#quickSwitcher QListWidget::item {{ padding: 5px 6px; border-radius: 6px; }}
+#quickSwitcher QListWidget::item:selected {{ background: {p.selection_bg}; color: {p.text}; }}
+"""
+
+
+def focus_sheet(p: Palette | None = None) -> str:
+    """Focus rings: every control the Tab key stops at shows a ring in the accent colour when it has the
+    focus (in the text colour on a button filled with the accent, where an accent ring would not show).
+    A 1px border becomes 2px with 1px less padding, so nothing moves when the focus arrives.
+
+    Combo boxes and spin boxes keep the style's own frame (a style sheet border would make Qt drop their
+    arrows); the style draws their focus frame in the palette's Highlight, which theme_switch sets to the
+    accent."""
+    p = p or _current
+    return f"""
+QPushButton:focus {{ border: 2px solid {p.accent}; padding: 4px 11px; }}
+QPushButton#primary:focus {{ border: 2px solid {p.text}; padding: 4px 14px; }}
+QToolButton:focus {{ border: 2px solid {p.accent}; padding: 1px 5px; }}
+QToolButton#link:focus {{ border: 2px solid {p.accent}; padding: 0 2px; }}
+QLineEdit:focus {{ border: 2px solid {p.accent}; padding: 2px 5px; }}
+QAbstractSpinBox QLineEdit, QAbstractSpinBox QLineEdit:focus, QComboBox QLineEdit, QComboBox QLineEdit:focus {{ border: none; padding: 0; background: transparent; }}
+#settingsPanel QPlainTextEdit:focus {{ border: 2px solid {p.accent}; padding: 1px; }}
+#composer QPlainTextEdit:focus {{ border: 2px solid {p.accent}; }}
+#sidebar QListWidget:focus {{ border: 2px solid {p.accent}; }}
+QCheckBox:focus {{ border: 2px solid {p.accent}; }}
+#centralArea > QScrollArea:focus {{ border: 2px solid {p.accent}; }}
 """

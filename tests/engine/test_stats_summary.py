@@ -85,3 +85,11 @@ def test_an_auto_k_reply_that_never_drafted_reports_no_acceptance(dense_target):
     assert stats.stop_reason == "length" and stats.max_tokens == 6
     text = speculation_text(asdict(stats))
     assert text.endswith("acceptance —") and "%" not in text.split(";")[-1]
+
+
+def test_ttft_is_prompt_reading_then_the_first_token():
+    recorder = StatsRecorder(GenerationConfig(mode="draft", num_draft_tokens=3), prompt_tokens=10, cached_tokens=0)
+    recorder.start, recorder.prefill_end, recorder.first_token = 100.0, 131.1, 133.1  # the engine's clock
+    stats = recorder.finish(5, "eos")
+    assert stats.prefill_s == pytest.approx(31.1) and stats.first_token_s == pytest.approx(2.0)
+    assert stats.ttft_s == pytest.approx(stats.prefill_s + stats.first_token_s)

@@ -40,3 +40,28 @@ def test_markdown_export_has_each_message_under_its_role(tmp_path):
     assert "_12 tokens · 31.2 tok/s · speculation: draft_" in sections[2]
     assert sections[4].rstrip().endswith("_stopped_")
     store.close()
+
+
+def test_markdown_export_closes_a_code_block_a_reply_was_cut_off_in(tmp_path):
+    store = ConversationStore(tmp_path / "c.db")
+    conv = store.create("Cut off", "")
+    store.add_message(conv.id, "user", "Write a loop")
+    store.add_message(conv.id, "assistant", "Here:\n\n```python\nfor i in range(3):\n    print(", cancelled=True)
+    store.add_message(conv.id, "user", "Thanks")
+    store.add_message(conv.id, "assistant", "~~~~\ncode\n~~~\nstill code")
+    text = to_markdown(store.get(conv.id), store.messages(conv.id))
+    sections = text.split("\n## ")[1:]
+    assert "```python\nfor i in range(3):\n    print(\n```\n" in sections[1]
+    assert sections[1].count("```") == 2
+    assert sections[2].startswith("You\n\nThanks")
+    assert sections[3].rstrip().endswith("still code\n~~~~")
+    store.close()
+
+
+def test_markdown_export_leaves_closed_code_blocks_alone(tmp_path):
+    from specchat.store.export import close_open_fence
+
+    closed = "a\n```\nx\n```\nb"
+    assert close_open_fence(closed) == closed
+    assert close_open_fence("````\n```\n") == "````\n```\n````"
+    assert close_open_fence("``` not `a fence`") == "``` not `a fence`"

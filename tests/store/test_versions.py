@@ -114,3 +114,22 @@ def test_row_copy_recovery_keeps_versions_whose_reply_survived(tmp_path):
     assert [v.content for v in fresh.versions(replies[0])] == ["A", "AA"] and fresh.versions(replies[1]) == []
     assert fresh.versions(replies[0])[1].trace == TRACE
     fresh.close()
+
+
+def test_deleting_a_message_keeps_the_conversations_time(db):
+    store = ConversationStore(db)
+    conv = store.create()
+    ids = [store.add_message(conv.id, role, text).id for role, text in (("user", "a"), ("assistant", "A"))]
+    store.add_message(conv.id, "user", "b")
+    with store._transaction() as tx:  # as if written an hour apart, long ago
+        tx.execute("UPDATE conversations SET created_at = 100, updated_at = 400 WHERE id = ?", (conv.id,))
+        for n, message_id in enumerate([*ids, ids[-1] + 1]):
+            tx.execute("UPDATE messages SET created_at = ? WHERE id = ?", (200 + 100 * n, message_id))
+    store.delete_with_reply(ids[-1] + 1)  # the last message: the time is the one before it
+    assert store.get(conv.id).updated_at == 300
+    stopped = store.begin_reply(conv.id)  # a reply stopped before any text is deleted again
+    store.delete_message(stopped.id)
+    assert store.get(conv.id).updated_at == 300
+    store.delete_with_reply(ids[0])  # nothing left: the time it was started
+    assert store.get(conv.id).updated_at == 100
+    store.close()

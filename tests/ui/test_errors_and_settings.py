@@ -227,3 +227,14 @@ def test_a_conversations_file_that_may_not_grow_goes_on_in_memory(qtbot, open_wi
     assert window.store.in_memory and window.chat.store is window.store
     users = [m.content[:17] for m in window.store.messages(window.chat.conversation_id) if m.role == "user"]
     assert users == ["first, saved", "second, in memory"]
+
+
+def test_the_panels_max_tokens_is_the_chats_and_leaves_the_default_alone(qtbot, open_window, paths):
+    window = open_window(max_tokens=77)
+    default = window.settings.max_tokens
+    assert default != 77
+    assert window.reply_settings()[0].max_tokens == 77  # the next reply uses the panel's value
+    window.panel.temperature.setValue(0.5)  # the sampling settings are still saved as the defaults
+    assert window.settings.temperature == 0.5 and window.settings.max_tokens == default
+    window.close()
+    assert load_settings(paths).settings.max_tokens == default

@@ -62,7 +62,7 @@ def test_ttft_counts_from_send_and_says_a_queue_wait():
     assert ttft_text({"ttft_s": 0.31}) == "TTFT 0.31 s"  # a reply saved before the app timed it
     assert ttft_text({"ttft_s": 0.31, "ttft_from_send_s": 0.35, "queued_s": 0.01}) == "TTFT 0.35 s"
     assert ttft_text({"ttft_s": 1.8, "ttft_from_send_s": 29.0, "queued_s": 27.1}) == (
-        "TTFT 29.00 s (27.1 s waiting in the queue)"
+        "TTFT 29.0 s (queue 27.2 s, first token 1.8 s)"  # saved before the parts: the engine's clock tells them
     )
 
 

@@ -28,9 +28,9 @@ def test_serving_from_the_app_answers_clients_and_shows_requests(qtbot, open_win
     qtbot.waitUntil(lambda: window.server.label.text().endswith("· 1 request"), timeout=300_000)
     dash = window.docks.dashboard
     qtbot.waitUntil(lambda: len(dash.rounds) > rounds_before, timeout=300_000)
-    qtbot.waitUntil(lambda: dash.status.text().startswith("Last API request: "), timeout=300_000)
+    qtbot.waitUntil(lambda: dash.status.text().startswith("Last API request #"), timeout=300_000)
     dash.redraw()
-    assert dash.tiles["speed"].sub.text().startswith("last API request (")  # never passed off as a chat reply
+    assert dash.tiles["speed"].sub.text().startswith("last API request #")  # never passed off as a chat reply
     assert httpx.get(f"http://127.0.0.1:{port}/v1/models").status_code == 401  # the key is enforced
     send(qtbot, window, "And the chat still works")  # chat replies and API requests share the queue
     qtbot.waitUntil(lambda: dash.status.text().startswith("Last chat reply: "), timeout=300_000)

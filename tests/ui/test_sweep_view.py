@@ -177,7 +177,7 @@ def test_nothing_to_sweep_without_a_drafter(qtbot, paths, loaded):
     assert "draft model or an MTP head" in view.progress_label.text()
 
 
-def test_ab_panel_compares_off_draft_and_mtp_then_screenshot(qtbot, paths, loaded):
+def test_ab_panel_compares_off_draft_mtp_and_lookup_then_screenshot(qtbot, paths, loaded):
     view = make_view(qtbot, paths, loaded, ks="1,2,4")
     view.show()
     run_sweep(qtbot, view)
@@ -197,6 +197,12 @@ def test_ab_panel_compares_off_draft_and_mtp_then_screenshot(qtbot, paths, loade
     # the MTP card says why in the words the Speculation menu uses; the technical reason is its tooltip
     assert panel.cards["mtp"].detail.text() == f"Not available: {NO_MTP_HEAD}."
     assert panel.cards["mtp"].detail.toolTip() and "MTP" not in panel.cards["mtp"].detail.text()
+    assert rows["lookup"].identical is True and rows["lookup"].text == rows["baseline"].text  # prompt lookup too
+    assert [r.mode for r in compared.args[0]] == ["baseline", "draft", "mtp", "lookup"]
+    first = next(line.strip() for line in rows["baseline"].text.splitlines() if line.strip())
+    assert panel.cards["baseline"].output.text() == f"“{first}”"  # Off's output, its first line
+    assert panel.cards["draft"].output.text() == panel.cards["lookup"].output.text() == "same output as Off"
+    assert panel.cards["mtp"].output.text() == ""
     qtbot.wait(50)
     screenshot(view, "sweep_view")
 
@@ -221,6 +227,27 @@ def test_a_slower_k_makes_off_the_best_and_chart_axes_carry_plain_units(qtbot, p
         assert not item.getAxis(name).autoSIPrefix
     view.chart.show_cells([("chat", [base, slower])], (1,))
     assert "x0.001" not in item.getAxis("left").labelString()
+
+
+def test_ab_cards_show_the_first_line_of_each_output_or_that_it_is_offs(qtbot):
+    from specchat.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow
+    from specchat.ui.dashboard.ab_panel import ABCard, output_line
+
+    assert "lookup" in AB_MODES and MODE_TITLES["lookup"] == "Prompt lookup"
+    off = ABRow("baseline", None, 10.0, None, None, 8, True, None, "\n  def merge(a, b):\n    ...")
+    same = ABRow("lookup", None, 14.0, 0.5, 1.0, 8, True, None, off.text)
+    other = ABRow("draft", None, 12.0, 0.5, 1.0, 8, None, None, "Sure!\nHere it is")
+    assert output_line(off, off) == ("“def merge(a, b):”", off.text.strip())
+    assert output_line(same, off)[0] == "same output as Off"
+    assert output_line(other, off)[0] == "“Sure!”"
+    assert output_line(ABRow("mtp", unavailable="no head"), off) == ("", "")
+    card = ABCard("lookup")
+    qtbot.addWidget(card)
+    card.show_row(same, off)
+    assert card.output.text() == "same output as Off" and "def merge" in card.output.toolTip()
+    assert card.title.text() == "Prompt lookup"
+    card.show_row(None)
+    assert card.output.text() == ""
 
 
 def test_ab_card_says_acceptance_dash_when_nothing_was_drafted_and_explains_its_figures(qtbot):
@@ -361,3 +388,47 @@ def test_an_old_sweep_without_the_auto_cell_shows_as_before(qtbot, paths, tmp_pa
     assert view.table.rowCount() == 2 and view.best_label.text() == "Best K: chat K=2"
     ticks = view.chart.plot.getPlotItem().getAxis("bottom")._tickLevels[0]
     assert [text for _, text in ticks] == ["K=2"]
+
+
+def _cell(k, speedup, notes_heavy=False):
+    from specchat.tuning.sweep_results import CellResult
+
+    power = ("ac", "battery") if notes_heavy else ("ac",)
+    cv = 0.09 if notes_heavy else 0.02
+    return CellResult(k, 30.0, 30.0, cv, notes_heavy, speedup, 0.6, 1.2, 10**9, 0, True, None, power, notes_heavy, ())
+
+
+def test_the_sweep_chart_does_not_zoom_refits_each_sweep_and_shows_its_axis_labels_whole(qtbot):
+    from specchat.ui.dashboard.sweep_table import SpeedupChart
+
+    chart = SpeedupChart()
+    qtbot.addWidget(chart)
+    item = chart.plot.getPlotItem()
+    assert item.getViewBox().state["mouseEnabled"] == [False, False]  # the wheel cannot zoom it
+    chart.show_cells([("code", [_cell(None, 0.0), _cell(1, 35.0), _cell(4, 120.0)])], (1, 4))
+    chart.show()
+    chart.resize(chart.minimumSizeHint())
+    item.setYRange(0, 10, padding=0)  # as a zoom left it
+    chart.show_cells([("story", [_cell(None, 0.0), _cell(1, -60.0), _cell(4, 300.0)])], (1, 4))
+    low, high = item.viewRange()[1]
+    assert low <= -60 and high >= 300  # re-fitted to the new bars
+    qtbot.waitUntil(lambda: item.getAxis("left").geometry().height() > 0)
+    left, bottom = item.getAxis("left"), item.getAxis("bottom")
+    assert left.label.boundingRect().width() <= left.geometry().height()  # the upright label fits its axis
+    label_bottom = bottom.geometry().top() + bottom.label.mapRectToParent(bottom.label.boundingRect()).bottom()
+    assert label_bottom <= chart.plot.height()  # and the bottom one is not cut off under the plot
+
+
+def test_the_sweep_tables_notes_column_is_never_cut_to_the_room_left(qtbot):
+    from specchat.ui.dashboard.sweep_table import COLUMNS, SweepTable
+
+    table = SweepTable()
+    qtbot.addWidget(table)
+    table.resize(560, 250)
+    table.show()
+    table.show_cells([("story", [_cell(None, 0.0, notes_heavy=True), _cell(1, 5.0)])], {"story": 0})
+    last, header = len(COLUMNS) - 1, table.horizontalHeader()
+    assert header.sectionSize(last) >= table.sizeHintForColumn(last) > 100  # the table scrolls instead
+    table.resize(2000, 250)
+    qtbot.waitUntil(lambda: header.stretchLastSection())  # room to spare: Notes takes it
+    assert header.sectionSize(last) >= table.sizeHintForColumn(last)

@@ -222,3 +222,32 @@ def test_the_window_sidebar_follows_a_deleted_first_message(qtbot, open_window, 
     assert window.sidebar.current_id() == conv  # still the open one
     window.transcript.views[0].delete_button.click()
     qtbot.waitUntil(lambda: titles(window.sidebar) == [DEFAULT_TITLE], timeout=30_000)
+
+
+def test_search_results_follow_a_deleted_message(qtbot, open_window, paths):
+    store = ConversationStore(paths.conversations_db)
+    conv = chat(store, "Tell me about zebras", "And lions?", title="Animals")
+    store.close()
+    window = open_window()
+    window.chat.open(conv)
+    window.sidebar.search.setText("zebra")
+    assert titles(window.sidebar) == ["Animals"]
+    window.chat.actions.confirm = lambda _parent, _question: True
+    window.transcript.views[0].delete_button.click()  # the only message that said "zebra"
+    assert titles(window.sidebar) == []
+
+
+def test_the_rename_dialog_is_wide_enough_for_its_title_and_a_long_title(qtbot):
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QLineEdit
+
+    from specchat.ui.chat.conversation_list import rename_dialog
+
+    long_title = "How do I merge two sorted lists in place"
+    dialog = rename_dialog(None, long_title)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.minimumWidth() >= 400 and dialog.width() >= dialog.minimumWidth()  # was 188: clipped
+    assert dialog.windowTitle() == "Rename conversation" and dialog.textValue() == long_title
+    field = dialog.findChild(QLineEdit)
+    assert field.width() >= QFontMetrics(field.font()).horizontalAdvance(long_title)

@@ -102,13 +102,19 @@ def adopt_job(engine: Engine) -> Callable[[JobContext], LoadedPair]:
 
 
 def reply_job(
-    messages: Sequence[Mapping[str, Any]], cfg: GenerationConfig, system_prompt: str = "", enable_thinking: bool = False
+    messages: Sequence[Mapping[str, Any]],
+    cfg: GenerationConfig,
+    system_prompt: str = "",
+    enable_thinking: bool = False,
+    tools: Sequence[Mapping[str, Any]] = (),
 ) -> Callable[[JobContext], Iterator[Event]]:
-    """A job that streams one chat reply on the current engine (its engine events are the job's progress)."""
+    """A job that streams one chat reply on the current engine (its engine events are the job's progress);
+    tools (OpenAI-style function specs, the app's MCP tools) go to the chat template."""
+    tools = tuple(dict(t) for t in tools)
 
     def work(ctx: JobContext) -> Iterator[Event]:
         engine = ctx.engine
-        ids = chat_prompt_ids(engine.tokenizer, list(messages), system_prompt, enable_thinking)
+        ids = chat_prompt_ids(engine.tokenizer, list(messages), system_prompt, enable_thinking, tools=tools)
         yield from engine.stream(ids, cfg, ctx.cancel)
 
     return work

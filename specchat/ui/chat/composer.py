@@ -13,17 +13,21 @@ from PySide6.QtWidgets import (
     QPushButton,
     QToolButton,
     QVBoxLayout,
+    QWidget,
 )
 
 from .markdown_view import body_font
 
 SEND_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+LITERAL_TAB = (Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.MetaModifier)  # Ctrl+Tab (either Ctrl on a Mac)
+TAB_TIP = "Tab moves to Send, Shift+Tab back; Ctrl+Tab types a tab character"
 THINKING_TIP = "Qwen3 enable_thinking: the model reasons first; the reasoning is shown collapsed"
 
 
 class Composer(QFrame):
     """A text box with Send (Enter; Shift+Enter is a new line, or the other way round) that turns
-    into Stop while a reply streams. Ctrl+Enter (Cmd+Enter on macOS) always sends."""
+    into Stop while a reply streams. Ctrl+Enter (Cmd+Enter on macOS) always sends. Tab and Shift+Tab move the
+    focus (to Send, and back); Ctrl+Tab types a tab character."""
 
     sendRequested = Signal(str)
     stopRequested = Signal()
@@ -46,10 +50,15 @@ class Composer(QFrame):
         layout.addLayout(self.edit_bar)
         self.text = QPlainTextEdit()
         self.text.installEventFilter(self)
+        self.text.setTabChangesFocus(True)  # Tab goes to Send; Ctrl+Tab types a tab (eventFilter)
+        self.text.setToolTip(TAB_TIP)
         self.text.setFont(body_font())
         self.text.setFixedHeight(84)
         layout.addWidget(self.text)
         layout.addLayout(self._buttons())
+        stops = self.tab_stops()  # Tab from the text goes to Send (Stop while a reply streams), then Think
+        for first, second in zip(stops, stops[1:]):
+            QWidget.setTabOrder(first, second)
         QShortcut(QKeySequence("Ctrl+Return"), self.text, activated=self._send)  # type: ignore[call-overload]
         QShortcut(QKeySequence("Ctrl+Enter"), self.text, activated=self._send)  # type: ignore[call-overload]
         self._show_edit_bar(False)
@@ -62,8 +71,22 @@ class Composer(QFrame):
         send, newline = ("Enter", "Shift+Enter") if enter_sends else ("Shift+Enter", "Enter")
         self.text.setPlaceholderText(f"Message the model…  ({send} to send, {newline} for a new line)")
 
+    def tab_stops(self) -> list[QWidget]:
+        """The composer's controls in Tab order (hidden ones are skipped when tabbing)."""
+        return [self.cancel_edit, self.text, self.send_button, self.stop_button, self.thinking]
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """Enter / Shift+Enter in the text box: send or a new line, as the setting says."""
+        """Enter / Shift+Enter in the text box: send or a new line, as the setting says; Ctrl+Tab: a tab."""
+        if (
+            watched is self.text
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Tab
+            and event.modifiers() in LITERAL_TAB
+        ):
+            if event.type() == QEvent.Type.KeyPress:
+                self.text.insertPlainText("\t")  # a plain Tab moves the focus (setTabChangesFocus)
+            event.accept()  # ShortcutOverride accepted: Ctrl+Tab is the text box's, not a shortcut's
+            return True
         if (
             watched is self.text
             and event.type() == QEvent.Type.KeyPress

@@ -6,7 +6,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -20,11 +20,16 @@ from .composer import Composer
 from .conversation_list import ConversationList
 from .footer import error_stats, footer_text, interrupted_stats
 from .message_actions import MessageActions, stopped_notice
+from .tool_card import ToolRound
 from .trace import ReplyTrace, trace_data
 from .transcript import TranscriptView
 
+GREEDY_REGENERATE = "Temperature is 0: greedy decoding gives the same reply; raise the temperature to get another."
+REGENERATE_TEMPERATURE = 0.7  # what the banner offers a greedy regeneration instead
 RETRY_MS = 2000  # a message the conversations file refused is sent again this often
 SAVE_INTERVAL_S = 2.0  # a streaming reply's text is saved at least this often (a crash loses at most this much)
+IN_QUEUE = "Waiting in the queue…"  # the card of a reply whose job has not started
+READING = "Reading the prompt…"  # ... whose job started, before its first progress event
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +57,8 @@ class ChatController(QObject):
     storeReplaced = Signal(object)  # the in-memory ConversationStore the session goes on in (a full disk)
     settingsRejected = Signal(str)  # a setting out of range: nothing was saved or sent
     busyChanged = Signal(bool)
+    conversationSwitched = Signal(object)  # the id of the conversation now shown (None: a new, empty one)
+    greedyRegenerate = Signal(str)  # a regeneration at temperature 0: it will be the same reply (also in the banner)
 
     def __init__(
         self,
@@ -85,6 +92,14 @@ class ChatController(QObject):
         sidebar.selected.connect(self.open)
         sidebar.newRequested.connect(self.new_conversation)
         sidebar.deleted.connect(self._deleted)
+        # MCP tools: the servers come from the window's settings (Preferences ▸ MCP servers)
+        self.tool_round = ToolRound(transcript, client.tasks, self._mcp_servers, self._save_mcp_servers, self)
+        self.tool_round.continueRequested.connect(self._continue_after_tools)
+        sidebar.selected.connect(self.tool_round.drop_cards)
+        sidebar.newRequested.connect(self.tool_round.drop_cards)
+        banner = getattr(parent, "banner", None)
+        if banner is not None:
+            self.tool_round.serverFailed.connect(lambda message: banner.show_message(message, "warning"))
 
     @property
     def busy(self) -> bool:
@@ -93,6 +108,7 @@ class ChatController(QObject):
 
     def open(self, conversation_id: int) -> None:
         """Show a saved conversation."""
+        switched = conversation_id != self.conversation_id
         self.conversation_id = conversation_id
         self.composer.leave_edit()
         streaming = self.active.message_id if self.active else None  # its row is saved, not yet finished
@@ -100,14 +116,19 @@ class ChatController(QObject):
         counts = {m.id: len(self.store.versions(m.id)) for m in messages if m.role == "assistant"}
         self.transcript.show_messages(messages, counts)
         self.sidebar.refresh(select=conversation_id)
+        if switched:
+            self.conversationSwitched.emit(conversation_id)
 
     def new_conversation(self) -> None:
         """An empty transcript; the conversation is saved with its first message."""
+        switched = self.conversation_id is not None
         self.conversation_id = None
         self.composer.leave_edit()
         self.transcript.clear()
         self.sidebar.list.clearSelection()
         self.sidebar.list.setCurrentRow(-1)  # no current item (what setCurrentItem(None) does)
+        if switched:
+            self.conversationSwitched.emit(None)
 
     def system_prompt(self) -> str:
         """The open conversation's system prompt."""
@@ -193,17 +214,37 @@ class ChatController(QObject):
         self.sidebar.refresh(select=self.conversation_id)
 
     def regenerate(self) -> None:
-        """Generate the last reply again; the earlier ones stay as versions (‹ 1/2 ›)."""
+        """Generate the last reply again; the earlier ones stay as versions (‹ 1/2 ›). At temperature 0 the
+        reply comes out the same: the banner says so and offers one regeneration at a higher temperature."""
+        self._regenerate(None)
+
+    def regenerate_at(self, temperature: float) -> None:
+        """Regenerate once at this temperature (the settings stay as they are)."""
+        self._regenerate(temperature)
+
+    def _regenerate(self, temperature: float | None) -> None:
         if self.busy or self.conversation_id is None:
             return
         settings = self._valid_reply_settings()
         if settings is None:
             return
+        if temperature is not None:
+            settings = (replace(settings[0], temperature=temperature), settings[1])
         messages = self.store.messages(self.conversation_id)
         if messages and messages[-1].role == "assistant":
+            if settings[0].temperature == 0:
+                self._say_greedy()
             self._start_reply(settings, again=messages[-1])
         elif messages:
             self._start_reply(settings)
+
+    def _say_greedy(self) -> None:
+        """Regenerating at temperature 0 gives the reply again, word for word: say so, with an offer."""
+        self.greedyRegenerate.emit(GREEDY_REGENERATE)
+        banner = getattr(self.parent(), "banner", None)
+        if banner is not None:
+            offer = (f"Regenerate at {REGENERATE_TEMPERATURE:g}", lambda: self.regenerate_at(REGENERATE_TEMPERATURE))
+            banner.show_message(GREEDY_REGENERATE, "info", action=offer)
 
     def begin_edit(self, position: int) -> None:
         """Put a user message in the composer; sending replaces it and everything after it."""
@@ -220,10 +261,33 @@ class ChatController(QObject):
         """The window is closing: stop the reply and save what it wrote now, marked interrupted; the reply's
         later events (they arrive after the store has closed) are then ignored."""
         self._unsaved = None  # a message still waiting for the file is not sent into a closed store
+        self.tool_round.close()  # the MCP servers stop with the window
         if self.active is None:
             return
         self.client.cancel()
         self._finish(self.active.trace.text, interrupted_stats(), True)
+
+    def _mcp_servers(self) -> list[dict]:
+        settings = getattr(self.parent(), "settings", None)
+        return list(getattr(settings, "mcp_servers", None) or [])
+
+    def _save_mcp_servers(self, servers: list[dict]) -> None:
+        """An "Always allow this tool": saved with the server in the settings."""
+        window = self.parent()
+        settings = getattr(window, "settings", None)
+        if settings is not None:
+            settings.mcp_servers = servers
+            save = getattr(window, "save", None)
+            if callable(save):
+                save()
+
+    def _continue_after_tools(self) -> None:
+        """Every tool call of the last reply is answered: the model goes on from the results."""
+        if self.busy or self.conversation_id is None:
+            return
+        settings = self._valid_reply_settings()
+        if settings is not None:
+            self._start_reply(settings)
 
     def _valid_reply_settings(self) -> tuple[GenerationConfig, bool] | None:
         """The next reply's config and thinking switch; None (and settingsRejected) when a setting is out of range."""
@@ -239,8 +303,10 @@ class ChatController(QObject):
         conversation_id = self.conversation_id
         assert conversation_id is not None  # send() saved it first; regenerate() needs one
         history = self.store.messages(conversation_id)
-        messages = [m.as_chat() for m in history if again is None or m.position < again.position]
+        messages = self.tool_round.chat_messages([m for m in history if again is None or m.position < again.position])
+        tools = self.tool_round.begin_reply(again.id if again else None)  # the MCP servers' tools, as function specs
         trace = ReplyTrace(self.decode)
+        trace.waiting = IN_QUEUE  # until the queue says more (what it waits for), or the job starts
         if again is None:
             view = self.transcript.start_reply(trace)
             message_id = view.message_id = self.store.begin_reply(conversation_id).id
@@ -248,7 +314,7 @@ class ChatController(QObject):
             self.store.begin_regenerate(again.id)
             self.transcript.restart_reply(again.position, trace)
             message_id = again.id
-        request_id = self.client.generate(messages, cfg, self.system_prompt(), thinking)
+        request_id = self.client.generate(messages, cfg, self.system_prompt(), thinking, tools=tools)
         self.active = ActiveReply(request_id, conversation_id, trace, message_id, time.monotonic(), again is not None)
         self.last_trace = trace
         self._set_busy(True)
@@ -266,6 +332,8 @@ class ChatController(QObject):
         elif isinstance(event, Finished):
             self._finish(event.text, asdict(event.stats), event.cancelled)
             self.replyFinished.emit(event)
+            if not event.cancelled:  # its tool calls: a card each, run once the user approves
+                self.tool_round.reply_finished(active.conversation_id, active.message_id, event.text)
         elif isinstance(event, Failed):
             self._fail(event.message)
 
@@ -275,7 +343,13 @@ class ChatController(QObject):
         if active is None or active.trace.started_at is not None:
             return
         detail = self.client.running_detail if state.running is not None and state.running.kind == "baseline" else None
-        active.trace.waiting = waiting_text(state, active.request_id, detail)
+        running = {info.id for info in state.running_batch} | ({state.running.id} if state.running else set())
+        if state.ahead_of(active.request_id) is not None:
+            active.trace.waiting = waiting_text(state, active.request_id, detail) or IN_QUEUE
+        elif active.request_id in running:  # it left the queue: the engine reads the prompt first
+            active.trace.waiting = READING
+        else:
+            return
         if active.conversation_id == self.conversation_id:
             self.transcript.reply_updated()
 
@@ -283,7 +357,7 @@ class ChatController(QObject):
         active, self.active = self.active, None
         assert active is not None  # only the active reply finishes
         if stats is not None and "generated_tokens" in stats:  # time to first token as the user saw it
-            stats = {**stats, **active.trace.timing()}
+            stats = ttft_split({**stats, **active.trace.timing()})
         self.client.finished(active.request_id)
         shown = active.conversation_id == self.conversation_id
         try:
@@ -347,3 +421,13 @@ class ChatController(QObject):
         self.composer.set_busy(busy)
         self.transcript.set_busy(busy)
         self.busyChanged.emit(busy)
+
+
+def ttft_split(stats: dict) -> dict:
+    """A finished reply's stats with its queue wait: the time from Send to the engine's start of the reply
+    (the engine's own ttft_s covers reading the prompt and the first token). The trace's first-event time
+    counts prompt reading as queue time, so it is not kept."""
+    stats = {key: value for key, value in stats.items() if key != "queued_s"}
+    if "ttft_from_send_s" in stats and "ttft_s" in stats:
+        stats["queue_s"] = max(stats["ttft_from_send_s"] - stats["ttft_s"], 0.0)
+    return stats

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shiboken6
 from PySide6.QtCore import QRect, Qt, Signal
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QFrame,
     QInputDialog,
@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QStyle,
     QStyledItemDelegate,
     QVBoxLayout,
+    QWidget,
 )
 
 from specchat.store import ConversationStore
@@ -24,6 +25,9 @@ from specchat.store import ConversationStore
 from .. import theme
 from .dates import day_group, full_label, when_label
 
+RENAME_TITLE = "Rename conversation"
+RENAME_MIN_WIDTH = 420  # the Rename dialog: its title bar and a title of a few words fit whole
+DIALOG_MARGIN = 12  # a dialog's layout margin, about, on each side
 WHEN_ROLE = Qt.ItemDataRole.UserRole + 1  # the short time label drawn at the right of a row
 
 
@@ -128,10 +132,9 @@ class ConversationList(QFrame):
 
     def rename_interactive(self, conversation_id: int) -> None:
         """Ask for a new title."""
-        current = self.store.get(conversation_id).title
-        title, ok = QInputDialog.getText(self, "Rename conversation", "Title:", text=current)
-        if ok and title.strip():
-            self.rename(conversation_id, title)
+        dialog = rename_dialog(self, self.store.get(conversation_id).title)
+        if dialog.exec() == QInputDialog.DialogCode.Accepted and dialog.textValue().strip():
+            self.rename(conversation_id, dialog.textValue())
 
     def delete(self, conversation_id: int) -> None:
         """Delete and refresh."""
@@ -159,6 +162,23 @@ class ConversationList(QFrame):
     def _current_changed(self, current, _previous) -> None:
         if current is not None and not self._quiet and current.data(Qt.ItemDataRole.UserRole) is not None:
             self.selected.emit(current.data(Qt.ItemDataRole.UserRole))
+
+
+def rename_dialog(parent: QWidget, current: str) -> QInputDialog:
+    """The Rename dialog: wide enough for its title bar and a long title in its field."""
+    dialog = QInputDialog(parent)
+    dialog.setWindowTitle(RENAME_TITLE)
+    dialog.setLabelText("Title:")
+    dialog.setTextValue(current)
+    bold = QFont(dialog.font())
+    bold.setBold(True)  # the title bar's font is often bold
+    title_bar = QFontMetrics(bold).horizontalAdvance(RENAME_TITLE) + 160  # and holds the window's buttons
+    field = dialog.fontMetrics().horizontalAdvance("M" * 28) + 80  # a title of a few words, and the label
+    # QInputDialog's layout sets the dialog's minimum from its widgets: widen the field, not the dialog
+    line_edit = dialog.findChild(QLineEdit)
+    assert line_edit is not None  # made by setTextValue
+    line_edit.setMinimumWidth(max(RENAME_MIN_WIDTH, title_bar, field) - 2 * DIALOG_MARGIN)
+    return dialog
 
 
 def _header(text: str) -> QListWidgetItem:

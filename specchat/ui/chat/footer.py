@@ -15,7 +15,8 @@ MODE_NAMES = {
 }
 FOOTER_TOOLTIP = (
     "tokens: tokens in this reply · tok/s: tokens after the first divided by the time from the end of prompt "
-    "processing to the last token (the engine's clock) · TTFT: time from sending to the first token · "
+    "processing to the last token (the engine's clock) · TTFT: time from sending to the first token, with its "
+    "parts when long: waiting in the queue, reading the prompt, then the first token · "
     "accepted: share of drafted tokens the target agreed with (— when nothing was drafted) · "
     "plain decoding share: tokens auto K produced without drafting · then why the reply stopped · drafts "
     f"stopped early (Auto K): {EARLY_STOP_WHY}; the confidence is the drafter's top-1 probability where it "
@@ -24,7 +25,7 @@ FOOTER_TOOLTIP = (
 
 __all__ = ["MODE_NAMES", "FOOTER_TOOLTIP", "footer_text", "error_stats", "k_text", "early_stop_text"]
 INTERRUPTED = "interrupted"
-QUEUE_NOTE_S = 0.5  # a queue wait this long is said in the footer
+QUEUE_NOTE_S = 0.5  # a time to first token this long is said with its parts (queue, prompt, first token)
 INTERRUPTED_TEXT = "interrupted: SpecChat was closed while this reply was being written"
 
 
@@ -74,11 +75,29 @@ def early_stops_text(stats: dict) -> str:
     return early_stop_text(stats.get("early_stops") or 0, rounds, stats.get("median_stop_confidence"))
 
 
+def ttft_parts(stats: dict) -> tuple[float, list[tuple[str, float]]]:
+    """The time to first token and its parts: the wait in the queue (from Send to the engine's start, known
+    when the app timed the reply), reading the prompt (prefill) and the first token after it."""
+    engine_ttft = float(stats.get("ttft_s") or 0.0)
+    total = float(stats.get("ttft_from_send_s", engine_ttft) or 0.0)
+    prompt = float(stats.get("prefill_s") or 0.0)
+    first = float(stats.get("first_token_s", max(engine_ttft - prompt, 0.0)) or 0.0)
+    parts = []
+    if "ttft_from_send_s" in stats:  # everything before the engine began this reply
+        parts.append(("queue", float(stats.get("queue_s", max(total - prompt - first, 0.0)))))
+    parts += [("prompt", prompt), ("first token", first)]
+    return total, parts
+
+
 def ttft_text(stats: dict) -> str:
-    """'TTFT 0.31 s', counted from Send when the app measured it, with the queue wait when there was one."""
-    ttft = stats.get("ttft_from_send_s", stats.get("ttft_s", 0.0))
-    queued = stats.get("queued_s", 0.0)
-    return f"TTFT {ttft:.2f} s" + (f" ({queued:.1f} s waiting in the queue)" if queued >= QUEUE_NOTE_S else "")
+    """'TTFT 0.31 s', counted from Send when the app measured it; a longer one with its parts:
+    'TTFT 33.1 s (queue 0.0 s, prompt 31.1 s, first token 2.0 s)' (the queue always, when the app timed it:
+    it says whether anything waited; the others only when not zero)."""
+    total, parts = ttft_parts(stats)
+    if total < QUEUE_NOTE_S:
+        return f"TTFT {total:.2f} s"
+    shown = [f"{name} {seconds:.1f} s" for name, seconds in parts if name == "queue" or round(seconds, 1) > 0]
+    return f"TTFT {total:.1f} s" + (f" ({', '.join(shown)})" if shown else "")
 
 
 def interrupted_stats() -> dict:

@@ -30,6 +30,11 @@ def stopped_notice(trace: ReplyTrace, stats: dict | None) -> str:
     return "Stopped by you before any text"
 
 
+def export_notice(path: str) -> str:
+    """What the banner says after an export."""
+    return f"Exported to {path}"
+
+
 def ask_yes(parent: QWidget, question: str) -> bool:
     """A Yes/No question; True for Yes."""
     answer = QMessageBox.question(parent, "SpecChat", question)
@@ -58,6 +63,9 @@ class MessageActions(QObject):
         self.ask_path: Callable[[QWidget, str, str], str] = ask_save_path
         chat.transcript.deleteRequested.connect(self.delete)
         chat.transcript.versionRequested.connect(self.show_version)
+        self._export_notice = ""  # the banner's "Exported to …": it belongs to the chat it was said in
+        self.exported.connect(lambda path: setattr(self, "_export_notice", export_notice(path)))
+        chat.conversationSwitched.connect(self._chat_switched)
 
     def delete(self, position: int) -> None:
         """Delete the message at `position` (a user message with the reply after it), after asking."""
@@ -69,6 +77,14 @@ class MessageActions(QObject):
         if view.message_id is None or not self.confirm(chat.transcript, question):
             return
         chat.transcript.remove(chat.store.delete_with_reply(view.message_id))
+        chat.sidebar.refresh()  # a search may no longer match, a derived title may have changed
+
+    def _chat_switched(self, _conversation_id: int | None) -> None:
+        """Another chat is shown: an export's banner (said about the chat left) goes."""
+        notice, self._export_notice = self._export_notice, ""
+        banner = getattr(self.chat.parent(), "banner", None)
+        if notice and banner is not None and banner.message == notice:
+            banner.dismiss()
 
     def show_version(self, position: int, number: int) -> None:
         """Show version `number` of the reply at `position`; the conversation continues from it."""

@@ -1,4 +1,4 @@
-"""The A/B panel: one prompt under Off / Draft / MTP side by side, run as a job on the engine thread."""
+"""The A/B panel: one prompt under Off / Draft / MTP / prompt lookup side by side, run as a job on the engine thread."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from specchat.engine.prompt import user_prompt_ids
 from specchat.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
 
 from .. import theme
+from ..elided_label import ElidedLabel
 from ..engine_client import QtJob
 from ..flow_layout import FlowLayout
 from ..job_events import JobHandlers
@@ -27,7 +28,7 @@ from ..settings_panel import limited_spin_box
 from ..theme_switch import follow
 from .reflow import ReflowGrid
 
-CARD_WIDTH = 160  # the cards sit side by side when three of them fit, else one above the other
+CARD_WIDTH = 160  # the cards sit side by side when all of them fit, else one above the other
 DEFAULT_PROMPT = "Write a Python function that merges two sorted lists, with a docstring."
 
 
@@ -49,13 +50,15 @@ DETAIL_TIP = (
     "Tokens generated; acceptance: share of drafted tokens the target accepted (— when nothing was "
     "drafted); accepted / round: accepted drafts per speculative round."
 )
+SAME_AS_OFF = "same output as Off"
+OUTPUT_TIP_CHARS = 1500  # the output's tooltip shows at most this much of it
 IDENTICAL_TIP = (
     "Greedy decoding: speculation must give exactly the tokens of Off. 'From token N' is the first token that differs."
 )
 
 
 class ABCard(QFrame):
-    """One mode's figures: tok/s, acceptance, and whether its output equals Off's."""
+    """One mode's figures: tok/s, acceptance, whether its output equals Off's, and its first line."""
 
     def __init__(self, mode: str, parent=None):
         super().__init__(parent)
@@ -66,16 +69,21 @@ class ABCard(QFrame):
         self.detail = QLabel("not run yet", objectName="abDetail")  # type: ignore[call-overload]
         self.detail.setWordWrap(True)
         self.identical = QLabel("")
+        self.output = ElidedLabel("", objectName="abDetail")  # the output's first line (whole: its tooltip)
         for label, tip in ((self.speed, SPEED_TIP), (self.detail, DETAIL_TIP), (self.identical, IDENTICAL_TIP)):
             label.setToolTip(tip)
         column = QVBoxLayout(self)
         column.setContentsMargins(12, 10, 12, 10)
-        for label in (self.title, self.speed, self.detail, self.identical):
+        for label in (self.title, self.speed, self.detail, self.identical, self.output):
             column.addWidget(label)
         column.addStretch(1)
 
-    def show_row(self, row: ABRow | None) -> None:
-        """Show a run's figures (None clears the card)."""
+    def show_row(self, row: ABRow | None, off: ABRow | None = None) -> None:
+        """Show a run's figures and the first line of its output (None clears the card); off, Off's run, to
+        say "same output as Off" instead when the outputs are equal."""
+        text, tip = output_line(row, off) if row is not None else ("", "")
+        self.output.setText(text)
+        self.output.setToolTip(tip)
         if row is None:
             self.speed.setText("—")
             self.detail.setText("running…")
@@ -100,6 +108,19 @@ class ABCard(QFrame):
         self.identical.setText(identical_html(row))
 
 
+def output_line(row: ABRow, off: ABRow | None) -> tuple[str, str]:
+    """A card's output line and its tooltip: "same output as Off" when it equals Off's, else the output's
+    first non-blank line (the tooltip holds the start of the whole output); blank when it did not run."""
+    if row.unavailable:
+        return "", ""
+    whole = row.text.strip()
+    tip = whole[:OUTPUT_TIP_CHARS] + ("…" if len(whole) > OUTPUT_TIP_CHARS else "")
+    if row.mode != "baseline" and off is not None and not off.unavailable and row.text == off.text:
+        return SAME_AS_OFF, tip
+    first = next((line.strip() for line in whole.splitlines() if line.strip()), "")
+    return (f"“{first}”" if first else "(no text)"), tip
+
+
 def identical_html(row: ABRow) -> str:
     """'Identical output: yes / no (from token N)', coloured; blank when not checked."""
     if row.identical is None:
@@ -115,7 +136,7 @@ def identical_html(row: ABRow) -> str:
 
 
 class ABPanel(QWidget):
-    """Pick a prompt, press Run: Off, Draft and MTP run in turn as one job on the engine thread."""
+    """Pick a prompt, press Run: Off, Draft, MTP and prompt lookup run in turn as one job on the engine thread."""
 
     busyChanged = Signal(bool)  # True while this panel's comparison is queued or running
     compared = Signal(object)  # list[ABRow]
@@ -211,7 +232,7 @@ class ABPanel(QWidget):
     def _job_handlers(self) -> JobHandlers:
         return JobHandlers(
             queued=lambda ahead: self.status.setText(f"Queued ({ahead} ahead)…" if ahead else "Starting…"),
-            started=lambda: self.status.setText("Running Off, then Draft, then MTP…"),
+            started=lambda: self.status.setText("Running Off, then Draft, MTP and prompt lookup…"),
             progress=lambda row: self._row_done(cast(ABRow, row)),  # what run_ab's on_row emits
             finished=lambda rows: self._done(cast("list[ABRow]", rows)),  # what run_ab returns
             failed=lambda failed: self.status.setText(f"A/B failed: {failed.message}"),
@@ -221,7 +242,8 @@ class ABPanel(QWidget):
 
     def _row_done(self, row: ABRow) -> None:
         self.rows.append(row)
-        self.cards[row.mode].show_row(row)
+        off = next((r for r in self.rows if r.mode == "baseline"), None)  # Off runs first
+        self.cards[row.mode].show_row(row, off)
 
     def _done(self, rows: list[ABRow]) -> None:
         speeds = {r.mode: r.tokens_per_s for r in rows if r.tokens_per_s}

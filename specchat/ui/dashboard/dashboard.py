@@ -43,6 +43,7 @@ from ..tasks import TaskRunner
 from ..theme_switch import follow
 from .charts import BLUE, GREEN, ORANGE, PURPLE, TEAL, ChartCard
 from .confidence import ConfidenceHistory
+from .followed import API, CHAT, Follower, RoundFigures, Step
 from .panels import (
     MEMORY_COLUMNS,
     POWER_COLUMNS,
@@ -57,7 +58,7 @@ from .tiles import StatTile, fill_tiles, plural
 
 log = logging.getLogger(__name__)
 REDRAW_INTERVAL_MS = 250
-SOURCE_NAMES = {"chat": "chat reply", "api": "API request"}  # where the figures come from
+SOURCE_NAMES = {CHAT: "chat reply", API: "API request"}  # where the figures come from
 TILE_WIDTH = 150  # tiles wrap into 3 or 2 columns below six of these
 TILE_COLUMNS = (6, 3, 2)
 CHART_MIN_SIZE = QSize(290, 180)  # below two of these side by side, the charts go into tabs
@@ -86,7 +87,9 @@ class Dashboard(QWidget):
         super().__init__(parent)
         self.setObjectName("dashboard")
         self.baselines = BaselineCache.for_paths(paths or AppPaths.default())
-        self.rounds = RoundSeries()
+        self.rounds = RoundSeries()  # the followed generation's rounds: the tiles and the charts read only these
+        self.drafting_rounds = 0  # how many of them drafted (K >= 1)
+        self.follower = Follower()  # which generation is on screen: one at a time, keyed by job id
         self.confidence = ConfidenceHistory()  # the rounds' drafts by the drafter's confidence, and early stops
         self.memory = RingBuffer(3600, len(MEMORY_COLUMNS))
         self.power = RingBuffer(720, len(POWER_COLUMNS))
@@ -98,7 +101,8 @@ class Dashboard(QWidget):
         self.last_power: tuple[PowerStatus, bool | None] | None = None
         self.weights_bytes: int | None = None
         self._generating = False
-        self.source = "chat"  # what the last figures came from: "chat" or "api"
+        self.source = CHAT  # what the last figures came from: "chat" or "api"
+        self.job_id: int | None = None  # ... and its job id (None: not given)
         self._dirty = True
         self._build()
         self.poller = poller or SystemPoller(self, runner=runner)  # runner: the worker pool it reads power on
@@ -198,26 +202,37 @@ class Dashboard(QWidget):
     # --- inputs ---
 
     @Slot(object)
-    def on_event(self, event, source: str = "chat") -> None:
+    def on_event(self, event, source: str = CHAT, job_id: int | None = None) -> None:
         """Take one engine event (TextChunk, RoundResult, PrefillProgress, Finished, Failed) of a chat reply
-        or (source "api") of an API request; the figures always say which one they are from."""
-        if isinstance(event, (Finished, Failed)):
+        or (source "api") of an API request, with its job id. The dashboard follows one generation at a time
+        (followed.Follower): another's events, interleaved in a shared batch, are not shown anywhere."""
+        terminal = isinstance(event, (Finished, Failed))
+        step = self.follower.take(source, job_id, terminal)
+        if step is Step.SKIP:
+            return
+        if step is Step.START:
+            self.source, self.job_id = source, job_id
+            self.rounds.clear()
+            self.confidence.clear()
+            self.drafting_rounds = 0
+            self._generating = not terminal
+            if not terminal:
+                self.status.setText(f"Generating {self.source_name}…" if source == API else "Generating…")
+        if isinstance(event, Finished):
             self._generating = False
-            if isinstance(event, Finished):
-                self._finished(event)
-            else:
-                self.status.setText(f"Last {self.source_name} failed: {event.message}")
-        else:
-            if not self._generating:
-                self._generating = True
-                self.source = source
-                self.rounds.clear()
-                self.confidence.clear()
-                self.status.setText("Generating an API request…" if source == "api" else "Generating…")
-            if isinstance(event, RoundResult):
-                self.rounds.add(event)
-                self.confidence.add(event)
+            self._finished(event)
+        elif isinstance(event, Failed):
+            self._generating = False
+            self.status.setText(f"Last {self.source_name} failed: {event.message}")
+        elif isinstance(event, RoundResult):
+            self.rounds.add(event)
+            self.confidence.add(event)
+            self.drafting_rounds += event.num_draft_tokens > 0
         self._dirty = True
+
+    def round_figures(self) -> RoundFigures:
+        """The followed generation's counts: what every tile and caption about rounds says."""
+        return RoundFigures.of(self.rounds, self.drafting_rounds)
 
     @property
     def generating(self) -> bool:
@@ -226,18 +241,19 @@ class Dashboard(QWidget):
 
     @property
     def source_name(self) -> str:
-        """What the figures are from: 'chat reply' or 'API request'."""
-        return SOURCE_NAMES[self.source]
+        """What the figures are from: 'chat reply', or 'API request #12' (which one, when its id is known)."""
+        name = SOURCE_NAMES[self.source]
+        return f"{name} #{self.job_id}" if self.source == API and self.job_id is not None else name
 
     @Slot(int, object)
     def on_request_event(self, request_id: int, event) -> None:
-        """A chat reply's event: EngineClient.event carries (request id, event); the id does not matter here."""
-        self.on_event(event, "chat")
+        """A chat reply's event: EngineClient.event carries (request id, event)."""
+        self.on_event(event, CHAT, request_id)
 
     @Slot(int, object)
     def on_api_event(self, job_id: int, event) -> None:
         """An API request's event (the server's requestEvent: job id, event)."""
-        self.on_event(event, "api")
+        self.on_event(event, API, job_id)
 
     @Slot(object)
     def on_memory(self, sample: MemorySample) -> None:
@@ -286,9 +302,13 @@ class Dashboard(QWidget):
     def set_baseline_tps(
         self, model_key: str, tps: float, source: str = "measured", sampling: str | None = None
     ) -> None:
-        """A fresh plain-decode measurement of a model: cached, and the reference while no plain reply is newer."""
+        """A fresh plain-decode measurement of a model: cached, and at once the one reference of this target
+        (until plain replies newer than it): what the session had before it, it replaces."""
         power = self.power_source()
         self._remember(model_key, tps, source, power, sampling)
+        self.plain.samples = [s for s in self.plain.samples if s.model_key != model_key]
+        if self.last_plain_sample is not None and self.last_plain_sample.model_key == model_key:
+            self.last_plain_sample = None
         self.plain.add_measurement(model_key, tps, MEASURED, sampling=sampling, power_source=power)
         if model_key == self.model_key:
             self.remeasure.setText(REMEASURE)
@@ -331,6 +351,8 @@ class Dashboard(QWidget):
         """Forget the rounds and the last generation (memory and power history stay)."""
         self.rounds.clear()
         self.confidence.clear()
+        self.drafting_rounds = 0
+        self.follower.clear()
         self.last_stats = None
         self._generating = False
         self.status.setText("No generation yet.")
@@ -442,10 +464,8 @@ class Dashboard(QWidget):
         return f"Power source unknown: the system did not say whether {this_machine()} runs on mains or battery."
 
     def _per_round_caption(self) -> str:
-        totals = self.rounds.totals()
-        if not totals["rounds"]:
-            return ""
-        return f"mean {totals['accepted'] / totals['rounds']:.2f} accepted / round"
+        per_round = self.round_figures().per_round
+        return "" if per_round is None else f"mean {per_round:.2f} accepted / round"
 
     def _redraw_tiles(self) -> None:
         fill_tiles(self)

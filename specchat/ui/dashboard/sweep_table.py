@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from specchat.tuning.sweep_report import cell_notes
@@ -19,6 +19,8 @@ from ..theme_switch import follow
 from .charts import BLUE, GREEN, ORANGE, PURPLE, RED, TEAL, ChartCard, legend_html, make_plot, pen
 
 DASH = "—"
+LABEL_NUDGE = 6  # px pyqtgraph draws a bottom axis label past its axis (5), and one for the glyphs
+AXIS_GAP = 12  # px around an axis label: its distance from the ticks and from the card's edge
 COLUMNS = ("Prompt", "K", "tok/s", "Speedup", "Accept", "Acc/round", "CV", "Peak GB", "Notes")
 PROMPT_COLORS = (BLUE, ORANGE, TEAL, PURPLE, GREEN, RED)
 NOISY_BG = QColor("#fff3d6")
@@ -121,6 +123,24 @@ class SweepTable(QTableWidget):
             best_here = is_best(cell, best.get(name))
             for column, text in enumerate(cell_texts(name, cell, best_here)):
                 self.setItem(row, column, self._item(text, cell, column, best_here))
+        self._fit_last_column()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_last_column()
+
+    def _fit_last_column(self) -> None:
+        """Notes fills the room left when its texts fit there; else it is as wide as they are (the table
+        scrolls), never cut to the room left."""
+        header = self.horizontalHeader()
+        last = len(COLUMNS) - 1
+        need = max(header.sectionSizeHint(last), self.sizeHintForColumn(last))
+        others = sum(header.sectionSize(column) for column in range(last))
+        stretch = others + need <= self.viewport().width()
+        if header.stretchLastSection() != stretch:
+            header.setStretchLastSection(stretch)
+            if not stretch:
+                header.setSectionResizeMode(last, QHeaderView.ResizeMode.ResizeToContents)
 
     def _item(self, text: str, cell: CellResult, column: int, best: bool) -> QTableWidgetItem:
         item = QTableWidgetItem(text)
@@ -159,6 +179,24 @@ class SpeedupChart(ChartCard):
         self.markers: dict[str, pg.ScatterPlotItem] = {}
         item = self.plot.getPlotItem()
         item.addItem(pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen(theme.MUTED, width=1)))
+        item.setMouseEnabled(x=False, y=False)  # a wheel over the chart scrolls the view, never zooms it
+        item.setMenuEnabled(False)
+        self._fit_axes()
+
+    def _fit_axes(self) -> None:
+        """Room for the axis labels whole: the bottom axis as tall as its ticks and label, the plot as tall as
+        the left label (drawn upright along it) plus the bottom axis."""
+        item = self.plot.getPlotItem()
+        bottom, left = item.getAxis("bottom"), item.getAxis("left")
+        tick_font = bottom.style.get("tickFont") or QFont()
+        bottom_height = QFontMetrics(tick_font).height() + bottom.label.boundingRect().height() + AXIS_GAP
+        bottom.setHeight(int(math.ceil(bottom_height)))
+        left_margin, top, right, below = item.layout.getContentsMargins()  # pyqtgraph nudges the bottom label
+        item.layout.setContentsMargins(left_margin, top, right, max(below, LABEL_NUDGE))  # 5 px below its axis
+        left_label = left.label.boundingRect().width()
+        self.plot.setMinimumHeight(
+            max(self.plot.minimumHeight(), int(math.ceil(left_label + bottom_height)) + AXIS_GAP)
+        )
 
     def show_cells(self, prompts: list[tuple[str, list[CellResult]]], ks: tuple[int, ...]) -> None:
         """Draw one bar group per K, and one for auto K when a prompt has it; noisy bars faded with a
@@ -181,6 +219,8 @@ class SpeedupChart(ChartCard):
         legend += [(theme.MUTED, "bar", "faded: noisy (CV > 5%)"), (RED, "cross", "output differs")]
         self.legend.setText(legend_html(legend))
         item.getAxis("bottom").setTicks([[(i, tick_text(k)) for i, k in enumerate(slots)]])
+        item.enableAutoRange()  # each sweep's bars fit, whatever the last one's range was
+        item.autoRange()
         self.set_empty(None if prompts else "Run a sweep to see the speedup of each K.")
 
     def _draw(self, name: str, color: str, x: np.ndarray, cells: list[CellResult], width: float) -> None:

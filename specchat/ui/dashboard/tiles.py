@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout
+from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtGui import QPainter, QTextLayout, QTextOption
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout
 
 from specchat.tuning.reference import FASTER, SLOWER, compare
 from specchat.ui.chat.footer import EARLY_STOP_WHY, MODE_NAMES, early_stop_text
@@ -11,6 +13,7 @@ from .. import theme
 from ..theme_switch import follow
 
 DASH = "—"
+DETAIL_LINES = 2  # a tile's detail shows at most this many lines, the last elided: every tile keeps one height
 NBSP = "\u00a0"  # keeps a number with its unit (and a short phrase together) when a tile's line wraps
 VERDICT_COLORS = {FASTER: "#1f9d55", SLOWER: theme.REJECT}  # within noise: the tile's grey
 TILE_HELP = {
@@ -45,6 +48,60 @@ def tile_style() -> str:
     )
 
 
+class DetailLabel(QLabel):
+    """A tile's detail line: wrapped over at most DETAIL_LINES lines, the last one elided with '…' (the whole
+    text is in the tile's tooltip), so a long detail never makes its tile, or its row of tiles, taller."""
+
+    def __init__(self, text: str = "", parent=None, **kwargs):
+        super().__init__(text, parent, **kwargs)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def _height(self) -> int:
+        return DETAIL_LINES * self.fontMetrics().lineSpacing()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        return QSize(self.fontMetrics().averageCharWidth() * 12, self._height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        return QSize(0, self._height())
+
+    def shown_lines(self, width: int | None = None) -> list[str]:
+        """The lines drawn at this width (the label's own by default), the last elided when the text goes on."""
+        width = max(self.contentsRect().width() if width is None else width, 1)
+        text = self.text()
+        layout = QTextLayout(text, self.font())
+        option = QTextOption()
+        option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        layout.setTextOption(option)
+        layout.beginLayout()
+        lines: list[str] = []
+        while len(lines) < DETAIL_LINES:
+            line = layout.createLine()
+            if not line.isValid():
+                break
+            line.setLineWidth(width)
+            start = line.textStart()
+            if len(lines) == DETAIL_LINES - 1:  # the last line shown takes the rest, elided
+                rest = text[start:].strip()
+                lines.append(self.fontMetrics().elidedText(rest, Qt.TextElideMode.ElideRight, width))
+            else:
+                lines.append(text[start : start + line.textLength()].rstrip())
+        layout.endLayout()
+        return lines
+
+    def is_elided(self) -> bool:
+        """True when the text does not fit in DETAIL_LINES lines and shows shortened."""
+        return any(line.endswith("…") for line in self.shown_lines()) and not self.text().endswith("…")
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        rect, step = self.contentsRect(), self.fontMetrics().lineSpacing()
+        align = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop
+        for row, line in enumerate(self.shown_lines(rect.width())):
+            painter.drawText(QRect(rect.left(), rect.top() + row * step, rect.width(), step), int(align), line)
+
+
 class StatTile(QFrame):
     """A title, one large value and a line of detail."""
 
@@ -57,9 +114,9 @@ class StatTile(QFrame):
         self.title = QLabel(title.upper(), objectName="tileTitle")  # type: ignore[call-overload]
         self.value = QLabel(DASH, objectName="tileValue")  # type: ignore[call-overload]
         self.help = ""  # what the figure measures and how (the tooltip's first part)
-        self.sub = QLabel("", objectName="tileSub")  # type: ignore[call-overload]
-        self.sub.setWordWrap(True)
+        self.sub = DetailLabel("", objectName="tileSub")
         self.setMinimumHeight(84)  # room for a two-line detail
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)  # one height, whatever it says
         text = QVBoxLayout()
         text.setSpacing(1)
         for label in (self.title, self.value, self.sub):
@@ -162,28 +219,23 @@ def fill_tiles(dash) -> None:
 
 
 def _fill_rounds(tiles: dict[str, StatTile], dash) -> None:
-    """Acceptance and accepted per round over the rounds so far (a finished reply's own figures when auto K
-    also decoded plainly)."""
-    totals = dash.rounds.totals()
-    if not totals["rounds"]:
+    """Acceptance and accepted per drafting round, from the followed generation's rounds (the charts' own):
+    Auto K's plain bursts are rounds of the same list, so their count is never negative."""
+    figures = dash.round_figures()
+    if not figures.rounds:
         tiles["acceptance"].set(DASH, "no drafts yet")
         tiles["per_round"].set(DASH, "no rounds yet")
         return
-    rate = totals["accepted"] / totals["drafted"] if totals["drafted"] else None
     short, note = _early_stops(dash.confidence)
-    drafted = unbroken(f"{totals['accepted']:.0f} of {totals['drafted']:.0f} drafted")
-    tiles["acceptance"].set(fmt_pct(rate), " · ".join(p for p in (drafted, short) if p), note=note)
-    stats = None if dash.generating else dash.last_stats
-    drafting = sum(stats.k_rounds.values()) if stats is not None and stats.k_rounds else 0
-    # auto K's plain bursts are rounds that drafted nothing (drafting is 0 without stats)
-    if stats is not None and drafting and drafting != totals["rounds"]:
-        plain = f"+{totals['rounds'] - drafting:.0f} plain"
-        tiles["per_round"].set(
-            f"{stats.mean_accepted_per_round:.2f}", f"over {plural(drafting, 'drafting round')} ({plain})"
-        )
+    drafted = unbroken(f"{figures.accepted} of {figures.drafted} drafted")
+    tiles["acceptance"].set(fmt_pct(figures.acceptance), " · ".join(p for p in (drafted, short) if p), note=note)
+    if figures.per_round is None:
+        tiles["per_round"].set(DASH, f"no drafting rounds ({plural(figures.plain, 'plain round')})")
+    elif figures.plain:
+        over = f"over {plural(figures.drafting, 'drafting round')} (+{figures.plain} plain)"
+        tiles["per_round"].set(f"{figures.per_round:.2f}", over)
     else:
-        mean = totals["accepted"] / totals["rounds"]
-        tiles["per_round"].set(f"{mean:.2f}", f"over {plural(totals['rounds'], 'round')}")
+        tiles["per_round"].set(f"{figures.per_round:.2f}", f"over {plural(figures.rounds, 'round')}")
 
 
 def _early_stops(history) -> tuple[str, str]:
@@ -207,7 +259,10 @@ def _fill_vs_plain(tile: StatTile, dash, speed: float | None) -> None:
         tile.set(DASH, "plain decode not measured" if dash.model_key else "no model loaded")
         return
     line = ref.describe(dash.plain.clock())
-    if ref.stale:
+    too_old = f"(older than {dash.plain.max_age_s / 60:.0f} min)"
+    if ref.stale and ref.stale.endswith(too_old):  # its age is in the line already: said once
+        line = f"stale {too_old}: {line}"
+    elif ref.stale:
         line = f"stale: {ref.stale} · {line}"
     if speed is None:
         tile.set(DASH, line)
