@@ -11,14 +11,13 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import asdict
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
 
 from specchat.engine.modes import SpecMode
 
 from . import __version__
-from .cli_args import default_mode, model_folder, utf8_text
+from .cli_args import default_mode, model_folder, utf8_file, utf8_text
 from .engine import MODES, EngineError, GenerationConfig
 from .engine.config import AUTO, LIMITS
 from .engine.summary import NO_ACCEPTANCE, auto_k_text, stop_text
@@ -141,14 +140,7 @@ def prompt_text(text: str) -> str:
 
 def prompt_file(text: str) -> str:
     """--prompt-file: the text of a UTF-8 file, not empty."""
-    path = Path(text).expanduser()
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise argparse.ArgumentTypeError(f"cannot read {text}: {exc.strerror or exc}") from None
-    return _not_empty(_utf8(data, text), text)
+    return _not_empty(utf8_file(text), text)
 
 
 def _utf8(data: bytes, source: str) -> str:

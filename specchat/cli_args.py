@@ -57,3 +57,18 @@ def default_mode(args: argparse.Namespace) -> SpecMode:
     if getattr(args, "dflash", None):
         return SpecMode.DFLASH
     return SpecMode.DRAFT if args.draft else SpecMode.BASELINE
+
+
+def utf8_file(text: str) -> str:
+    """The text of the file named `text`, checked as UTF-8; ArgumentTypeError naming the file and its fault."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text}: {exc.strerror or exc}") from None
+    try:
+        return utf8_text(data.decode("utf-8", "surrogateescape"))
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: {exc}") from None

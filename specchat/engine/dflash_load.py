@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from specchat.upstream.hidden_capture import capture_problem, num_layers, text_m
 
 from .dflash_model import DFlashConfig, DFlashModel
 from .errors import ModelLoadError
-from .loading import LoadedModel, vocab_size
+from .loading import LoadedModel, read_config, vocab_size
 
 HEAD_KEYS = ("lm_head.weight", "embed_tokens.weight")
 
@@ -108,16 +107,7 @@ def check_weights(model: DFlashModel, weights: dict[str, mx.array], name: str) -
 def load_dflash(folder: str | Path, target: LoadedModel) -> DFlashWeights:
     """Load a DFlash folder (config.json + safetensors) to draft for target; ModelLoadError when it cannot."""
     path = Path(folder)
-    config_file = path / "config.json"
-    if not config_file.is_file():
-        raise ModelLoadError(f"{path} has no config.json")
-    try:
-        raw = json.loads(config_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"{config_file} cannot be read: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ModelLoadError(f"{config_file} is not a JSON object")
-    cfg = DFlashConfig.from_dict(raw, f"{path.name}/config.json")
+    cfg = DFlashConfig.from_dict(read_config(path), f"{path.name}/config.json")
     check_pairing(cfg, target, path.name)
     model = DFlashModel(cfg)
     weights = read_weights(path)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from specchat.cli_args import model_folder, utf8_text, whole_number
+from specchat.cli_args import model_folder, utf8_file, whole_number
 from specchat.engine.config import LIMITS
 from specchat.engine.errors import ConfigError
 
@@ -31,17 +31,7 @@ def _ks(text: str) -> tuple[int, ...]:
 
 def _prompt_file(text: str) -> str:
     """--prompt-file: a readable file of UTF-8 text (what it holds is checked when the prompts load)."""
-    path = Path(text).expanduser()
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise argparse.ArgumentTypeError(f"cannot read {text}: {exc.strerror or exc}") from None
-    try:
-        utf8_text(data.decode("utf-8", "surrogateescape"))
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{text}: {exc}") from None
+    utf8_file(text)
     return text
 
 

@@ -88,7 +88,7 @@ def test_each_misfit_is_refused_with_its_reason(root, dense_target, target, case
 
 def test_no_config_and_no_weights_are_refused(root, dense_target, target):
     (root / "empty").mkdir()
-    with pytest.raises(ModelLoadError, match="has no config.json"):
+    with pytest.raises(ModelLoadError, match="config.json is missing"):
         load_dflash(root / "empty", target)
     folder = build_dflash(root / "no_weights", dense_target)
     (folder / "model.safetensors").unlink()
