@@ -53,6 +53,8 @@ def ask_for_add(qtbot, window, engine) -> ToolCard:
     qtbot.waitUntil(lambda: len(window.findChildren(ToolCard)) == 1, timeout=WAIT_MS)
     [card] = window.findChildren(ToolCard)
     assert card.name == "add" and '"a": 2' in card.arguments.text()
+    reply = window.chat.transcript.views[-1]
+    assert reply.full_text() == "Let me add them." and "<tool_call" not in reply.full_text()  # the call is the card
     return card
 
 

@@ -333,7 +333,10 @@ class ChatController(QObject):
             self._finish(event.text, asdict(event.stats), event.cancelled)
             self.replyFinished.emit(event)
             if not event.cancelled:  # its tool calls: a card each, run once the user approves
-                self.tool_round.reply_finished(active.conversation_id, active.message_id, event.text)
+                called = self.tool_round.reply_finished(active.conversation_id, active.message_id, event.text)
+                pending = self.tool_round.pending
+                if called and pending is not None and active.conversation_id == self.conversation_id:
+                    self.transcript.show_reply_text(pending.content)  # no raw <tool_call> markup on screen
         elif isinstance(event, Failed):
             self._fail(event.message)
 

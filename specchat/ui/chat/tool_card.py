@@ -29,7 +29,7 @@ from specchat.store import StoredMessage
 from ..tasks import TaskRunner
 
 log = logging.getLogger(__name__)
-CONNECT_WAIT_S = 10.0  # a reply waits this long for servers still connecting before it goes without their tools
+CONNECT_WAIT_S = 0.0  # a reply never waits on the UI thread: it goes with the tools of the servers already up
 RESULT_CHARS = 2000  # a card shows this much of a result
 
 

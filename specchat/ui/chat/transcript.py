@@ -141,6 +141,12 @@ class TranscriptView(QScrollArea):
             view.set_versions(shown, count)
         self._update_actions()
 
+    def show_reply_text(self, text: str) -> None:
+        """Show the last reply as this text (its tool-call markup left out: each call is a card below it)."""
+        if self.views and self.views[-1].role == "assistant":
+            view = self.views[-1]
+            view.show_saved(text, view.footer.text(), None)
+
     def keep_as_notice(self, text: str) -> None:
         """The last card (a reply stopped before any text) stays in view saying so, but is no message."""
         view = self.views.pop()
