@@ -28,7 +28,7 @@ def plain_tokens(hybrid_target, hybrid_draft_partial):
     """Baseline tokens of the hybrid pair with every hook in place."""
     engine = Engine.load(hybrid_target, hybrid_draft_partial)
     assert {m: r for m, r in engine.available_modes().items() if m not in ("mtp", "dflash")} == dict.fromkeys(
-        ("baseline", "draft", "lookup")
+        ("baseline", "draft", "lookup", "auto")
     )
     ids = prompt_ids(engine)
     return ids, engine.generate(ids, greedy(n=30)).tokens
