@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from specchat.logs import details_note
 from specchat.paths import AppPaths
 
+from .gui_gc import GuiThreadCollector
 from .main_window import MainWindow
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ def run_app(target: str | None = None, draft: str | None = None, paths: AppPaths
     app.setApplicationName("SpecChat")
     app.setOrganizationName("SpecChat")
     wake = close_on_stop_signals(app)
+    collector = GuiThreadCollector(app)  # no cycle holding a Qt object is collected on another thread
     try:
         window = MainWindow(paths, target=target, draft=draft)
     except Exception as error:  # a bug in building the window: say so in a dialog, never a bare traceback
@@ -35,6 +37,7 @@ def run_app(target: str | None = None, draft: str | None = None, paths: AppPaths
     window.show()
     status = app.exec()
     wake.stop()
+    collector.stop()
     return status
 
 

@@ -4,6 +4,7 @@ queued signal and is handed to the callbacks given with it, on the thread this o
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 from typing import Any, TypeVar
@@ -39,6 +40,7 @@ class TaskRunner(QObject):
         # each on_done takes what its own fn returned: Any, as the results travel through one signal
         self._callbacks: dict[int, tuple[Callable[[Any], None], Callable[[str], None]]] = {}
         self._ids = itertools.count(1)
+        self._tasks: dict[int, Callable[[], Any]] = {}  # each running task's function, released on this thread
         self.taskDone.connect(self._deliver_result, Qt.ConnectionType.QueuedConnection)
         self.taskFailed.connect(self._deliver_error, Qt.ConnectionType.QueuedConnection)
 
@@ -49,7 +51,12 @@ class TaskRunner(QObject):
             return
         task_id = next(self._ids)
         self._callbacks[task_id] = (on_done, on_failed)
-        self.pool.submit(fn).add_done_callback(lambda future: self._report(task_id, future))
+        # The pool's thread holds neither fn (it may close over widgets) nor this QObject for good: a Qt object
+        # whose last Python reference goes on a worker thread is destroyed there, which Qt does not survive.
+        tasks, runner = self._tasks, weakref.ref(self)
+        tasks[task_id] = fn
+        future = self.pool.submit(_call, tasks, task_id)
+        future.add_done_callback(lambda done: _report_to(runner, task_id, done))
 
     def _report(self, task_id: int, future: Future) -> None:
         """On the pool thread (or here, for a task cancelled at shutdown): send the outcome home."""
@@ -67,12 +74,14 @@ class TaskRunner(QObject):
 
     @Slot(int, object)
     def _deliver_result(self, task_id: int, result: object) -> None:
+        self._tasks.pop(task_id, None)  # the task's function goes here, on this object's thread
         callbacks = self._callbacks.pop(task_id, None)
         if callbacks is not None:
             callbacks[0](result)
 
     @Slot(int, object)
     def _deliver_error(self, task_id: int, error: BaseException) -> None:
+        self._tasks.pop(task_id, None)
         callbacks = self._callbacks.pop(task_id, None)
         if callbacks is not None:
             callbacks[1](self.describe(error))
@@ -87,3 +96,16 @@ class TaskRunner(QObject):
         self._callbacks.clear()
         if self._owns_pool:
             self.pool.shutdown(wait_ms / 1000)
+        self._tasks.clear()
+
+
+def _call(tasks: dict[int, Callable[[], Any]], task_id: int) -> Any:
+    """On the pool thread: run the task's function, held by the runner's table (never the last reference)."""
+    return tasks[task_id]()
+
+
+def _report_to(runner: weakref.ref[TaskRunner], task_id: int, future: Future) -> None:
+    """On the pool thread: hand the outcome to the runner if it still exists."""
+    alive = runner()
+    if alive is not None:
+        alive._report(task_id, future)

@@ -1,5 +1,6 @@
 """Fixtures for window tests: app folders under tmp_path, a window factory, a send helper."""
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,18 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MAX_TOKENS = 24
 LOAD_TIMEOUT_MS = 300_000  # upper bounds of waits on signals: several times the unloaded time
 REPLY_TIMEOUT_MS = 300_000
+
+
+@pytest.fixture(autouse=True)
+def _collect_on_the_gui_thread():
+    """As in the app (ui/gui_gc.py): no automatic collection during a window test, whose engine and worker
+    threads would otherwise collect cycles holding Qt objects off the GUI thread; one collection after it."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        gc.enable()
 
 
 @pytest.fixture
