@@ -2,7 +2,6 @@
 
 import hashlib
 import threading
-import time
 
 import pytest
 from huggingface_hub import constants, scan_cache_dir
@@ -133,10 +132,10 @@ def test_gated_repo_says_how_to_log_in(hub_env, monkeypatch, target_repo):
 
 def test_offline_download_fails_fast_with_a_clear_error(hub_env):
     config = HubConfig.from_env(deadline_s=5)  # hub_env points at a port nobody listens on
-    start = time.monotonic()
-    with pytest.raises(OfflineError, match="offline"):
+    with pytest.raises(OfflineError, match="offline") as refused:
         download_model(TARGET_REPO, config)
-    assert time.monotonic() - start < 60  # no retry loop (generous for a busy machine)
+    # the refused connection ended it, not the deadline: no retry loop outlasted 5 s
+    assert "cannot reach" in str(refused.value) and "did not answer" not in str(refused.value)
 
 
 def test_download_uses_only_the_configured_endpoint(hub, hub_config, monkeypatch, target_repo):

@@ -1,7 +1,5 @@
 """Search: catalog merged with the hub's MLX text-generation models; offline never hangs."""
 
-import time
-
 from specchat.hub.catalog import load_catalog
 from specchat.hub.config import HubConfig
 from specchat.hub.search import search_models
@@ -33,10 +31,10 @@ def test_online_search_merges_hub_numbers_into_the_catalog(hub_env, monkeypatch)
 
 def test_offline_search_shows_the_catalog_and_says_offline(hub_env):
     catalog = load_catalog()
-    start = time.monotonic()
     result = search_models("qwen3.5", catalog, HubConfig.from_env(deadline_s=5))
-    assert time.monotonic() - start < 60  # refused at once: no retries (generous for a busy machine)
     assert result.state == "offline" and "offline" in result.message
+    # the refused connection ended it, not the deadline: no retry loop outlasted 5 s
+    assert "cannot reach" in result.message and "did not answer" not in result.message
     expected = [m.repo_id for m in catalog.models if "qwen3.5" in m.repo_id.lower()]
     assert [h.repo_id for h in result.hits] == expected and expected
     assert all(h.downloads is None and not h.on_hub for h in result.hits)
@@ -46,9 +44,8 @@ def test_a_hub_that_never_answers_is_given_up_on_at_the_deadline(hub_env, monkey
     with HubServer([]) as server:
         server.faults.hang = True
         point_hub_at(monkeypatch, server.url)
-        start = time.monotonic()
         result = search_models("", load_catalog(), HubConfig.from_env(deadline_s=0.5))
-        elapsed = time.monotonic() - start
+        asked = list(server.requests)
     assert result.state == "offline" and "0.5 s" in result.message
-    assert elapsed < 60  # the hub never answers: only the deadline ends the wait (generous for a busy machine)
+    assert "did not answer" in result.message and asked  # the hub was asked and never answered: the deadline ended it
     assert len(result.hits) == len(load_catalog().models)
