@@ -6,32 +6,18 @@ import anthropic
 import pytest
 
 from specchat.engine.prompt import TOOLS_PROMPT, chat_prompt_ids
-from specchat.server.app import ServerOptions
-from specchat.server.running import BackgroundServer, free_port
 from specchat.server.tools import split_tool_calls
 
-from .conftest import API_KEY, DEFAULTS
+from . import test_tools
+from .conftest import API_KEY
 from .test_tool_requests import HERMES_STYLE, TemplateText, _chat
-from .test_tools import ASK, TOOLS, ScriptedBackend, recorded
+from .test_tools import ASK, TOOLS, recorded
+
+# the scripted server and its OpenAI client, as test_tools.py runs them
+scripted, scripted_client = test_tools.scripted, test_tools.scripted_client
 
 
-@pytest.fixture(scope="module")
-def scripted(host):
-    backend = ScriptedBackend(host)
-    server = BackgroundServer(backend, ServerOptions(DEFAULTS, api_key=API_KEY), port=free_port())
-    server.start()
-    yield backend, server
-    server.stop()
-
-
-@pytest.fixture
-def oai(scripted):
-    from openai import OpenAI
-
-    return OpenAI(base_url=scripted[1].url + "/v1", api_key=API_KEY, max_retries=0, timeout=60)
-
-
-def test_several_calls_come_back_and_parallel_tool_calls_false_keeps_the_first(scripted, oai):
+def test_several_calls_come_back_and_parallel_tool_calls_false_keeps_the_first(scripted, scripted_client):
     backend, _ = scripted
     backend.script = (recorded("qwen3_hermes.txt"),)  # two calls in one turn
     for stream in (False, True):
@@ -39,11 +25,11 @@ def test_several_calls_come_back_and_parallel_tool_calls_false_keeps_the_first(s
             extra = {} if parallel is None else {"parallel_tool_calls": parallel}
             args = dict(model="dense_target", messages=ASK, tools=TOOLS, **extra)
             if stream:
-                chunks = list(oai.chat.completions.create(**args, stream=True))
+                chunks = list(scripted_client.chat.completions.create(**args, stream=True))
                 ids = {call.index for c in chunks for call in c.choices[0].delta.tool_calls or []}
                 assert len(ids) == count and chunks[-1].choices[0].finish_reason == "tool_calls"
             else:
-                calls = oai.chat.completions.create(**args).choices[0].message.tool_calls
+                calls = scripted_client.chat.completions.create(**args).choices[0].message.tool_calls
                 assert [c.function.name for c in calls] == ["get_current_weather"] * count
 
 
@@ -64,10 +50,12 @@ def test_anthropic_tool_use_ids_start_with_toolu(scripted):
 FENCED = 'Sure.\n```json\n{"name": "get_current_weather", "arguments": {"location": "Oslo"}}\n```'
 
 
-def test_a_fenced_json_call_of_an_offered_tool_is_a_call_and_other_fences_stay_text(scripted, oai):
+def test_a_fenced_json_call_of_an_offered_tool_is_a_call_and_other_fences_stay_text(scripted, scripted_client):
     backend, _ = scripted
     backend.script = tuple(FENCED[i : i + 4] for i in range(0, len(FENCED), 4))
-    message = oai.chat.completions.create(model="dense_target", messages=ASK, tools=TOOLS).choices[0].message
+    message = (
+        scripted_client.chat.completions.create(model="dense_target", messages=ASK, tools=TOOLS).choices[0].message
+    )
     assert message.content == "Sure." and message.tool_calls[0].function.name == "get_current_weather"
     other = FENCED.replace("get_current_weather", "launch_rocket")
     assert split_tool_calls(other, TOOLS) == (other, [])
