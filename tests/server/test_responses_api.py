@@ -13,20 +13,11 @@ from specchat.server.openai_responses_events import ResponsesEvents, assistant_m
 from specchat.server.openai_responses_wire import input_messages
 
 from .conftest import API_KEY, DEFAULTS, chat_ids, reference
+from .test_structured_output import WEATHER as CHAT_WEATHER
 
 SPECULATION = {"speculation": {"mode": "draft", "num_draft_tokens": 3}}
 CFG = replace(DEFAULTS, mode="draft", num_draft_tokens=3)
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Weather in a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string", "maxLength": 10}},
-        "required": ["city"],
-        "additionalProperties": False,
-    },
-}
+WEATHER = {"type": "function", **CHAT_WEATHER["function"]}  # the Responses API's flat function tool
 SCHEMA = {
     "type": "object",
     "properties": {
