@@ -13,6 +13,7 @@ from jinja2 import TemplateError
 from specchat.engine.config import GenerationConfig
 from specchat.engine.loading import context_limit
 from specchat.engine.owner import EngineHost, JobContext, JobEvent, JobHandle, JoinSpec, QueueState
+from specchat.engine.owner.hosted import HostedEngine, HostedModel
 from specchat.engine.prompt import ChatTemplate, chat_prompt_ids, first_out_of_range
 
 from .errors import ApiError, bad_request, busy, shutting_down
@@ -23,38 +24,23 @@ NOT_LOADED = "No model is loaded on this server"
 DEFAULT_MAX_BATCH = 8  # generations decoded together in one batch (1: one at a time)
 
 
-class ServedTokenizer(ChatTemplate, Protocol):
-    """What the server asks of the engine's tokenizer (mlx-lm's wrapper, or a RemoteTokenizer)."""
-
-    def encode(self, text: str) -> list[int]: ...
-
-    def decode(self, ids: list[int]) -> str: ...
-
-
-class ServedModel(Protocol):
-    """A loaded model as the server shows it: its name and its config.json."""
-
-    @property
-    def name(self) -> str: ...
+class ServedModel(HostedModel, Protocol):
+    """A loaded model as the server shows it: also its config.json."""
 
     @property
     def config(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable
-class ServedEngine(Protocol):
-    """What the server reads of the host's engine (an Engine, or a RemoteEngine it relays to)."""
-
-    @property
-    def tokenizer(self) -> ServedTokenizer: ...
+class ServedEngine(HostedEngine, Protocol):
+    """What the server reads of the host's engine: a hosted engine whose models show their config.json, and
+    its vocabulary (an Engine, or a cluster's)."""
 
     @property
     def target(self) -> ServedModel: ...
 
     @property
     def draft(self) -> ServedModel | None: ...
-
-    def available_modes(self) -> dict[str, str | None]: ...
 
     @property
     def vocab_limit(self) -> int: ...  # token ids every loaded model can read: 0 up to this, exclusive
