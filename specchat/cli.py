@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 from specchat.engine.modes import SpecMode
 
 from . import __version__
-from .cli_args import default_mode, model_folder, utf8_file, utf8_text
+from .cli_args import default_mode, model_folder, utf8_bytes, utf8_file, utf8_text
 from .engine import MODES, EngineError, GenerationConfig
 from .engine.config import AUTO, LIMITS
 from .engine.summary import NO_ACCEPTANCE, auto_k_text, stop_text
@@ -134,21 +134,13 @@ STDIN = "-"
 def prompt_text(text: str) -> str:
     """--prompt: UTF-8 text, not empty; '-' reads it from stdin (as UTF-8)."""
     if text == STDIN:
-        return _not_empty(_utf8(sys.stdin.buffer.read(), "stdin"), "stdin")
+        return _not_empty(utf8_bytes(sys.stdin.buffer.read(), "stdin"), "stdin")
     return _not_empty(utf8_text(text), "")
 
 
 def prompt_file(text: str) -> str:
     """--prompt-file: the text of a UTF-8 file, not empty."""
     return _not_empty(utf8_file(text), text)
-
-
-def _utf8(data: bytes, source: str) -> str:
-    """Bytes read from a file or stdin as text; ArgumentTypeError naming the first bad byte."""
-    try:
-        return utf8_text(data.decode("utf-8", "surrogateescape"))
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{source}: {exc}") from None
 
 
 def _not_empty(text: str, source: str) -> str:

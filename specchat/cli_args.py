@@ -68,7 +68,12 @@ def utf8_file(text: str) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot read {text}: {exc.strerror or exc}") from None
+    return utf8_bytes(data, text)
+
+
+def utf8_bytes(data: bytes, source: str) -> str:
+    """Bytes read from a file or stdin as text; ArgumentTypeError naming the source and the first bad byte."""
     try:
         return utf8_text(data.decode("utf-8", "surrogateescape"))
     except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{text}: {exc}") from None
+        raise argparse.ArgumentTypeError(f"{source}: {exc}") from None
