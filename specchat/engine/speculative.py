@@ -100,7 +100,7 @@ class SpeculativeLoop:
         self.target.commit(ctx.seq)
         self.drafter.observe(ctx.seq)  # a drafter that sat out plain bursts catches up at its next proposal
         timing = Timing(t1 - t0, time.perf_counter() - t1)
-        drafted = replace(_drafted(drafts, k, plan), source=draft.source)
+        drafted = _drafted(drafts, k, plan, draft.source)
         if self.auto is not None:
             self.auto.observe(
                 len(drafts), verdict.accepted, timing.draft_s, timing.verify_s, catch_up,
@@ -126,10 +126,11 @@ class SpeculativeLoop:
         return verify_sampled(pending, drafts, draft.probs, self.ctx.sampler)
 
 
-def _drafted(drafts: list[int], k: int, plan: RoundPlan | None) -> Drafted:
-    """The round's drafts as its report shows them: an early-stopping round's K is what it drafted."""
+def _drafted(drafts: list[int], k: int, plan: RoundPlan | None, source: str = "") -> Drafted:
+    """The round's drafts as its report shows them: an early-stopping round's K is what it drafted; `source`:
+    the drafter Auto picked for the round."""
     if plan is None:
-        return Drafted(drafts, k)
+        return Drafted(drafts, k, source=source)
     dynamic = plan.costs is not None
     return Drafted(
         drafts,
@@ -137,6 +138,7 @@ def _drafted(drafts: list[int], k: int, plan: RoundPlan | None) -> Drafted:
         plan.stopped_early,
         plan.stop_confidence,
         tuple(plan.confidences) if dynamic else (),
+        source,
     )
 
 
