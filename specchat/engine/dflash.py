@@ -33,6 +33,7 @@ class DFlashDrafter:
     """Drafts a block per round with a DFlash network reading the target's captured layers."""
 
     name = "dflash"
+    one_pass_draft = True  # any K is one pass of the block: Auto K bills it flat in K (autok.drafts_in_one_pass)
 
     def __init__(self, target: ModelRunner, weights: DFlashWeights):
         self.target = target
@@ -94,9 +95,13 @@ class DFlashDrafter:
         ids = mx.array([seq[-1]] + [self.config.mask_token_id] * (self.block_size - 1), dtype=mx.uint32)
         hidden = self.model.block(embed_tokens(self.target.model)(ids), self.cache)
         logits = project_logits(self.target.model, hidden[1 : k + 1])
+        scorer = self.model.path_scorer(hidden[1 : k + 1], logits)  # DFlash2: a path through candidates
+        token: mx.array | int = seq[-1]
         for i in range(k):
-            if steps.add(logits[i]) is None:
+            picked = steps.add(logits[i] if scorer is None else scorer.row(i, token))
+            if picked is None:
                 break
+            token = picked
         return steps.draft() if steps.tokens else self._empty(request, steps.steps)
 
     def observe(self, seq: list[int]) -> None:

@@ -1,7 +1,8 @@
-"""Load a DFlash drafter folder for a target, refusing clearly whatever would not fit it."""
+"""Load a DFlash or DFlash2 drafter folder for a target, refusing clearly whatever would not fit it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,13 @@ from mlx.utils import tree_flatten
 
 from specchat.upstream.hidden_capture import capture_problem, num_layers, text_model
 
+from .dflash2_model import DFLASH2_KEYS, DFlash2Config, DFlash2Model, is_dflash2
 from .dflash_model import DFlashConfig, DFlashModel
 from .errors import ModelLoadError
 from .loading import LoadedModel, read_config, vocab_size
 
 HEAD_KEYS = ("lm_head.weight", "embed_tokens.weight")
+DFLASH2_TENSORS = ("attention_conv.", "mlp_conv.", "candidate_selector.")  # name parts only DFlash2 has
 
 
 @dataclass
@@ -30,6 +33,16 @@ class DFlashWeights:
     def name(self) -> str:
         """The folder name, used in messages."""
         return self.path.name
+
+    @property
+    def kind(self) -> str:
+        """ "DFlash2" or "DFlash", for messages."""
+        return kind_of(self.model)
+
+
+def kind_of(model: DFlashModel) -> str:
+    """Which drafter a network is, for messages."""
+    return "DFlash2" if isinstance(model, DFlash2Model) else "DFlash"
 
 
 def _strip(name: str) -> str:
@@ -84,18 +97,39 @@ def check_pairing(cfg: DFlashConfig, target: LoadedModel, name: str) -> None:
         raise ModelLoadError(f"{name}'s block_size is {cfg.block_size}: a block drafts block_size - 1 tokens")
 
 
+def check_selector(cfg: DFlash2Config, target: LoadedModel, name: str) -> None:
+    """ModelLoadError when a DFlash2 selector's codebooks do not cover exactly the target's vocabulary."""
+    vocab = vocab_size(target)
+    if cfg.vocab_size != vocab:
+        raise ModelLoadError(
+            f"{name}'s candidate selector has codebooks for {cfg.vocab_size} tokens but {target.name} has a "
+            f"vocabulary of {vocab}: it drafts for another target"
+        )
+
+
+def _dflash2_tensors(weights: dict[str, mx.array]) -> list[str]:
+    return sorted(k for k in weights if any(part in k for part in DFLASH2_TENSORS))
+
+
 def check_weights(model: DFlashModel, weights: dict[str, mx.array], name: str) -> None:
     """ModelLoadError naming an lm_head or embedding, missing or extra tensors, or a shape that does not fit."""
+    kind = kind_of(model)
     head = [k for k in weights if k in HEAD_KEYS]
     if head:
-        raise ModelLoadError(f"{name} holds {head}: a DFlash drafter uses the target's embeddings and lm_head")
+        raise ModelLoadError(f"{name} holds {head}: a {kind} drafter uses the target's embeddings and lm_head")
+    newer = _dflash2_tensors(weights)
+    if newer and kind == "DFlash":
+        raise ModelLoadError(
+            f"{name} holds DFlash2 tensors ({', '.join(newer[:4])}) but its config.json describes a DFlash "
+            f"drafter: a DFlash2 config names {', '.join(DFLASH2_KEYS)}"
+        )
     expected = dict(tree_flatten(model.parameters()))
     missing = sorted(set(expected) - set(weights))
     if missing:
         raise ModelLoadError(f"{name} is missing tensors: {', '.join(missing[:8])}")
     extra = sorted(set(weights) - set(expected))
     if extra:
-        raise ModelLoadError(f"{name} has tensors a DFlash drafter does not have: {', '.join(extra[:8])}")
+        raise ModelLoadError(f"{name} has tensors a {kind} drafter does not have: {', '.join(extra[:8])}")
     for key, value in expected.items():
         assert isinstance(value, mx.array)
         if tuple(weights[key].shape) != tuple(value.shape):
@@ -104,12 +138,24 @@ def check_weights(model: DFlashModel, weights: dict[str, mx.array], name: str) -
             )
 
 
+def build_model(raw: Mapping[str, Any], target: LoadedModel, name: str) -> tuple[DFlashModel, DFlashConfig]:
+    """The drafter network a config describes (DFlash2 when it says so), checked against the target."""
+    source = f"{name}/config.json"
+    if is_dflash2(raw):
+        cfg2 = DFlash2Config.from_dict(raw, source)
+        check_pairing(cfg2, target, name)
+        check_selector(cfg2, target, name)
+        return DFlash2Model(cfg2), cfg2
+    cfg = DFlashConfig.from_dict(raw, source)
+    check_pairing(cfg, target, name)
+    return DFlashModel(cfg), cfg
+
+
 def load_dflash(folder: str | Path, target: LoadedModel) -> DFlashWeights:
-    """Load a DFlash folder (config.json + safetensors) to draft for target; ModelLoadError when it cannot."""
+    """Load a DFlash or DFlash2 folder (config.json + safetensors) to draft for target; ModelLoadError when it
+    cannot."""
     path = Path(folder)
-    cfg = DFlashConfig.from_dict(read_config(path), f"{path.name}/config.json")
-    check_pairing(cfg, target, path.name)
-    model = DFlashModel(cfg)
+    model, cfg = build_model(read_config(path), target, path.name)
     weights = read_weights(path)
     check_weights(model, weights, path.name)
     model.load_weights(list(weights.items()))

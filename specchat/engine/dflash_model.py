@@ -6,15 +6,20 @@ its rows projected with the target's head (after the drafter's own final norm). 
 is the outputs of the layers in `target_layer_ids`, concatenated on the feature axis, through `fc` and
 `hidden_norm`: the context. Each drafter layer projects the context rows with its own k/v projections
 (k_norm, RoPE at their absolute positions) into a context-only KV cache. A block of B rows ([last token] +
-B - 1 mask tokens, at positions p..p+B-1) attends to that cache and to itself, bidirectionally; the
-block's own keys and values never enter the cache.
+B - 1 mask tokens, at positions p..p+B-1) attends to that cache and to itself, bidirectionally (causally
+where the config sets `is_causal`); the block's own keys and values never enter the cache.
+
+Checked against z-lab's reference MLX implementation (tests/engine/test_dflash_reference.py). What the
+reference also knows and this network does not run is refused by name: sliding-window layers, and logit
+scaling or soft-capping (the target's head makes the logits, outside this module). DFlash2 is
+dflash2_model.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -55,6 +60,8 @@ class DFlashConfig:
     max_position_embeddings: int | None = None
     rope_scaling: dict[str, Any] | None = None
     layer_types: tuple[str, ...] = field(default_factory=tuple)
+    is_causal: bool = False  # the block attends to itself causally instead of bidirectionally
+    input_embedding_scale: float = 1.0  # the block's embeddings are scaled by this first
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], source: str = "config.json") -> DFlashConfig:
@@ -85,6 +92,7 @@ class DFlashConfig:
             raise ModelLoadError(f"{source}: layer types {unknown} are not supported (only full_attention)")
         if len(layer_types) != layers:
             raise ModelLoadError(f"{source}: {len(layer_types)} layer_types for {layers} layers")
+        _refuse_logit_changes(cfg, dflash, source)
         return cls(
             hidden_size=int(pick("hidden_size")),
             num_hidden_layers=layers,
@@ -101,7 +109,19 @@ class DFlashConfig:
             max_position_embeddings=cfg.get("max_position_embeddings"),
             rope_scaling=rope_dict if rope_dict and rope_dict.get("rope_type", "default") != "default" else None,
             layer_types=layer_types,
+            is_causal=bool(cfg.get("is_causal") or False),
+            input_embedding_scale=float(dflash.get("input_embedding_scale", 1.0)),
         )
+
+
+def _refuse_logit_changes(cfg: Mapping[str, Any], dflash: Mapping[str, Any], source: str) -> None:
+    """ModelLoadError for logit settings the reference applies and this drafter would silently ignore."""
+    multiplier = dflash.get("output_multiplier", 1.0)
+    if multiplier is not None and float(multiplier) != 1.0:
+        raise ModelLoadError(f"{source}: output_multiplier {multiplier} is not supported (only 1.0)")
+    cap = dflash.get("final_logit_softcapping", cfg.get("final_logit_softcapping"))
+    if cap:
+        raise ModelLoadError(f"{source}: final_logit_softcapping {cap} is not supported (only none)")
 
 
 class DFlashAttention(nn.Module):
@@ -111,6 +131,7 @@ class DFlashAttention(nn.Module):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         self.scale = cfg.head_dim**-0.5
+        self.mask = "causal" if cfg.is_causal else None  # causal: row i sees the context and rows 0..i
         dim = cfg.hidden_size
         self.q_proj = nn.Linear(dim, self.n_heads * self.head_dim, bias=False)
         self.k_proj = nn.Linear(dim, self.n_kv_heads * self.head_dim, bias=False)
@@ -139,7 +160,7 @@ class DFlashAttention(nn.Module):
         if offset:
             keys = mx.concatenate([cache.keys[..., :offset, :], keys], axis=2)
             values = mx.concatenate([cache.values[..., :offset, :], values], axis=2)
-        out = mx.fast.scaled_dot_product_attention(queries, keys, values, scale=self.scale, mask=None)
+        out = mx.fast.scaled_dot_product_attention(queries, keys, values, scale=self.scale, mask=self.mask)
         return self.o_proj(out.transpose(0, 2, 1, 3).reshape(b, length, -1))
 
 
@@ -171,6 +192,12 @@ class DFlashLayer(nn.Module):
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
+class RowScorer(Protocol):
+    """Scores over the vocabulary for one draft position, given the token drafted before it."""
+
+    def row(self, position: int, predecessor: int | mx.array) -> mx.array: ...
+
+
 class DFlashModel(nn.Module):
     """fc + hidden_norm over the target's layers, the drafter's layers, its final norm."""
 
@@ -194,10 +221,16 @@ class DFlashModel(nn.Module):
         for layer, cache in zip(self.layers, caches):
             layer.self_attn.add_context(context, cache, self._rope)
 
+    def path_scorer(self, hidden: mx.array, logits: mx.array) -> RowScorer | None:
+        """What picks each draft position's token among its candidates (DFlash2's selector); None: the logits do."""
+        return None
+
     def block(self, embeds: mx.array, caches: Sequence[Any]) -> mx.array:
         """The block's rows (L, H) after the drafter's final norm, from their embeddings (L, H); the block's
         first row sits right after the context the caches hold."""
         h = embeds[None]
+        if self.config.input_embedding_scale != 1.0:
+            h = h * self.config.input_embedding_scale
         for layer, cache in zip(self.layers, caches):
             h = layer(h, cache, self._rope)
         out: mx.array = self.norm(h)

@@ -7,12 +7,12 @@ the requested layers' outputs on the way. The layers themselves are called uncha
 recording (engine/gdn_capture.py) and every cache update happen exactly as in a plain call.
 
 Internals used (checked by `capture_problem` before a model is accepted):
-- qwen3, llama: `model.model.{embed_tokens, layers, norm}`, `model.args.tie_word_embeddings`,
+- qwen3, qwen3_moe, llama: `model.model.{embed_tokens, layers, norm}`, `model.args.tie_word_embeddings`,
   `model.lm_head`; one attention mask for every layer (`create_attention_mask(h, cache[0])`); a llama
   with sliding-window layers (`model.model.swa_idx` set) is refused;
-- qwen3_5 / qwen3_next (hybrid): `model.language_model.model`, each layer's `is_linear`: linear layers
-  take `create_ssm_mask(h, cache of the first linear layer)`, attention layers
-  `create_attention_mask(h, cache of the first attention layer)`;
+- qwen3_5 / qwen3_5_moe / qwen3_next (hybrid): `model.language_model.model` (qwen3_next: `model.model`),
+  each layer's `is_linear`: linear layers take `create_ssm_mask(h, cache of the first linear layer)`,
+  attention layers `create_attention_mask(h, cache of the first attention layer)`;
 - `rope_utils.initialize_rope` for the drafter's own rotary embedding.
 """
 
@@ -36,7 +36,17 @@ __all__ = [
     "text_model",
 ]
 
-CAPTURE_MODEL_TYPES = ("qwen3", "qwen3_5", "qwen3_5_text", "qwen3_next", "llama")
+# The model types whose mlx-lm __call__ capture_forward reproduces (the MoE ones differ only inside a layer).
+CAPTURE_MODEL_TYPES = (
+    "qwen3",
+    "qwen3_moe",
+    "qwen3_5",
+    "qwen3_5_text",
+    "qwen3_5_moe",
+    "qwen3_5_moe_text",
+    "qwen3_next",
+    "llama",
+)
 
 
 def text_model(model: Any) -> Any:
@@ -111,16 +121,15 @@ def capture_forward(
     cache_list: Sequence[Any] = caches if caches is not None else [None] * len(layers)
     h = inner.embed_tokens(inputs)
     masks = _masks(model, h, cache_list)
-    wanted = {i: n for n, i in enumerate(layer_ids)}
-    captured: list[mx.array | None] = [None] * len(layer_ids)
+    wanted, outputs = set(layer_ids), {}
     for i, (layer, mask, c) in enumerate(zip(layers, masks, cache_list)):
         h = layer(h, mask=mask, cache=c)
         if i in wanted:
-            captured[wanted[i]] = h
-    out = [c for c in captured if c is not None]
-    if len(out) != len(layer_ids):
+            outputs[i] = h
+    if any(i not in outputs for i in layer_ids):
         raise ValueError(f"layer ids {list(layer_ids)} reach past the model's {len(layers)} layers")
-    return project_logits(model, inner.norm(h)), out
+    # A layer may be named twice (a config's default ids over a shallow target): its output, twice.
+    return project_logits(model, inner.norm(h)), [outputs[i] for i in layer_ids]
 
 
 def make_rope(head_dim: int, base: float, scaling: dict[str, Any] | None, max_positions: int | None) -> Any:

@@ -74,6 +74,10 @@ REFUSALS = {
         "layers.0.mlp.gate_proj.weight has shape (128, 64), the config calls for (96, 64)",
     ),
     "block": (set_config(block_size=1), "block_size is 1"),
+    "dflash2_tensors": (
+        add_weight("layers.0.mlp_conv.base_kernel", (2, 2, 64)),
+        "holds DFlash2 tensors (layers.0.mlp_conv.base_kernel) but its config.json describes a DFlash drafter",
+    ),
 }
 
 
