@@ -23,6 +23,10 @@ the end of a reply the rest is one plain burst.
 A round whose drafter first had to catch up on a plain burst's tokens says nothing
 about a draft step's cost: its draft time is left out, or every burst would make drafting look
 dearer and keep the controller at K = 0.
+
+A block drafter (DFlash) proposes any K in one forward pass: its `one_pass_draft` says so, and the
+controller (`for_drafter`) then bills a round one pass whatever its K, and its early stop weighs each
+position of the block by its own probability only (the rows after it cost no further pass).
 """
 
 from __future__ import annotations
@@ -33,6 +37,12 @@ from .draft_stop import ConfidenceModel, RoundPlan, StopCosts
 from .modes import DraftOutcome
 from .plain_probe import PlainProbe
 from .policy import DEFAULT_POLICY, SpeculationPolicy
+
+
+def drafts_in_one_pass(drafter: object) -> bool:
+    """Whether a drafter proposes a draft of any length in one forward pass (its `one_pass_draft`, True for
+    a block drafter such as DFlash; drafters that run a step per token do not declare it)."""
+    return bool(getattr(drafter, "one_pass_draft", False))
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -53,7 +63,7 @@ class AutoK:
     policy: SpeculationPolicy = DEFAULT_POLICY  # every tuned knob (policy.py)
     accepted: float = field(init=False)  # decayed accepted drafts, from the policy's prior
     rejected: float = field(init=False)
-    draft_step_s: float | None = None
+    draft_step_s: float | None = None  # seconds per draft step (per pass with one_pass_draft)
     verify_s: dict[int, float] = field(default_factory=dict)  # by K >= 1
     verify_rounds: dict[int, int] = field(default_factory=dict)
     plain_s: float | None = None  # plain decoding's measured cost per token
@@ -70,6 +80,8 @@ class AutoK:
     round_s: float = 0.0
     probe: PlainProbe = field(init=False)  # when to measure plain decoding while speculating
     left: int | None = None  # tokens the reply may still take (its budget less what it emitted), set by the loop
+    # the drafter proposes any K in one pass (a block drafter): draft_step_s is then that pass, billed once a round
+    one_pass_draft: bool = False
 
     def __post_init__(self) -> None:
         p = self.policy
@@ -77,6 +89,10 @@ class AutoK:
         self.reach = p.start_k
         self.confidence = ConfidenceModel(policy=p)
         self.probe = PlainProbe(policy=p)
+
+    def for_drafter(self, drafter: object) -> None:
+        """Bill drafts as this drafter costs them: one pass a round (drafts_in_one_pass) or a step per token."""
+        self.one_pass_draft = drafts_in_one_pass(drafter)
 
     @property
     def alpha(self) -> float:
@@ -135,9 +151,12 @@ class AutoK:
         return RoundPlan(self.k_max, self.entry, self.stop_costs(), self.confidence)
 
     def stop_costs(self) -> StopCosts:
-        """A token's keep and go-on thresholds: its costs in seconds times the rate the controller expects."""
+        """A token's keep and go-on thresholds: its costs in seconds times the rate the controller expects. A block
+        drafter's next row is already computed, so going on costs nothing: each row is kept on its own chance."""
         _, slope = self._verify_line()
         rate = self.expected_rate
+        if self.one_pass_draft:
+            return StopCosts(rate * slope, 0.0)
         return StopCosts(rate * slope, rate * ((self.draft_step_s or 0.0) + slope))
 
     def _plain_or_probe(self) -> int:
@@ -180,8 +199,13 @@ class AutoK:
 
     def rate(self, k: int) -> float:
         """Expected tokens per second of a round with k drafts (k = 0: plain decoding)."""
-        cost = k * (self.draft_step_s or 0.0) + self.verify_cost(k)
+        cost = self.draft_seconds(k) + self.verify_cost(k)
         return expected_tokens(self.alpha, k) / cost if cost > 0 else 0.0
+
+    def draft_seconds(self, k: int) -> float:
+        """Seconds of drafting for k tokens: k draft steps, or one pass for any k >= 1 (one_pass_draft)."""
+        passes = min(k, 1) if self.one_pass_draft else k
+        return passes * (self.draft_step_s or 0.0)
 
     def verify_cost(self, k: int) -> float:
         """Cost of a round's target pass for k drafts (plain decoding's per token at k = 0, once measured):
@@ -246,7 +270,8 @@ class AutoK:
         self.verify_s[k] = _ema(self.verify_s.get(k), verify_s, self.decay)
         self.verify_rounds[k] = self.verify_rounds.get(k, 0) + 1
         if catch_up <= self.policy.normal_catch_up or self.draft_step_s is None:
-            self.draft_step_s = _ema(self.draft_step_s, draft_s / max(steps or k, 1), self.decay)
+            per_step = draft_s if self.one_pass_draft else draft_s / max(steps or k, 1)
+            self.draft_step_s = _ema(self.draft_step_s, per_step, self.decay)
         self._count(accepted, 1 if accepted < k else 0)
         if confidences is not None:
             self.round_count += 1

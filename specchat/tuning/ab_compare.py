@@ -1,4 +1,5 @@
-"""A/B: one prompt under Off / Draft / MTP / prompt lookup, with speed, acceptance and whether the outputs match (no Qt)."""
+"""A/B: one prompt under Off / Draft / MTP / prompt lookup / DFlash, with speed, acceptance and whether the outputs
+match (no Qt)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specchat.engine.config import MTP_MAX_DEPTH, GenerationConfig
+from specchat.engine.config import DFLASH_MAX_DRAFT_TOKENS, MTP_MAX_DEPTH, GenerationConfig
 from specchat.engine.modes import SpecMode
 from specchat.engine.runner import common_prefix_len
 
@@ -16,8 +17,15 @@ from .engine_like import TuningEngine
 if TYPE_CHECKING:
     from specchat.engine.engine import GenerationResult
 
-AB_MODES: tuple[str, ...] = (SpecMode.BASELINE, SpecMode.DRAFT, SpecMode.MTP, SpecMode.LOOKUP)
-MODE_TITLES = {"baseline": "Off", "draft": "Draft model", "mtp": "MTP head", "lookup": "Prompt lookup"}
+AB_MODES: tuple[str, ...] = (SpecMode.BASELINE, SpecMode.DRAFT, SpecMode.MTP, SpecMode.LOOKUP, SpecMode.DFLASH)
+MODE_TITLES = {
+    "baseline": "Off",
+    "draft": "Draft model",
+    "mtp": "MTP head",
+    "lookup": "Prompt lookup",
+    "dflash": "DFlash",
+}
+DEEPEST = {SpecMode.MTP: MTP_MAX_DEPTH, SpecMode.DFLASH: DFLASH_MAX_DRAFT_TOKENS}  # the modes that cap K
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,7 @@ class ABRow:
 
     @property
     def title(self) -> str:
-        """Off / Draft model / MTP head / Prompt lookup."""
+        """Off / Draft model / MTP head / Prompt lookup / DFlash."""
         return MODE_TITLES.get(self.mode, self.mode)
 
 
@@ -74,10 +82,11 @@ def run_ab(
 
 
 def _draft_tokens(mode: str, k: int) -> int | str:
-    """K for a mode: the MTP head drafts at most MTP_MAX_DEPTH (as in the chat); baseline ignores K."""
+    """K for a mode: the MTP head drafts at most MTP_MAX_DEPTH (as in the chat), a DFlash block at most
+    DFLASH_MAX_DRAFT_TOKENS; baseline ignores K."""
     if mode == SpecMode.BASELINE:
         return GenerationConfig().num_draft_tokens
-    return min(k, MTP_MAX_DEPTH) if mode == SpecMode.MTP else k
+    return min(k, DEEPEST.get(SpecMode(mode), k))
 
 
 def _row(mode: str, result: GenerationResult, tokens: list[int], reference: list[int] | None) -> ABRow:

@@ -40,6 +40,13 @@ MachineInfo = dict[str, str | int | None]
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
 DEFAULT_MTP_KS = (1, 2, 3, 4)  # the head drafts at most MTP_MAX_DEPTH
+DEFAULT_DFLASH_KS = (1, 2, 4, 8, 15)  # a block drafts at most block_size - 1 (DFLASH_MAX_DRAFT_TOKENS)
+SWEEP_MODES = (SpecMode.DRAFT, SpecMode.MTP, SpecMode.DFLASH)
+
+
+def default_ks(mode: str) -> tuple[int, ...]:
+    """The draft lengths a sweep of this mode tries unless told: each drafter's own range."""
+    return {SpecMode.MTP: DEFAULT_MTP_KS, SpecMode.DFLASH: DEFAULT_DFLASH_KS}.get(SpecMode(mode), DEFAULT_KS)
 
 
 def parse_ks(text: str) -> tuple[int, ...]:
@@ -62,7 +69,8 @@ class OnBatteryError(EngineError):
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """What to sweep: the mode ("draft" or "mtp"), the draft lengths, auto K or not, reps and generation settings."""
+    """What to sweep: the mode ("draft", "mtp" or "dflash"), the draft lengths, auto K or not, reps and generation
+    settings."""
 
     mode: str = "draft"
     ks: tuple[int, ...] = DEFAULT_KS
@@ -77,8 +85,8 @@ class SweepConfig:
     dynamic: bool = True  # after the fixed Ks, a cell of auto K (drafts stop where the drafter is unsure)
 
     def __post_init__(self) -> None:
-        if self.mode not in (SpecMode.DRAFT, SpecMode.MTP):
-            raise ConfigError(f"a sweep compares baseline with 'draft' or 'mtp', got mode {self.mode!r}")
+        if self.mode not in SWEEP_MODES:
+            raise ConfigError(f"a sweep compares baseline with 'draft', 'mtp' or 'dflash', got mode {self.mode!r}")
         if not self.ks:
             raise ConfigError("no draft lengths to sweep: give at least one K")
         for k in self.ks:
@@ -118,6 +126,14 @@ def _folder(loaded: object) -> str:
     return str(path) if path is not None else ""
 
 
+def _drafter_folder(engine: TuningEngine, mode: str) -> str:
+    """The folder of what drafts in a sweep of this mode: the DFlash drafter's or the draft model's ("" unknown)."""
+    if mode == SpecMode.DFLASH:
+        drafter = getattr(engine, "drafters", {}).get(SpecMode.DFLASH)
+        return _folder(getattr(drafter, "weights", None))
+    return _folder(getattr(engine, "draft", None))
+
+
 def _default_power() -> PowerStatus:
     from specchat.system.power import read_power
 
@@ -148,7 +164,7 @@ class SweepRunner:
         self.engine = engine
         self.config = config
         self.target = target or _folder(getattr(engine, "target", None))
-        self.drafter = "mtp" if config.mode == SpecMode.MTP else (drafter or _folder(getattr(engine, "draft", None)))
+        self.drafter = "mtp" if config.mode == SpecMode.MTP else (drafter or _drafter_folder(engine, config.mode))
         self.generate: Generate = generate or engine.generate
         self.read_power = read_power or _default_power
         self.machine_info = machine_info or _default_machine

@@ -1,4 +1,4 @@
-"""`python -m specchat sweep`: sweep K for a (target, draft | MTP) pair, print tables, save the best K."""
+"""`python -m specchat sweep`: sweep K for a (target, draft | MTP | DFlash) pair, print tables, save the best K."""
 
 from __future__ import annotations
 
@@ -50,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     drafter = p.add_mutually_exclusive_group(required=True)
     drafter.add_argument("--draft", type=model_folder, help="local draft model folder")
     drafter.add_argument("--mtp", action="store_true", help="sweep the target's MTP head instead of a draft")
+    drafter.add_argument(
+        "--dflash", type=model_folder, metavar="DIR", help="sweep a DFlash drafter folder trained for the target"
+    )
     p.add_argument(
         "--mtp-history",
         action="store_true",
@@ -59,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--draft-tokens",
         type=_ks,
         metavar="K,K,...",
-        help="draft lengths to try (default 1,2,4,8,16; with --mtp 1,2,3,4)",
+        help="draft lengths to try (default 1,2,4,8,16; with --mtp 1,2,3,4; with --dflash 1,2,4,8,15)",
     )
     p.add_argument(
         "--no-dynamic",
@@ -106,13 +109,14 @@ def run_sweep(args: argparse.Namespace) -> int:
     from specchat.paths import AppPaths
 
     from .best_k import save_sweep
-    from .sweep import DEFAULT_KS, DEFAULT_MTP_KS, SweepConfig, SweepRunner
+    from .sweep import SweepConfig, SweepRunner, default_ks
     from .sweep_output import SweepOutputs, check_writable
     from .sweep_report import to_markdown
 
-    ks = args.draft_tokens or (DEFAULT_MTP_KS if args.mtp else DEFAULT_KS)
+    mode = "mtp" if args.mtp else ("dflash" if args.dflash else "draft")
+    ks = args.draft_tokens or default_ks(mode)
     config = SweepConfig(
-        mode="mtp" if args.mtp else "draft",
+        mode=mode,
         ks=ks,
         reps=args.reps,
         warmup=args.warmup,
@@ -129,7 +133,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     paths = AppPaths.default()
     if not args.no_save:
         check_writable(paths.tuning_file, "the best K", hint="pass --no-save to skip saving it")
-    engine = Engine.load(args.target, args.draft)
+    engine = Engine.load(args.target, args.draft, dflash=args.dflash)
     runner = SweepRunner(engine, config)  # the pair's folders come from the loaded engine
     bar = ProgressBar(sys.stderr)
 

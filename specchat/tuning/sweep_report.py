@@ -113,7 +113,7 @@ def choice_text(k: Choice) -> str:
 
 def _header(result: SweepResult) -> list[str]:
     m, s, p = result.machine, result.settings, result.power_at_start
-    title = f"## Sweep: {Path(result.target).name or result.target} + {_drafter_name(result.drafter)}"
+    title = f"## Sweep: {Path(result.target).name or result.target} + {_drafter_name(result.drafter, result.mode)}"
     if result.tag:
         title += f" [{result.tag}]"
     versions = ", ".join(f"{name} {m.get(name, '?')}" for name in ("mlx", "mlx-lm", "mlx-optiq"))
@@ -145,8 +145,11 @@ def _dynamic_line(settings: dict) -> list[str]:
     ]
 
 
-def _drafter_name(drafter: str) -> str:
-    return "MTP head" if drafter == "mtp" else (Path(drafter).name or drafter)
+def _drafter_name(drafter: str, mode: str = "") -> str:
+    if drafter == "mtp":
+        return "MTP head"
+    name = Path(drafter).name or drafter
+    return f"DFlash {name}" if mode == "dflash" else name
 
 
 def to_markdown(result: SweepResult) -> str:

@@ -228,7 +228,7 @@ class SweepResult:
     """A whole sweep: settings, machine, power at the start, and each prompt's cells."""
 
     target: str
-    drafter: str  # the draft folder, or "mtp"
+    drafter: str  # the draft model's or DFlash drafter's folder, or "mtp"
     mode: str
     settings: dict
     machine: dict

@@ -198,7 +198,7 @@ def test_ab_panel_compares_off_draft_mtp_and_lookup_then_screenshot(qtbot, paths
     assert panel.cards["mtp"].detail.text() == f"Not available: {NO_MTP_HEAD}."
     assert panel.cards["mtp"].detail.toolTip() and "MTP" not in panel.cards["mtp"].detail.text()
     assert rows["lookup"].identical is True and rows["lookup"].text == rows["baseline"].text  # prompt lookup too
-    assert [r.mode for r in compared.args[0]] == ["baseline", "draft", "mtp", "lookup"]
+    assert [r.mode for r in compared.args[0]] == ["baseline", "draft", "mtp", "lookup", "dflash"]
     first = next(line.strip() for line in rows["baseline"].text.splitlines() if line.strip())
     assert panel.cards["baseline"].output.text() == f"“{first}”"  # Off's output, its first line
     assert panel.cards["draft"].output.text() == panel.cards["lookup"].output.text() == "same output as Off"
