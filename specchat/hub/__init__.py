@@ -2,7 +2,8 @@
 
 Modules: catalog (curated models), search (catalog + hub), download / transfer / progress
 (HF cache downloads with resume, hash checks, cancel), store (local models), pairing
-(draft compatibility), memory_fit (green / yellow / red), cli (`python -m specchat models`).
+(draft compatibility), dflash (DFlash drafter folders: the engine's file checks, the fit to a target),
+memory_fit (green / yellow / red), cli (`python -m specchat models`).
 Names below are imported lazily so `import specchat.hub` stays cheap.
 """
 

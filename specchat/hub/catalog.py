@@ -11,9 +11,9 @@ from specchat.resources import read_text
 from .errors import HubError
 
 CATALOG_RESOURCE = "catalog.json"  # read with specchat.resources from inside the installed package
-ROLES = ("target", "draft", "both")
+ROLES = ("target", "draft", "both", "dflash")  # dflash: a DFlash drafter, paired with its one target
 ARCHITECTURES = ("dense", "hybrid")
-PAIR_MODES = ("draft", "mtp")
+PAIR_MODES = ("draft", "mtp", "dflash")
 _MODEL_FIELDS: dict[str, type | tuple[type, ...]] = {
     "repo_id": str,
     "family": str,
@@ -54,10 +54,16 @@ class CatalogModel:
         """Offered as a draft."""
         return self.role in ("draft", "both")
 
+    @property
+    def is_dflash(self) -> bool:
+        """A DFlash drafter: drafts only for the target it was trained on, with that target's tokenizer."""
+        return self.role == "dflash"
+
 
 @dataclass(frozen=True)
 class RecommendedPair:
-    """A target with its draft (or its MTP head, draft None) and the K known to work."""
+    """A target with its draft, its DFlash drafter (mode dflash), or its MTP head (draft None); and the K known
+    to work (for dflash: the tokens one block drafts, block_size - 1)."""
 
     target: str
     draft: str | None
@@ -81,6 +87,16 @@ class Catalog:
         """Recommended pairs whose target is repo_id."""
         return [p for p in self.pairs if p.target.lower() == target.lower()]
 
+    def dflash_for(self, target: str) -> CatalogModel | None:
+        """The DFlash drafter the catalog pairs with this target, or None."""
+        pair = next((p for p in self.pairs_for(target) if p.mode == "dflash" and p.draft), None)
+        return self.get(pair.draft) if pair is not None and pair.draft else None
+
+    def dflash_target(self, drafter: str) -> str | None:
+        """The target a catalog DFlash drafter drafts for, or None."""
+        key = drafter.lower()
+        return next((p.target for p in self.pairs if p.mode == "dflash" and (p.draft or "").lower() == key), None)
+
 
 def read_catalog_text() -> str:
     """The shipped catalog.json as text."""
@@ -95,15 +111,15 @@ def validate_catalog(data: object) -> list[str]:
     models = data.get("models")
     if not isinstance(models, list) or not models:
         return ["'models' must be a non-empty list"]
-    ids = set()
+    roles: dict[str, object] = {}  # repo_id -> role
     for i, model in enumerate(models):
         problems += [f"models[{i}]: {p}" for p in _model_problems(model)]
         if isinstance(model, dict) and isinstance(model.get("repo_id"), str):
-            if model["repo_id"] in ids:
+            if model["repo_id"] in roles:
                 problems.append(f"models[{i}]: duplicate repo_id {model['repo_id']}")
-            ids.add(model["repo_id"])
+            roles[model["repo_id"]] = model.get("role")
     for i, pair in enumerate(data.get("recommended_pairs") or []):
-        problems += [f"recommended_pairs[{i}]: {p}" for p in _pair_problems(pair, ids)]
+        problems += [f"recommended_pairs[{i}]: {p}" for p in _pair_problems(pair, roles)]
     return problems
 
 
@@ -136,16 +152,22 @@ def _model_problems(model: object) -> list[str]:
     return problems
 
 
-def _pair_problems(pair: object, ids: set[str]) -> list[str]:
+def _pair_problems(pair: object, roles: dict[str, object]) -> list[str]:
     if not isinstance(pair, dict):
         return ["must be an object"]
     problems = []
-    if pair.get("target") not in ids:
-        problems.append(f"target {pair.get('target')!r} is not in models")
-    if pair.get("mode") not in PAIR_MODES:
-        problems.append(f"mode {pair.get('mode')!r} is not one of {PAIR_MODES}")
-    if pair.get("mode") == "draft" and pair.get("draft") not in ids:
-        problems.append(f"draft {pair.get('draft')!r} is not in models")
+    target, draft, mode = pair.get("target"), pair.get("draft"), pair.get("mode")
+    if not (isinstance(target, str) and target in roles):
+        problems.append(f"target {target!r} is not in models")
+    elif roles[target] == "dflash":
+        problems.append(f"target {target!r} is a DFlash drafter, not a model to chat with")
+    if mode not in PAIR_MODES:
+        problems.append(f"mode {mode!r} is not one of {PAIR_MODES}")
+    if mode in ("draft", "dflash") and not (isinstance(draft, str) and draft in roles):
+        problems.append(f"draft {draft!r} is not in models")
+    elif mode in ("draft", "dflash") and isinstance(draft, str) and (roles[draft] == "dflash") != (mode == "dflash"):
+        kind = "a DFlash drafter" if mode == "dflash" else "a draft model, not a DFlash drafter"
+        problems.append(f"a {mode} pair's draft must be {kind}: {draft!r} has role {roles[draft]!r}")
     if pair.get("mode") == "mtp" and pair.get("draft") is not None:
         problems.append("an mtp pair has no draft (draft must be null)")
     k = pair.get("k")

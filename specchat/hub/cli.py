@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,9 +35,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     search.add_argument("query", nargs="?", default="")
     search.add_argument("--limit", type=int, default=30)
     search.set_defaults(func=run_search)
-    dl = actions.add_parser("download", help="download a model (and its draft) into the HF cache")
+    dl = actions.add_parser("download", help="download a model (and its draft, its DFlash drafter) into the HF cache")
     dl.add_argument("repo")
     dl.add_argument("--draft", help="a draft repo to download in the same job")
+    dl.add_argument("--dflash", metavar="REPO", help="a DFlash drafter for the target (e.g. z-lab/Qwen3-8B-DFlash-b16)")
     dl.add_argument("--revision", default="main")
     dl.add_argument("--context", type=int, default=DEFAULT_CONTEXT, help="tokens of context to plan for")
     dl.set_defaults(func=run_download)
@@ -89,7 +91,7 @@ def run_list(args: argparse.Namespace) -> int:
         arch = f"{f.architecture} {f.model_type}" if f else "?"
         bits = f"{f.quant_bits}-bit" if f and f.quant_bits else "-"
         ctx = str(f.context_length) if f and f.context_length else "?"
-        mtp = {True: "MTP", False: "-", None: "?"}[m.mtp_available]
+        mtp = "DFL" if m.dflash else {True: "MTP", False: "-", None: "?"}[m.mtp_available]
         state = "complete" if m.complete else "PARTIAL (" + ", ".join(m.missing[:3]) + ")"
         print(
             f"{m.name:48} {format_bytes(m.size_bytes):>9}  {arch:18} {bits:6} ctx {ctx:>7}  "
@@ -103,14 +105,14 @@ def run_add(args: argparse.Namespace) -> int:
     from specchat.paths import AppPaths
     from specchat.settings import load_settings, save_settings
 
-    from .discovery import folder_models
+    from .store import user_folder_models
 
     folder = Path(args.folder).expanduser().resolve()
     if not folder.exists():
         return _fail(f"{args.folder} does not exist")
     if not folder.is_dir():
         return _fail(f"{args.folder} is a file, not a folder")
-    models = folder_models([folder], "folder")
+    models = user_folder_models(folder)
     if not models:
         return _fail(
             f"{folder} is not an MLX model folder: no config.json with *.safetensors weights in it "
@@ -168,7 +170,10 @@ def run_search(args: argparse.Namespace) -> int:
         downloads = f"  {hit.downloads} downloads" if hit.downloads is not None else ""
         print(f"{hit.repo_id:52} {info}{downloads}")
         for pair in catalog.pairs_for(hit.repo_id):
-            print(f"{'':52}   pairs with {pair.draft or 'its MTP head'} (K={pair.k})")
+            drafter = f"DFlash drafter {pair.draft}" if pair.mode == "dflash" else pair.draft or "its MTP head"
+            print(f"{'':52}   pairs with {drafter} (K={pair.k})")
+        if c is not None and c.is_dflash and (target := catalog.dflash_target(c.repo_id)):
+            print(f"{'':52}   DFlash drafter for {target}")
     return 0
 
 
@@ -187,33 +192,64 @@ def _print_progress(p: DownloadProgress) -> None:
     print("\r" + progress_line(p).ljust(110), end="", file=sys.stderr, flush=True)
 
 
-def _preflight(repos: list[str], args: argparse.Namespace) -> None:
+def _preflight(repos: DownloadRepos, args: argparse.Namespace) -> None:
     """Disk space and memory fit before any weights are fetched (raises NotEnoughDiskError)."""
     from .download import check_disk_space, fetch_config, plan_bundle
     from .memory_fit import memory_fit, planned_memory
 
     config = _config()
-    plans = plan_bundle(repos, config, args.revision)
-    space = check_disk_space(plans, config)
+    plans = {p.repo_id: p for p in plan_bundle(repos.all, config, args.revision)}
+    space = check_disk_space(list(plans.values()), config)
     print(
         f"disk: {format_bytes(space.needed_bytes)} to download, {format_bytes(space.free_bytes)} free", file=sys.stderr
     )
-    models = [
-        planned_memory(
-            p.repo_id, sum(f.size for f in p.files if f.path.endswith(".safetensors")), fetch_config(p, config)
+    models = {
+        repo: planned_memory(
+            repo, sum(f.size for f in p.files if f.path.endswith(".safetensors")), fetch_config(p, config)
         )
-        for p in plans
-    ]
-    fit = memory_fit(models[0], models[1] if len(models) > 1 else None, args.context)
+        for repo, p in plans.items()
+    }
+    draft = models[repos.draft] if repos.draft else None
+    dflash = models[repos.dflash] if repos.dflash else None
+    fit = memory_fit(models[repos.target], draft, args.context, dflash=dflash)
     print(f"memory {fit.summary()}", file=sys.stderr)
 
 
-def _repo_ids(args: argparse.Namespace) -> list[str]:
-    """The target (and draft) repo ids from ids or pasted hub URLs; BadRepoIdError naming a bad one."""
+@dataclass(frozen=True)
+class DownloadRepos:
+    """What `models download` fetches: the target, and a draft and a DFlash drafter when asked for."""
+
+    target: str
+    draft: str | None = None
+    dflash: str | None = None
+
+    @property
+    def all(self) -> list[str]:
+        """Every repo, target first, each once."""
+        return list(dict.fromkeys(r for r in (self.target, self.draft, self.dflash) if r))
+
+
+def _repo_ids(args: argparse.Namespace) -> DownloadRepos:
+    """The target (draft, DFlash drafter) repo ids from ids or pasted hub URLs; BadRepoIdError naming a bad one."""
     from .repo_ids import parse_repo_id
 
     hosts = (_config().endpoint,)
-    return [parse_repo_id(text, hosts) for text in [args.repo] + ([args.draft] if args.draft else [])]
+    draft, dflash = (parse_repo_id(text, hosts) if text else None for text in (args.draft, args.dflash))
+    return DownloadRepos(parse_repo_id(args.repo, hosts), draft, dflash)
+
+
+def _check_dflash(repos: DownloadRepos, paths: list[Path]) -> str | None:
+    """Why the downloaded DFlash drafter cannot draft for the downloaded target (None when it can, or none)."""
+    from .dflash import check_dflash_pair
+
+    if repos.dflash is None:
+        return None
+    folders = dict(zip(repos.all, paths))
+    try:
+        check_dflash_pair(folders[repos.target], folders[repos.dflash], repos.dflash)
+    except HubError as exc:
+        return f"{exc} (the files are kept at {folders[repos.dflash]})"
+    return None
 
 
 def _context_problem(args: argparse.Namespace) -> str | None:
@@ -236,7 +272,8 @@ def run_download(args: argparse.Namespace) -> int:
     except HubError as exc:
         return _fail(str(exc))
     fetched, error = run_interruptible(
-        "download", lambda cancel: download_bundle(repos, _config(), _print_progress, cancel, revision=args.revision)
+        "download",
+        lambda cancel: download_bundle(repos.all, _config(), _print_progress, cancel, revision=args.revision),
     )
     paths: list[Path] = list(fetched) if isinstance(fetched, list) else []
     print(file=sys.stderr)
@@ -246,6 +283,8 @@ def run_download(args: argparse.Namespace) -> int:
         return _fail(str(error))
     if error is not None:
         raise error
+    if problem := _check_dflash(repos, paths):
+        return _fail(problem)
     for path in paths:
         print(path)
     return 0
@@ -283,6 +322,7 @@ def _resolve_folder(name: str) -> Path | None:
 
 def run_pair(args: argparse.Namespace) -> int:
     """Print the compatibility report and the memory fit of a target and a draft."""
+    from .dflash import is_dflash_folder
     from .memory_fit import memory_fit, model_memory
     from .pairing import pair_report
 
@@ -292,6 +332,8 @@ def run_pair(args: argparse.Namespace) -> int:
     if target is None or draft is None:
         name = args.target if target is None else args.draft
         return _fail(f"{name} is neither a model folder nor a downloaded model")
+    if is_dflash_folder(draft):
+        return _pair_dflash(target, draft, args.context)
     report = pair_report(target, draft)
     print(f"target {target}\ndraft  {draft}")
     for check in report.checks:
@@ -300,3 +342,24 @@ def run_pair(args: argparse.Namespace) -> int:
     fit = memory_fit(model_memory(target), model_memory(draft), args.context)
     print(f"memory {fit.summary()}")
     return 0 if report.compatible else 3
+
+
+def _pair_dflash(target: Path, drafter: Path, context: int) -> int:
+    """The DFlash drafter's checks against the target's config, and the memory fit with the drafter."""
+    from .dflash import check_dflash_pair
+    from .memory_fit import memory_fit, model_memory
+
+    print(f"target {target}\ndflash {drafter}")
+    try:
+        cfg = check_dflash_pair(target, drafter)
+    except HubError as exc:
+        print(f"INCOMPATIBLE: {exc}")
+        code = 3
+    else:
+        print(
+            f"compatible: a DFlash drafter of block size {cfg.block_size} reading target layers {cfg.target_layer_ids}"
+        )
+        code = 0
+    fit = memory_fit(model_memory(target), None, context, dflash=model_memory(drafter))
+    print(f"memory {fit.summary()}")
+    return code

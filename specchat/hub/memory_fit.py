@@ -1,4 +1,5 @@
-"""Will target + draft + caches fit? Weights, KV / recurrent cache at a context, against machine memory."""
+"""Will target + draft (+ DFlash drafter) + caches fit? Weights, KV / recurrent cache at a context, against machine
+memory."""
 
 from __future__ import annotations
 
@@ -65,23 +66,34 @@ class MemoryFit:
         )
 
 
-def _parts(target: ModelMemory, draft: ModelMemory | None, context: int) -> list[tuple[str, int]]:
+def _parts(
+    target: ModelMemory, draft: ModelMemory | None, dflash: ModelMemory | None, context: int
+) -> list[tuple[str, int]]:
     parts = [("target weights", target.weights_bytes), ("target cache", target.cache_bytes(context))]
-    if draft is not None:
-        parts += [("draft weights", draft.weights_bytes), ("draft cache", draft.cache_bytes(context))]
-    weights = target.weights_bytes + (draft.weights_bytes if draft else 0)
+    weights = target.weights_bytes
+    for label, model in (("draft", draft), ("dflash", dflash)):
+        if model is not None:  # a DFlash drafter's cache holds the context it has read, like a draft's KV cache
+            parts += [(f"{label} weights", model.weights_bytes), (f"{label} cache", model.cache_bytes(context))]
+            weights += model.weights_bytes
     parts.append(("runtime", int(RUNTIME_FRACTION * weights) + RUNTIME_FIXED_BYTES))
     return parts
 
 
 def memory_fit(
-    target: ModelMemory, draft: ModelMemory | None, context: int, machine: MachineMemory | None = None
+    target: ModelMemory,
+    draft: ModelMemory | None,
+    context: int,
+    machine: MachineMemory | None = None,
+    dflash: ModelMemory | None = None,
 ) -> MemoryFit:
-    """Red above the limit (Metal's working set, else RAM), yellow near it or above free memory."""
+    """Red above the limit (Metal's working set, else RAM), yellow near it or above free memory.
+
+    dflash is a DFlash drafter loaded beside the pair: its weights and context cache count too.
+    """
     machine = machine or read_machine_memory()
     limit = machine.gpu_working_set_bytes or machine.total_bytes
     source = "Metal working set" if machine.gpu_working_set_bytes else "total RAM"
-    parts = _parts(target, draft, context)
+    parts = _parts(target, draft, dflash, context)
     needed = sum(n for _, n in parts)
     if needed > limit:
         level = RED

@@ -10,17 +10,26 @@ from pathlib import Path
 from typing import Any
 
 from specchat.engine.mtp_detect import SIDECARS, config_mtp_layers, detect_mtp, is_mtp_key
-from specchat.upstream.hf_hub import HfHubHTTPError, RangeRefused, build_hf_headers, get_small_file, hf_hub_url
+from specchat.upstream.checks import UpstreamMismatch
+from specchat.upstream.hf_hub import (
+    HfHubHTTPError,
+    RangeRefused,
+    SafetensorsParsingError,
+    build_hf_headers,
+    get_small_file,
+    hf_hub_url,
+    safetensors_tensors,
+)
 from specchat.upstream.mlx_optiq import configured_sidecar, expected_head_shapes
 
 from .catalog import Catalog
 from .config import HubConfig
-from .errors import HubError
+from .errors import CorruptFileError, HubError
 from .model_facts import read_config, text_config
 from .mtp_convert import LocalFormat, local_format, mtp_name
 from .mtp_source import Original, find_original
 from .remote import hub_call, translate_error
-from .safetensors_ranges import RangeSource, TensorSpan, fetch_header
+from .safetensors_ranges import RangeSource, TensorSpan, header_length, tensor_spans
 from .units import format_bytes
 
 INDEX_FILE, SINGLE_FILE = "model.safetensors.index.json", "model.safetensors"
@@ -49,7 +58,7 @@ class HeadPlan:
     original: Original
     commit: str
     spans: tuple[TensorSpan, ...]
-    meta_bytes: int  # the index and the shards' headers, already read
+    meta_bytes: int  # sizes of the index and of the headers of the shards holding the head
     num_layers: int
     sidecar: Path
     fmt: LocalFormat
@@ -137,15 +146,30 @@ def head_spans(config: HubConfig, repo_id: str, commit: str) -> tuple[list[Tenso
     shards = sorted({weight_map[n] for n in names}) if weight_map is not None and names else [SINGLE_FILE]
     spans: list[TensorSpan] = []
     for shard in shards:
-        try:
-            read, listed = fetch_header(range_source(config, repo_id, commit, shard), shard)
-        except HfHubHTTPError as exc:
-            raise translate_error(exc, repo_id, config) from exc
-        meta += read
+        length, listed = shard_tensors(config, repo_id, commit, shard)
+        meta += 8 + length
         spans += [s for s in listed if is_mtp_key(s.name)]
     if not spans:
         raise NoHeadError(f"{repo_id} has no MTP head: no tensor in {', '.join(shards)} starts with mtp.")
     return sorted(spans, key=lambda s: (s.shard, s.start)), meta
+
+
+def shard_tensors(config: HubConfig, repo_id: str, commit: str, shard: str) -> tuple[int, list[TensorSpan]]:
+    """(header length, tensors with absolute byte ranges) of one remote shard: the length from its first 8 bytes,
+    the index from huggingface_hub's parse of its header."""
+    try:
+        length = header_length(range_source(config, repo_id, commit, shard), shard)
+        tensors = safetensors_tensors(repo_id, shard, commit, config.endpoint, config.token, config.timeout_s)
+    except SafetensorsParsingError as exc:
+        raise CorruptFileError(f"{repo_id}: {shard} has no readable safetensors header ({exc})") from exc
+    except UpstreamMismatch as exc:
+        raise HubError(f"cannot read where {repo_id}'s head is: {exc}") from exc
+    except Exception as exc:  # the hub's and the network's errors, as HubErrors where they have one
+        translated = translate_error(exc, repo_id, config)
+        if translated is exc:
+            raise
+        raise translated from exc
+    return length, tensor_spans(shard, length, tensors)
 
 
 def head_layers(spans: list[TensorSpan]) -> int:

@@ -1,9 +1,13 @@
-"""Read parts of a remote .safetensors file with HTTP range requests: its header, then single tensors.
+"""Read parts of a remote .safetensors file with HTTP range requests: where its tensors are, then single tensors.
 
 A safetensors file is an 8-byte little-endian header length, a JSON header ({name: {dtype,
-shape, data_offsets}}, offsets relative to the end of the header), then the tensors' bytes. Each
-tensor is fetched into a partial file of its own; a dropped connection resumes from the bytes
-already written, in this run (a few retries) and in the next one (the partial file stays).
+shape, data_offsets}}, offsets relative to the end of the header), then the tensors' bytes. The tensor
+index is huggingface_hub's (`HfApi.parse_safetensors_file_metadata`, through specchat.upstream.hf_hub);
+it does not give the header's length, so the file's first 8 bytes are read with one range request of
+ours first (a 206 for exactly those bytes, which also proves the server serves ranges before the
+library asks for its 100 kB). Each tensor is fetched into a partial file of its own; a dropped
+connection resumes from the bytes already written, in this run (a few retries) and in the next one
+(the partial file stays).
 
 Integrity: every tensor is size-checked against the header's byte length. The hub gives a hash
 (the LFS sha256) only for whole files, and never for a byte range, so no hash of a range can be
@@ -22,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from specchat.upstream.hf_hub import RangeRefused, range_stream
+from specchat.upstream.hf_hub import RangeRefused, RemoteTensor, range_stream
 
 from .errors import CorruptFileError, DownloadCancelled, HubError
 
@@ -71,28 +75,24 @@ def read_range(source: RangeSource, start: int, end: int) -> bytes:
     return data
 
 
-def parse_header(shard: str, length: int, raw: bytes) -> list[TensorSpan]:
-    """The tensors a safetensors header lists, with absolute byte ranges."""
-    try:
-        header = json.loads(raw)
-    except ValueError as exc:
-        raise CorruptFileError(f"{shard}: its safetensors header is not JSON ({exc})") from exc
-    base = 8 + length
-    spans = []
-    for name, meta in header.items():
-        if name == "__metadata__":
-            continue
-        begin, stop = meta["data_offsets"]
-        spans.append(TensorSpan(shard, name, str(meta["dtype"]), tuple(meta["shape"]), base + begin, base + stop))
-    return spans
-
-
-def fetch_header(source: RangeSource, shard: str) -> tuple[int, list[TensorSpan]]:
-    """(bytes read, tensors) of a remote safetensors file: 8 bytes, then exactly the JSON header."""
+def header_length(source: RangeSource, shard: str) -> int:
+    """The length of a remote safetensors file's JSON header: its first 8 bytes, in one range request."""
     (length,) = struct.unpack("<Q", read_range(source, 0, 8))
     if length > MAX_HEADER_BYTES:
         raise CorruptFileError(f"{shard}: a safetensors header of {length} bytes is not plausible")
-    return 8 + length, parse_header(shard, length, read_range(source, 8, 8 + length))
+    return length
+
+
+def tensor_spans(shard: str, length: int, tensors: list[RemoteTensor]) -> list[TensorSpan]:
+    """The tensors of a file's index (huggingface_hub's parse of its header) with absolute byte ranges."""
+    base = 8 + length
+    spans = []
+    for tensor in tensors:
+        begin, stop = tensor.data_offsets
+        if not 0 <= begin <= stop:
+            raise CorruptFileError(f"{shard}: {tensor.name} has data_offsets {tensor.data_offsets}")
+        spans.append(TensorSpan(shard, tensor.name, tensor.dtype, tensor.shape, base + begin, base + stop))
+    return spans
 
 
 def fetch_span(

@@ -12,12 +12,15 @@ from typing import Protocol
 from specchat.upstream.hf_hub import CacheNotFound, cached_repo_tree, scan_cache_dir
 
 from .config import HubConfig
-from .discovery import folder_models, lmstudio_dirs, unique_by_path
+from .dflash import is_dflash_config, is_dflash_folder
+from .discovery import FoundModel, folder_models, lmstudio_dirs, unique_by_path
 from .download import read_manifest
 from .errors import ConfirmationRequired, HubError
 from .model_facts import ModelFacts, facts_from_config, read_config, size_on_disk
 from .tokenizer_info import VocabHashCache, missing_tokenizer
 from .weights_check import broken_weights
+
+DFLASH_NO_MTP = "a DFlash drafter: it drafts for its target and has no MTP head"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class LocalModel:
     vocab_hash: str | None
     mtp_available: bool | None
     mtp_reason: str
+    dflash: bool = False  # a DFlash drafter (no tokenizer of its own): drafts for its target, not a model to chat with
 
 
 class CachedRevision(Protocol):
@@ -91,9 +95,11 @@ def missing_weights(folder: Path) -> list[str]:
 
 
 def _with_broken_weights(folder: Path, missing: list[str]) -> list[str]:
-    """missing plus weights cut short of what their headers list, and a missing tokenizer."""
+    """missing plus weights cut short of what their headers list, and a missing tokenizer (a DFlash drafter has
+    none: it uses its target's)."""
     missing = missing + broken_weights(folder)
-    tokenizer = None if missing else missing_tokenizer(folder)  # a partial download lacks it anyway
+    needs_tokenizer = not missing and not is_dflash_folder(folder)  # a partial download lacks it anyway
+    tokenizer = missing_tokenizer(folder) if needs_tokenizer else None
     return missing + ([tokenizer] if tokenizer else [])
 
 
@@ -111,13 +117,17 @@ def describe_folder(
     config = read_config(folder)
     missing = list(missing) if missing is not None else missing_weights(folder)
     facts = facts_from_config(config) if config else None
+    dflash = is_dflash_config(config)
     vocab_hash = None
-    if vocab is not None and not missing:
+    if vocab is not None and not missing and not dflash:
         try:
             vocab_hash = vocab.vocab_hash(folder)
         except HubError as exc:
             missing.append(str(exc))
-    mtp, reason = detect_mtp_head(folder) if config else (None, "no config.json")
+    mtp: bool | None = False
+    reason = DFLASH_NO_MTP
+    if not dflash:
+        mtp, reason = detect_mtp_head(folder) if config else (None, "no config.json")
     return LocalModel(
         name or folder.name,
         folder,
@@ -130,6 +140,7 @@ def describe_folder(
         vocab_hash,
         mtp,
         reason,
+        dflash,
     )
 
 
@@ -196,17 +207,14 @@ def scan_local_models(
     studio = folder_models(lmstudio_dirs(home if home is not None else Path.home()), "lm-studio")
     models += [describe_folder(m.path, m.name, "lm-studio", vocab=vocab) for m in studio]
     for folder in extra_folders:
-        models += [describe_folder(p, vocab=vocab) for p in model_folders(Path(folder).expanduser())]
+        models += [describe_folder(m.path, m.name, "folder", vocab=vocab) for m in user_folder_models(folder)]
     return unique_by_path(models)
 
 
-def model_folders(folder: Path) -> list[Path]:
-    """folder itself when it holds config.json, else its subfolders that do."""
-    if (folder / "config.json").is_file():
-        return [folder]
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if (p / "config.json").is_file())
+def user_folder_models(folder: str | Path) -> list[FoundModel]:
+    """The models of a folder the user added, as `models add` counts them and `models list` lists them:
+    the folder itself when it is an MLX model folder, else those up to two levels below (publisher/model)."""
+    return folder_models([Path(folder).expanduser()], "folder")
 
 
 def find_model(models: list[LocalModel], name: str) -> LocalModel | None:

@@ -7,6 +7,8 @@ Internals used (each verified by `self_check`, and before every download):
 - `file_download.repo_folder_name(repo_id=, repo_type=)`: the cache folder of a repo;
 - `utils.get_session()` / `utils.hf_raise_for_status(response)`: the shared HTTP client, used for
   byte-range reads of single tensors (`range_stream`), with the hub's own error translation.
+Public calls checked too: `HfApi.parse_safetensors_file_metadata` gives a remote safetensors file's tensor
+index (`safetensors_tensors`); it does not give the header's length, which absolute byte ranges need.
 Internals are looked up when used, so a changed one gives a clear UpstreamMismatch, not an
 AttributeError at import.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -28,6 +31,7 @@ from huggingface_hub.errors import (
     OfflineModeIsEnabled,
     RepositoryNotFoundError,
     RevisionNotFoundError,
+    SafetensorsParsingError,
 )
 from huggingface_hub.utils import build_hf_headers
 
@@ -51,6 +55,7 @@ __all__ = [
     "OfflineModeIsEnabled",
     "RepositoryNotFoundError",
     "RevisionNotFoundError",
+    "SafetensorsParsingError",
     "build_hf_headers",
     "get_hf_file_metadata",
     "hf_hub_download",
@@ -66,11 +71,14 @@ __all__ = [
     "range_stream",
     "get_small_file",
     "RangeRefused",
+    "RemoteTensor",
+    "safetensors_tensors",
     "self_check",
     "download_check",
 ]
 
 UPSTREAM, DISTRIBUTION = "huggingface_hub", "huggingface_hub"
+PARSE_SAFETENSORS_PARAMETERS = ("repo_id", "filename", "revision", "token", "timeout")
 HTTP_GET_PARAMETERS = (
     "url",
     "temp_file",
@@ -171,6 +179,47 @@ def get_small_file(url: str, headers: dict[str, str], timeout: float, limit: int
     return bytes(data)
 
 
+@dataclass(frozen=True)
+class RemoteTensor:
+    """One tensor of a remote safetensors file as huggingface_hub parsed its header."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    data_offsets: tuple[int, int]  # [begin, end) from the end of the header
+
+
+def safetensors_tensors(
+    repo_id: str, filename: str, revision: str, endpoint: str, token: str | bool | None, timeout: float
+) -> list[RemoteTensor]:
+    """The tensors one remote safetensors file lists, through huggingface_hub's
+    `HfApi.parse_safetensors_file_metadata` (it reads the file's first 100 kB, and the rest of a longer header).
+
+    Raises HfHubHTTPError for the hub's answers and SafetensorsParsingError for a header that is not one.
+    """
+    api = hf_api(endpoint, token)
+    parse = getattr(api, "parse_safetensors_file_metadata", None)
+    problem = missing_parameters(parse, PARSE_SAFETENSORS_PARAMETERS)
+    if problem or parse is None:
+        raise UpstreamMismatch(_reason("HfApi.parse_safetensors_file_metadata", problem or "it is gone"))
+    metadata = parse(repo_id=repo_id, filename=filename, revision=revision, token=token, timeout=timeout)
+    return [
+        RemoteTensor(name, str(info.dtype), tuple(int(n) for n in info.shape), _offsets(info.data_offsets))
+        for name, info in metadata.tensors.items()
+    ]
+
+
+def _offsets(pair: Any) -> tuple[int, int]:
+    begin, end = pair
+    return int(begin), int(end)
+
+
+def _probe_parse_safetensors() -> str | None:
+    from huggingface_hub import HfApi
+
+    return missing_parameters(getattr(HfApi, "parse_safetensors_file_metadata", None), PARSE_SAFETENSORS_PARAMETERS)
+
+
 def _probe(module: ModuleType, name: str, parameters: tuple[str, ...]) -> HookProbe:
     return lambda: missing_parameters(getattr(module, name, None), parameters)
 
@@ -206,6 +255,7 @@ def self_check() -> SelfCheck:
             ("repo_id", "filename", "revision", "cache_dir", "endpoint", "token", "etag_timeout"),
         ),
         "constants": _probe_constants,
+        "HfApi.parse_safetensors_file_metadata": _probe_parse_safetensors,
     }
     check = download_check()
     extra = run_checks(UPSTREAM, DISTRIBUTION, public)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 from huggingface_hub import constants
 from huggingface_hub.utils import _detect_agent
 
 from specchat.hub.config import HubConfig
+from tests.fixtures.dflash_models import build_dflash
 from tests.hub.hub_server import FakeRepo, HubServer
 
 TARGET_REPO = "mlx-community/Tiny-Target-4bit"
 DRAFT_REPO = "mlx-community/Tiny-Draft-4bit"
+DFLASH_REPO = "z-lab/Tiny-Target-DFlash-b16"  # a DFlash drafter trained for TARGET_REPO
 SMALL_CHUNK = 16 * 1024  # so progress and cancel happen mid-file on tiny fixtures
 
 
@@ -66,6 +69,18 @@ def target_repo(dense_target) -> FakeRepo:
 def draft_repo(dense_draft_partial) -> FakeRepo:
     """The tiny partial-agreement draft as a hub repo."""
     return FakeRepo.from_folder(DRAFT_REPO, dense_draft_partial, downloads=10)
+
+
+@pytest.fixture(scope="session")
+def dflash_drafter(tiny_root, dense_target) -> Path:
+    """A tiny random DFlash drafter folder for the tiny dense target (config.json + model.safetensors only)."""
+    return build_dflash(tiny_root / "dflash_for_dense_target", dense_target)
+
+
+@pytest.fixture
+def dflash_repo(dflash_drafter) -> FakeRepo:
+    """The tiny DFlash drafter as a hub repo."""
+    return FakeRepo.from_folder(DFLASH_REPO, dflash_drafter, downloads=5)
 
 
 @pytest.fixture

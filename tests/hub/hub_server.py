@@ -2,7 +2,8 @@
 
 Model info (/api/models/{repo}/revision/{rev}), the file tree (/api/models/{repo}/tree/{rev}),
 search (/api/models), and resolve (HEAD/GET /{repo}/resolve/{rev}/{file}) with the
-X-Repo-Commit / ETag / X-Linked-* headers and Range requests (`bytes=a-` and `bytes=a-b`), counting
+X-Repo-Commit / ETag / X-Linked-* headers and Range requests (`bytes=a-` and `bytes=a-b`; huggingface_hub's
+safetensors metadata asks `bytes=0-100000` of a file and gets what the file has of it), counting
 the body bytes it sends per file. Faults on demand: drop a connection halfway through a file
 (after N bytes of a response, or at a byte of the file), serve corrupted bytes, refuse a gated
 repo, or never answer. It stops by itself after `lifetime_s`.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -89,6 +91,15 @@ class Faults:
     slow_chunk: int = 0  # when set, send bodies in chunks of this size...
     slow_delay_s: float = 0.0  # ...with this pause between them
     hang: bool = False  # accept requests, never answer
+    ignore_range: bool = False  # answer a Range request with the whole file (200), as some servers do
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-body (a refused range, a cancel) is expected: no traceback for it."""
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class HubServer:
@@ -102,7 +113,7 @@ class HubServer:
         self.bytes_served: dict[str, int] = {}  # file name -> body bytes sent for resolve GETs
         self._count_lock = threading.Lock()
         self.release = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._server = _QuietServer(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._timer = threading.Timer(lifetime_s, self.stop)
@@ -241,7 +252,7 @@ def _make_handler(hub: HubServer):
             if start >= len(data) and start > 0:
                 return self._send(416, b"", headers, head)
             body = data[start : end + 1]
-            ranged = bool(self.headers.get("Range"))
+            ranged = bool(self.headers.get("Range")) and not hub.faults.ignore_range
             if ranged:
                 headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
             at = hub.faults.drop_at.get(name)
@@ -253,7 +264,7 @@ def _make_handler(hub: HubServer):
         def _range(self, size: int) -> tuple[int, int]:
             """(first, last) byte of a `bytes=a-` or `bytes=a-b` Range, the whole file without one."""
             m = re.match(r"bytes=(\d+)-(\d*)$", self.headers.get("Range") or "")
-            if m is None:
+            if m is None or hub.faults.ignore_range:
                 return 0, size - 1
             return int(m.group(1)), min(int(m.group(2)), size - 1) if m.group(2) else size - 1
 

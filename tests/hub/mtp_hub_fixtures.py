@@ -3,7 +3,9 @@
 The original is made from a tiny hybrid MTP fixture (tests/fixtures/mtp_models.py) by undoing what
 mlx-lm's conversion does: names back to `model.language_model.*`, RMSNorm weights as offsets from 1,
 conv1d weights as (C, 1, K); the head's `mtp.*` tensors (norms as offsets too) are split over two of
-three shards, among other weights, with a model.safetensors.index.json.
+three shards, among other weights, with a model.safetensors.index.json. The first shard also holds a
+vision tower tensor (the originals are vision-language checkpoints; mlx-lm's text conversion drops it), which
+makes the shards large next to what indexing them reads (huggingface_hub reads a header's first 100 kB).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ HF_NORMS = (".input_layernorm.weight", ".post_attention_layernorm.weight", "mode
 HF_NORMS += (".k_norm.weight",)
 MTP_NORMS = ("layernorm.weight", "q_norm.weight", "k_norm.weight", "norm.weight")
 GROUP_SIZE, BITS = 64, 4
+VISION_TENSOR = "model.visual.blocks.0.mlp.linear_fc1.weight"
 
 
 def _hf_name(name: str) -> str:
@@ -62,6 +65,7 @@ def write_original(dst: Path, model_dir: Path, head: dict[str, mx.array] | None)
         shards[0 if layer is not None and layer < 2 else 1 if layer is not None else 2][name] = value
     for name, value in hf_head(head or {}).items():
         shards[1 if name.startswith("mtp.layers.") else 2][name] = value
+    shards[0][VISION_TENSOR] = mx.random.normal((512, 512), key=mx.random.key(7))  # 1 MiB of float32
     weight_map = {}
     for i, shard in enumerate(shards, 1):
         file = f"model-{i:05d}-of-00003.safetensors"

@@ -1,6 +1,7 @@
 """`python -m specchat models add DIR` and LM Studio's models in the local list."""
 
 import json
+import shutil
 from pathlib import Path
 
 from specchat.cli import main
@@ -69,3 +70,20 @@ def test_the_local_list_has_lm_studio_models_once(tmp_path):
         ("mlx-community/Qwen3-0.6B-4bit", studio, "lm-studio"),
         ("someone/Qwen3-1.7B-4bit", moved, "lm-studio"),
     ]
+
+
+def test_add_and_list_count_the_same_models_of_a_folder(
+    hub_env, dense_target, hybrid_target, tmp_path, monkeypatch, capsys
+):
+    """Issue 40: a model one level deeper (publisher/model) was counted by add but not listed."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no LM Studio folders of this machine
+    root = tmp_path / "models"
+    shutil.copytree(dense_target, root / "Qwen" / "Tiny-Dense")
+    shutil.copytree(hybrid_target, root / "Tiny-Hybrid")
+    (root / "notes").mkdir()  # neither a model nor a folder of models
+    assert main(["models", "add", str(root)]) == 0
+    added = capsys.readouterr().out
+    assert "(2 models: Qwen/Tiny-Dense, Tiny-Hybrid)" in added
+    assert main(["models", "list", "--no-vocab"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == ["Qwen/Tiny-Dense", "Tiny-Hybrid"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import struct
@@ -10,13 +11,14 @@ from pathlib import Path
 
 import mlx.core as mx
 import pytest
+from huggingface_hub import HfApi
 
 from specchat.cli import main
 from specchat.engine import Engine, GenerationConfig
 from specchat.engine.events import RoundResult
 from specchat.engine.mtp_detect import detect_mtp
 from specchat.hub.config import HubConfig
-from specchat.hub.errors import DownloadCancelled, NotEnoughDiskError
+from specchat.hub.errors import DownloadCancelled, HubError, NotEnoughDiskError
 from specchat.hub.mtp_head import add_mtp_head, plan_head, source_file
 from specchat.hub.mtp_plan import HeadShapeError, NoHeadError
 from tests.hub import mtp_hub_fixtures as fx
@@ -25,6 +27,7 @@ from tests.hub.hub_server import HubServer
 
 INDEX = "model.safetensors.index.json"
 SHARDS = [f"model-{i:05d}-of-00003.safetensors" for i in (1, 2, 3)]
+LIBRARY_PREFIX = 100_001  # huggingface_hub's parse_safetensors_file_metadata reads bytes 0-100000 of a file first
 PROMPT = "def fibonacci(n):\n    "
 
 
@@ -57,14 +60,24 @@ def header(path: Path) -> tuple[int, dict]:
         return n, json.loads(f.read(n))
 
 
+def metadata_read(shard: Path) -> int:
+    """Bytes read to index a shard: its first 8 (the header's length, ours), then huggingface_hub's read of the
+    header (its first 100 kB, and the rest of a longer header in a second request)."""
+    n, _ = header(shard)
+    prefix = min(LIBRARY_PREFIX, shard.stat().st_size)
+    return 8 + prefix + (n if n > prefix - 8 else 0)
+
+
 def expected_bytes(original: Path) -> dict[str, int]:
-    """Per file: the whole index; for shards with mtp.* tensors, 8 + header + those tensors' bytes."""
+    """Per file: the whole index; for shards with mtp.* tensors, what indexing them reads + those tensors' bytes."""
     expected = {INDEX: (original / INDEX).stat().st_size}
     for shard in SHARDS:
         n, meta = header(original / shard)
         head = [m for k, m in meta.items() if k.startswith("mtp.")]
         if head:
-            expected[shard] = 8 + n + sum(m["data_offsets"][1] - m["data_offsets"][0] for m in head)
+            expected[shard] = metadata_read(original / shard) + sum(
+                m["data_offsets"][1] - m["data_offsets"][0] for m in head
+            )
     return expected
 
 
@@ -183,7 +196,7 @@ def expected_bytes_meta(original: Path) -> dict[str, int]:
     for shard in SHARDS:
         n, tensors = header(original / shard)
         if any(k.startswith("mtp.") for k in tensors):
-            meta[shard] = 8 + n
+            meta[shard] = metadata_read(original / shard)
     return meta
 
 
@@ -238,3 +251,40 @@ def test_cli_refuses_a_bad_repo_id(hub, models, tmp_path, capsys):
     local = local_copy(models, "float", tmp_path)
     assert main(["models", "mtp", "add", str(local), "--from", "not a repo"]) == 2
     assert "is not a model id" in capsys.readouterr().err
+
+
+def test_the_tensor_index_is_huggingface_hubs_and_the_header_length_ours(hub, config, models, tmp_path, monkeypatch):
+    parsed: list[str] = []
+    original = HfApi.parse_safetensors_file_metadata
+
+    @functools.wraps(original)  # keeps its signature, which the upstream check reads
+    def recording(self, repo_id, filename, **kwargs):
+        parsed.append(filename)
+        return original(self, repo_id, filename, **kwargs)
+
+    monkeypatch.setattr(HfApi, "parse_safetensors_file_metadata", recording)
+    plan = plan_head(local_copy(models, "float", tmp_path), config)
+    assert parsed == SHARDS[1:]  # only the shards that hold the head
+    for shard in SHARDS[1:]:
+        n, meta = header(models["original"] / shard)
+        assert hub.ranges_for(shard) == ["bytes=0-7", f"bytes=0-{LIBRARY_PREFIX - 1}"]  # ours first, then the library
+        for span in (s for s in plan.spans if s.shard == shard):
+            begin, end = meta[span.name]["data_offsets"]
+            assert (span.start, span.end) == (8 + n + begin, 8 + n + end)
+            assert (span.dtype, list(span.shape)) == (meta[span.name]["dtype"], meta[span.name]["shape"])
+    assert plan.meta_bytes == sum(8 + header(models["original"] / s)[0] for s in SHARDS[1:]) + len(
+        hub.repos[fx.ORIGINAL_REPO].files[INDEX]
+    )
+
+
+def test_a_server_that_ignores_ranges_is_refused_before_the_library_asks_for_100_kb(hub, config, models, tmp_path):
+    hub.faults.ignore_range = True
+    with pytest.raises(HubError, match="does not serve byte ranges"):
+        plan_head(local_copy(models, "float", tmp_path), config)
+    assert [r for shard in SHARDS for r in hub.ranges_for(shard)] == ["bytes=0-7"]
+
+
+def test_a_changed_safetensors_metadata_call_is_a_clear_error(hub, config, models, tmp_path, monkeypatch):
+    monkeypatch.setattr(HfApi, "parse_safetensors_file_metadata", lambda self, repo_id, filename: None)
+    with pytest.raises(HubError, match=r"changed HfApi.parse_safetensors_file_metadata: it no longer takes `revision`"):
+        plan_head(local_copy(models, "float", tmp_path), config)

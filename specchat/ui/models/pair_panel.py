@@ -165,7 +165,7 @@ class PairPanel(QFrame):
 
     def set_models(self, rows: list[ModelRow]) -> None:
         """Offer the complete local models; the current choices are kept when still there."""
-        self._rows = {str(r.local.path): r for r in rows if r.usable and r.local is not None}
+        self._rows = {str(r.local.path): r for r in rows if r.usable and r.local is not None and not r.is_dflash}
         old_target, old_draft = self.target_path(), self.draft_path()
         for combo in (self.target, self.draft):
             combo.blockSignals(True)
@@ -312,6 +312,7 @@ class PairPanel(QFrame):
             return  # the selection changed while the hub answered
         self.result, self.planned_result = None, planned
         names = _escape(planned.target) + (f" + {_escape(planned.draft)}" if planned.draft else "")
+        names += f" + DFlash drafter {_escape(planned.dflash)}" if planned.dflash else ""
         self._show(
             self.verdict,
             lambda: (
@@ -399,6 +400,10 @@ class PairPanel(QFrame):
             for pair in self.catalog.pairs_for(target.repo_id):
                 if pair.mode == "mtp":
                     text = f"Catalog: this target drafts with its own MTP head (depth {pair.k})."
+                elif pair.mode == "dflash" and not text:
+                    text = (
+                        f"Catalog: DFlash drafter {pair.draft} was trained for this target ({pair.k} tokens a block)."
+                    )
                 elif (
                     draft is not None
                     and draft.repo_id

@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from specchat.hub.config import HubConfig
+from specchat.hub.dflash import is_dflash_config
 from specchat.hub.download import fetch_config, plan_bundle
 from specchat.hub.memory_fit import RED, MemoryFit, ModelMemory, memory_fit, model_memory, planned_memory
 from specchat.hub.remote import RepoPlan
@@ -41,15 +42,18 @@ class PlannedFit:
     context: int
     fit: MemoryFit
     draft_folder: str | None = None
+    dflash: str | None = None  # a DFlash drafter among the repos, counted beside the target (and draft)
 
     def covers(self, repo_ids: Sequence[str], context: int) -> bool:
         """True when this answer is about these repos (any order) and nothing else, at this context."""
         return set(self.repo_ids) == set(repo_ids) and self.draft_folder is None and self.context == context
 
 
-def _plan_memory(plan: RepoPlan, config: HubConfig) -> ModelMemory:
+def _plan_memory(plan: RepoPlan, config: HubConfig) -> tuple[ModelMemory, bool]:
+    """The repo's planned memory, and whether its config.json is a DFlash drafter's."""
     weights = sum(f.size for f in plan.files if f.path.endswith(WEIGHT_SUFFIX))
-    return planned_memory(plan.repo_id, weights, fetch_config(plan, config))
+    repo_config = fetch_config(plan, config)
+    return planned_memory(plan.repo_id, weights, repo_config), is_dflash_config(repo_config)
 
 
 def plan_fit(
@@ -63,15 +67,21 @@ def plan_fit(
     """Ask the hub for sizes and config.json, then fit the larger model as target (runs off the UI thread).
 
     With draft_folder, that local model is the draft of the largest repo (the larger of the two is the target).
+    A DFlash drafter among the repos (told by its config.json) is counted as the target's DFlash drafter.
     """
     if not 1 <= len(repo_ids) <= 2:
         raise ValueError(f"a planned fit takes a target and at most one draft, not {len(repo_ids)} models")
-    models = _largest_first(_plan_memory(p, config) for p in plan_bundle(repo_ids, config))
+    planned = [_plan_memory(p, config) for p in plan_bundle(repo_ids, config)]
+    drafters = [m for m, is_dflash in planned if is_dflash]
+    models = _largest_first(m for m, is_dflash in planned if not is_dflash)
+    dflash = drafters[0] if drafters and models else None
+    models = models or drafters  # a drafter alone: its own weights are all there is to fit
     if draft_folder is not None:
         models = _largest_first([models[0], model_memory(Path(draft_folder), draft_name)])
     target, draft = models[0], (models[1] if len(models) > 1 else None)
-    fit = memory_fit(target, draft, context, machine)
-    return PlannedFit(tuple(repo_ids), target.name, draft.name if draft else None, context, fit, draft_folder)
+    fit = memory_fit(target, draft, context, machine, dflash=dflash)
+    names = (target.name, draft.name if draft else None)
+    return PlannedFit(tuple(repo_ids), *names, context, fit, draft_folder, dflash.name if dflash else None)
 
 
 def _largest_first(models) -> list[ModelMemory]:
@@ -82,6 +92,7 @@ def not_fitting_text(planned: PlannedFit) -> str:
     """The question asked before downloading a pair that does not fit."""
     fit = planned.fit
     names = planned.target + (f" + {planned.draft}" if planned.draft else "")
+    names += f" + DFlash drafter {planned.dflash}" if planned.dflash else ""
     return (
         f"{names} does not fit: needs {format_bytes(fit.needed_bytes)} at {fit.context:,} tokens of "
         f"context, this machine has {format_bytes(fit.limit_bytes)} ({fit.limit_source}).\n\n"

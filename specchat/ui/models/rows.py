@@ -46,6 +46,8 @@ class ModelRow:
     hit: SearchHit | None = None
     local: LocalModel | None = None
     transfer: Transfer | None = None
+    dflash_repo: str | None = None  # a target's DFlash drafter in the catalog
+    dflash_target: str | None = None  # the target a catalog DFlash drafter drafts for
 
     @property
     def repo_id(self) -> str | None:
@@ -54,6 +56,13 @@ class ModelRow:
             if source is not None:
                 return source.repo_id
         return self.local.repo_id if self.local is not None else None
+
+    @property
+    def is_dflash(self) -> bool:
+        """A DFlash drafter (catalog role, or a folder whose config.json is one): not a model to chat with."""
+        return bool(
+            (self.local is not None and self.local.dflash) or (self.catalog is not None and self.catalog.is_dflash)
+        )
 
     @property
     def status(self) -> str:
@@ -114,7 +123,17 @@ def build_rows(
             rows[key] = replace(rows[key], hit=hit, catalog=rows[key].catalog or hit.catalog)
         else:
             rows[key] = ModelRow(key, hit.repo_id, hit.catalog or catalog.get(hit.repo_id), hit)
-    return list(rows.values())
+    return [_with_dflash_pairing(catalog, row) for row in rows.values()]
+
+
+def _with_dflash_pairing(catalog: Catalog, row: ModelRow) -> ModelRow:
+    """The row with the catalog's DFlash pairing: a target's drafter, or a drafter's target."""
+    if row.repo_id is None:
+        return row
+    drafter = catalog.dflash_for(row.repo_id)
+    return replace(
+        row, dflash_repo=drafter.repo_id if drafter else None, dflash_target=catalog.dflash_target(row.repo_id)
+    )
 
 
 # --- what each column shows ---
@@ -142,6 +161,8 @@ def subtitle_text(row: ModelRow) -> str:
 
 def role_text(row: ModelRow) -> str:
     """target / draft / target or draft from the catalog; blank for other models."""
+    if row.is_dflash:
+        return "DFlash drafter"
     if row.catalog is None:
         return DASH
     return {"both": "target · draft"}.get(row.catalog.role, row.catalog.role)
@@ -156,7 +177,9 @@ def architecture_text(row: ModelRow) -> str:
 
 
 def mtp_text(row: ModelRow) -> str:
-    """Whether the model ships a multi-token-prediction head (and its depth when known)."""
+    """Whether the model ships a multi-token-prediction head (and its depth when known); blank for a DFlash drafter."""
+    if row.is_dflash:
+        return DASH
     if row.local is not None and row.local.mtp_available is not None:
         if not row.local.mtp_available:
             return "no"
@@ -234,9 +257,13 @@ def tooltip_text(row: ModelRow) -> str:
             lines.append(f"context: {row.local.facts.context_length:,} tokens")
         if row.local.vocab_hash:
             lines.append(f"vocabulary hash: {row.local.vocab_hash}")
-        if row.local.mtp_reason:
+        if row.local.mtp_reason and not row.local.dflash:
             plain, detail = mtp_reason(row.local.mtp_available, row.local.mtp_reason)
             lines.append(f"MTP: {plain}" + (f"\n  details: {detail}" if detail else ""))
+    if row.dflash_repo:
+        lines.append(f"DFlash drafter: {row.dflash_repo}")
+    if row.dflash_target:
+        lines.append(f"DFlash drafter for {row.dflash_target}")
     if row.catalog is not None and row.catalog.notes:
         lines.append(row.catalog.notes)
     if row.hit is not None and row.hit.downloads is not None:

@@ -35,6 +35,7 @@ from ..banner import Banner
 from ..plain_words import this_machine
 from ..screen_fit import fit_to_screen
 from ..theme_switch import follow
+from .dflash_bar import DFlashBar
 from .downloads import DownloadRows
 from .mtp_head_bar import MtpHeadBar
 from .pair_panel import PairPanel
@@ -47,6 +48,7 @@ from .workers import Downloader, hub_task_runner
 
 DEFAULT_SIZE = (1360, 800)
 SPLITTER_GAP = 12  # px between the left column and the pair builder
+DFLASH_DRAFT_TIP = "Load this DFlash drafter beside the chat's target (the target it was trained for)"
 OFFLINE_TIP = "Hugging Face is not reachable, so nothing can be downloaded now: press Search to try again"
 
 
@@ -55,6 +57,7 @@ class ModelsWindow(QWidget):
 
     use_as_target = Signal(str)  # a complete model folder
     use_as_draft = Signal(str)
+    use_as_dflash = Signal(str)  # a complete DFlash drafter folder, to load beside the chat's target
     searchFinished = Signal(object)  # SearchResult, after the table shows it
     localScanned = Signal(object)  # list[LocalModel], after the table shows it
     mtpHeadAdded = Signal(str)  # a model folder that now has an MTP head
@@ -145,6 +148,8 @@ class ModelsWindow(QWidget):
         column.addWidget(self.table, 1)
         self.mtp_bar = MtpHeadBar(self.runner, self.config, self.catalog, self._free)
         column.addWidget(self.mtp_bar)
+        self.dflash_bar = DFlashBar(self.catalog, self.table_model, self.download_gate.request)
+        column.addWidget(self.dflash_bar)
         self.footer = QLabel(objectName="hint")  # type: ignore[call-overload]
         column.addWidget(self.footer)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -223,6 +228,9 @@ class ModelsWindow(QWidget):
         self.downloads.failed.connect(self.banner.show_message)
         self.pair_panel.pairChosen.connect(self._use_pair)
         self.table.selectionModel().selectionChanged.connect(self._show_mtp_head)
+        self.table.selectionModel().selectionChanged.connect(self._show_dflash)
+        self.table_model.dataChanged.connect(lambda *_: self.dflash_bar.refresh())
+        self.table_model.modelReset.connect(self.dflash_bar.refresh)
         self.mtp_bar.finished.connect(self._mtp_head_added)
         self.mtp_bar.failed.connect(lambda message: self.banner.show_message(f"Could not add the MTP head: {message}"))
 
@@ -316,12 +324,14 @@ class ModelsWindow(QWidget):
             "download": self.hub_reachable and bool(rows) and all(r.downloadable for r in rows),
             "cancel": any(r.busy for r in rows),
             "delete": single is not None and single.deletable,
-            "target": single is not None and single.usable,
+            "target": single is not None and single.usable and not single.is_dflash,
             "draft": single is not None and single.usable,
         }
         for name, on in enabled.items():
             self.actions_by_name[name].setEnabled(on)  # its button follows (enabledChanged)
         self._set_tip("download", self.tips["download"] if self.hub_reachable else OFFLINE_TIP)
+        dflash = single is not None and single.is_dflash
+        self._set_tip("draft", DFLASH_DRAFT_TIP if dflash else self.tips["draft"])
 
     def _set_tip(self, name: str, tip: str) -> None:
         self.actions_by_name[name].setToolTip(tip)
@@ -347,12 +357,12 @@ class ModelsWindow(QWidget):
         single = self.selected_rows()[:1]
         for text, slot in (("Pair as target", self._pair_target), ("Pair as draft", self._pair_draft)):
             action = menu.addAction(text, slot)
-            action.setEnabled(bool(single) and single[0].usable)
+            action.setEnabled(bool(single) and single[0].usable and not single[0].is_dflash)
         menu.exec(self.table.viewport().mapToGlobal(pos))
 
     def _double_clicked(self, index) -> None:
         row = self.table.row_at(index)
-        if row.usable:
+        if row.usable and not row.is_dflash:
             self.pair_panel.choose(target=_folder(row))
 
     def _single_usable(self) -> ModelRow | None:
@@ -361,13 +371,13 @@ class ModelsWindow(QWidget):
 
     def _emit_target(self) -> None:
         row = self._single_usable()
-        if row is not None:
+        if row is not None and not row.is_dflash:
             self.use_as_target.emit(_folder(row))
 
     def _emit_draft(self) -> None:
         row = self._single_usable()
         if row is not None:
-            self.use_as_draft.emit(_folder(row))
+            (self.use_as_dflash if row.is_dflash else self.use_as_draft).emit(_folder(row))
 
     def _pair_target(self) -> None:
         row = self._single_usable()
@@ -403,6 +413,12 @@ class ModelsWindow(QWidget):
         """Stop the downloads of the selected rows (partial files stay for a resume)."""
         self.download_gate.cancel(self.selected_rows())
         self.downloads.cancel(self.selected_rows())
+
+    # --- DFlash ---
+
+    def _show_dflash(self, *_) -> None:
+        rows = self.selected_rows()
+        self.dflash_bar.set_row(rows[0] if len(rows) == 1 else None)
 
     # --- MTP head ---
 
