@@ -92,6 +92,8 @@ class Faults:
     slow_delay_s: float = 0.0  # ...with this pause between them
     hang: bool = False  # accept requests, never answer
     ignore_range: bool = False  # answer a Range request with the whole file (200), as some servers do
+    pause_at: dict[str, int] = field(default_factory=dict)  # stop at this byte of the body until `resume` is set
+    resume: threading.Event = field(default_factory=threading.Event)
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -286,6 +288,13 @@ def _make_handler(hub: HubServer):
             self._write_body(body, name)
 
         def _write_body(self, body: bytes, name: str = "") -> None:
+            pause = hub.faults.pause_at.get(name)
+            if pause is not None:
+                self.wfile.write(body[:pause])
+                self.wfile.flush()
+                hub.count(name, len(body[:pause]))
+                hub.faults.resume.wait(60)
+                body = body[pause:]
             step = hub.faults.slow_chunk or len(body) or 1
             for i in range(0, len(body), step):
                 self.wfile.write(body[i : i + step])

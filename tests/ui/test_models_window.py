@@ -154,7 +154,7 @@ def test_download_shows_progress_then_complete_and_can_be_used(qtbot, hub, hub_c
 def test_cancel_keeps_the_partial_download_and_download_resumes(
     qtbot, hub, make_window, target_repo, dense_target, dense_draft_partial
 ):
-    hub.faults.slow_chunk, hub.faults.slow_delay_s = 16 * 1024, 0.03
+    hub.faults.pause_at[WEIGHTS] = len(target_repo.files[WEIGHTS]) // 2  # held there until the cancel
     window = make_window([dense_target, dense_draft_partial])
     window.pair_panel.choose(target=str(dense_target), draft=str(dense_draft_partial))
     qtbot.waitUntil(lambda: window.pair_panel.result is not None, timeout=TASK_TIMEOUT_MS)
@@ -173,7 +173,8 @@ def test_cancel_keeps_the_partial_download_and_download_resumes(
     kept = partial.stat().st_size
     assert 0 < kept < len(target_repo.files[WEIGHTS])
     assert window.buttons["download"].isEnabled()  # resume
-    hub.faults.slow_chunk = 0
+    hub.faults.pause_at.clear()
+    hub.faults.resume.set()
     window.buttons["download"].click()
     wait_for_status(qtbot, window, key, COMPLETE)
     assert hub.ranges_for(WEIGHTS)[-1] == f"bytes={kept}-"
