@@ -16,12 +16,11 @@ import mlx.core as mx
 
 from .drafters import Draft, Drafter, DraftRequest
 from .lookup import PromptLookupDrafter, match_continuation
+from .modes import SpecMode
+from .policy import DEFAULT_POLICY, SpeculationPolicy
 from .runner import common_prefix_len, token_ids
 
-LOOKUP = "lookup"
-MIN_MATCH = 2  # a lookup match shorter than this is a guess, not a copy
-DRAFT_STEP_SHARE = 0.3  # a model draft step's cost as a share of a verify pass, until the loop measures it
-DECAY = 0.95  # each round's weight against what came before (a reply's character changes as it goes)
+LOOKUP = SpecMode.LOOKUP  # the name Auto marks prompt lookup's rounds with
 
 
 @dataclass
@@ -30,6 +29,7 @@ class SourceRecord:
 
     accepted: float
     checked: float
+    decay: float = DEFAULT_POLICY.source_decay  # each round's weight against what came before
 
     @property
     def rate(self) -> float:
@@ -38,8 +38,8 @@ class SourceRecord:
 
     def add(self, accepted: int, checked: int) -> None:
         """One round's drafts."""
-        self.accepted = self.accepted * DECAY + accepted
-        self.checked = self.checked * DECAY + checked
+        self.accepted = self.accepted * self.decay + accepted
+        self.checked = self.checked * self.decay + checked
 
 
 def expected_tokens(rate: float, drafts: int) -> float:
@@ -53,11 +53,12 @@ class AutoDrafter:
 
     name = "auto"
 
-    def __init__(self, model: Drafter | None, lookup: PromptLookupDrafter):
-        self.model, self.lookup = model, lookup
-        self.records = {LOOKUP: SourceRecord(0.6, 1.0)}  # a match is usually copied on (priors: one round each)
+    def __init__(self, model: Drafter | None, lookup: PromptLookupDrafter, policy: SpeculationPolicy = DEFAULT_POLICY):
+        self.model, self.lookup, self.policy = model, lookup, policy
+        decay = policy.source_decay
+        self.records = {LOOKUP: SourceRecord(0.6, 1.0, decay)}  # a match is usually copied on (priors: one round each)
         if model is not None:
-            self.records[model.name] = SourceRecord(0.5, 1.0)
+            self.records[model.name] = SourceRecord(0.5, 1.0, decay)
         self.pending: tuple[str, mx.array, int] | None = None  # the last proposal: source, drafts, where
 
     @property
@@ -84,15 +85,24 @@ class AutoDrafter:
 
     def choose(self, request: DraftRequest) -> str:
         """The source with more expected tokens per verify-pass time: lookup where it has a match, else the
-        model drafter, whose draft steps cost DRAFT_STEP_SHARE of a verify pass each."""
+        model drafter, whose drafting costs its draft passes (one per token, or one for a block drafter)."""
         if self.model is None:
             return LOOKUP
         match, _ = match_continuation(request.seq, request.k, self.lookup.ngram_max)
-        if len(match) < MIN_MATCH:
+        if len(match) < self.policy.lookup_min_match:
             return self.model.name
         copied = expected_tokens(self.records[LOOKUP].rate, len(match))
-        modelled = expected_tokens(self.records[self.model.name].rate, request.k) / (1 + DRAFT_STEP_SHARE * request.k)
+        passes = min(request.k, 1) if getattr(self.model, "one_pass_draft", False) else request.k
+        modelled = expected_tokens(self.records[self.model.name].rate, request.k) / (
+            1 + self.draft_share(request) * passes
+        )
         return LOOKUP if copied >= modelled else self.model.name
+
+    def draft_share(self, request: DraftRequest) -> float:
+        """A model draft pass's cost as a share of a verify pass: Auto K's measurement on this pair when the round
+        has one, else the policy's prior."""
+        measured = request.plan.draft_share if request.plan is not None else None
+        return measured if measured is not None else self.policy.prior_draft_share
 
     def observe(self, seq: list[int]) -> None:
         """Learn what the last proposal was worth, then let both sources roll back to seq."""

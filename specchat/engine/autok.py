@@ -146,9 +146,16 @@ class AutoK:
         """The next round: its longest draft (K = 0: plain decoding) and where drafting stops early."""
         k = self.choose()
         if k == 0 or not self.early_stop or self.draft_step_s is None:
-            return RoundPlan(k, self.entry, None)
+            return RoundPlan(k, self.entry, None, draft_share=self.draft_share(k))
         self.confidence.overall = self.alpha
-        return RoundPlan(self.k_max, self.entry, self.stop_costs(), self.confidence)
+        return RoundPlan(self.k_max, self.entry, self.stop_costs(), self.confidence, draft_share=self.draft_share(k))
+
+    def draft_share(self, k: int) -> float | None:
+        """A draft step's measured cost as a share of a verify pass with k drafts (None before both are measured)."""
+        if self.draft_step_s is None or not self.verify_s or k == 0:
+            return None
+        verify = self.verify_cost(k)
+        return self.draft_step_s / verify if verify > 0 else None
 
     def stop_costs(self) -> StopCosts:
         """A token's keep and go-on thresholds: its costs in seconds times the rate the controller expects. A block

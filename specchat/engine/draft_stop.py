@@ -158,6 +158,9 @@ class RoundPlan:
     prefix: float = 1.0  # the chance every token kept so far is accepted
     stopped_early: bool = False
     stop_confidence: float | None = None  # the confidence of the token where drafting stopped early
+    draft_share: float | None = (
+        None  # a draft step's measured cost as a share of this K's verify pass (None: unmeasured)
+    )
 
     def take(self, confidence: float) -> tuple[bool, bool]:
         """The drafter drafted a token with this confidence: (keep it, draft another)."""

@@ -98,6 +98,18 @@ class SpeculationPolicy:
             "that caught up on more says nothing about a draft step's cost"
         },
     )
+    # Auto's choice of drafter (auto_drafter.py)
+    lookup_min_match: int = field(
+        default=2,
+        metadata={"doc": "a prompt-lookup match shorter than this is a guess, not a copy (tokens)"},
+    )
+    source_decay: float = field(
+        default=0.95,
+        metadata={
+            "doc": "decay of each drafter's accepted and checked counts (factor per round): a reply's character "
+            "changes as it goes"
+        },
+    )
     # the early stop's confidence model (draft_stop.py)
     confidence_edges: tuple[float, ...] = field(
         default=(0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95, 0.98),
@@ -183,7 +195,8 @@ class SpeculationPolicy:
         default=0.3,
         metadata={
             "doc": "before two Ks are measured at a batch size, each draft adds this share of a K = 0 "
-            "round's time (fraction)"
+            "round's time; also Auto's draft-step cost, as a share of a verify pass, until Auto K measures it "
+            "(fraction)"
         },
     )
     explore_every: int = field(

@@ -3,6 +3,7 @@ target's whichever drafts (greedy identical to plain decoding, sampled keeps its
 the rounds where the conversation repeats itself, and the stats say which drafter took how many rounds."""
 
 import math
+from dataclasses import replace
 
 import mlx.core as mx
 import numpy as np
@@ -10,7 +11,9 @@ import pytest
 
 from specchat.engine import Engine, Finished, GenerationConfig, RoundResult
 from specchat.engine.auto_drafter import AutoDrafter, SourceRecord, expected_tokens
+from specchat.engine.draft_stop import RoundPlan
 from specchat.engine.drafters import DraftRequest
+from specchat.engine.policy import DEFAULT_POLICY
 from specchat.engine.sampling import Sampler
 from specchat.engine.summary import speculation_text
 
@@ -63,6 +66,30 @@ def test_the_choice_follows_what_each_source_was_worth():
     auto.records = {"lookup": SourceRecord(9.0, 10.0), "draft": SourceRecord(5.0, 10.0)}
     assert auto.choose(request) == "lookup"  # copies hold and cost no model pass
     assert auto.choose(DraftRequest([5, 6, 7, 8], 4, Sampler(GenerationConfig()))) == "draft"  # no match
+
+
+def test_the_choice_weighs_the_draft_cost_auto_k_measured_on_this_pair():
+    class Model:
+        name = "draft"
+
+    class Lookup:
+        ngram_max = 4
+
+    auto = AutoDrafter(Model(), Lookup())  # type: ignore[arg-type]
+    auto.records = {"lookup": SourceRecord(7.0, 10.0), "draft": SourceRecord(9.0, 10.0)}
+    seq = [1, 2, 3, 9, 1, 2, 3]  # lookup's match: 9, 1, 2, 3
+
+    def request(share: float | None) -> DraftRequest:
+        plan = RoundPlan(4, "start", None, draft_share=share)
+        return DraftRequest(seq, 4, Sampler(GenerationConfig()), plan)
+
+    # copied 1 + .7 + .49 + .34 + .24 = 2.77 tokens for one verify pass; drafted 1 + .9 + .81 + .73 + .66 = 4.10
+    assert auto.choose(request(0.05)) == "draft"  # draft steps measured cheap (a Mac's GPU): 4.10 / 1.2 > 2.77
+    assert auto.choose(request(0.4)) == "lookup"  # measured dear: 4.10 / 2.6 < 2.77
+    assert auto.choose(request(None)) == "lookup"  # unmeasured: the policy's prior share (0.3): 4.10 / 2.2
+    cheap_prior = AutoDrafter(Model(), Lookup(), replace(DEFAULT_POLICY, prior_draft_share=0.05))  # type: ignore[arg-type]
+    cheap_prior.records = auto.records
+    assert cheap_prior.choose(request(None)) == "draft"
 
 
 def test_expected_tokens_and_the_footer_words():

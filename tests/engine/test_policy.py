@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specchat.engine import autok, draft_stop, plain_probe
+from specchat.engine import auto_drafter, autok, draft_stop, plain_probe
 from specchat.engine.autok import AutoK
 from specchat.engine.batch import batch_k
 from specchat.engine.batch.batch_k import BatchK
@@ -33,6 +33,8 @@ TODAY = {
     "measured_rounds": 4,
     "round_decay": 0.97,
     "normal_catch_up": 2,
+    "lookup_min_match": 2,
+    "source_decay": 0.95,
     "confidence_edges": (0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95, 0.98),
     "next_edges": (0.5, 0.9),
     "prior_weight": 10.0,
@@ -85,7 +87,7 @@ def test_the_policy_is_frozen_and_replaceable():
     assert len({DEFAULT_POLICY, other}) == 2  # hashable: a default value, a key
 
 
-@pytest.mark.parametrize("module", [autok, draft_stop, plain_probe, batch_k])
+@pytest.mark.parametrize("module", [autok, draft_stop, plain_probe, batch_k, auto_drafter])
 def test_no_knob_is_left_as_a_module_constant(module):
     """Only what is no policy stays at module level: the outcomes a draft follows, the tenths reported."""
     tree = ast.parse(Path(module.__file__).read_text())
@@ -96,7 +98,7 @@ def test_no_knob_is_left_as_a_module_constant(module):
         for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(target, ast.Name) and target.id.isupper()
     }
-    assert names <= {"STATES", "TENTHS"}
+    assert names <= {"STATES", "TENTHS", "LOOKUP"}
 
 
 def mean_k(pair: Pair, acceptance: float, seed: int, policy: SpeculationPolicy = DEFAULT_POLICY) -> float:
