@@ -45,6 +45,13 @@ class QuietFileHandler(logging.handlers.RotatingFileHandler):
                 file=sys.stderr,
             )
 
+    def close(self) -> None:
+        """Close the file; records it could not write (a full disk) are dropped, not raised."""
+        try:
+            super().close()
+        except OSError:
+            self.failed = True
+
 
 def setup_logging(log_file: Path) -> Path | None:
     """Send app.* log records (warnings and up) to a rotating file; returns its path, None when unwritable.
@@ -87,12 +94,16 @@ def stop_logging() -> None:
 
 
 def log_path() -> Path | None:
-    """The file errors are written to, or None when there is none."""
+    """The file errors are written to, or None when there is none or it could not be written (a full disk)."""
+    handlers = logging.getLogger(LOGGER_NAME).handlers
+    if any(isinstance(h, QuietFileHandler) and h.failed and getattr(h, MARK, False) for h in handlers):
+        return None
     return _state["path"]
 
 
 def details_note() -> str:
-    """' Details in <log>.' for the end of an error message, or '' when there is no log file."""
+    """' Details in <log>.' for the end of an error message, or '' when there is no log file (or no record
+    could be written to it: the message must not send the user to a file that lacks the details)."""
     path = log_path()
     return f" Details in {path}." if path else ""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 from types import FrameType
@@ -15,13 +16,19 @@ from specchat.paths import AppPaths
 
 from .gui_gc import GuiThreadCollector
 from .main_window import MainWindow
+from .worker_pool import shutdown_all
 
 log = logging.getLogger(__name__)
 WAKE_MS = 200
+ENGINE_WAIT_S = 10.0  # after the window's close (which already waited on the engine): the last bound
+POOL_WAIT_S = 10.0
 
 
 def run_app(target: str | None = None, draft: str | None = None, paths: AppPaths | None = None) -> int:
     """Open the main window (on a local model folder when given) and run until it closes."""
+    # The Rust tokenizers' own thread pool is no use for one chat prompt, and threads of theirs still
+    # alive at exit (or a fork after they ran) are what their shutdown problems come from.
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
@@ -37,7 +44,28 @@ def run_app(target: str | None = None, draft: str | None = None, paths: AppPaths
     window.show()
     status = app.exec()
     wake.stop()
-    collector.stop()
+    return stop_threads(window, collector, status)
+
+
+def stop_threads(window: MainWindow, collector: GuiThreadCollector, status: int) -> int:
+    """The shutdown order once the event loop ended, before the interpreter's own: the window closed (its
+    reply saved, its jobs cancelled), the engine released and its thread parked for good (outside MLX and
+    the tokenizers), every worker pool stopped, then the last collection on this thread. A thread still
+    inside MLX or a tokenizer when the interpreter finalizes aborts the process (a C++ terminate, a Rust
+    panic): then the process ends at once instead."""
+    if window.isVisible():
+        window.close()  # app.exec() can end with the window open (app.quit())
+    window.client.shutdown(int(ENGINE_WAIT_S * 1000))  # again: a no-op when the window's close did it
+    parked = window.client.host.shutdown(ENGINE_WAIT_S)  # True at once once parked
+    pools_done = shutdown_all(POOL_WAIT_S)
+    collector.stop()  # collects on this thread, with no other thread left running Python
+    if not (parked and pools_done):
+        busy = "the engine" if not parked else "a worker task"
+        log.warning("%s was still busy at exit; ending the process without waiting on it", busy)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
     return status
 
 

@@ -55,11 +55,6 @@ def open_storage(paths: AppPaths) -> Storage:
     if settings.data_dir:  # the data folder chosen in Preferences (settings stay in the config folder)
         paths = replace(paths, data_dir=Path(settings.data_dir).expanduser()).ensure()
     unwritable = _unwritable(paths, notices)
-    for folder in unwritable:
-        notices.append(
-            ("warning", f"Can't save: {folder} is not writable; conversations and settings will not be kept.")
-        )
-        log.warning("%s is not writable; running without saving", folder)
     lock = None if unwritable else _lock(paths, notices)
     if not unwritable and lock is None:  # another SpecChat owns the folder: show its data, write none
         unwritable = [paths.data_dir, paths.config_dir]
@@ -71,6 +66,13 @@ def open_storage(paths: AppPaths) -> Storage:
             paths, **{name: Path(scratch.name) / name for name, folder in swap.items() if folder in unwritable}
         ).ensure()
     return Storage(settings, store, paths, bool(unwritable), notices, scratch, lock)
+
+
+def unwritable_notice(folders: list[Path]) -> str:
+    """One sentence for every folder that cannot be written (the config and data folders may both fail)."""
+    names = sorted({str(folder) for folder in folders})
+    verb = "is" if len(names) == 1 else "are"
+    return f"Can't save: {' and '.join(names)} {verb} not writable; conversations and settings will not be kept."
 
 
 def _lock(paths: AppPaths, notices: list) -> InstanceLock | None:
@@ -103,14 +105,19 @@ def _start_log(paths: AppPaths) -> None:
 
 
 def _unwritable(paths: AppPaths, notices: list) -> list:
+    """The folders that cannot be written, said once in the notices."""
     try:
-        return paths.unwritable()
+        unwritable = paths.unwritable()
     except Exception as error:
         log.exception("checking the folders failed")
         notices.append(
             ("error", f"Could not check the data folders ({error}); nothing will be saved." + details_note())
         )
         return [paths.data_dir]
+    if unwritable:
+        notices.append(("warning", unwritable_notice(unwritable)))
+        log.warning("%s not writable; running without saving", " and ".join(map(str, unwritable)))
+    return unwritable
 
 
 def _settings(paths: AppPaths, notices: list) -> Settings:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
@@ -14,6 +15,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_WORKERS = 4
 SHUTDOWN_WAIT_S = 10.0  # each task is bounded (a hub deadline, a subprocess timeout): this is a backstop
+
+
+_pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()  # every pool not yet collected (shutdown_all)
 
 
 class PoolClosedError(RuntimeError):
@@ -29,6 +33,7 @@ class WorkerPool:
         self._running: set[Future] = set()
         self._lock = threading.Lock()
         self.closed = False
+        _pools.add(self)
 
     def submit(self, fn: Callable[..., T], *args: object) -> Future[T]:
         """Run fn(*args) on a pool thread; PoolClosedError after shutdown()."""
@@ -61,3 +66,9 @@ class WorkerPool:
     def _forget(self, future: Future) -> None:
         with self._lock:
             self._running.discard(future)
+
+
+def shutdown_all(wait_s: float = SHUTDOWN_WAIT_S) -> bool:
+    """Shut down every pool still open (the app's exit); False when a task still runs after wait_s."""
+    open_pools = [pool for pool in list(_pools) if not pool.closed or pool.busy]
+    return all([pool.shutdown(wait_s) for pool in open_pools])
