@@ -56,7 +56,9 @@ class AutoDrafter:
     def __init__(self, model: Drafter | None, lookup: PromptLookupDrafter, policy: SpeculationPolicy = DEFAULT_POLICY):
         self.model, self.lookup, self.policy = model, lookup, policy
         decay = policy.source_decay
-        self.records = {LOOKUP: SourceRecord(0.6, 1.0, decay)}  # a match is usually copied on (priors: one round each)
+        self.records: dict[str, SourceRecord] = {
+            LOOKUP: SourceRecord(0.6, 1.0, decay)
+        }  # a match is usually copied on (priors: one round each)
         if model is not None:
             self.records[model.name] = SourceRecord(0.5, 1.0, decay)
         self.pending: tuple[str, mx.array, int] | None = None  # the last proposal: source, drafts, where

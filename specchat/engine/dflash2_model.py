@@ -24,7 +24,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
-from .dflash_model import DFlashConfig, DFlashLayer, DFlashModel
+from .dflash_model import DFlashConfig, DFlashLayer, DFlashModel, layer_kinds
 from .errors import ModelLoadError
 
 ARCHITECTURE = "DFlash2DraftModel"
@@ -97,8 +97,9 @@ def causal_grouped_conv(x: mx.array, dynamic: mx.array, base: mx.array, group_si
     out = mx.zeros_like(x)
     for tap in range(base.shape[0]):
         shifted = x if tap == 0 else mx.concatenate([mx.zeros((b, tap, width), x.dtype), x], axis=1)[:, :length]
-        coefficient = base[tap].astype(x.dtype) + mx.repeat(dynamic[:, :, tap], group_size, axis=-1)
-        out = out + coefficient * shifted
+        # The reference's order (the static tap, then the correction), so the sums round as its do.
+        out = out + base[tap].astype(x.dtype) * shifted
+        out = out + mx.repeat(dynamic[:, :, tap], group_size, axis=-1) * shifted
     return out
 
 
@@ -129,8 +130,8 @@ class GroupedCausalConv(nn.Module):
 class DFlash2Layer(DFlashLayer):
     """A DFlash layer whose attention and MLP are each wrapped in a grouped causal convolution."""
 
-    def __init__(self, cfg: DFlash2Config):
-        super().__init__(cfg)
+    def __init__(self, cfg: DFlash2Config, layer_type: str):
+        super().__init__(cfg, layer_type)
         self.attention_conv = GroupedCausalConv(cfg.hidden_size, cfg.conv_kernel_size, cfg.conv_group_size)
         self.mlp_conv = GroupedCausalConv(cfg.hidden_size, cfg.conv_kernel_size, cfg.conv_group_size)
 
@@ -195,7 +196,7 @@ class DFlash2Model(DFlashModel):
     def __init__(self, cfg: DFlash2Config):
         super().__init__(cfg)
         # The base built DFlash layers; their arrays are lazy and never evaluated, so replacing them is free.
-        self.layers = [DFlash2Layer(cfg) for _ in range(cfg.num_hidden_layers)]
+        self.layers = [DFlash2Layer(cfg, kind) for kind in layer_kinds(cfg)]
         self.candidate_selector = CandidateSelector(cfg)
 
     def path_scorer(self, hidden: mx.array, logits: mx.array) -> PathScorer:

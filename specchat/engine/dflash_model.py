@@ -9,10 +9,15 @@ is the outputs of the layers in `target_layer_ids`, concatenated on the feature 
 B - 1 mask tokens, at positions p..p+B-1) attends to that cache and to itself, bidirectionally (causally
 where the config sets `is_causal`); the block's own keys and values never enter the cache.
 
+Sliding-window layers (`layer_types` "sliding_attention", `sliding_window` W), as the reference runs them: the
+block row at position q sees the context positions q - W + 1..p - 1 (a window over absolute positions, so
+later rows see less context) and every row of the block (rows of sliding layers see each other causally
+unless the config sets `is_causal` false; full layers are bidirectional unless it sets it true). The context
+cache keeps every position in every layer, so trimming it back stays exact; attention reads only the window.
+
 Checked against z-lab's reference MLX implementation (tests/engine/test_dflash_reference.py). What the
-reference also knows and this network does not run is refused by name: sliding-window layers, and logit
-scaling or soft-capping (the target's head makes the logits, outside this module). DFlash2 is
-dflash2_model.py.
+reference also knows and this network does not run is refused by name: logit scaling or soft-capping (the
+target's head makes the logits, outside this module). DFlash2 is dflash2_model.py.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from specchat.upstream.mlx_lm import KVCache
 from .errors import ModelLoadError
 
 DEFAULT_BLOCK_SIZE = 16
-LAYER_TYPES = ("full_attention",)
+FULL, SLIDING = "full_attention", "sliding_attention"
+LAYER_TYPES = (FULL, SLIDING)
 
 
 def default_layer_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:
@@ -60,7 +66,9 @@ class DFlashConfig:
     max_position_embeddings: int | None = None
     rope_scaling: dict[str, Any] | None = None
     layer_types: tuple[str, ...] = field(default_factory=tuple)
-    is_causal: bool = False  # the block attends to itself causally instead of bidirectionally
+    sliding_window: int | None = None  # W: a sliding layer's block row at q sees context from q - W + 1 on
+    # The block attends to itself causally (True), bidirectionally (False); None: causally in sliding layers.
+    is_causal: bool | None = None
     input_embedding_scale: float = 1.0  # the block's embeddings are scaled by this first
 
     @classmethod
@@ -86,13 +94,10 @@ class DFlashConfig:
             if target_layers is None:
                 raise ModelLoadError(f"{source} names neither target_layer_ids nor num_target_layers")
             ids = default_layer_ids(int(target_layers), layers)
-        layer_types = tuple(cfg.get("layer_types") or LAYER_TYPES * layers)
-        unknown = sorted(set(layer_types) - set(LAYER_TYPES))
-        if unknown:
-            raise ModelLoadError(f"{source}: layer types {unknown} are not supported (only full_attention)")
-        if len(layer_types) != layers:
-            raise ModelLoadError(f"{source}: {len(layer_types)} layer_types for {layers} layers")
+        layer_types = tuple(cfg.get("layer_types") or (FULL,) * layers)
+        window = _sliding_window(cfg, layer_types, layers, source)
         _refuse_logit_changes(cfg, dflash, source)
+        causal = cfg.get("is_causal")
         return cls(
             hidden_size=int(pick("hidden_size")),
             num_hidden_layers=layers,
@@ -109,9 +114,26 @@ class DFlashConfig:
             max_position_embeddings=cfg.get("max_position_embeddings"),
             rope_scaling=rope_dict if rope_dict and rope_dict.get("rope_type", "default") != "default" else None,
             layer_types=layer_types,
-            is_causal=bool(cfg.get("is_causal") or False),
+            sliding_window=window,
+            is_causal=None if causal is None else bool(causal),
             input_embedding_scale=float(dflash.get("input_embedding_scale", 1.0)),
         )
+
+
+def _sliding_window(cfg: Mapping[str, Any], layer_types: tuple[str, ...], layers: int, source: str) -> int | None:
+    """The window of the sliding layers (None without any); ModelLoadError for unknown types, a count that
+    is not the depth, or sliding layers without a window of at least 1."""
+    unknown = sorted(set(layer_types) - set(LAYER_TYPES))
+    if unknown:
+        raise ModelLoadError(f"{source}: layer types {unknown} are not supported (only {', '.join(LAYER_TYPES)})")
+    if len(layer_types) != layers:
+        raise ModelLoadError(f"{source}: {len(layer_types)} layer_types for {layers} layers")
+    if SLIDING not in layer_types:
+        return None
+    window = cfg.get("sliding_window")
+    if window is None or int(window) < 1:
+        raise ModelLoadError(f"{source}: sliding_attention layers need a sliding_window of at least 1, not {window}")
+    return int(window)
 
 
 def _refuse_logit_changes(cfg: Mapping[str, Any], dflash: Mapping[str, Any], source: str) -> None:
@@ -127,11 +149,13 @@ def _refuse_logit_changes(cfg: Mapping[str, Any], dflash: Mapping[str, Any], sou
 class DFlashAttention(nn.Module):
     """Attention whose keys are the context rows (cached) and the block's own rows (not cached)."""
 
-    def __init__(self, cfg: DFlashConfig):
+    def __init__(self, cfg: DFlashConfig, layer_type: str = FULL):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         self.scale = cfg.head_dim**-0.5
-        self.mask = "causal" if cfg.is_causal else None  # causal: row i sees the context and rows 0..i
+        sliding = layer_type == SLIDING
+        self.window = cfg.sliding_window if sliding else None
+        self.causal = sliding if cfg.is_causal is None else cfg.is_causal  # causal: row i sees rows 0..i
         dim = cfg.hidden_size
         self.q_proj = nn.Linear(dim, self.n_heads * self.head_dim, bias=False)
         self.k_proj = nn.Linear(dim, self.n_kv_heads * self.head_dim, bias=False)
@@ -157,11 +181,22 @@ class DFlashAttention(nn.Module):
         queries = self.q_norm(self.q_proj(x).reshape(b, length, self.n_heads, -1)).transpose(0, 2, 1, 3)
         queries = rope(queries, offset=offset)
         keys, values = self._kv(x, rope, offset)
-        if offset:
-            keys = mx.concatenate([cache.keys[..., :offset, :], keys], axis=2)
-            values = mx.concatenate([cache.values[..., :offset, :], values], axis=2)
-        out = mx.fast.scaled_dot_product_attention(queries, keys, values, scale=self.scale, mask=self.mask)
+        first = 0 if self.window is None else max(0, offset - self.window + 1)  # the oldest position row 0 sees
+        if offset > first:
+            keys = mx.concatenate([cache.keys[..., first:offset, :], keys], axis=2)
+            values = mx.concatenate([cache.values[..., first:offset, :], values], axis=2)
+        mask = self._mask(length, offset, first)
+        out = mx.fast.scaled_dot_product_attention(queries, keys, values, scale=self.scale, mask=mask)
         return self.o_proj(out.transpose(0, 2, 1, 3).reshape(b, length, -1))
+
+    def _mask(self, length: int, offset: int, first: int) -> mx.array | str | None:
+        """Which keys (context positions first..offset-1, then the block's rows) each block row may see."""
+        if self.window is None:
+            return "causal" if self.causal else None
+        rows = mx.arange(offset, offset + length)[:, None]  # the block rows' absolute positions
+        context = (rows - mx.arange(first, offset)[None]) < self.window
+        block = mx.arange(offset, offset + length)[None] <= rows if self.causal else mx.ones((length, length), mx.bool_)
+        return mx.concatenate([context, block], axis=1)
 
 
 class DFlashMLP(nn.Module):
@@ -180,9 +215,9 @@ class DFlashMLP(nn.Module):
 class DFlashLayer(nn.Module):
     """A Qwen3 decoder layer whose attention also reads the context cache."""
 
-    def __init__(self, cfg: DFlashConfig):
+    def __init__(self, cfg: DFlashConfig, layer_type: str = FULL):
         super().__init__()
-        self.self_attn = DFlashAttention(cfg)
+        self.self_attn = DFlashAttention(cfg, layer_type)
         self.mlp = DFlashMLP(cfg.hidden_size, cfg.intermediate_size)
         self.input_layernorm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         self.post_attention_layernorm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
@@ -198,6 +233,11 @@ class RowScorer(Protocol):
     def row(self, position: int, predecessor: int | mx.array) -> mx.array: ...
 
 
+def layer_kinds(cfg: DFlashConfig) -> tuple[str, ...]:
+    """Each layer's attention type (all full where the config lists none)."""
+    return cfg.layer_types or (FULL,) * cfg.num_hidden_layers
+
+
 class DFlashModel(nn.Module):
     """fc + hidden_norm over the target's layers, the drafter's layers, its final norm."""
 
@@ -207,12 +247,12 @@ class DFlashModel(nn.Module):
         width = len(cfg.target_layer_ids) * cfg.hidden_size
         self.fc = nn.Linear(width, cfg.hidden_size, bias=False)
         self.hidden_norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
-        self.layers = [DFlashLayer(cfg) for _ in range(cfg.num_hidden_layers)]
+        self.layers = [DFlashLayer(cfg, kind) for kind in layer_kinds(cfg)]
         self.norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         self._rope = make_rope(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, cfg.max_position_embeddings)
 
     def make_cache(self) -> list[Any]:
-        """One context-only KV cache per layer."""
+        """One context-only KV cache per layer, every position kept (sliding layers too: exact trims)."""
         return [KVCache() for _ in self.layers]
 
     def add_context(self, features: mx.array, caches: Sequence[Any]) -> None:

@@ -2,6 +2,8 @@
 
 Besides folders next to the models already used, the pickers offer every model found on disk
 (specchat.hub.discovery): the Hugging Face cache, LM Studio's folders and the folders the user added.
+DFlash drafter folders are not offered: they are neither a target nor a draft model (no embeddings, no
+lm_head, no tokenizer); they are picked as a drafter elsewhere.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from specchat.hub.config import HubConfig
+from specchat.hub.dflash import is_dflash_folder
 from specchat.hub.discovery import discover_models
 
 
@@ -36,14 +39,16 @@ def local_models(
     models = {folder: Path(folder).name for folder in find_model_folders(roots)}
     cache = cache_dir if cache_dir is not None else HubConfig.from_env().cache_dir
     for model in discover_models(cache, extra_dirs, home):
-        models.setdefault(str(model.path.resolve()), model.name)
+        if not is_dflash_folder(model.path):
+            models.setdefault(str(model.path.resolve()), model.name)
     return models
 
 
 def _walk(path: Path, depth: int, found: dict[str, None]) -> None:
     try:
         if is_model_folder(path):
-            found[str(path.resolve())] = None
+            if not is_dflash_folder(path):
+                found[str(path.resolve())] = None
             return
         if depth > 0 and path.is_dir():
             for child in sorted(path.iterdir()):

@@ -218,7 +218,10 @@ REFUSALS = {
         "candidate selector has codebooks for 512 tokens but dense_target has a vocabulary of 384",
     ),
     "softcap": (set_dflash2(final_logit_softcapping=30.0), "final_logit_softcapping 30.0 is not supported"),
-    "sliding": (set_dflash2(layer_types=["sliding_attention"] * 2), "['sliding_attention'] are not supported"),
+    "sliding": (
+        set_dflash2(layer_types=["sliding_attention"] * 2),
+        "sliding_attention layers need a sliding_window of at least 1, not None",
+    ),
     "missing_conv": (
         drop_weight("layers.1.attention_conv.kernel_projection.weight"),
         "is missing tensors: layers.1.attention_conv.kernel_projection.weight",

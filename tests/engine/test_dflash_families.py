@@ -5,6 +5,8 @@ window) bit-identical to a run over the kept tokens only.
 
 Families: dense qwen3, qwen3_5 hybrids with Gated DeltaNet value heads = 2 x key heads (Qwen3.5's layout)
 and = key heads, qwen3_moe, qwen3_5_moe, qwen3_next (hybrid + MoE, untied head), and a 4-bit qwen3_5.
+Drafters with sliding-window layers (DFlash and DFlash2) on the dense and hybrid targets, and the window's
+reach inside the drafter itself, close the file.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import mlx.nn as nn
 import pytest
 
 from specchat.engine import Engine
+from specchat.engine.dflash_model import DFlashConfig, DFlashModel
 from specchat.engine.loading import load_model
 from specchat.engine.runner import LayerCapture, ModelRunner
 from specchat.upstream.hidden_capture import capture_forward, capture_problem, num_layers
 from tests.fixtures import dflash_models as dm
+from tests.fixtures.dflash2_models import build_dflash2
 
 from .helpers import greedy, mlx_lm_greedy, prompt_ids
 from .test_dflash import Oracle, assert_context_equals_a_clean_pass, rounds_of
@@ -160,3 +164,87 @@ def test_a_capturing_round_rolled_back_leaves_the_caches_of_the_kept_tokens(targ
     runner.commit_keep(keep)
     assert rows[-1][0] == len(PROMPT) and rows[-1][1].shape[0] == len(ROUND)  # the round was captured
     assert_same_caches(runner, reference(folder, keep))
+
+
+WINDOW = 6  # shorter than the prompt's context: the sliding layer reads part of it
+
+
+def sliding(config, weights):
+    """The drafter's first layer sliding (the block causal in it), its second full."""
+    config.update(layer_types=["sliding_attention", "full_attention"], sliding_window=WINDOW)
+
+
+@pytest.mark.parametrize("build", [dm.build_dflash, build_dflash2])
+@pytest.mark.parametrize("family", ["dense", "hybrid_2x"])
+def test_greedy_dflash_with_a_sliding_drafter_is_plain_decoding(monkeypatch, family_root, targets, family, build):
+    """Plain decoding at every K, blocks partly kept, and a changed prompt (the context trimmed back into
+    the window's reach): the drafter's context stays exactly the kept positions' layers."""
+    target = targets(family)
+    engine = Engine.load(target, dflash=build(family_root / f"{family}_{build.__name__}_sliding", target, edit=sliding))
+    assert [layer.self_attn.window for layer in engine.drafters["dflash"].model.layers] == [WINDOW, None]
+    ids = prompt_ids(engine)
+    baseline = engine.generate(ids, greedy(n=24)).tokens
+    assert baseline == mlx_lm_greedy(engine, ids, 24)
+    for k in (3, 15):
+        assert engine.generate(ids, greedy("dflash", k, n=24)).tokens == baseline, f"K={k}"
+    assert_context_equals_a_clean_pass(engine)
+    shorter = ids[:-2] + baseline[:1]  # agrees with the held context up to len(ids) - 2 only
+    assert engine.generate(shorter, greedy("dflash", 4, n=16)).tokens == engine.generate(shorter, greedy(n=16)).tokens
+    with monkeypatch.context() as patch:
+        Oracle(patch, engine, ids + baseline, wrong=lambda position: position % 5 == 0)
+        events = list(engine.stream(ids, greedy("dflash", 6, n=24)))
+    assert list(events[-1].tokens) == baseline
+    assert any(0 < r.accepted < r.drafted for r in rounds_of(events))
+    assert_context_equals_a_clean_pass(engine)
+
+
+def sliding_model(dense_target, is_causal: bool | None, layers: int = 1) -> DFlashModel:
+    """A random drafter whose layers all slide with a window of WINDOW."""
+    config = dm.dflash_config(dense_target, layers=layers)
+    config.update(layer_types=["sliding_attention"] * layers, sliding_window=WINDOW)
+    if is_causal is not None:
+        config["is_causal"] = is_causal
+    mx.random.seed(11)
+    return DFlashModel(DFlashConfig.from_dict(config))
+
+
+def random_inputs(model: DFlashModel, context: int, length: int) -> tuple[mx.array, mx.array]:
+    """Random captured features for `context` positions and random embeddings for a block of `length`."""
+    cfg = model.config
+    features = mx.random.normal((context, len(cfg.target_layer_ids) * cfg.hidden_size))
+    return features, mx.random.normal((length, cfg.hidden_size))
+
+
+def block_rows(model: DFlashModel, features: mx.array, embeds: mx.array) -> mx.array:
+    cache = model.make_cache()
+    model.add_context(features, cache)
+    return model.block(embeds, cache)
+
+
+@pytest.mark.parametrize("row", [0, 1, 3, WINDOW - 1])
+def test_a_sliding_row_reads_the_context_positions_of_its_window_only(dense_target, row):
+    """Causal sliding layer, context 0..p-1, block row i at p + i: changing context position p + row - W
+    (just out of row `row`'s window, just in that of the rows before it) moves rows < row only."""
+    model = sliding_model(dense_target, None)
+    context, length = 12, 8
+    mx.random.seed(12)
+    features, embeds = random_inputs(model, context, length)
+    before = block_rows(model, features, embeds)
+    position = context + row - WINDOW
+    changed = block_rows(model, features.at[position].add(1.0), embeds)
+    moved = [i for i in range(length) if not mx.array_equal(before[i], changed[i]).item()]
+    assert moved == list(range(row))
+
+
+def test_a_bidirectional_sliding_block_reads_the_first_rows_window(dense_target):
+    """is_causal false, two layers: the second reads every row's output of the first, so a context position
+    moves the whole block exactly when it is in row 0's window (p - W + 1..p - 1)."""
+    model = sliding_model(dense_target, False, layers=2)
+    context, length = 12, 8
+    mx.random.seed(13)
+    features, embeds = random_inputs(model, context, length)
+    before = block_rows(model, features, embeds)
+    for position, moves in ((context - WINDOW, False), (context - WINDOW + 1, True)):
+        changed = block_rows(model, features.at[position].add(1.0), embeds)
+        same = [mx.array_equal(before[i], changed[i]).item() for i in range(length)]
+        assert same == [not moves] * length, position

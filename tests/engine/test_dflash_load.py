@@ -67,7 +67,7 @@ REFUSALS = {
     "no_mask_token": (set_config(mask_token_id=None), "has no 'mask_token_id'"),
     "sliding": (
         set_config(layer_types=["sliding_attention", "full_attention"]),
-        "['sliding_attention'] are not supported",
+        "sliding_attention layers need a sliding_window of at least 1, not None",
     ),
     "shape": (
         set_config(intermediate_size=96),

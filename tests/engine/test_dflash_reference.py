@@ -8,6 +8,9 @@ on a hybrid one, where the reference's verify pass runs its own copy of mlx-lm 0
 its q/k normalisation eps (1e-6, where mlx-lm 0.32's normalize_qk uses 1e-6 / head_k_dim) moves the
 target's logits by ~1e-3 from the model's own call, so its context rows drift from the target's.
 
+Sliding-window drafters (DFlash and DFlash2, a window of 8, shorter than the context) are compared the same
+way; on the reference's own loop its rotating cache is kept in temporal order (see the comment there).
+
 The reference is installed without its dependencies (`pip install --no-deps dflash==0.1.0`: its Requires-Dist
 pins datasets, requests and tqdm, none of which model_mlx.py needs); these tests skip where it does not import.
 """
@@ -24,6 +27,7 @@ from specchat.engine import Engine, RoundResult
 from specchat.engine import dflash as dflash_module
 from specchat.engine.dflash_model import DFlashConfig, DFlashModel
 from specchat.engine.errors import ModelLoadError
+from tests.fixtures.dflash2_models import build_dflash2
 from tests.fixtures.dflash_models import build_dflash, dflash_config
 
 from .helpers import greedy, prompt_ids
@@ -122,16 +126,40 @@ def scaled_embeddings(config, weights):
     config["dflash_config"]["input_embedding_scale"] = 0.5
 
 
+WINDOW = 8  # shorter than the prompt's context and than the block: later block rows see less context
+
+
+def sliding(config, weights):
+    """A sliding layer then a full one; the block causal in the sliding layer (is_causal unset)."""
+    config.update(layer_types=["sliding_attention", "full_attention"], sliding_window=WINDOW)
+
+
+def sliding_bidirectional(config, weights):
+    """Every layer sliding, the block bidirectional (is_causal false, as z-lab/Qwen3.8-27B-DFlash2 sets)."""
+    config.update(layer_types=["sliding_attention"] * 2, sliding_window=WINDOW, is_causal=False)
+
+
 @pytest.mark.parametrize(
-    ("family", "edit"), [("dense", None), ("hybrid", None), ("dense", causal), ("hybrid", scaled_embeddings)]
+    ("family", "edit", "build"),
+    [
+        ("dense", None, build_dflash),
+        ("hybrid", None, build_dflash),
+        ("dense", causal, build_dflash),
+        ("hybrid", scaled_embeddings, build_dflash),
+        ("dense", sliding, build_dflash),
+        ("hybrid", sliding_bidirectional, build_dflash),
+        ("dense", sliding_bidirectional, build_dflash2),
+        ("hybrid", sliding, build_dflash2),
+        ("dense", None, build_dflash2),
+    ],
 )
 def test_every_block_of_a_generation_matches_the_reference_drafter(
-    monkeypatch, request, reference, ref_root, family, edit
+    monkeypatch, request, reference, ref_root, family, edit, build
 ):
     target = request.getfixturevalue(f"{family}_target")
     ids = [1, 3] if family == "hybrid" else None
-    folder = ref_root / f"{family}_{edit.__name__ if edit else 'plain'}"
-    engine = Engine.load(target, dflash=build_dflash(folder, target, layer_ids=ids, edit=edit))
+    folder = ref_root / f"{family}_{edit.__name__ if edit else 'plain'}_{build.__name__}"
+    engine = Engine.load(target, dflash=build(folder, target, layer_ids=ids, edit=edit))
     prompt = prompt_ids(engine)
     baseline = engine.generate(prompt, greedy(n=40)).tokens
     traffic = Traffic(monkeypatch, engine, full=prompt + baseline)
@@ -148,19 +176,21 @@ def test_every_block_of_a_generation_matches_the_reference_drafter(
     assert max_difference(pairs) <= TOLERANCE
 
 
+@pytest.mark.parametrize("edit", [None, sliding])
 def test_the_reference_generation_loop_drafts_the_same_logits_on_a_dense_target(
-    monkeypatch, reference, ref_root, dense_target
+    monkeypatch, reference, ref_root, dense_target, edit
 ):
     """The reference's own loop (its layer hooks on the target, its trims) against the engine's, greedy, with a
     random drafter: both emit the same tokens, and every block whose context both reach agrees."""
-    engine = Engine.load(dense_target, dflash=build_dflash(ref_root / "loop", dense_target))
+    folder = ref_root / f"loop_{edit.__name__ if edit else 'plain'}"
+    engine = Engine.load(dense_target, dflash=build_dflash(folder, dense_target, edit=edit))
     prompt = prompt_ids(engine)
     traffic = Traffic(monkeypatch, engine)
     ours = engine.generate(prompt, greedy("dflash", 15, n=24)).tokens
     our_blocks = blocks_of(traffic.events)
 
     model, tokenizer = mlx_load(str(dense_target))  # its own copy: the reference wraps the target's layers
-    draft = load_reference(reference, ref_root / "loop", model)
+    draft = load_reference(reference, folder, model)
     theirs, their_blocks = [], {}
     call = type(draft).__call__
 
@@ -170,6 +200,12 @@ def test_the_reference_generation_loop_drafts_the_same_logits_on_a_dense_target(
         return logits
 
     monkeypatch.setattr(type(draft), "__call__", recording)
+    if edit is not None:
+        # Single rows go into the reference's RotatingKVCache in place, leaving its buffer in rotated order,
+        # while its sliding mask assumes temporal order (the key at index j is j places after the oldest):
+        # after a block that kept one row, its rows 1.. would read the wrong context. Concatenating keeps
+        # the order, which is the window its mask means.
+        monkeypatch.setattr(reference.RotatingKVCache, "update_and_fetch", reference.RotatingKVCache._update_concat)
     for response in reference.stream_generate(model, draft, tokenizer, mx.array(prompt), max_tokens=60):
         theirs += response.tokens
         if len(theirs) >= len(ours):
@@ -197,7 +233,6 @@ def blocks_of(events) -> dict[int, mx.array]:
     [
         (lambda c: c["dflash_config"].update(output_multiplier=2.0), "output_multiplier 2.0"),
         (lambda c: c.update(final_logit_softcapping=30.0), "final_logit_softcapping 30.0"),
-        (lambda c: c.update(layer_types=["sliding_attention"] * 2), "sliding_attention"),
     ],
 )
 def test_what_the_reference_runs_and_we_do_not_is_refused_by_name(dense_target, edit, named):
@@ -205,3 +240,33 @@ def test_what_the_reference_runs_and_we_do_not_is_refused_by_name(dense_target, 
     edit(config)
     with pytest.raises(ModelLoadError, match=named):
         DFlashConfig.from_dict(config)
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda c: c.update(layer_types=["sliding_attention"] * 2), "need a sliding_window of at least 1, not None"),
+        (lambda c: c.update(layer_types=["sliding_attention"] * 2, sliding_window=0), "not 0"),
+        (lambda c: c.update(layer_types=["chunked_attention"] * 2), r"\['chunked_attention'\] are not supported"),
+        (lambda c: c.update(layer_types=["sliding_attention"], sliding_window=8), "1 layer_types for 2 layers"),
+    ],
+)
+def test_layer_types_the_reference_refuses_are_refused_by_name(dense_target, edit, named):
+    """Only full and sliding layers exist, as many as the layers, and sliding ones need a window of at least 1
+    (the reference refuses a missing one; with none below 1 a row would read no context at all)."""
+    config = dflash_config(dense_target)
+    edit(config)
+    with pytest.raises(ModelLoadError, match=named):
+        DFlashConfig.from_dict(config)
+
+
+@pytest.mark.parametrize(("is_causal", "causal_layers"), [(None, [True, False]), (False, [False, False])])
+def test_a_sliding_config_reads_as_the_reference_reads_it(dense_target, is_causal, causal_layers):
+    """The window reaches the sliding layers only; the block is causal in sliding layers unless is_causal says."""
+    config = dflash_config(dense_target)
+    config.update(layer_types=["sliding_attention", "full_attention"], sliding_window=2048)
+    if is_causal is not None:
+        config["is_causal"] = is_causal
+    model = DFlashModel(DFlashConfig.from_dict(config))
+    assert [layer.self_attn.window for layer in model.layers] == [2048, None]
+    assert [layer.self_attn.causal for layer in model.layers] == causal_layers
