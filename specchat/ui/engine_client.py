@@ -32,16 +32,29 @@ from specchat.engine.owner import (
     reply_job,
 )
 from specchat.engine.prompt import chat_prompt_ids
+from specchat.system.bandwidth import Bandwidth, measure_copy_bandwidth
+from specchat.system.machine import chip_name
 from specchat.system.memory import read_mlx_memory
 from specchat.tuning.baseline import MeasureProgress, measure_baseline_tps
 
 from .draft_check import DraftChecker
 from .job_events import JobHandlers
+from .pair_memory import PairMemory
 from .tasks import TaskRunner
 
 __all__ = ["EngineClient", "LoadedPair", "QtJob", "queue_text"]
 log = logging.getLogger(__name__)
-KIND_NAMES = {"reply": "reply", "load": "load", "baseline": "plain-decode measurement", "sweep": "sweep", "ab": "A/B"}
+KIND_NAMES = {
+    "reply": "reply",
+    "load": "load",
+    "baseline": "plain-decode measurement",
+    "sweep": "sweep",
+    "ab": "A/B",
+    "suite": "suite",
+    "bandwidth": "bandwidth measurement",
+    "keep": "saving what speculation learned",
+}
+KEEP_TIMEOUT_MS = 3000  # at close: a queued job that ignores cancel must not hold the quit up (its learning is lost)
 
 
 class QtJob(QObject):
@@ -87,11 +100,17 @@ class EngineClient(QObject):
     baselineMeasured = Signal(str, float)  # model key, plain-decode tokens per second
     baselineFailed = Signal(str, str)  # model key, message
     queueChanged = Signal(object)  # QueueState: what runs and what waits
+    bandwidthMeasured = Signal(object)  # system.bandwidth.Bandwidth: this machine's copy bandwidth
+    bandwidthFailed = Signal(str)  # why it was not measured
     _relay = Signal(object)  # a job event, from any thread, to the UI thread
     _state_relay = Signal()
 
-    def __init__(self, parent: QObject | None = None, host: EngineHost | None = None):
+    def __init__(self, parent: QObject | None = None, host: EngineHost | None = None, memory: PairMemory | None = None):
         super().__init__(parent)
+        self.memory = memory  # keeps what the controllers learned per pair (None: nothing is kept)
+        # True when this machine's copy bandwidth is still unmeasured: the next plain-decode measurement, a job
+        # queued anyway, measures it first (no job of its own that would stand in the queue)
+        self.bandwidth_wanted: Callable[[], bool] = lambda: False
         self._owns_host = host is None
         self.host = host or EngineHost()
         self.current: QtJob | None = None  # the reply queued or running
@@ -145,8 +164,9 @@ class EngineClient(QObject):
 
     def load_with(self, what: str, work: Callable) -> QtJob:
         """Queue any job that installs an engine (a pair, a server) and returns its LoadedPair; `what` names
-        it in messages. loadStarted / loadProgress / loaded / loadFailed follow, as for a pair."""
-        job = self.submit("load", work)
+        it in messages. loadStarted / loadProgress / loaded / loadFailed follow, as for a pair. With a
+        PairMemory, the replaced pair's knowledge is kept first and the new pair starts from its own."""
+        job = self.submit("load", self.memory.loading(work) if self.memory is not None else work)
         job.event.connect(
             JobHandlers(
                 started=lambda: self.loadStarted.emit(what),
@@ -232,9 +252,13 @@ class EngineClient(QObject):
     def measure_baseline(self, model_key: str) -> QtJob:
         """Measure the loaded target's plain-decode speed (baselineMeasured / baselineFailed follow)."""
 
+        with_bandwidth = self.bandwidth_wanted()
+
         def work(ctx: JobContext) -> float:
             if str(ctx.engine.target.path) != model_key:
                 raise EngineError(f"cannot measure {Path(model_key).name}: it is not the loaded target")
+            if with_bandwidth:
+                _measure_bandwidth_in(ctx)
             tps = measure_baseline_tps(
                 ctx.engine, cancel=ctx.cancel, progress=lambda d, t: ctx.emit(MeasureProgress(d, t))
             )
@@ -254,7 +278,9 @@ class EngineClient(QObject):
         return job
 
     def _measure_progress(self, event: object) -> None:
-        if isinstance(event, MeasureProgress):
+        if isinstance(event, Bandwidth):
+            self.bandwidthMeasured.emit(event)
+        elif isinstance(event, MeasureProgress):
             self.running_detail = f"{event.done} / {event.total} tokens"
             self._state_changed()  # a reply waiting behind it says how far it has got
 
@@ -262,11 +288,35 @@ class EngineClient(QObject):
         self.running_detail = None  # before the signal: what it starts sees no measurement running
         signal.emit(model_key, outcome)
 
+    def measure_bandwidth(self) -> QtJob:
+        """Measure this machine's copy bandwidth as a job, so that no model work runs beside it
+        (bandwidthMeasured / bandwidthFailed follow)."""
+        job = self.submit("bandwidth", lambda _ctx: measure_copy_bandwidth(chip_name()))
+        job.event.connect(
+            JobHandlers(
+                finished=self.bandwidthMeasured.emit,
+                failed=lambda failed: self.bandwidthFailed.emit(failed.message),
+                cancelled=lambda: self.bandwidthFailed.emit("the bandwidth measurement was cancelled"),
+            )
+        )
+        return job
+
     # --- no MLX work ---
 
     def check_drafts(self, target: str, candidates: list[str]) -> None:
         """Ask which candidate folders can draft for target, off the engine queue (draftsChecked follows)."""
         self.drafts.check(target, list(candidates))
+
+    def keep_knowledge(self, timeout_ms: int = KEEP_TIMEOUT_MS) -> bool:
+        """Save what the loaded pair's controllers learned, after the queued jobs (at close); True when saved."""
+        if self.memory is None or self.closed:
+            return False
+        try:
+            handle = self.host.submit("keep", self.memory.keep)
+            return bool(handle.result(timeout_ms / 1000))
+        except (EngineError, TimeoutError) as exc:
+            log.warning("could not keep what the speculation controllers learned: %s", exc)
+            return False
 
     def shutdown(self, timeout_ms: int = 30000) -> None:
         """Cancel every job, stop the worker pool and release the engine (when this client owns the host)."""
@@ -280,6 +330,14 @@ class EngineClient(QObject):
         active, _peak, _cache = read_mlx_memory()
         if active is not None:
             self.memoryChanged.emit(active)
+
+
+def _measure_bandwidth_in(ctx: JobContext) -> None:
+    """Measure the copy bandwidth inside a job and send it as the job's progress; a failure only costs it."""
+    try:
+        ctx.emit(measure_copy_bandwidth(chip_name()))
+    except (MemoryError, OSError) as exc:
+        log.warning("the bandwidth measurement failed: %s", exc)
 
 
 def waiting_text(state: QueueState, job_id: int, detail: str | None = None) -> str | None:

@@ -25,6 +25,7 @@ from .engine_client import EngineClient, LoadedPair, queue_text
 from .model_bar import ModelBar
 from .models_link import ModelsLink
 from .pair_control import PairControl
+from .pair_memory import PairMemory
 from .preferences_link import PreferencesLink
 from .quick_switcher import SHORTCUT as SWITCHER_SHORTCUT
 from .quick_switcher import QuickSwitcher, ShortcutKeeper, combo_pairs, tab_stops
@@ -66,7 +67,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.pair: LoadedPair | None = None
         self._load_banner = False  # the banner shows why a load failed (cleared once a load succeeds)
         self.store = storage.store
-        self.client = EngineClient(self)
+        self.client = EngineClient(self, memory=PairMemory(self.paths))  # what speculation learned, per pair
         self.setWindowTitle("SpecChat")
         self._build()
         self._build_menus()
@@ -192,6 +193,11 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         client.memoryChanged.connect(self.model_bar.set_memory)
         client.draftsChecked.connect(self._on_drafts_checked)
         client.queueChanged.connect(lambda state: self.queue_label.setText(queue_text(state)))
+        bandwidth = self.docks.dashboard.bandwidth_line
+        bandwidth.measureRequested.connect(client.measure_bandwidth)
+        client.bandwidthMeasured.connect(bandwidth.set_bandwidth)
+        client.bandwidthFailed.connect(bandwidth.measure_failed)
+        client.bandwidth_wanted = lambda: bandwidth.bandwidth is None and not bandwidth.measuring
         self.chat.replyFailed.connect(lambda message: self.banner.show_message(message, "error"))
         self.chat.settingsRejected.connect(lambda message: self.banner.show_message(message, "error"))
         self.chat.storeFailed.connect(lambda message: self.banner.show_message(message, "warning"))
@@ -421,6 +427,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.chat.interrupt()
         self.docks.stop()
         self.server.stop()
+        self.client.keep_knowledge()  # after the reply and the sweep stopped: what they taught the controllers
         self.client.shutdown()
         self.store.close()
         self.storage.close()

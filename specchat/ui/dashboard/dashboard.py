@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from specchat.engine.events import Failed, Finished, GenerationStats, RoundResult
 from specchat.engine.summary import speculation_text, stop_text
 from specchat.paths import AppPaths
+from specchat.system.machine import chip_name
 from specchat.system.memory import MemorySample
 from specchat.system.power import PowerStatus
 from specchat.system.ringbuffer import RingBuffer, RoundSeries
@@ -41,6 +42,7 @@ from ..banner import Banner
 from ..plain_words import this_machine
 from ..tasks import TaskRunner
 from ..theme_switch import follow
+from .bandwidth_line import BandwidthInputs, BandwidthLine, bandwidth_file, weight_bytes_of
 from .charts import BLUE, GREEN, ORANGE, PURPLE, TEAL, ChartCard
 from .confidence import ConfidenceHistory
 from .followed import API, CHAT, Follower, RoundFigures, Step
@@ -86,7 +88,8 @@ class Dashboard(QWidget):
     ):
         super().__init__(parent)
         self.setObjectName("dashboard")
-        self.baselines = BaselineCache.for_paths(paths or AppPaths.default())
+        self.paths = paths or AppPaths.default()
+        self.baselines = BaselineCache.for_paths(self.paths)
         self.rounds = RoundSeries()  # the followed generation's rounds: the tiles and the charts read only these
         self.drafting_rounds = 0  # how many of them drafted (K >= 1)
         self.follower = Follower()  # which generation is on screen: one at a time, keyed by job id
@@ -100,6 +103,7 @@ class Dashboard(QWidget):
         self.last_memory: MemorySample | None = None
         self.last_power: tuple[PowerStatus, bool | None] | None = None
         self.weights_bytes: int | None = None
+        self.target_weight_bytes: int | None = None  # the target's weight files: what plain decoding reads per token
         self._generating = False
         self.source = CHAT  # what the last figures came from: "chat" or "api"
         self.job_id: int | None = None  # ... and its job id (None: not given)
@@ -137,6 +141,7 @@ class Dashboard(QWidget):
             )
         }
         self.tile_grid = ReflowGrid(list(self.tiles.values()), TILE_WIDTH, TILE_COLUMNS)
+        self.bandwidth_line = BandwidthLine(bandwidth_file(self.paths), chip_name(), self.bandwidth_inputs)
         self.throughput = ThroughputChart()
         self.acceptance = AcceptanceChart()
         self.memory_chart = MemoryChart()
@@ -170,6 +175,7 @@ class Dashboard(QWidget):
         column.setSpacing(8)
         column.addWidget(self.banner)
         column.addWidget(self.tile_grid)
+        column.addWidget(self.bandwidth_line)
         column.addWidget(self.charts, 1)
         column.addLayout(self.power_slot)
         column.addWidget(self.cluster)
@@ -281,6 +287,7 @@ class Dashboard(QWidget):
     def set_model(self, model_key: str | None) -> None:
         """The current target (e.g. its resolved folder); asks for a measurement when none is cached."""
         self.model_key = model_key
+        self.target_weight_bytes = weight_bytes_of(model_key)  # None for a server's model: no folder here
         self.last_plain_sample = None
         entry = self.baselines.get(model_key) if model_key else None
         known = any(s.model_key == model_key for s in self.plain.samples)
@@ -335,6 +342,14 @@ class Dashboard(QWidget):
         """'ac' or 'battery' from the last power reading; None while unknown."""
         source = self.last_power[0].source if self.last_power else None
         return source if source in ("ac", "battery") else None
+
+    def bandwidth_inputs(self) -> BandwidthInputs:
+        """What the bandwidth line is computed from: the target's weight bytes, the plain-decode reference, the
+        last speculative reply's speed and the machine's measured bandwidth."""
+        stats = self.last_stats
+        speculative = stats is not None and stats.mode != "baseline" and not self.generating
+        spec_tps = stats.decode_tokens_per_s if speculative and stats is not None else None
+        return BandwidthInputs(self.target_weight_bytes, self.baseline_tps, spec_tps, self.bandwidth_line.bandwidth)
 
     def set_weights_bytes(self, n_bytes: int | None) -> None:
         """Mark the loaded models' weight size on the memory chart."""
@@ -402,14 +417,16 @@ class Dashboard(QWidget):
             log.warning("could not cache the plain-decode speed of %s: %s", model_key, error)
 
     def _update_banner(self, status: PowerStatus, low_power: bool | None) -> None:
-        if status.source == "battery":
-            shown = f" ({status.percent:.0f}%)" if status.percent is not None else ""
-            low = " with low-power mode on" if low_power else ""
-            self.banner.show_message(f"On battery power{shown}{low}: {NOT_COMPARABLE}", "warning")
-        elif low_power:
-            self.banner.show_message(f"Low-power mode is on: {NOT_COMPARABLE}", "warning")
-        elif self.banner.level:
+        """One power notice at a time: a new reading's notice replaces the last one (the banner stacks
+        messages), and a comparable reading takes it away."""
+        notice = _power_notice(status, low_power)
+        current = self.banner.message if self.banner.level else None
+        if notice == current:
+            return
+        if current is not None:
             self.banner.dismiss()
+        if notice is not None:
+            self.banner.show_message(notice, "warning")
 
     # --- drawing ---
 
@@ -469,10 +486,22 @@ class Dashboard(QWidget):
 
     def _redraw_tiles(self) -> None:
         fill_tiles(self)
+        self.bandwidth_line.refresh()
         ref = self.reference()
         if ref is not None:
             self.remeasure.setText(f"{REMEASURE} (stale)" if ref.stale else REMEASURE)
         self.tile_grid.refit()  # a longer detail line may need a taller row
+
+
+def _power_notice(status: PowerStatus, low_power: bool | None) -> str | None:
+    """Why speed figures are not comparable now (battery, low-power mode); None when they are."""
+    if status.source == "battery":
+        shown = f" ({status.percent:.0f}%)" if status.percent is not None else ""
+        low = " with low-power mode on" if low_power else ""
+        return f"On battery power{shown}{low}: {NOT_COMPARABLE}"
+    if low_power:
+        return f"Low-power mode is on: {NOT_COMPARABLE}"
+    return None
 
 
 def _vertical_scroll(body: QWidget) -> QScrollArea:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSpinBox,
     QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -49,6 +50,7 @@ from ..flow_layout import FlowLayout
 from ..job_events import JobHandlers
 from ..theme_switch import follow
 from .ab_panel import ABPanel
+from .suite_view import SuiteView
 from .sweep_export import write_csv
 from .sweep_table import SpeedupChart, SweepTable
 from .tiles import power_words
@@ -136,9 +138,13 @@ class SweepView(QWidget):
         self.scroller = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)  # type: ignore[call-arg]
         self.scroller.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.scroller.setWidget(content)
+        self.suite = SuiteView(self.paths)  # the other tab: every drafter on every category
+        self.tabs = QTabWidget(documentMode=True)
+        self.tabs.addTab(self.scroller, "K sweep and A/B")
+        self.tabs.addTab(self.suite, "Suite")
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(self.scroller)
+        outer.addWidget(self.tabs)
         self._watch_controls()
 
     def _watch_controls(self) -> None:
@@ -209,7 +215,7 @@ class SweepView(QWidget):
         )
         self.allow_battery = QCheckBox("run on battery")
         self.run_button = QPushButton("Run sweep", objectName="primary", clicked=self.start)  # type: ignore[call-overload]
-        self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)  # type: ignore[call-overload]
+        self.cancel_button = QPushButton("Cancel", clicked=self.cancel_sweep, enabled=False)  # type: ignore[call-overload]
         self.progress = QProgressBar(textVisible=True)
         self.progress_label = QLabel("", wordWrap=True)
         self.progress_label.setStyleSheet(f"color: {theme.MUTED}")
@@ -271,6 +277,7 @@ class SweepView(QWidget):
         self.client = client
         client.queueChanged.connect(self._queue_changed)
         self.ab.set_client(client)
+        self.suite.set_client(client)
         self._refresh_button()
 
     def set_pair(self, pair) -> None:
@@ -288,6 +295,7 @@ class SweepView(QWidget):
                 "" if self.mode.count() else "Load a target with a draft model or an MTP head to sweep K."
             )
         self.ab.set_pair(pair)
+        self.suite.set_pair(pair)
 
     def _refresh_button(self) -> None:
         self.run_button.setEnabled(self.mode.count() > 0 and self.client is not None and self.job is None)
@@ -339,6 +347,11 @@ class SweepView(QWidget):
         return True
 
     def cancel(self) -> None:
+        """Stop this window's sweep and suite (at close): each after its run in progress."""
+        self.cancel_sweep()
+        self.suite.cancel()
+
+    def cancel_sweep(self) -> None:
         """Stop after the run in progress (the partial result is shown); a queued sweep never runs."""
         if self.job is None:
             return
