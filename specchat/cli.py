@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"SpecChat {__version__}")
     parser.add_argument("--target", dest="app_target", metavar="DIR", help="open the app on this local model folder")
     parser.add_argument("--draft", dest="app_draft", metavar="DIR", help="and this draft model folder")
+    parser.add_argument(
+        "--dflash", dest="app_dflash", metavar="DIR", help="and this DFlash drafter folder (trained for the target)"
+    )
     sub = parser.add_subparsers(dest="command")
     gen = sub.add_parser("generate", help="generate text from a prompt")
     gen.add_argument("--target", required=True, type=model_folder, help="local mlx-lm model folder")
@@ -256,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point for `specchat` and `python -m specchat`."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "command", None) != "serve" and hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # held for a cluster rank's serve only
     setup_logging(AppPaths.default().log_file)  # errors go to the log file; no log file when unwritable
     command = f"specchat {getattr(args, 'command', None) or ''}".strip()
     try:
@@ -292,4 +297,6 @@ def open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 1
-    return run_app(target=args.app_target, draft=args.app_draft)
+    if args.app_dflash and not args.app_target:
+        parser.error("--dflash needs --target: a DFlash drafter drafts for the target it was trained for")
+    return run_app(target=args.app_target, draft=args.app_draft, dflash=args.app_dflash)

@@ -31,10 +31,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_serve(args: argparse.Namespace, single: Callable[[argparse.Namespace], int]) -> int:
     """The cluster under mlx.launch with several ranks; the single-process server otherwise."""
-    from .group import ClusterGroup
+    from .group import ClusterGroup, launched
+    from .sigterm import hold_sigterm, release_sigterm
 
+    if launched():
+        hold_sigterm()  # before the group's threads start: rank 0 reads who sends SIGTERM (sigterm.py)
     group = ClusterGroup.init()
     if group is None:
+        release_sigterm()
         return single(args)
     from .serve import run_cluster_serve
 

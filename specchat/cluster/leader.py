@@ -42,6 +42,7 @@ class ClusterState:
         self.group, self.rank_timeout_s = group, rank_timeout_s
         self.memory: list[RankMemory] = []
         self.degraded: str | None = None
+        self.kept_up = False  # the launcher asked rank 0 to stop (a rank exited) and it stayed up, degraded
         self._lock = threading.Lock()
         self._busy_since: float | None = None
         self._last_beat = 0.0
@@ -92,6 +93,7 @@ class ClusterState:
             "degraded_reason": self.degraded,
             "restart": RESTART if self.degraded else None,
             "rank_timeout_s": self.rank_timeout_s,
+            "kept_up_after_launcher_stop": self.kept_up,
         }
 
 

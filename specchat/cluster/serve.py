@@ -17,7 +17,7 @@ from specchat.engine.engine import Engine
 from specchat.engine.errors import EngineError
 from specchat.engine.loading import load_model
 from specchat.hub.errors import HubError
-from specchat.server.running import ServingServer, exit_after_engine
+from specchat.server.running import ServingServer, exit_after_engine, stop_at_once
 
 from .backend import ClusterBackend
 from .follower import follow
@@ -26,6 +26,7 @@ from .leader import ClusterState, Watchdog, stop_followers
 from .memory_plan import PLANNED_CONTEXT, rank_fit
 from .protocol import share_decisions
 from .sharding import load_sharded
+from .sigterm import SigtermWatch, die_of_sigterm, release_sigterm
 
 if TYPE_CHECKING:
     from specchat.engine.owner import JobContext
@@ -52,11 +53,13 @@ def load_job(group: ClusterGroup, target: str, draft: str | None) -> Callable[[J
 
 
 class ClusterServer(ServingServer):
-    """uvicorn that answers SIGTERM by checking the ranks first.
+    """uvicorn that tells the launcher's SIGTERM from anyone else's.
 
     mlx.launch sends SIGTERM to every rank when one exits. Rank 0 then pings the others: if one is gone
     the server stays up, degraded, so clients get a clear 503 instead of a refused connection (Ctrl-C
-    stops it); if every rank answers, SIGTERM came from someone else and the server stops as usual.
+    stops it); if every rank answers, the server stops as usual. A SIGTERM from anyone else (a user's
+    `kill`, a service manager) stops the server, degraded or not. Where the sender cannot be known
+    (macOS), the first SIGTERM while degraded counts as the launcher's and a second one stops.
     """
 
     def __init__(self, config: uvicorn.Config, backend: ClusterBackend):
@@ -67,16 +70,32 @@ class ClusterServer(ServingServer):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if sig != signal.SIGTERM:
             return super().handle_exit(sig, frame)
+        if self._told:  # the sender is not known here: the launcher sends one SIGTERM, so this is someone else
+            return self.stop_for(0)
+        self.check_ranks(0)
+
+    def check_ranks(self, _sender: int) -> None:
+        """The launcher's SIGTERM: stop when every rank answers, stay up degraded when one is gone."""
         threading.Thread(target=self._stop_unless_degraded, name="sigterm-probe", daemon=True).start()
+
+    def stop_for(self, sender: int) -> None:
+        """Anyone else's SIGTERM: stop now (the second stop signal ends the process at once)."""
+        self.stop_signals += 1
+        if self.stop_signals > 1:
+            stop_at_once("specchat serve", "SIGTERM")
+        if sender:
+            print(f"specchat serve: SIGTERM from process {sender}: stopping", file=sys.stderr, flush=True)
+        self.stop()
 
     def _stop_unless_degraded(self) -> None:
         if self.cluster.probe():
             self.stop()
-        elif not self._told:  # mlx.launch repeats its SIGTERM: say it once
-            self._told = True
+        elif not self._told:
+            self._told = self.cluster.state.kept_up = True
             print(
-                f"specchat serve: SIGTERM while the cluster is degraded ({self.cluster.state.degraded}); "
-                "staying up to answer with a clear error; Ctrl-C stops the server",
+                f"specchat serve: SIGTERM from the launcher while the cluster is degraded "
+                f"({self.cluster.state.degraded}); staying up to answer with a clear error; "
+                "Ctrl-C or `kill` stops the server",
                 file=sys.stderr,
                 flush=True,
             )
@@ -85,13 +104,14 @@ class ClusterServer(ServingServer):
 def run_cluster_serve(args: argparse.Namespace, group: ClusterGroup) -> int:
     """Serve the sharded pair: HTTP on rank 0, the follower loop elsewhere; the exit status."""
     if group.rank > 0:
+        release_sigterm()  # held since before the group formed (cli.run_serve); a follower dies of it
         try:
             engine = build_engine(group, args.target, args.draft)
         except EngineError as exc:
             print(f"specchat serve ({group.where(group.rank)}): {exc}", file=sys.stderr)
             return 1
         return follow(group, engine)
-    return _serve_rank0(args, group)
+    return _serve_rank0(args, group, SigtermWatch().start())
 
 
 def rank_memory_line(target: str, draft: str | None, ranks: int) -> str:
@@ -103,7 +123,7 @@ def rank_memory_line(target: str, draft: str | None, ranks: int) -> str:
     return f"Memory per rank (1/{ranks} of the target, the whole draft): {fit.summary()}"
 
 
-def _serve_rank0(args: argparse.Namespace, group: ClusterGroup) -> int:
+def _serve_rank0(args: argparse.Namespace, group: ClusterGroup, watch: SigtermWatch) -> int:
     from specchat.engine.owner import EngineHost
     from specchat.server.app import ServerOptions, create_app
     from specchat.server.cli import serve_defaults
@@ -135,10 +155,13 @@ def _serve_rank0(args: argparse.Namespace, group: ClusterGroup) -> int:
         flush=True,
     )
     config = uvicorn.Config(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
+    server = ClusterServer(config, backend)
+    watch.route(server.check_ranks, server.stop_for)  # until now (loading) and after, SIGTERM ends the process
     try:
-        ClusterServer(config, backend).run()
+        server.run()
     except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it stopped on again, once the requests closed
         pass
+    watch.route(die_of_sigterm, die_of_sigterm)
     watchdog.stop()
     backend.stop()
     if state.degraded is None:

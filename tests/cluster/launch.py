@@ -129,7 +129,7 @@ class ClusterProcess:
 
 @contextmanager
 def dense_cluster(
-    target: Path, draft: Path, log: Path, *serve_args: str, ready_s: float = 120.0
+    target: Path, draft: Path, log: Path, *serve_args: str, ready_s: float = 240.0
 ) -> Iterator[ClusterProcess]:
     """`serve` of a dense pair at K=2 sharded over 2 ranks (more `serve` arguments after), ready; stopped after."""
     process = _ready_cluster(

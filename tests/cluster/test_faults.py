@@ -103,11 +103,38 @@ def test_a_killed_rank_fails_the_reply_and_the_server_stays_up(cluster):
     assert "rank 1 on host" in str(error), (str(error), cluster.log.read_text()[-2000:])
     assert "lost the link" in str(error) or "did not answer" in str(error)
     assert delay < RANK_TIMEOUT_S + 6, (delay, str(error))
-    # mlx.launch answers a dead rank with SIGTERM to the others: rank 0 checks the ranks and stays up
-    os.kill(cluster.status()["cluster"]["ranks"][0]["pid"], signal.SIGTERM)
-    time.sleep(1.0)
+    # mlx.launch answers a dead rank with SIGTERM to the others, then waits on them: rank 0 checks the ranks
+    # and stays up (its own output reaches the log only once it exits: the launcher reads it no more)
+    wait_until(lambda: launcher_waits_on_a_rank(cluster), "mlx.launch did not SIGTERM rank 0")
+    wait_until(lambda: cluster.status()["cluster"]["kept_up_after_launcher_stop"], "rank 0 did not stay up")
     assert_degraded(cluster, "rank 1 on host")
     assert "rank 1 on host" in RemoteEngine(cluster.url).status().degraded  # "lost the link to" or "did not answer"
+    # anyone else's SIGTERM (a user's kill, here this test's) stops it, and the launch ends
+    os.kill(cluster.status()["cluster"]["ranks"][0]["pid"], signal.SIGTERM)
+    cluster.proc.wait(60)
+    log = cluster.log.read_text()
+    assert "SIGTERM from the launcher while the cluster is degraded" in log, log[-2000:]
+    assert f"SIGTERM from process {os.getpid()}: stopping" in log, log[-2000:]
+
+
+def wait_until(done, message: str, timeout_s: float = 60.0) -> None:
+    """Poll done() until it is true; AssertionError(message) when it is not in time."""
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert done(), message
+
+
+def launcher_waits_on_a_rank(cluster) -> bool:
+    """True once one of mlx.launch's threads blocks in wait(): it does so only after it sent SIGTERM to a
+    rank (its terminate()); until then it polls (Linux: the thread's wait channel)."""
+    channels = []
+    for task in Path(f"/proc/{cluster.proc.pid}/task").iterdir():
+        try:
+            channels.append((task / "wchan").read_text())
+        except OSError:  # the thread ended
+            pass
+    return "do_wait" in channels
 
 
 def gone(pid: int) -> bool:
