@@ -12,6 +12,19 @@ from tests.fixtures import tiny_models as tm  # noqa: E402
 from tests.fixtures.mtp_models import build_hybrid_mtp  # noqa: E402
 
 SMOLLM_DIR = Path(__file__).resolve().parents[2] / "shared/models/smollm2-135m-instruct-4bit"
+# Test files outside the fast subset (-m "not slow") that carry no `pytestmark = pytest.mark.slow` of their own:
+# each launches ranks of a cluster as processes. The cluster's in-process protocol tests stay in the subset.
+SLOW_FILES = frozenset(
+    f"cluster/{name}.py" for name in ("test_batch", "test_batch_faults", "test_faults", "test_lockstep")
+)
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items):
+    """Mark the tests of SLOW_FILES slow."""
+    for item in items:
+        if item.path.is_relative_to(TESTS_DIR) and item.path.relative_to(TESTS_DIR).as_posix() in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

@@ -105,6 +105,7 @@ def test_expected_tokens_and_the_footer_words():
     assert "draft model 21 rounds" in text and "prompt lookup 9 rounds (38 tokens)" in text
 
 
+@pytest.mark.slow
 def test_auto_keeps_the_target_distribution_when_sampling(dense_target, dense_draft_unrelated):
     """E[log p(X)] equals -H(p) when X ~ p, where the first round's drafts come from lookup's copy."""
     engine = Engine.load(dense_target, dense_draft_unrelated)

@@ -78,7 +78,9 @@ def test_lookup_draft_is_one_hot_when_sampling():
 REPEATING = "one two three four. one two three four. one two three four. one two"
 
 
-@pytest.mark.parametrize("mode,k", [("lookup", 3), ("lookup", "auto"), ("draft", "auto")])
+@pytest.mark.parametrize(
+    "mode,k", [pytest.param("lookup", 3, marks=pytest.mark.slow), ("lookup", "auto"), ("draft", "auto")]
+)
 def test_lookup_and_auto_k_are_identical_to_plain_decoding(hybrid_target, hybrid_draft_partial, mode, k):
     from specchat.engine import Engine, GenerationConfig, RoundResult
 

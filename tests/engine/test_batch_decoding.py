@@ -22,6 +22,9 @@ PAIRS = [
     ("hybrid_target", "dense_draft_partial"),
     ("hybrid_target", "hybrid_draft_partial"),
 ]
+# The dense pair and the hybrid one; the fast subset (-m "not slow") keeps the dense pair (and
+# test_a_prompt_longer_than_a_chunk_is_read_between_rounds batches the hybrid pair).
+DENSE_AND_HYBRID = [PAIRS[0], pytest.param(*PAIRS[3], marks=pytest.mark.slow)]
 TEXTS = [
     "Hello there, how are you",
     "Write a function",
@@ -51,7 +54,10 @@ def mixed_configs(n: int = 32) -> list[GenerationConfig]:
     ]
 
 
-@pytest.mark.parametrize("target_name,draft_name", PAIRS)
+@pytest.mark.parametrize(
+    "target_name,draft_name",
+    [PAIRS[0]] + [pytest.param(*pair, marks=pytest.mark.slow) for pair in PAIRS[1:]],
+)
 def test_rows_that_join_and_leave_give_their_solo_output(request, target_name, draft_name):
     engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
     prompts = [prompt_ids(engine, t) for t in TEXTS]
@@ -136,7 +142,7 @@ def test_max_batch_is_the_most_rows_in_a_round(dense_target, dense_draft_partial
     assert max(r.end.stats.batch_rows_max for r in rows) == 2
 
 
-@pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
+@pytest.mark.parametrize("target_name,draft_name", DENSE_AND_HYBRID)
 def test_an_extra_row_costs_its_caches_only(request, target_name, draft_name):
     engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
     decoder = BatchDecoder(engine, max_batch=4)
@@ -164,6 +170,7 @@ def test_refused_configs_name_why(dense_target, dense_draft_partial):
     assert batch_refusal(object(), greedy()) is not None
 
 
+@pytest.mark.slow
 def test_sampled_rows_keep_the_target_distribution(dense_target, dense_draft_unrelated):
     """E[log p(X)] equals -H(p) when X ~ p; 300 rows with their own seeds in one batch."""
     engine = Engine.load(dense_target, dense_draft_unrelated)
@@ -201,7 +208,7 @@ def test_logprobs_in_a_batch_equal_the_solo_ones(hybrid_target, hybrid_draft_par
             assert [t for t, _ in a.top] == [t for t, _ in b.top]
 
 
-@pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
+@pytest.mark.parametrize("target_name,draft_name", DENSE_AND_HYBRID)
 def test_a_follow_up_starts_from_the_finished_rows_caches(request, target_name, draft_name):
     engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
     cfg = greedy("draft", 3, n=12)
@@ -217,7 +224,7 @@ def test_a_follow_up_starts_from_the_finished_rows_caches(request, target_name, 
     assert again.tokens == solo_tokens(engine, follow_up, cfg)
 
 
-@pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
+@pytest.mark.parametrize("target_name,draft_name", DENSE_AND_HYBRID)
 @pytest.mark.parametrize("mode", ["draft", "lookup", "baseline"])
 def test_a_lone_request_runs_on_the_solo_loop_and_moves_in_when_another_comes(request, target_name, draft_name, mode):
     engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
@@ -241,7 +248,7 @@ def test_a_lone_request_runs_on_the_solo_loop_and_moves_in_when_another_comes(re
     assert other.tokens == solo_tokens(engine, other_prompt, cfg)
 
 
-@pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
+@pytest.mark.parametrize("target_name,draft_name", DENSE_AND_HYBRID)
 def test_structured_rows_follow_their_grammar_in_the_batch(request, target_name, draft_name):
     from specchat.engine.grammar import Grammar
 
@@ -262,7 +269,7 @@ def test_structured_rows_follow_their_grammar_in_the_batch(request, target_name,
     check_person(added[0].end.text)
 
 
-@pytest.mark.parametrize("target_name,draft_name", [PAIRS[0], PAIRS[3]])
+@pytest.mark.parametrize("target_name,draft_name", DENSE_AND_HYBRID)
 @pytest.mark.parametrize("steps_before", [0, 1])
 def test_a_lead_moved_in_before_its_runners_reached_its_prompt(request, target_name, draft_name, steps_before):
     """The engine's runners still hold an earlier conversation: the lead moves in before (0 steps) or while

@@ -95,6 +95,7 @@ def test_mtp_with_the_heads_history_runs_alone(engine):
     assert "one request at a time" in batch_refusal(engine, replace(greedy("mtp", 2), mtp_history=True))
 
 
+@pytest.mark.slow
 def test_sampled_mtp_rows_keep_the_target_distribution(mtp_random_embedded):
     """E[log p(X)] equals -H(p) when X ~ p; 300 MTP rows with their own seeds, drafts from a random head."""
     engine = Engine.load(mtp_random_embedded)

@@ -124,6 +124,7 @@ def _two_tokens(rng, sampler: Sampler) -> tuple[int, int]:
     return out[0], out[1]
 
 
+@pytest.mark.slow
 def test_stopping_on_the_drafts_confidence_keeps_the_targets_distribution():
     sampler = Sampler(GenerationConfig(temperature=1.0, seed=5))
     rng = np.random.default_rng(1)

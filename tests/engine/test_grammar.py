@@ -124,7 +124,7 @@ def test_even_a_random_model_writes_json_that_follows_the_schema(request, setup,
     assert result.stats.stop_reason == "eos" and len(result.tokens) < MAX_TOKENS
 
 
-@pytest.mark.parametrize("setup", ["baseline", "draft", "lookup", "mtp"])
+@pytest.mark.parametrize("setup", ["baseline", "draft", "lookup", pytest.param("mtp", marks=pytest.mark.slow)])
 def test_json_object_gives_an_object_and_a_cut_reply_stops_at_max_tokens(request, setup):
     engine = engine_for(request, setup)
     ids = prompt_ids(engine, "Answer in JSON: ")
@@ -146,8 +146,18 @@ GRAMMARS = {
 }
 
 
-@pytest.mark.parametrize("grammar", list(GRAMMARS))
-@pytest.mark.parametrize("setup", ["draft", "draft-hybrid", "lookup", "mtp", "mtp-history"])
+# The fast subset (-m "not slow") keeps one grammar per drafter; every pair runs in the full suite.
+FAST_GRAMMAR = {"draft": "person", "lookup": "lark", "mtp-history": "lark"}
+
+
+@pytest.mark.parametrize(
+    "setup,grammar",
+    [
+        pytest.param(setup, grammar, marks=() if FAST_GRAMMAR.get(setup) == grammar else pytest.mark.slow)
+        for setup in ["draft", "draft-hybrid", "lookup", "mtp", "mtp-history"]
+        for grammar in GRAMMARS
+    ],
+)
 def test_greedy_speculation_under_a_grammar_equals_constrained_plain_decoding(request, setup, grammar):
     engine = engine_for(request, setup)
     for text in ("def fibonacci(n):\n    ", "The quick brown fox"):
@@ -267,6 +277,7 @@ def _two_masked_tokens(rng, sampler: Sampler) -> tuple[int, int]:
     return out[0], out[1]
 
 
+@pytest.mark.slow
 def test_rejection_sampling_under_a_mask_keeps_the_masked_targets_distribution():
     sampler = Sampler(GenerationConfig(temperature=1.0, seed=11))
     rng = np.random.default_rng(2)

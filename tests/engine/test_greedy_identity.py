@@ -6,11 +6,12 @@ from specchat.engine import Engine, RoundResult, TextChunk, speculative
 
 from .helpers import greedy, mlx_lm_greedy, prompt_ids
 
-PAIRS = [
+SLOW = pytest.mark.slow
+PAIRS = [  # the fast subset keeps the dense pair; the hybrid models' rollback is covered there by test_rollback.py
     ("dense_target", "dense_draft_partial"),
-    ("dense_target", "hybrid_draft_partial"),
-    ("hybrid_target", "dense_draft_partial"),
-    ("hybrid_target", "hybrid_draft_partial"),
+    pytest.param("dense_target", "hybrid_draft_partial", marks=SLOW),
+    pytest.param("hybrid_target", "dense_draft_partial", marks=SLOW),
+    pytest.param("hybrid_target", "hybrid_draft_partial", marks=SLOW),
 ]
 
 
@@ -49,7 +50,7 @@ def test_self_draft_accepts_everything(hybrid_target):
     assert result.stats.mean_accepted_per_round == pytest.approx(4.0, abs=0.5)
 
 
-@pytest.mark.parametrize("first", [True, False])
+@pytest.mark.parametrize("first", [True, pytest.param(False, marks=SLOW)])
 def test_both_verify_dispatch_orders_give_baseline_output_and_round_timings(
     monkeypatch, hybrid_target, hybrid_draft_partial, first
 ):

@@ -41,6 +41,7 @@ SETUPS = {  # name -> (target, draft, mode, K)
     "mtp-3": ("mtp_partial", None, "mtp", 3),
     "mtp-auto": ("mtp_partial", None, "mtp", "auto"),
 }
+SLOW_SETUPS = ("draft-hybrid-3", "draft-hybrid-auto", "lookup-3")  # outside the fast subset (-m "not slow")
 _ENGINES: dict[tuple[str, str | None], Engine] = {}
 
 
@@ -98,7 +99,11 @@ def test_the_config_checks_logprobs_against_the_limits_table():
 
 
 @pytest.mark.parametrize(
-    "target,draft,mode", [("dense_target", None, "baseline"), ("hybrid_target", "hybrid_draft_partial", "draft")]
+    "target,draft,mode",
+    [
+        ("dense_target", None, "baseline"),
+        pytest.param("hybrid_target", "hybrid_draft_partial", "draft", marks=pytest.mark.slow),
+    ],
 )
 def test_greedy_logprobs_change_no_token_and_rank_the_alternatives(request, target, draft, mode):
     engine = engine_for(request, target, draft)
@@ -116,7 +121,9 @@ def test_greedy_logprobs_change_no_token_and_rank_the_alternatives(request, targ
                 assert lp.top[0] == (lp.token, lp.logprob)
 
 
-@pytest.mark.parametrize("setup", list(SETUPS))
+@pytest.mark.parametrize(
+    "setup", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_SETUPS else name for name in SETUPS]
+)
 def test_speculation_gives_plain_decodings_logprobs(request, monkeypatch, setup):
     target, draft, mode, k = SETUPS[setup]
     if k == "auto":  # auto K chooses by measured time: scripted here, so both kinds of round surely come
@@ -142,7 +149,7 @@ def test_speculation_gives_plain_decodings_logprobs(request, monkeypatch, setup)
         ("dense_target", None, "baseline", 1),
         ("hybrid_target", None, "baseline", 1),
         ("dense_target", "dense_draft_partial", "draft", 3),
-        ("hybrid_target", "hybrid_draft_partial", "draft", 3),
+        pytest.param("hybrid_target", "hybrid_draft_partial", "draft", 3, marks=pytest.mark.slow),
         ("mtp_partial", None, "mtp", 2),
     ],
 )

@@ -20,6 +20,8 @@ from .helpers import PROMPT as PROMPT_TEXT
 from .helpers import greedy, mlx_lm_greedy, prompt_ids
 
 HEADS = ["mtp_agree", "mtp_partial", "mtp_random_embedded"]
+# Every head in the full suite; the fast subset (-m "not slow") keeps the partial one (accepts and rejects).
+HEADS_FAST_PARTIAL = [pytest.param(name, marks=() if name == "mtp_partial" else pytest.mark.slow) for name in HEADS]
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def plain_greedy(folder, ids, n):
     return mlx_lm_greedy(Plain, ids, n)
 
 
-@pytest.mark.parametrize("name", HEADS)
+@pytest.mark.parametrize("name", HEADS_FAST_PARTIAL)
 def test_mtp_equals_baseline_and_plain_mlx_lm_at_every_depth(request, engines, name):
     engine = engines[name]
     ids = prompt_ids(engine)
@@ -198,6 +200,7 @@ def test_detection_reads_the_index_and_names_what_is_missing(tmp_path):
     assert "cannot read" in detect_mtp(tmp_path / "nowhere").reason
 
 
+@pytest.mark.slow
 def test_cli_generate_mode_mtp(mtp_agree, engines):
     proc = subprocess.run(
         [
@@ -257,7 +260,7 @@ def test_catch_up_fixtures_cover_tied_and_untied_projections(engines):
     assert ties == {True, False}
 
 
-@pytest.mark.parametrize("name", HEADS)
+@pytest.mark.parametrize("name", HEADS_FAST_PARTIAL)
 def test_with_history_output_is_baseline_at_every_depth(engines, name):
     engine = engines[name]
     ids = prompt_ids(engine)

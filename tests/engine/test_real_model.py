@@ -5,6 +5,8 @@ import pytest
 from specchat.engine import Engine, Finished, GenerationConfig, TextChunk
 from specchat.engine.session import ChatSession
 
+pytestmark = pytest.mark.slow  # a real 4-bit model: quantized matmuls are slow on the CPU backend
+
 
 @pytest.fixture(scope="module")
 def smollm(smollm_dir):

@@ -45,6 +45,7 @@ def test_verify_sampled_reproduces_the_target_distribution():
     assert chi_square(counts, Q) > 200
 
 
+@pytest.mark.slow
 def test_sampling_the_target_through_the_engine_matches_its_own_distribution(dense_target, dense_draft_unrelated):
     """E[log p(X)] equals -H(p) when X ~ p; drawing from the draft moves it by many standard errors."""
     engine = Engine.load(dense_target, dense_draft_unrelated)
@@ -91,7 +92,14 @@ def test_top_k_one_is_greedy_at_any_temperature(dense_target, dense_draft_partia
         assert engine.generate(ids, cfg).tokens == greedy
 
 
-@pytest.mark.parametrize("kw", [{"top_p": 0.5}, {"min_p": 0.3}, {"top_k": 3}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        pytest.param({"top_p": 0.5}, marks=pytest.mark.slow),
+        pytest.param({"min_p": 0.3}, marks=pytest.mark.slow),
+        {"top_k": 3},
+    ],
+)
 def test_filters_shape_both_distributions_alike(kw):
     sampler = Sampler(GenerationConfig(temperature=1.0, **kw))
     logits = mx.log(mx.array(np.stack([P, Q]) + 1e-12, dtype=mx.float32))

@@ -1,5 +1,6 @@
 """Our Sampler's probabilities equal the distribution mlx-lm's make_sampler draws from, filters included."""
 
+import functools
 import math
 
 import mlx.core as mx
@@ -20,6 +21,12 @@ SETTINGS = {
     "top-k": dict(temperature=0.7, top_k=20),
     "all together": dict(temperature=1.3, top_p=0.9, min_p=0.05, top_k=30),
 }
+FAST = ("top-k", "min-p")  # settings the fast subset (-m "not slow") keeps; the rest draw the same way
+
+
+def settings(names) -> list:
+    """The setting names as parameters, those outside FAST marked slow."""
+    return [pytest.param(name, marks=() if name in FAST else pytest.mark.slow) for name in names]
 
 
 def realistic_logits(seed: int) -> np.ndarray:
@@ -32,8 +39,14 @@ def realistic_logits(seed: int) -> np.ndarray:
 
 def mlx_lm_counts(logits: np.ndarray, cfg: GenerationConfig, seed: int) -> np.ndarray:
     """Token counts of DRAWS samples from mlx-lm's own sampler, fed log-probabilities as generate_step does."""
-    sampler = make_sampler(temp=cfg.temperature, top_p=cfg.top_p, min_p=cfg.min_p, top_k=cfg.top_k)
-    x = mx.array(logits)[None]
+    return _mlx_lm_counts(logits.tobytes(), cfg.temperature, cfg.top_p, cfg.min_p, cfg.top_k, seed).copy()
+
+
+@functools.cache
+def _mlx_lm_counts(logits: bytes, temperature: float, top_p: float, min_p: float, top_k: int, seed: int) -> np.ndarray:
+    """mlx_lm_counts, drawn once per (logits, filters, seed): the two tests below compare the same draws."""
+    sampler = make_sampler(temp=temperature, top_p=top_p, min_p=min_p, top_k=top_k)
+    x = mx.array(np.frombuffer(logits, dtype=np.float32))[None]
     logprobs = mx.broadcast_to(x - mx.logsumexp(x, axis=-1, keepdims=True), (DRAWS, VOCAB))
     mx.random.seed(seed)
     tokens = np.array(sampler(logprobs))
@@ -75,7 +88,7 @@ def chi_square_excess(counts: np.ndarray, probs: np.ndarray) -> float:
     return stat / quantile
 
 
-@pytest.mark.parametrize("name", SETTINGS)
+@pytest.mark.parametrize("name", settings(SETTINGS))
 def test_our_probabilities_match_mlx_lm_make_sampler(name):
     cfg = GenerationConfig(seed=0, **SETTINGS[name])
     rows = np.stack([realistic_logits(seed) for seed in range(POSITIONS)])
@@ -88,7 +101,7 @@ def test_our_probabilities_match_mlx_lm_make_sampler(name):
             assert (ours[position] == 0).sum() > 0, "the filter removed nothing: the case tests nothing"
 
 
-@pytest.mark.parametrize("name", ["top-p", "min-p", "all together"])
+@pytest.mark.parametrize("name", settings(["top-p", "min-p", "all together"]))
 def test_the_old_temperature_first_order_is_told_apart(name):
     """The same draws reject the order this app used before (temperature applied before the filters)."""
     cfg = GenerationConfig(seed=0, **SETTINGS[name])
@@ -114,6 +127,7 @@ def test_greedy_is_argmax_and_returns_no_probabilities():
     assert probs is None and tokens.tolist() == mx.argmax(logits, axis=-1).tolist()
 
 
+@pytest.mark.slow
 def test_rejection_sampling_with_every_filter_emits_the_filtered_target_distribution():
     """Draft from another distribution through the same Sampler; the first emitted token follows ours (= mlx-lm's)."""
     from specchat.engine.verify import verify_sampled

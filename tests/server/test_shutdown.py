@@ -81,8 +81,19 @@ def wait_for_jobs(base: str, count: int) -> None:
     raise AssertionError(f"the engine never held {count} requests: {state}")
 
 
-@pytest.mark.parametrize("batch", ["8", "1"], ids=["batched", "queued"])
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(
+    "stop,batch",
+    [  # each case starts its own `serve` process: the fast subset (-m "not slow") keeps SIGTERM on a batch
+        pytest.param(
+            stop,
+            batch,
+            id=f"{int(stop)}-{name}",
+            marks=() if (stop, batch) == (signal.SIGTERM, "8") else pytest.mark.slow,
+        )
+        for stop in (signal.SIGTERM, signal.SIGINT)
+        for batch, name in (("8", "batched"), ("1", "queued"))
+    ],
+)
 def test_stopping_the_server_ends_every_open_request_with_an_error(stop, batch, dense_target, dense_draft_partial):
     port = free_port()
     proc = start_serve(dense_target, dense_draft_partial, port, "--max-batch", batch)
@@ -154,6 +165,7 @@ def test_a_stop_while_the_engine_is_stuck_still_ends_every_request_with_its_erro
         release.set()
 
 
+@pytest.mark.slow  # a `serve` process of its own; test_a_second_stop_signal_on_the_server_stops_at_once is the quick check
 def test_a_second_ctrl_c_while_the_server_stops_exits_at_once_in_one_line(dense_target, dense_draft_partial):
     port = free_port()
     # the stop's grace for open connections made long, and a client holding one open with half a request:

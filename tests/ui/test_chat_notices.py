@@ -1,12 +1,15 @@
 """Notices in the chat's banner: a greedy regeneration says it gives the same reply (and offers a
 temperature), an export's notice goes with the chat it was said in."""
 
+import pytest
+
 from specchat.store import ConversationStore
 from specchat.ui.chat.controller import GREEDY_REGENERATE, REGENERATE_TEMPERATURE
 
 from .conftest import REPLY_TIMEOUT_MS, send
 
 
+@pytest.mark.slow
 def test_regenerate_at_temperature_0_says_it_is_the_same_reply_and_offers_a_temperature(
     qtbot, open_window, dense_target
 ):

@@ -1,5 +1,7 @@
 """The main window on tiny models: replies equal the engine's, modes switch, stop saves, restart finds."""
 
+import pytest
+
 from specchat.engine import Engine, GenerationConfig
 from specchat.engine.session import ChatSession
 from specchat.store import ConversationStore
@@ -44,6 +46,7 @@ def test_a_reply_equals_the_engines_output_and_is_saved(qtbot, open_window, path
     screenshot(window, "main_window_tiny_reply")
 
 
+@pytest.mark.slow
 def test_modes_switch_through_the_menu_and_the_next_reply_uses_them(
     qtbot, open_window, dense_target, dense_draft_partial
 ):
@@ -80,6 +83,7 @@ def test_stop_mid_reply_saves_the_partial_reply(qtbot, open_window, dense_target
     assert window.composer.send_button.isVisible()
 
 
+@pytest.mark.slow
 def test_restarting_the_window_finds_the_conversation_and_settings(qtbot, open_window, paths, dense_target):
     window = open_window(dense_target)
     window.speculation.k_actions[6].trigger()
@@ -95,6 +99,7 @@ def test_restarting_the_window_finds_the_conversation_and_settings(qtbot, open_w
     assert again.pair is not None
 
 
+@pytest.mark.slow
 def test_edit_and_regenerate_replace_the_tail(qtbot, open_window, dense_target):
     window = open_window(dense_target)
     send(qtbot, window, "first question")
@@ -114,6 +119,7 @@ def test_edit_and_regenerate_replace_the_tail(qtbot, open_window, dense_target):
     assert again.cached_prompt_tokens == again.prompt_tokens - 1 > edited.stats.cached_prompt_tokens
 
 
+@pytest.mark.slow
 def test_system_prompt_is_per_conversation_and_used(qtbot, open_window, dense_target):
     window = open_window(dense_target)
     window.panel.system_prompt.setPlainText("Answer in one word.")
@@ -132,6 +138,7 @@ def test_system_prompt_is_per_conversation_and_used(qtbot, open_window, dense_ta
     assert window.panel.system_prompt.toPlainText() == "" and window.transcript.views == []
 
 
+@pytest.mark.slow
 def test_conversations_can_be_searched_renamed_and_deleted(qtbot, open_window, dense_target):
     window = open_window(dense_target)
     send(qtbot, window, "apples and pears")

@@ -8,11 +8,14 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from specchat.engine import Engine, GenerationConfig, TextChunk
 from specchat.engine.session import ChatSession
 from specchat.paths import AppPaths
 from specchat.store import ConversationStore
 
+pytestmark = pytest.mark.slow  # a child process streams a reply until it is killed
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Tell me a very long story."
 MAX_TOKENS = 4000  # far more than the child streams before it is killed

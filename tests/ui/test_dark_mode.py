@@ -32,6 +32,7 @@ def _window_with_a_reply(qtbot, open_window, dense_target, choice: str):
     return window
 
 
+@pytest.mark.slow
 def test_dark_mode_screenshot_has_a_dark_window_and_light_text(qtbot, open_window, dense_target):
     window = _window_with_a_reply(qtbot, open_window, dense_target, "dark")
     assert theme.is_dark() and window.settings.theme == "dark"
@@ -50,6 +51,7 @@ def test_dark_mode_screenshot_has_a_dark_window_and_light_text(qtbot, open_windo
     screenshot(card, "dark_mode_dashboard")
 
 
+@pytest.mark.slow
 def test_light_mode_screenshot_has_a_light_window_and_dark_text(qtbot, open_window, dense_target):
     window = _window_with_a_reply(qtbot, open_window, dense_target, "light")
     assert not theme.is_dark()
@@ -74,6 +76,7 @@ def test_switching_at_run_time_restyles_what_is_already_on_screen(qtbot, open_wi
     assert window.banner.styleSheet() == light_banner
 
 
+@pytest.mark.slow
 def test_system_follows_the_colour_scheme_and_its_changes(qtbot, open_window, monkeypatch):
     """The offscreen platform has no scheme of its own: the system's answer is stood in for, and its
     change arrives through the real QStyleHints.colorSchemeChanged signal."""

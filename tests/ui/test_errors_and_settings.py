@@ -9,6 +9,7 @@ from specchat.settings import load_settings
 from .conftest import MAX_TOKENS, REPLY_TIMEOUT_MS, send
 
 
+@pytest.mark.slow
 def test_a_worker_exception_shows_a_banner_and_the_next_reply_works(qtbot, open_window, dense_target, monkeypatch):
     window = open_window(dense_target)
     original = engine_jobs.chat_prompt_ids  # what a reply job renders its prompt with
@@ -37,6 +38,7 @@ def test_a_worker_exception_shows_a_banner_and_the_next_reply_works(qtbot, open_
     assert [m.role for m in window.store.messages(window.chat.conversation_id)] == ["user", "user", "assistant"]
 
 
+@pytest.mark.slow
 def test_an_engine_failure_event_becomes_a_banner(qtbot, open_window, dense_target):
     window = open_window(dense_target)
     window.speculation.mode_actions["draft"].setEnabled(True)  # force a mode the engine refuses
@@ -55,6 +57,7 @@ def test_a_folder_that_is_not_a_model_fails_to_load_with_its_name(qtbot, open_wi
     assert window.model_bar.state.text() == "Load failed"
 
 
+@pytest.mark.slow
 def test_an_incompatible_draft_is_refused_and_the_target_still_loads(
     qtbot, open_window, dense_target, dense_other_vocab
 ):
@@ -74,6 +77,7 @@ def test_an_incompatible_draft_is_refused_and_the_target_still_loads(
     assert send(qtbot, window, "still works").stats.mode == "baseline"
 
 
+@pytest.mark.slow
 def test_the_draft_picker_greys_drafts_of_another_vocabulary(
     qtbot, open_window, dense_target, dense_draft_partial, dense_other_vocab
 ):
@@ -104,6 +108,7 @@ def test_corrupt_settings_are_backed_up_and_the_user_is_told(qtbot, open_window,
     assert load_settings(paths).warning is None  # a good file was written back
 
 
+@pytest.mark.slow
 def test_a_reply_that_fails_midway_keeps_its_text_and_its_footer_says_error(
     qtbot, open_window, dense_target, monkeypatch
 ):
@@ -133,6 +138,7 @@ def test_a_reply_that_fails_midway_keeps_its_text_and_its_footer_says_error(
     }
 
 
+@pytest.mark.slow
 def test_a_locked_conversations_file_keeps_the_message_says_so_and_sends_it_when_free(
     qtbot, open_window, dense_target, paths
 ):
@@ -182,6 +188,7 @@ def fill(disk) -> None:
         os.close(fd)
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_said_once_and_the_window_goes_on_and_closes(qtbot, open_window, dense_target, tiny_disk, capfd):
     from specchat.paths import AppPaths
 
@@ -203,6 +210,7 @@ def test_a_full_disk_is_said_once_and_the_window_goes_on_and_closes(qtbot, open_
     assert "Traceback" not in err and err.count("cannot be written") <= 1  # the log said its problem once
 
 
+@pytest.mark.slow
 def test_a_system_prompt_typed_just_before_closing_is_saved(qtbot, open_window, paths):
     window = open_window()
     window.panel.system_prompt.setPlainText("Answer in French.")
@@ -213,6 +221,7 @@ def test_a_system_prompt_typed_just_before_closing_is_saved(qtbot, open_window, 
     assert again.panel.system_prompt.toPlainText() == "Answer in French."
 
 
+@pytest.mark.slow
 def test_a_conversations_file_that_may_not_grow_goes_on_in_memory(qtbot, open_window, dense_target):
     """SQLite's SQLITE_FULL (here from a page limit, on any machine) is told from other errors by its code."""
     window = open_window(dense_target)

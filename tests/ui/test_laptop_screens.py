@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # one app process per screen size
+
 ROOT = Path(__file__).resolve().parents[2]
 CHECKS = Path(__file__).with_name("laptop_checks.py")
 SCREENS = [(1280, 800), (1440, 900), (1512, 982)]  # MacBook Air 13", MacBook Pro 15", MacBook Pro 14" (points)

@@ -1,5 +1,7 @@
 """The chat refuses an out-of-range setting before saving anything; spin boxes take their ranges from LIMITS."""
 
+import pytest
+
 from specchat.engine.config import LIMITS
 from specchat.ui.dashboard.ab_panel import ABPanel
 from specchat.ui.settings_panel import SettingsPanel
@@ -21,6 +23,7 @@ def test_spin_boxes_offer_exactly_the_limits(qtbot):
     assert ab.max_tokens.maximum() == LIMITS["max_tokens"].high
 
 
+@pytest.mark.slow
 def test_a_bad_setting_stops_the_send_before_the_message_is_saved(qtbot, open_window, dense_target):
     window = open_window(dense_target)
     window.settings.min_p = 1.5  # as a hand-edited value would arrive, past the spin box
@@ -37,6 +40,7 @@ def test_a_bad_setting_stops_the_send_before_the_message_is_saved(qtbot, open_wi
     assert [m.role for m in window.store.messages(window.chat.conversation_id)] == ["user", "assistant"]
 
 
+@pytest.mark.slow
 def test_regenerate_with_a_bad_setting_keeps_the_reply(qtbot, open_window, dense_target):
     window = open_window(dense_target)
     send(qtbot, window, "hello")

@@ -58,6 +58,7 @@ def ask_for_add(qtbot, window, engine) -> ToolCard:
     return card
 
 
+@pytest.mark.slow
 def test_approve_runs_the_tool_shows_five_and_continues_with_the_result(qtbot, mcp_window):
     window, engine, calls = mcp_window
     card = ask_for_add(qtbot, window, engine)
@@ -90,6 +91,7 @@ def test_deny_runs_nothing_and_tells_the_model_the_user_declined(qtbot, mcp_wind
     assert "Declined" in card.status.text()
 
 
+@pytest.mark.slow
 def test_always_allow_runs_it_and_saves_it_so_the_next_call_asks_nothing(qtbot, mcp_window, paths):
     window, engine, calls = mcp_window
     card = ask_for_add(qtbot, window, engine)
@@ -104,6 +106,7 @@ def test_always_allow_runs_it_and_saves_it_so_the_next_call_asks_nothing(qtbot, 
     assert second.result.text() == "5" and not second.buttons.isVisible()
 
 
+@pytest.mark.slow
 def test_a_server_that_cannot_start_is_said_once_and_preferences_show_each_server(qtbot, open_window, paths):
     servers = [
         {"name": "echo", "command": ECHO_COMMAND, "always_allow": []},
@@ -139,6 +142,7 @@ def test_a_server_that_cannot_start_is_said_once_and_preferences_show_each_serve
     window.close()
 
 
+@pytest.mark.slow
 def test_a_real_pair_speculates_with_the_tools_offered_and_continues_after_a_call(
     qtbot, open_window, paths, dense_target, dense_draft_partial
 ):

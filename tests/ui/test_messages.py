@@ -23,6 +23,7 @@ def regenerate(qtbot, window):
     return blocker.args[0]
 
 
+@pytest.mark.slow
 def test_prefill_progress_shows_on_the_card_and_stop_ends_it_before_any_text(qtbot, open_window, dense_target):
     window = open_window(dense_target)
     runner = window.client.engine.runner
@@ -76,6 +77,7 @@ def test_prefill_progress_shows_on_the_card_and_stop_ends_it_before_any_text(qtb
     assert [v.role for v in window.transcript.views] == ["user", "user", "assistant"]
 
 
+@pytest.mark.slow
 def test_regenerate_keeps_versions_that_flip_steer_the_next_reply_and_survive_restart(qtbot, open_window, dense_target):
     window = open_window(dense_target, max_tokens=12)
     first = send(qtbot, window, "hello there")
@@ -108,6 +110,7 @@ def test_regenerate_keeps_versions_that_flip_steer_the_next_reply_and_survive_re
     assert again.store.messages(conv)[1].content == second.text
 
 
+@pytest.mark.slow
 def test_copy_and_delete_a_message(qtbot, open_window, dense_target):
     window = open_window(dense_target, max_tokens=6)
     send(qtbot, window, "first")
@@ -131,6 +134,7 @@ def test_copy_and_delete_a_message(qtbot, open_window, dense_target):
     assert window.transcript.views[0].edit_button.isEnabled()
 
 
+@pytest.mark.slow
 def test_export_through_the_chat_menu_writes_files_that_parse_back(qtbot, open_window, dense_target, tmp_path):
     window = open_window(dense_target, max_tokens=6)
     window.panel.system_prompt.setPlainText("Be brief.")
@@ -167,6 +171,7 @@ def _background(doc, position):
     return char_format(doc, position).background().color()
 
 
+@pytest.mark.slow
 def test_tints_and_rejection_marks_come_back_when_the_conversation_is_reopened(
     qtbot, open_window, dense_target, dense_draft_partial
 ):
@@ -201,6 +206,7 @@ def test_a_reopened_long_conversation_shows_its_last_message(qtbot, open_window,
     assert last.visibleRegion().isEmpty() is False
 
 
+@pytest.mark.slow
 def test_a_regeneration_stopped_before_any_text_leaves_the_reply_as_it_was(qtbot, open_window, dense_target):
     window = open_window(dense_target, max_tokens=6)
     reply = send(qtbot, window, "hello")
@@ -220,6 +226,7 @@ def test_a_regeneration_stopped_before_any_text_leaves_the_reply_as_it_was(qtbot
     assert (row.content, row.complete, row.stats["generated_tokens"]) == (reply.text, True, len(reply.tokens))
 
 
+@pytest.mark.slow
 def test_closing_the_window_mid_reply_saves_it_as_interrupted(qtbot, open_window, dense_target):
     from specchat.engine import TextChunk
     from specchat.ui.chat.footer import INTERRUPTED_TEXT
@@ -241,6 +248,7 @@ def test_closing_the_window_mid_reply_saves_it_as_interrupted(qtbot, open_window
     assert again.transcript.views[-1].footer.text() == INTERRUPTED_TEXT
 
 
+@pytest.mark.slow
 def test_a_queued_reply_says_what_it_waits_for_and_its_ttft_counts_from_send(qtbot, open_window, dense_target):
     window = open_window(dense_target, max_tokens=6)
     gate = threading.Event()
@@ -265,6 +273,7 @@ def test_a_queued_reply_says_what_it_waits_for_and_its_ttft_counts_from_send(qtb
     assert f"TTFT {stats['ttft_from_send_s']:.1f} s (queue {stats['queue_s']:.1f} s" in footer
 
 
+@pytest.mark.slow
 def test_a_reply_behind_the_plain_decode_measurement_says_how_far_it_has_got(
     qtbot, open_window, dense_target, monkeypatch
 ):

@@ -1,6 +1,7 @@
 """The Server menu: serve the loaded pair on localhost from the app, and use a server as the engine."""
 
 import httpx
+import pytest
 from openai import OpenAI
 
 from specchat.engine import Finished, GenerationConfig
@@ -13,6 +14,7 @@ from specchat.ui.server_menu import ServeChoice
 from .conftest import send
 
 
+@pytest.mark.slow
 def test_serving_from_the_app_answers_clients_and_shows_requests(qtbot, open_window, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial)
     port = free_port()
@@ -52,6 +54,7 @@ def test_a_port_in_use_says_so_and_unticks_the_menu(qtbot, open_window, dense_ta
     assert "could not start" in window.banner.label.text()
 
 
+@pytest.mark.slow
 def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target, dense_draft_partial, paths):
     from specchat.engine.owner import EngineHost, load_pair_job
 
@@ -106,6 +109,7 @@ def test_connect_to_server_runs_the_chat_on_it(qtbot, open_window, dense_target,
         host.shutdown()
 
 
+@pytest.mark.slow
 def test_the_apps_server_speaks_tools_structured_output_and_anthropic(qtbot, open_window, dense_target):
     import json
 
@@ -139,6 +143,7 @@ def test_the_apps_server_speaks_tools_structured_output_and_anthropic(qtbot, ope
     window.server.menu.serve_action.setChecked(False)
 
 
+@pytest.mark.slow
 def test_while_serving_a_chat_reply_shares_the_batch_with_an_api_request(
     qtbot, open_window, dense_target, dense_draft_partial
 ):

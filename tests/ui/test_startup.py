@@ -137,6 +137,7 @@ def test_a_read_only_data_folder_still_shows_the_saved_conversations(qtbot, open
     assert ConversationStore(paths.conversations_db).get(conv.id).system_prompt == ""
 
 
+@pytest.mark.slow
 def test_a_second_window_on_the_same_data_folder_says_so_and_writes_nothing(qtbot, open_window, paths):
     import os
 
