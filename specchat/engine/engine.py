@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .auto_drafter import AutoDrafter
 from .autok import AutoK
@@ -20,6 +20,7 @@ from .drafters import Drafter, DraftModelDrafter
 from .errors import ConfigError, EngineError, EngineThreadError, error_from, error_kind, user_message
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
 from .hooks import hook_problems
+from .json_types import JSONObject
 from .knowledge import knowledge_of, learn_all
 from .loading import LoadedModel, context_limit, load_model, vocab_size
 from .lookup import PromptLookupDrafter
@@ -95,11 +96,11 @@ class Engine:
         }
         return {mode: reason or self.hook_problems.get(mode) for mode, reason in modes.items()}
 
-    def knowledge(self) -> dict[str, Any]:
+    def knowledge(self) -> JSONObject:
         """What the controllers learned on this pair (costs, acceptance, confidence; knowledge.py)."""
         return knowledge_of(self.auto_k, self._auto_drafter())
 
-    def learn(self, data: dict[str, Any]) -> None:
+    def learn(self, data: JSONObject) -> None:
         """Start the controllers from what an earlier session learned on this pair and machine."""
         learn_all(self.auto_k, self._auto_drafter(), data)
 
@@ -200,11 +201,12 @@ class Engine:
             )
         return Admission(self._budget(len(prompt), cfg.max_tokens), self._grammar(cfg))
 
-    def _controller(self, cfg: GenerationConfig) -> AutoK | None:
+    def _controller(self, cfg: GenerationConfig, drafter: Drafter) -> AutoK | None:
         if not cfg.auto_k:
             return None
         controller = self.auto_k.setdefault(cfg.mode, AutoK(k_max=cfg.max_draft_tokens))
         controller.k_max = cfg.max_draft_tokens
+        controller.for_drafter(drafter)  # a block drafter's round costs one pass at any K
         controller.new_reply()
         return controller
 
@@ -254,7 +256,7 @@ class Engine:
         steps = (
             baseline_steps(self.runner, ctx)
             if drafter is None
-            else speculative_steps(self.runner, drafter, cfg.max_draft_tokens, ctx, self._controller(cfg))
+            else speculative_steps(self.runner, drafter, cfg.max_draft_tokens, ctx, self._controller(cfg, drafter))
         )
         detok = self.tokenizer.detokenizer
         detok.reset()
@@ -312,14 +314,17 @@ def end_events(
     tokens: list[int],
     stats: StatsRecorder,
     stop: StopReason,
-    **extra: Any,
+    batch_rows: tuple[int, float] | None = None,
 ) -> Iterator[Event]:
-    """The text the detokenizer still held back, then Finished; `extra`: more GenerationStats fields."""
+    """The text the detokenizer still held back, then Finished; `batch_rows`: a batch row's most and mean rows
+    per round (GenerationStats.batch_rows_max and batch_rows_mean)."""
     detok.finalize()
     tail = whole_characters(detok.last_segment)  # reading it advances the detokenizer: read once
     if tail:
         yield TextChunk(tail, (), ())
-    final = replace(stats.finish(len(tokens), stop), **extra)
+    final = stats.finish(len(tokens), stop)
+    if batch_rows is not None:
+        final = replace(final, batch_rows_max=batch_rows[0], batch_rows_mean=batch_rows[1])
     yield Finished(tuple(tokens), whole_characters(decode(tokens)), final, stop == StopReason.CANCELLED)
 
 

@@ -24,6 +24,7 @@ from specchat.upstream.mlx_lm import (
 )
 
 from .errors import RollbackError
+from .model_types import LanguageModel
 
 # gated_delta_update's arguments but the state: q, k, v, a, b, A_log, dt_bias, mask
 GdnArgs = tuple[mx.array, mx.array, mx.array, mx.array, mx.array, mx.array, mx.array, mx.array | None]
@@ -37,7 +38,7 @@ class GdnCall:
 
     conv_input: mx.array | None  # None when the layer did not call its conv1d first (an mlx-lm change)
     args: GdnArgs
-    kwargs: dict[str, Any]
+    kwargs: dict[str, object]  # the kernel's keyword arguments, passed back unchanged on replay
     state_in: mx.array | None
     state_out: mx.array
 
@@ -131,7 +132,7 @@ def _wrap_update(original: GatedDeltaUpdate) -> GatedDeltaUpdate:
     return gated_delta_update
 
 
-def install(model: Any) -> int:
+def install(model: LanguageModel) -> int:
     """Hook every Gated DeltaNet layer of the model whose kernel fits (see specchat.upstream.mlx_lm.model_check);
     returns how many were hooked. A layer left alone still runs; it just cannot be rolled back."""
     hooked = 0

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from llguidance import LLMatcher, LLTokenizer
 
 from .errors import ConfigError
+from .json_types import JSONValue
 
 if TYPE_CHECKING:
     from llguidance._lib import JsonCompileOptions  # a TypedDict of the stubs only
@@ -42,7 +43,7 @@ class Grammar:
             raise ConfigError(f"the {self.label}'s source must be text, got {type(self.source).__name__}")
 
     @classmethod
-    def json_schema(cls, schema: Mapping[str, Any] | str) -> Grammar:
+    def json_schema(cls, schema: Mapping[str, JSONValue] | str) -> Grammar:
         """A JSON schema, given as an object or as its JSON text (property order is kept: the reply's order)."""
         return cls("json_schema", schema if isinstance(schema, str) else json.dumps(schema, ensure_ascii=False))
 

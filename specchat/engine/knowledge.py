@@ -6,16 +6,17 @@ kept per pair, machine and power source by tuning/knowledge_store.py (costs diff
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from .auto_drafter import AutoDrafter, SourceRecord
 from .autok import AutoK
 from .draft_stop import ConfidenceModel
+from .json_types import JSONObject, JSONValue
 
 VERSION = 1
 
 
-def controller_knowledge(auto: AutoK) -> dict[str, Any]:
+def controller_knowledge(auto: AutoK) -> JSONObject:
     """An Auto K controller's costs, acceptance and confidence model."""
     return {
         "accepted": auto.accepted,
@@ -28,19 +29,20 @@ def controller_knowledge(auto: AutoK) -> dict[str, Any]:
     }
 
 
-def learn_controller(auto: AutoK, data: dict[str, Any]) -> None:
+def learn_controller(auto: AutoK, data: Mapping[str, JSONValue]) -> None:
     """Start a controller from what an earlier session learned (a field that does not read is left alone)."""
-    auto.accepted = float(data.get("accepted", auto.accepted))
-    auto.rejected = float(data.get("rejected", auto.rejected))
+    auto.accepted = _float(data.get("accepted"), auto.accepted)
+    auto.rejected = _float(data.get("rejected"), auto.rejected)
     auto.draft_step_s = _optional_float(data.get("draft_step_s"))
-    auto.verify_s = {int(k): float(v) for k, v in (data.get("verify_s") or {}).items()}
-    auto.verify_rounds = {int(k): int(v) for k, v in (data.get("verify_rounds") or {}).items()}
+    auto.verify_s = {int(k): _float(v) for k, v in _map(data.get("verify_s")).items()}
+    auto.verify_rounds = {int(k): int(_float(v)) for k, v in _map(data.get("verify_rounds")).items()}
     auto.plain_s = _optional_float(data.get("plain_s"))
-    if isinstance(data.get("confidence"), dict):
-        learn_confidence(auto.confidence, data["confidence"])
+    confidence = data.get("confidence")
+    if isinstance(confidence, dict):
+        learn_confidence(auto.confidence, confidence)
 
 
-def confidence_knowledge(model: ConfidenceModel) -> dict[str, Any]:
+def confidence_knowledge(model: ConfidenceModel) -> JSONObject:
     """The confidence model's decayed counts and its calibration fit."""
     return {
         "hits": {f"{s}|{b}": v for (s, b), v in model.hits.items()},
@@ -54,30 +56,30 @@ def confidence_knowledge(model: ConfidenceModel) -> dict[str, Any]:
     }
 
 
-def learn_confidence(model: ConfidenceModel, data: dict[str, Any]) -> None:
+def learn_confidence(model: ConfidenceModel, data: Mapping[str, JSONValue]) -> None:
     """Start a confidence model from saved counts."""
-    model.hits = {_state_bin(key): float(v) for key, v in (data.get("hits") or {}).items()}
-    model.trials = {_state_bin(key): float(v) for key, v in (data.get("trials") or {}).items()}
-    model.state_hits = {str(k): float(v) for k, v in (data.get("state_hits") or {}).items()}
-    model.state_trials = {str(k): float(v) for k, v in (data.get("state_trials") or {}).items()}
-    model.next_hits = {int(k): float(v) for k, v in (data.get("next_hits") or {}).items()}
-    model.next_trials = {int(k): float(v) for k, v in (data.get("next_trials") or {}).items()}
-    model.overall = float(data.get("overall", model.overall))
+    model.hits = {_state_bin(key): _float(v) for key, v in _map(data.get("hits")).items()}
+    model.trials = {_state_bin(key): _float(v) for key, v in _map(data.get("trials")).items()}
+    model.state_hits = {str(k): _float(v) for k, v in _map(data.get("state_hits")).items()}
+    model.state_trials = {str(k): _float(v) for k, v in _map(data.get("state_trials")).items()}
+    model.next_hits = {int(k): _float(v) for k, v in _map(data.get("next_hits")).items()}
+    model.next_trials = {int(k): _float(v) for k, v in _map(data.get("next_trials")).items()}
+    model.overall = _float(data.get("overall"), model.overall)
     calibration = data.get("calibration")
     if isinstance(calibration, list) and len(calibration) == 2:
-        model.calibration = (float(calibration[0]), float(calibration[1]))
+        model.calibration = (_float(calibration[0]), _float(calibration[1]))
 
 
-def sources_knowledge(auto: AutoDrafter) -> dict[str, list[float]]:
+def sources_knowledge(auto: AutoDrafter) -> JSONObject:
     """What each of Auto's sources was worth: [accepted, checked] drafts, decayed."""
     return {name: [record.accepted, record.checked] for name, record in auto.records.items()}
 
 
-def learn_sources(auto: AutoDrafter, data: dict[str, Any]) -> None:
+def learn_sources(auto: AutoDrafter, data: Mapping[str, JSONValue]) -> None:
     """Start Auto's sources from saved counts (only the sources it has)."""
     for name, counts in data.items():
         if name in auto.records and isinstance(counts, list) and len(counts) == 2:
-            auto.records[name] = SourceRecord(float(counts[0]), float(counts[1]))
+            auto.records[name] = SourceRecord(_float(counts[0]), _float(counts[1]))
 
 
 def _state_bin(key: str) -> tuple[str, int]:
@@ -85,11 +87,26 @@ def _state_bin(key: str) -> tuple[str, int]:
     return state, int(bin_)
 
 
-def _optional_float(value: object) -> float | None:
-    return None if value is None else float(value)  # type: ignore[arg-type]
+def _map(value: JSONValue) -> dict[str, JSONValue]:
+    """A saved map of counts or costs; {} when the field is missing or not a map."""
+    return value if isinstance(value, dict) else {}
 
 
-def knowledge_of(controllers: dict[str, AutoK], auto: AutoDrafter | None) -> dict[str, Any]:
+def _float(value: JSONValue, default: float | None = None) -> float:
+    """A saved number (a string of one reads too, as float() does); the default, if given, for a missing one.
+    ValueError for a value that is no number, as float() raises."""
+    if value is None and default is not None:
+        return default
+    if isinstance(value, int | float | str):
+        return float(value)
+    raise ValueError(f"not a number: {value!r}")
+
+
+def _optional_float(value: JSONValue) -> float | None:
+    return None if value is None else _float(value)
+
+
+def knowledge_of(controllers: dict[str, AutoK], auto: AutoDrafter | None) -> JSONObject:
     """Everything an engine's controllers learned: Auto K's per mode, and Auto's sources."""
     return {
         "version": VERSION,
@@ -98,12 +115,13 @@ def knowledge_of(controllers: dict[str, AutoK], auto: AutoDrafter | None) -> dic
     }
 
 
-def learn_all(controllers: dict[str, AutoK], auto: AutoDrafter | None, data: dict[str, Any]) -> None:
+def learn_all(controllers: dict[str, AutoK], auto: AutoDrafter | None, data: Mapping[str, JSONValue]) -> None:
     """Start an engine's controllers from saved knowledge (another version's is ignored: it may not fit)."""
     if data.get("version") != VERSION:
         return
-    for mode, saved in (data.get("auto_k") or {}).items():
+    for mode, saved in _map(data.get("auto_k")).items():
         if isinstance(saved, dict):
             learn_controller(controllers.setdefault(str(mode), AutoK()), saved)
-    if auto is not None and isinstance(data.get("sources"), dict):
-        learn_sources(auto, data["sources"])
+    sources = data.get("sources")
+    if auto is not None and isinstance(sources, dict):
+        learn_sources(auto, sources)

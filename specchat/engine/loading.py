@@ -6,13 +6,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from mlx.utils import tree_flatten
 
 from specchat.upstream.mlx_lm import load_with_config
 
 from .errors import ModelLoadError
+from .json_types import JSONObject, JSONValue
+from .model_types import LanguageModel
 from .tokenizer import Tokenizer
 
 # tokenizer_config.json alone is not enough: transformers would quietly build a wrong tokenizer
@@ -23,9 +25,9 @@ VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")
 class LoadedModel:
     """A model, its tokenizer, its config and the folder it came from."""
 
-    model: Any  # an mlx-lm model: its layers, caches and call keywords are untyped upstream
+    model: LanguageModel
     tokenizer: Tokenizer
-    config: dict[str, Any]
+    config: JSONObject
     path: Path
 
     @property
@@ -34,7 +36,7 @@ class LoadedModel:
         return self.path.name
 
 
-def read_config(path: Path) -> dict[str, Any]:
+def read_config(path: Path) -> JSONObject:
     """Read config.json of a model folder, with a message that names the file on failure."""
     config_file = path / "config.json"
     if not config_file.is_file():
@@ -45,7 +47,7 @@ def read_config(path: Path) -> dict[str, Any]:
         raise ModelLoadError(f"cannot read {config_file}: {exc}") from exc
     if not isinstance(config, dict):
         raise ModelLoadError(f"{config_file} does not hold a JSON object")
-    return config
+    return cast(JSONObject, config)
 
 
 def missing_tokenizer(folder: Path) -> str | None:
@@ -69,16 +71,19 @@ def load_model(path: str | Path) -> LoadedModel:
         model, tokenizer, config = load_with_config(str(path))
     except Exception as exc:  # mlx-lm raises ValueError/KeyError/OSError for bad folders
         raise ModelLoadError(f"cannot load {path}: {type(exc).__name__}: {exc}") from exc
-    return LoadedModel(model, tokenizer, config, path)
+    # the boundary: mlx-lm's model and TokenizerWrapper are untyped; the engine uses them as these Protocols say
+    return LoadedModel(cast(LanguageModel, model), cast(Tokenizer, tokenizer), config, path)
 
 
 def vocab_size(loaded: LoadedModel) -> int:
     """The size of the model's output layer (may exceed the tokenizer's vocabulary)."""
-    config = loaded.config.get("text_config", loaded.config)
-    return int(config.get("vocab_size") or loaded.config.get("vocab_size") or len(loaded.tokenizer.get_vocab()))
+    text = loaded.config.get("text_config")
+    section = text if isinstance(text, dict) else loaded.config
+    size = section.get("vocab_size") or loaded.config.get("vocab_size")
+    return int(size) if isinstance(size, int | float | str) else len(loaded.tokenizer.get_vocab())
 
 
-def context_limit(config: Mapping[str, Any]) -> tuple[int, str] | None:
+def context_limit(config: Mapping[str, JSONValue]) -> tuple[int, str] | None:
     """The model's context length and where it came from (max_position_embeddings, at the top of
     config.json or under text_config); None when the config gives none."""
     for where, section in (

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import mlx.core as mx
 
@@ -30,13 +30,14 @@ from specchat.upstream.mlx_optiq import attach_mtp_head, head_logits, mtp_core
 
 from .drafters import Draft, DraftRequest, DraftSteps
 from .errors import ModelLoadError
+from .model_types import LanguageModel, MtpModel
 from .mtp_detect import MtpSupport, detect_mtp
 from .rollback import Transaction
 from .runner import PREFILL_CHUNK, ModelRunner, held_agreement
 from .sampling import Sampler
 
 
-def attach_head(model: Any, tokenizer: object, folder: Path, support: MtpSupport | None = None) -> MtpSupport:
+def attach_head(model: LanguageModel, tokenizer: object, folder: Path, support: MtpSupport | None = None) -> MtpSupport:
     """Attach a folder's MTP head (detected unless `support` is given) with mlx-optiq; raise when impossible."""
     support = support or detect_mtp(folder)
     if not support.available:
@@ -104,7 +105,7 @@ class MtpDrafter:
 
     def __init__(self, target: ModelRunner):
         self.target = target
-        self.model = target.model
+        self.model = cast(MtpModel, target.model)  # the engine makes an MtpDrafter only once attach_head worked
         self.cache = self.model.make_mtp_cache()
         self.seen: list[int] = []  # the tokens the head's m entries depend on: seq[:m + 1]
         self._seen_of: list[int] | None = None  # a sequence `seen` is known to begin (held_agreement)

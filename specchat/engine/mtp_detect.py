@@ -15,9 +15,11 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from specchat.upstream.mlx_optiq import configured_sidecar, mtp_key_prefixes, mtp_sidecar_names
+
+from .json_types import JSONValue
 
 CONFIG_KEYS = ("mtp_num_hidden_layers", "num_nextn_predict_layers")
 SIDECARS = mtp_sidecar_names()  # in mlx-optiq's lookup order
@@ -41,7 +43,7 @@ def is_mtp_key(key: str) -> bool:
     return key.startswith(MTP_PREFIXES)
 
 
-def config_mtp_layers(config: Mapping[str, Any]) -> int:
+def config_mtp_layers(config: Mapping[str, JSONValue]) -> int:
     """Number of MTP layers the config declares (0 when none)."""
     for section in (config, config.get("text_config") or {}):
         if not isinstance(section, dict):
@@ -66,12 +68,12 @@ def safetensors_keys(path: Path) -> list[str]:
     return [k for k in header if k != "__metadata__"]
 
 
-def _extra_sidecar(config: Mapping[str, Any]) -> list[str]:
+def _extra_sidecar(config: Mapping[str, JSONValue]) -> list[str]:
     named = configured_sidecar(config)
     return [named] if named else []
 
 
-def _find_sidecar(folder: Path, config: Mapping[str, Any]) -> tuple[Path | None, str]:
+def _find_sidecar(folder: Path, config: Mapping[str, JSONValue]) -> tuple[Path | None, str]:
     """The sidecar mlx-optiq would load (the first that exists), or None; and what is wrong with it."""
     for rel in dict.fromkeys(_extra_sidecar(config) + list(SIDECARS)):
         path = folder / rel

@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
+
+from .json_types import JSONObject, JSONValue, as_list
 
 
 class ChatTemplate(Protocol):
     """What a tokenizer offers to turn messages into token ids (mlx-lm's wrapper, the remote tokenizer)."""
 
     def apply_chat_template(
-        self, messages: list[dict[str, Any]], add_generation_prompt: bool = True, **kwargs: Any
-    ) -> Any: ...
+        self, messages: list[JSONObject], add_generation_prompt: bool = True, **kwargs: JSONValue
+    ) -> list[int]: ...
 
 
 def chat_prompt_ids(
     tokenizer: ChatTemplate,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, JSONValue]],
     system_prompt: str = "",
     enable_thinking: bool | None = None,
-    template_kwargs: Mapping[str, Any] | None = None,
+    template_kwargs: Mapping[str, JSONValue] | None = None,
     add_generation_prompt: bool = True,
-    tools: Sequence[Mapping[str, Any]] = (),
+    tools: Sequence[Mapping[str, JSONValue]] = (),
     system_note: str = "",
 ) -> list[int]:
     """Token ids of a conversation, ending with the assistant's turn opening unless add_generation_prompt is False.
@@ -32,10 +34,10 @@ def chat_prompt_ids(
     a system note is added to the system message. A conversation that ends with an assistant message
     (without tool calls) is continued: the prompt ends inside that turn, right after its text.
     """
-    kwargs = dict(template_kwargs or {})
+    kwargs: JSONObject = dict(template_kwargs or {})
     if enable_thinking is not None:
         kwargs["enable_thinking"] = enable_thinking
-    chat = [dict(m) for m in messages]
+    chat: list[JSONObject] = [dict(m) for m in messages]
     if system_prompt:
         chat.insert(0, {"role": "system", "content": system_prompt})
     if system_note:
@@ -45,7 +47,7 @@ def chat_prompt_ids(
         kwargs["continue_final_message"] = True
         add_generation_prompt = False
 
-    def render(chat: list[dict[str, Any]], **more: Any) -> list[int]:
+    def render(chat: list[JSONObject], **more: JSONValue) -> list[int]:
         ids = tokenizer.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, **kwargs, **more)
         return [int(t) for t in ids]
 
@@ -68,21 +70,23 @@ TOOLS_PROMPT = (
 )
 
 
-def tools_fallback(messages: list[dict[str, Any]], tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def tools_fallback(messages: list[JSONObject], tools: Sequence[Mapping[str, JSONValue]]) -> list[JSONObject]:
     """The chat for a template that ignores `tools=`: TOOLS_PROMPT in the system message, earlier calls as
     <tool_call> blocks in the assistant's text, tool results as a user turn of <tool_response> blocks."""
     listed = "\n".join(json.dumps(dict(t), ensure_ascii=False) for t in tools)
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for message in messages:
+        calls = as_list(message.get("tool_calls"))
         if message.get("role") == "tool":
             response = f"<tool_response>\n{message.get('content', '')}\n</tool_response>"
             if out and out[-1].get("tool_results"):
-                out[-1] = {**out[-1], "content": out[-1]["content"] + "\n" + response}
+                out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n{response}"}
             else:
                 out.append({"role": "user", "content": response, "tool_results": True})
-        elif message.get("role") == "assistant" and message.get("tool_calls"):
-            blocks = [_call_text(call) for call in message["tool_calls"]]
-            text = "\n".join([message["content"]] + blocks if message.get("content") else blocks)
+        elif message.get("role") == "assistant" and calls:
+            blocks = [_call_text(call) for call in calls if isinstance(call, Mapping)]
+            content = message.get("content")
+            text = "\n".join([str(content)] + blocks if content else blocks)
             out.append({k: v for k, v in message.items() if k != "tool_calls"} | {"content": text})
         else:
             out.append(message)
@@ -90,9 +94,10 @@ def tools_fallback(messages: list[dict[str, Any]], tools: Sequence[Mapping[str, 
     return with_system_note(chat, TOOLS_PROMPT.format(tools=listed))
 
 
-def _call_text(call: Mapping[str, Any]) -> str:
+def _call_text(call: Mapping[str, JSONValue]) -> str:
     """One earlier call as the <tool_call> block TOOLS_PROMPT asks for."""
-    function = call.get("function", call)
+    inner = call.get("function", call)
+    function = inner if isinstance(inner, Mapping) else call
     arguments = function.get("arguments", {})
     if isinstance(arguments, str):
         try:
@@ -103,15 +108,15 @@ def _call_text(call: Mapping[str, Any]) -> str:
     return f"<tool_call>\n{body}\n</tool_call>"
 
 
-def continues_final_message(messages: Sequence[Mapping[str, Any]]) -> bool:
+def continues_final_message(messages: Sequence[Mapping[str, JSONValue]]) -> bool:
     """True when the conversation ends with an assistant's text to continue (a prefill), not with its tool calls."""
     return bool(messages) and messages[-1].get("role") == "assistant" and not messages[-1].get("tool_calls")
 
 
-def with_system_note(messages: list[dict[str, Any]], note: str) -> list[dict[str, Any]]:
+def with_system_note(messages: list[JSONObject], note: str) -> list[JSONObject]:
     """The messages with `note` at the end of the first system message (a new one first when there is none)."""
-    if messages and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str):
-        first = messages[0]["content"]
+    first = messages[0].get("content") if messages and messages[0].get("role") == "system" else None
+    if isinstance(first, str):
         return [{**messages[0], "content": f"{first}\n\n{note}" if first else note}, *messages[1:]]
     return [{"role": "system", "content": note}, *messages]
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+
+import mlx.nn as nn
 
 from specchat.upstream.mlx_lm import (
     ArraysCache,
@@ -38,11 +39,12 @@ from specchat.upstream.mlx_lm import (
 from . import gdn_capture
 from .errors import RollbackError
 from .gdn_capture import GdnCall
+from .model_types import Cache, LanguageModel
 
 TRIMMABLE = (KVCache, QuantizedKVCache, ConcatenateKVCache)
 
 
-def check_supported(caches: Sequence[Any]) -> None:
+def check_supported(caches: Sequence[Cache]) -> None:
     """Raise RollbackError naming the first cache type that cannot be rolled back."""
     for i, c in enumerate(caches):
         if not isinstance(c, (*TRIMMABLE, RotatingKVCache, ArraysCache)):
@@ -55,7 +57,7 @@ def check_supported(caches: Sequence[Any]) -> None:
 class Transaction:
     """The state of every cache of one model before a round, and the round's records."""
 
-    def __init__(self, caches: Sequence[Any]):  # mlx-lm cache objects (untyped upstream)
+    def __init__(self, caches: Sequence[Cache]):
         check_supported(caches)
         self.caches = caches
         # What a rollback restores, by cache index (a trimmable cache needs nothing: trim() moves its offset back).
@@ -82,7 +84,7 @@ class Transaction:
             yield
         self.fed += num_tokens
 
-    def commit(self, keep: int, layers: Mapping[int, Any]) -> None:
+    def commit(self, keep: int, layers: Mapping[int, nn.Module]) -> None:
         """Keep the first `keep` tokens fed in this round; roll back the rest.
 
         `layers` maps each linear-attention cache index to its layer (see linear_layers)."""
@@ -95,7 +97,7 @@ class Transaction:
                 cache.trim(self.fed - keep)
             elif isinstance(cache, RotatingKVCache):
                 _commit_rotating(cache, self.rotating[i], keep, self.fed)
-            else:
+            elif isinstance(cache, ArraysCache):  # check_supported admits no other kind
                 _commit_arrays(cache, self.arrays[i], calls.get(i, []), keep, self.fed, layers.get(i))
         self.rotating, self.arrays, self.recorder = {}, {}, gdn_capture.Recorder()
 
@@ -121,12 +123,14 @@ def _calls_per_cache(
     return per_cache
 
 
-def linear_layers(model: Any) -> dict[int, Any]:
+def linear_layers(model: LanguageModel) -> dict[int, nn.Module]:
     """Map cache index -> Gated DeltaNet module, following model.layers order."""
     return gated_delta_layers(model)
 
 
-def _commit_arrays(cache: Any, snapshot: ArraysState, calls: list[GdnCall], keep: int, fed: int, layer: Any) -> None:
+def _commit_arrays(
+    cache: ArraysCache, snapshot: ArraysState, calls: list[GdnCall], keep: int, fed: int, layer: nn.Module | None
+) -> None:
     # Full keep and zero keep need no record of the calls: plain decoding works unhooked.
     if keep == fed:
         return
@@ -150,7 +154,7 @@ def _commit_arrays(cache: Any, snapshot: ArraysState, calls: list[GdnCall], keep
     raise RollbackError("rollback point lies past the recorded linear-attention calls")
 
 
-def _commit_rotating(cache: Any, snapshot: RotatingState, keep: int, fed: int) -> None:
+def _commit_rotating(cache: RotatingKVCache, snapshot: RotatingState, keep: int, fed: int) -> None:
     inserted = stop_recording_inserts(cache)
     if keep == fed:
         return

@@ -6,9 +6,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 import mlx.core as mx
+import mlx.nn as nn
 import mlx.nn.layers.distributed as distributed
 
 from specchat.upstream.hidden_capture import capture_forward
@@ -21,6 +22,7 @@ from specchat.upstream.mlx_lm import (
 )
 
 from . import gdn_capture
+from .model_types import Cache, HiddenModel, LanguageModel, TrimmableCache
 from .rollback import TRIMMABLE, Transaction, check_supported, linear_layers
 
 PREFILL_CHUNK = 512  # the MTP head's catch-up step (mtp.py); a model's prefill chunks are sized by its pace
@@ -76,7 +78,7 @@ SHARDED_LAYERS = (
 _pinned = False  # a sharded model was seen: every prefill in this process runs in PREFILL_CHUNK steps
 
 
-def is_sharded(model: Any) -> bool:
+def is_sharded(model: LanguageModel) -> bool:
     """Whether a model holds tensor-parallel layers (a cluster rank's shard of the target)."""
     modules = getattr(model, "modules", None)
     return callable(modules) and any(isinstance(m, SHARDED_LAYERS) for m in modules())
@@ -109,6 +111,11 @@ class PrefillPace:
 MAX_CHECKPOINTS = 2
 # Per cache, in order: an ArraysCache's states, any other cache's offset.
 Checkpoint = list[ArraysState | int]
+
+
+def fresh_caches(model: LanguageModel, max_kv_size: int | None = None) -> list[Cache]:
+    """mlx-lm's empty caches for the model, one per layer (mlx-lm annotates its models as a bare nn.Module)."""
+    return make_prompt_cache(cast(nn.Module, model), max_kv_size)
 
 
 def token_ids(tokens: mx.array) -> list[int]:
@@ -154,11 +161,11 @@ def held_agreement(held: list[int], seq: list[int], prefix_of: list[int] | None)
 class ModelRunner:
     """Runs one model over a token sequence; rounds are transactions on its caches."""
 
-    def __init__(self, model: Any, name: str = "model", max_kv_size: int | None = None):  # an mlx-lm model
+    def __init__(self, model: LanguageModel, name: str = "model", max_kv_size: int | None = None):
         self.model = model
         self.name = name
         self.max_kv_size = max_kv_size
-        self.caches = make_prompt_cache(model, max_kv_size)
+        self.caches = fresh_caches(model, max_kv_size)
         check_supported(self.caches)
         self.hybrid = any(isinstance(c, ArraysCache) for c in self.caches)
         self.linear_layers = linear_layers(model) if self.hybrid else {}  # walked once: rollback needs it often
@@ -183,17 +190,17 @@ class ModelRunner:
 
     def reset(self) -> None:
         """Forget everything: fresh caches, no tokens."""
-        self.caches = make_prompt_cache(self.model, self.max_kv_size)
+        self.caches = fresh_caches(self.model, self.max_kv_size)
         self._tokens, self._lazy, self._fed, self._txn, self._checkpoints = [], [], [], None, []
         self._prefix_of = None
 
-    def hand_over(self) -> tuple[list[int], list[Any]]:
+    def hand_over(self) -> tuple[list[int], list[Cache]]:
         """The tokens the caches hold and the caches themselves, given away: the runner starts afresh."""
         held, caches = list(self.tokens), list(self.caches)
         self.reset()
         return held, caches
 
-    def take_over(self, caches: list[Any], tokens: list[int]) -> None:
+    def take_over(self, caches: list[Cache], tokens: list[int]) -> None:
         """Hold these caches (another runner's, or a batch row's) over these tokens from now on."""
         self.reset()
         self.caches, self.tokens = caches, tokens
@@ -242,7 +249,8 @@ class ModelRunner:
         if self.hidden_sink is None:
             return self.model(tokens[None], cache=self.caches)[0], None
         position = len(self._tokens) + sum(a.shape[0] for a in self._lazy + self._fed)
-        logits, hidden = self.model(tokens[None], cache=self.caches, return_hidden=True)
+        model = cast(HiddenModel, self.model)  # hidden_sink is set only on a target with an MTP head
+        logits, hidden = model(tokens[None], cache=self.caches, return_hidden=True)
         self.hidden_sink(position, hidden[0])
         return logits[0], hidden[0]
 
@@ -340,7 +348,7 @@ class ModelRunner:
         """Drop everything after the first n tokens, exactly."""
         if all(isinstance(c, TRIMMABLE) for c in self.caches):
             for c in self.caches:
-                c.trim(len(self.tokens) - n)
+                cast(TrimmableCache, c).trim(len(self.tokens) - n)
             self.tokens = self.tokens[:n]
             self._checkpoints = [(m, s) for m, s in self._checkpoints if m <= n]
             return
@@ -351,7 +359,7 @@ class ModelRunner:
     def _checkpoint(self) -> None:
         if not self.hybrid:
             return
-        states: Checkpoint = [arrays_cache_state(c) if isinstance(c, ArraysCache) else c.offset for c in self.caches]
+        states: Checkpoint = [arrays_cache_state(c) if isinstance(c, ArraysCache) else _offset(c) for c in self.caches]
         self._checkpoints = (self._checkpoints + [(len(self.tokens), states)])[-MAX_CHECKPOINTS:]
 
     def _restore_checkpoint(self, n: int) -> None:
@@ -364,9 +372,15 @@ class ModelRunner:
             if isinstance(s, list):  # an ArraysCache's states (see _checkpoint)
                 set_arrays_cache_state(c, s)
             else:
-                c.trim(c.offset - s)
+                trimmable = cast(TrimmableCache, c)  # a hybrid model's other caches count positions
+                trimmable.trim(trimmable.offset - s)
         self.tokens = self.tokens[:m]
         self._checkpoints = [(k, s) for k, s in self._checkpoints if k <= m]
 
     def _kv_trimmable(self) -> bool:
         return all(isinstance(c, (ArraysCache, *TRIMMABLE)) for c in self.caches)
+
+
+def _offset(cache: Cache) -> int:
+    """The positions a hybrid model's attention cache holds (its caches other than ArraysCache count them)."""
+    return cast(TrimmableCache, cache).offset

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
 from .config import GenerationConfig
 from .engine import Engine
 from .events import Event, Finished
+from .json_types import JSONValue
 from .prompt import chat_prompt_ids
 
 
@@ -21,7 +21,7 @@ class ChatSession:
         self.enable_thinking = enable_thinking
         self.messages: list[dict[str, str]] = []
 
-    def prompt_ids(self, messages: Sequence[Mapping[str, Any]] | None = None) -> list[int]:
+    def prompt_ids(self, messages: Sequence[Mapping[str, JSONValue]] | None = None) -> list[int]:
         """Token ids of the conversation, ending with the assistant's turn opening."""
         messages = self.messages if messages is None else messages
         return chat_prompt_ids(self.engine.tokenizer, messages, self.system_prompt or "", self.enable_thinking)

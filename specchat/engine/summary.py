@@ -7,15 +7,18 @@ Shared by the chat footer and the CLI's stats line. Older saved dicts lack the n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+from .json_types import JSONValue
+
+Stats = Mapping[str, JSONValue]  # asdict(GenerationStats), or a stats dict read back from JSON
 
 NO_ACCEPTANCE = "acceptance —"
 STOP_WORDS = {"eos": "end of turn", "cancelled": "stopped by you", "error": "error"}
 
 
-def stop_text(stats: Mapping[str, Any] | None, cancelled: bool = False) -> str:
+def stop_text(stats: Stats | None, cancelled: bool = False) -> str:
     """Why the reply stopped: 'end of turn', 'max tokens (256)', 'stopped by you' or 'error'; '' if unknown."""
-    reason = (stats or {}).get("stop_reason") or ("cancelled" if cancelled else "")
+    reason = str((stats or {}).get("stop_reason") or ("cancelled" if cancelled else ""))
     if cancelled and reason != "error":
         reason = "cancelled"
     if reason == "length":
@@ -24,18 +27,18 @@ def stop_text(stats: Mapping[str, Any] | None, cancelled: bool = False) -> str:
     return STOP_WORDS.get(reason, reason)
 
 
-def acceptance_text(stats: Mapping[str, Any]) -> str:
+def acceptance_text(stats: Stats) -> str:
     """'80% of drafted tokens accepted', or 'acceptance —' when nothing was drafted (never '0%')."""
-    drafted = stats.get("drafted")
+    drafted = _number(stats, "drafted")
     if drafted is None:  # a very old dict: only the rate is known
-        rate = stats.get("acceptance_rate")
+        rate = _number(stats, "acceptance_rate")
         return NO_ACCEPTANCE if rate is None else f"{rate:.0%} of drafted tokens accepted"
     if not drafted:
         return NO_ACCEPTANCE
-    return f"{stats.get('accepted', 0) / drafted:.0%} of drafted tokens accepted"
+    return f"{(_number(stats, 'accepted') or 0) / drafted:.0%} of drafted tokens accepted"
 
 
-def ks_text(k_rounds: Mapping[Any, int]) -> str:  # int keys, or str ones read back from JSON
+def ks_text(k_rounds: Mapping[int, int] | Mapping[str, JSONValue]) -> str:  # str keys: read back from JSON
     """The drafting Ks used: 'K=2', or 'K=1–4' when rounds used several."""
     ks = sorted(int(k) for k, n in k_rounds.items() if n)
     if not ks:
@@ -43,29 +46,29 @@ def ks_text(k_rounds: Mapping[Any, int]) -> str:  # int keys, or str ones read b
     return f"K={ks[0]}" if ks[0] == ks[-1] else f"K={ks[0]}–{ks[-1]}"
 
 
-def auto_k_text(stats: Mapping[str, Any]) -> str | None:
+def auto_k_text(stats: Stats) -> str | None:
     """What auto K did: 'plain decoding for 92% of tokens, K=2 for the rest'; None without the counts."""
-    generated, plain = stats.get("generated_tokens", 0), stats.get("plain_tokens")
+    generated, plain = _number(stats, "generated_tokens") or 0, _number(stats, "plain_tokens")
     if plain is None or not generated:
         return None
-    k_rounds = stats.get("k_rounds") or {}
+    k_rounds = _map(stats.get("k_rounds"))
     if plain >= generated:
         return "plain decoding for all tokens"
     if plain == 0:
-        return f"{ks_text(k_rounds)} (mean {stats.get('mean_k', 0.0):.1f})"
+        return f"{ks_text(k_rounds)} (mean {_number(stats, 'mean_k') or 0.0:.1f})"
     share = plain / generated
     percent = f"{share:.0%}" if 0.005 <= share <= 0.995 else f"{share:.1%}"
     return f"plain decoding for {percent} of tokens, {ks_text(k_rounds)} for the rest"
 
 
-def k_text(stats: Mapping[str, Any]) -> str:
+def k_text(stats: Stats) -> str:
     """'K=4', or 'K auto (mean 2.3)' when the engine chose K each round."""
     if stats.get("auto_k"):
-        return f"K auto (mean {stats.get('mean_k', 0.0):.1f})"
+        return f"K auto (mean {_number(stats, 'mean_k') or 0.0:.1f})"
     return f"K={stats.get('num_draft_tokens', 0)}"
 
 
-def speculation_text(stats: Mapping[str, Any]) -> str:
+def speculation_text(stats: Stats) -> str:
     """How a speculative reply drafted: 'K=4; 68% of drafted tokens accepted', or for auto K
     'K auto: plain decoding for 92% of tokens, K=2 for the rest; 80% of drafted tokens accepted'."""
     if stats.get("auto_k"):
@@ -80,14 +83,26 @@ def speculation_text(stats: Mapping[str, Any]) -> str:
 DRAFTER_WORDS = {"draft": "draft model", "lookup": "prompt lookup", "mtp": "MTP head", "dflash": "DFlash"}
 
 
-def drafters_text(stats: Mapping[str, Any]) -> str | None:
+def drafters_text(stats: Stats) -> str | None:
     """Which drafter took how many rounds in the Auto mode: 'draft model 21 rounds, prompt lookup 9 rounds
     (38 tokens)'; None for a reply that one drafter drafted."""
-    rounds = stats.get("drafter_rounds") or {}
+    rounds = _map(stats.get("drafter_rounds"))
     if not rounds:
         return None
     parts = []
-    for name, (count, emitted) in rounds.items():
+    for name, pair in rounds.items():
+        count, emitted = pair if isinstance(pair, list | tuple) else (pair, 0)
         words = f"{DRAFTER_WORDS.get(name, name)} {count} round{'' if count == 1 else 's'}"
         parts.append(words + (f" ({emitted} tokens)" if name == "lookup" else ""))
     return ", ".join(parts)
+
+
+def _number(stats: Stats, key: str) -> float | None:
+    """A number in the stats dict; None when it is missing or not a number."""
+    value = stats.get(key)
+    return value if isinstance(value, int | float) else None
+
+
+def _map(value: JSONValue) -> dict[str, JSONValue]:
+    """A map in the stats dict; {} when it is missing or not a map."""
+    return value if isinstance(value, dict) else {}

@@ -4,7 +4,7 @@ transformers tokenizer), so these Protocols name the parts the engine uses."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from .prompt import ChatTemplate
 
@@ -37,6 +37,6 @@ class Tokenizer(Vocabulary, ChatTemplate, Protocol):
     @property
     def detokenizer(self) -> Detokenizer: ...  # a fresh one each time it is read
 
-    def encode(self, text: str, **kwargs: Any) -> list[int]: ...
+    def encode(self, text: str, *, add_special_tokens: bool = ...) -> list[int]: ...
 
-    def decode(self, ids: Iterable[int], **kwargs: Any) -> str: ...
+    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = ...) -> str: ...

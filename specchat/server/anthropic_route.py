@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
-from typing import Any, cast
+from typing import cast
 
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from specchat.engine.config import GenerationConfig
+from specchat.engine.json_types import JSONObject, as_int, as_object, as_str
 
 from .anthropic_stream import AnthropicEvents, sse
 from .anthropic_wire import error_body, openai_body
@@ -79,16 +80,16 @@ def _check_thinking_switch(req: ApiRequest, backend: EngineBackend) -> None:
 
 async def _events(
     stream: JobStream, req: ApiRequest, prompt_tokens: int, events: AnthropicEvents
-) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+) -> AsyncIterator[tuple[str, JSONObject]]:
     """Anthropic's events for the job's OpenAI chunks; an engine error ends the stream with an error event."""
     for event in events.start():
         yield event
-    chunks = cast(AsyncGenerator[dict[str, Any], None], openai_chunks(stream, req, prompt_tokens))
+    chunks = cast(AsyncGenerator[JSONObject, None], openai_chunks(stream, req, prompt_tokens))
     try:
         async for chunk in chunks:
             if "error" in chunk:
-                error = chunk["error"]
-                yield "error", {"type": "error", "error": {"type": "api_error", "message": error.get("message", "")}}
+                message = as_str(as_object(chunk["error"]).get("message"))
+                yield "error", {"type": "error", "error": {"type": "api_error", "message": message}}
                 return
             for event in events.chunk(chunk):
                 yield event
@@ -107,30 +108,31 @@ async def _sse(
         yield sse(name, data)
 
 
-async def _whole(stream: JobStream, req: ApiRequest, prompt_tokens: int, events: AnthropicEvents) -> dict[str, Any]:
+async def _whole(stream: JobStream, req: ApiRequest, prompt_tokens: int, events: AnthropicEvents) -> JSONObject:
     """The whole message, assembled from the same events the stream would send."""
-    message: dict[str, Any] = {}
-    blocks: list[dict[str, Any]] = []
+    message: JSONObject = {}
+    blocks: list[JSONObject] = []
     partial: dict[int, str] = {}
     async for name, data in _events(stream, req, prompt_tokens, events):
         if name == "error":
-            raise ApiError(500, data["error"]["message"], "server_error")
+            raise ApiError(500, as_str(as_object(data["error"]).get("message")), "server_error")
         if name == "message_start":
-            message = data["message"]
+            message = as_object(data["message"])
         elif name == "content_block_start":
-            blocks.append(dict(data["content_block"]))
+            blocks.append(dict(as_object(data["content_block"])))
         elif name == "content_block_delta":
-            _add_delta(blocks[data["index"]], data["delta"], partial, data["index"])
+            index = as_int(data["index"])
+            _add_delta(blocks[index], as_object(data["delta"]), partial, index)
         elif name == "message_delta":
-            message.update(data["delta"])
-            message["usage"] = {**message.get("usage", {}), **data["usage"]}
+            message.update(as_object(data["delta"]))
+            message["usage"] = {**as_object(message.get("usage")), **as_object(data["usage"])}
     for index, text in partial.items():
         blocks[index]["input"] = json.loads(text or "{}")
     return {**message, "content": blocks}
 
 
-def _add_delta(block: dict[str, Any], delta: dict[str, Any], partial: dict[int, str], index: int) -> None:
+def _add_delta(block: JSONObject, delta: JSONObject, partial: dict[int, str], index: int) -> None:
     if delta["type"] == "text_delta":
-        block["text"] = block.get("text", "") + delta["text"]
+        block["text"] = as_str(block.get("text")) + as_str(delta["text"])
     else:
-        partial[index] = partial.get(index, "") + delta["partial_json"]
+        partial[index] = partial.get(index, "") + as_str(delta["partial_json"])

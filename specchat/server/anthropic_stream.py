@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+
+from specchat.engine.json_types import JSONObject, as_int, as_object, as_str, objects
 
 from .anthropic_wire import stop_reason, tool_use_id
 from .responses import StopMatcher
@@ -40,9 +41,9 @@ class AnthropicEvents:
         self.output_tokens = 0
         self.reason: str | None = None
 
-    def start(self) -> list[tuple[str, dict[str, Any]]]:
+    def start(self) -> list[tuple[str, JSONObject]]:
         """The message_start event."""
-        message: dict[str, Any] = {
+        message: JSONObject = {
             "id": "msg_" + uuid.uuid4().hex[:24],
             "type": "message",
             "role": "assistant",
@@ -54,19 +55,20 @@ class AnthropicEvents:
         }
         return [("message_start", {"type": "message_start", "message": message})]
 
-    def chunk(self, chunk: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    def chunk(self, chunk: JSONObject) -> list[tuple[str, JSONObject]]:
         """The events one OpenAI chunk makes (none once a stop sequence ended the text)."""
         if chunk.get("usage"):
-            self.output_tokens = chunk["usage"].get("completion_tokens", self.output_tokens)
-        out: list[tuple[str, dict[str, Any]]] = []
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content") and not self.stops.stopped:
-                out += self._text(self.stops.feed(delta["content"]))
-            for call in delta.get("tool_calls") or []:
+            self.output_tokens = as_int(as_object(chunk["usage"]).get("completion_tokens"), self.output_tokens)
+        out: list[tuple[str, JSONObject]] = []
+        for choice in objects(chunk.get("choices")):
+            delta = as_object(choice.get("delta"))
+            content = as_str(delta.get("content"))
+            if content and not self.stops.stopped:
+                out += self._text(self.stops.feed(content))
+            for call in objects(delta.get("tool_calls")):
                 out += self._tool(call)
             if choice.get("finish_reason"):
-                self.reason = choice["finish_reason"]
+                self.reason = as_str(choice["finish_reason"])
         return out
 
     @property
@@ -74,47 +76,46 @@ class AnthropicEvents:
         """A stop sequence ended the text: the rest of the generation is not wanted."""
         return self.stops.stopped
 
-    def finish(self) -> list[tuple[str, dict[str, Any]]]:
+    def finish(self) -> list[tuple[str, JSONObject]]:
         """The held-back text, the last block's stop, message_delta and message_stop."""
         out = self._text(self.stops.flush())
         out += self._close()
-        delta = {"stop_reason": stop_reason(self.reason, self.stops.matched), "stop_sequence": self.stops.matched}
+        delta: JSONObject = {
+            "stop_reason": stop_reason(self.reason, self.stops.matched),
+            "stop_sequence": self.stops.matched,
+        }
         out.append(
             ("message_delta", {"type": "message_delta", "delta": delta, "usage": {"output_tokens": self.output_tokens}})
         )
         out.append(("message_stop", {"type": "message_stop"}))
         return out
 
-    def _text(self, text: str) -> list[tuple[str, dict[str, Any]]]:
+    def _text(self, text: str) -> list[tuple[str, JSONObject]]:
         if not text:
             return []
         out = self._open("text", {"type": "text", "text": ""}) if self.open_kind != "text" else []
         out.append(("content_block_delta", self._delta({"type": "text_delta", "text": text})))
         return out
 
-    def _tool(self, call: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        out: list[tuple[str, dict[str, Any]]] = []
-        index = call.get("index", 0)
-        function = call.get("function") or {}
+    def _tool(self, call: JSONObject) -> list[tuple[str, JSONObject]]:
+        out: list[tuple[str, JSONObject]] = []
+        index = as_int(call.get("index"))
+        function = as_object(call.get("function"))
         if index not in self.tool_blocks:
-            block = {
+            block: JSONObject = {
                 "type": "tool_use",
                 "id": tool_use_id(call.get("id")),
-                "name": function.get("name", ""),
+                "name": as_str(function.get("name")),
                 "input": {},
             }
             out += self._open("tool_use", block)
             self.tool_blocks[index] = self.block
-        if function.get("arguments"):
-            out.append(
-                (
-                    "content_block_delta",
-                    self._delta({"type": "input_json_delta", "partial_json": function["arguments"]}),
-                )
-            )
+        arguments = as_str(function.get("arguments"))
+        if arguments:
+            out.append(("content_block_delta", self._delta({"type": "input_json_delta", "partial_json": arguments})))
         return out
 
-    def _open(self, kind: str, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    def _open(self, kind: str, block: JSONObject) -> list[tuple[str, JSONObject]]:
         out = self._close()
         self.block += 1
         self.open_kind = kind
@@ -123,16 +124,16 @@ class AnthropicEvents:
         )
         return out
 
-    def _close(self) -> list[tuple[str, dict[str, Any]]]:
+    def _close(self) -> list[tuple[str, JSONObject]]:
         if self.open_kind is None:
             return []
         self.open_kind = None
         return [("content_block_stop", {"type": "content_block_stop", "index": self.block})]
 
-    def _delta(self, delta: dict[str, Any]) -> dict[str, Any]:
+    def _delta(self, delta: JSONObject) -> JSONObject:
         return {"type": "content_block_delta", "index": self.block, "delta": delta}
 
 
-def sse(event: str, data: dict[str, Any]) -> dict[str, str]:
+def sse(event: str, data: JSONObject) -> dict[str, str]:
     """One server-sent event as sse-starlette takes it."""
     return {"event": event, "data": json.dumps(data)}

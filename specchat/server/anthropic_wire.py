@@ -8,6 +8,8 @@ import json
 import uuid
 from typing import Any
 
+from specchat.engine.json_types import JSONObject, JSONValue, as_int, as_object, as_str, objects
+
 from .errors import ApiError, bad_request
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
@@ -19,14 +21,14 @@ ERROR_TYPES = {
 }
 
 
-def openai_body(body: object) -> dict[str, Any]:
+def openai_body(body: object) -> JSONObject:
     """The OpenAI chat body for an Anthropic Messages request; 400 naming the field that is wrong."""
     if not isinstance(body, dict):
         raise bad_request("The request body must be a JSON object")
     max_tokens = body.get("max_tokens")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
         raise bad_request("max_tokens is required: a whole number of tokens", "max_tokens")
-    out: dict[str, Any] = {"messages": _system(body.get("system")) + _messages(body.get("messages"))}
+    out: JSONObject = {"messages": _system(body.get("system")) + _messages(body.get("messages"))}
     out["max_tokens"] = max_tokens
     for name in ("model", "temperature", "top_p", "top_k", "stream", "speculation"):
         if name in body:
@@ -56,7 +58,7 @@ def _list(value: object, where: str) -> list[Any]:
     return value
 
 
-def _system(system: object) -> list[dict[str, Any]]:
+def _system(system: object) -> list[JSONObject]:
     if system is None or system == "":
         return []
     if isinstance(system, str):
@@ -71,10 +73,10 @@ def _text(block: object, where: str) -> str:
     return str(block["text"])
 
 
-def _messages(messages: object) -> list[dict[str, Any]]:
+def _messages(messages: object) -> list[JSONObject]:
     if not isinstance(messages, list) or not messages:
         raise bad_request("messages must be a non-empty list of {role, content}", "messages")
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
@@ -88,7 +90,7 @@ def _messages(messages: object) -> list[dict[str, Any]]:
     return out
 
 
-def _user(blocks: list[Any], where: str) -> list[dict[str, Any]]:
+def _user(blocks: list[Any], where: str) -> list[JSONObject]:
     """A user turn: its tool_result blocks become tool messages (first), its text one user message."""
     results, text = [], []
     for j, block in enumerate(blocks):
@@ -102,16 +104,17 @@ def _user(blocks: list[Any], where: str) -> list[dict[str, Any]]:
     return results + ([{"role": "user", "content": "".join(text)}] if text else [])
 
 
-def _result(block: dict[str, Any], where: str) -> str:
+def _result(block: JSONObject, where: str) -> str:
     content = block.get("content", "")
     if isinstance(content, str):
         return content
     return "".join(_text(part, f"{where}.content[{k}]") for k, part in enumerate(_list(content, f"{where}.content")))
 
 
-def _assistant(blocks: list[Any], where: str) -> list[dict[str, Any]]:
+def _assistant(blocks: list[Any], where: str) -> list[JSONObject]:
     """An assistant turn: text blocks are its content, tool_use blocks its tool calls."""
-    text, calls = [], []
+    text: list[str] = []
+    calls: list[JSONValue] = []
     for j, block in enumerate(blocks):
         at = f"{where}.content[{j}]"
         if isinstance(block, dict) and block.get("type") == "tool_use":
@@ -121,7 +124,7 @@ def _assistant(blocks: list[Any], where: str) -> list[dict[str, Any]]:
             calls.append({"id": str(block.get("id") or _call_id()), "type": "function", "function": function})
         else:
             text.append(_text(block, at))
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+    message: JSONObject = {"role": "assistant", "content": "".join(text) or None}
     if calls:
         message["tool_calls"] = calls
     return [message]
@@ -135,7 +138,7 @@ def thinking_switch(thinking: object) -> bool:
     return bool(kind == "enabled")
 
 
-def _tool(tool: object, i: int) -> dict[str, Any]:
+def _tool(tool: object, i: int) -> JSONObject:
     if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
         raise bad_request(f"tools[{i}] must have a name", f"tools[{i}].name")
     schema = tool.get("input_schema")
@@ -149,7 +152,7 @@ def _tool(tool: object, i: int) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _tool_choice(choice: object) -> str | dict[str, Any]:
+def _tool_choice(choice: object) -> str | JSONObject:
     kind = choice.get("type") if isinstance(choice, dict) else None
     if kind in ("auto", "none"):
         return str(kind)
@@ -178,19 +181,19 @@ def stop_reason(openai_reason: str | None, stop_sequence: str | None) -> str:
     return STOP_REASONS.get(openai_reason or "stop", "end_turn")
 
 
-def content_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+def content_blocks(message: JSONObject) -> list[JSONObject]:
     """An OpenAI assistant message's text and tool calls as Anthropic content blocks."""
-    blocks: list[dict[str, Any]] = []
+    blocks: list[JSONObject] = []
     if message.get("content"):
         blocks.append({"type": "text", "text": message["content"]})
-    for call in message.get("tool_calls") or []:
-        function = call.get("function", {})
-        name, arguments = function.get("name", ""), _arguments(function.get("arguments"))
+    for call in objects(message.get("tool_calls")):
+        function = as_object(call.get("function"))
+        name, arguments = as_str(function.get("name")), _arguments(function.get("arguments"))
         blocks.append({"type": "tool_use", "id": tool_use_id(call.get("id")), "name": name, "input": arguments})
     return blocks
 
 
-def _arguments(arguments: object) -> dict[str, Any]:
+def _arguments(arguments: JSONValue) -> JSONObject:
     if isinstance(arguments, dict):
         return arguments
     try:
@@ -200,23 +203,27 @@ def _arguments(arguments: object) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"_value": parsed}
 
 
-def message_body(whole: dict[str, Any], model: str, stop_sequence: str | None = None) -> dict[str, Any]:
+def message_body(whole: JSONObject, model: str, stop_sequence: str | None = None) -> JSONObject:
     """Anthropic's message for a whole OpenAI chat completion."""
-    choice = whole["choices"][0]
-    usage = whole.get("usage", {})
+    choice = objects(whole.get("choices"))[0]
+    usage = as_object(whole.get("usage"))
+    tokens = {
+        "input_tokens": as_int(usage.get("prompt_tokens")),
+        "output_tokens": as_int(usage.get("completion_tokens")),
+    }
     return {
         "id": "msg_" + uuid.uuid4().hex[:24],
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": content_blocks(choice["message"]),
-        "stop_reason": stop_reason(choice.get("finish_reason"), stop_sequence),
+        "content": content_blocks(as_object(choice.get("message"))),
+        "stop_reason": stop_reason(as_str(choice.get("finish_reason")) or None, stop_sequence),
         "stop_sequence": stop_sequence,
-        "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)},
+        "usage": tokens,
     }
 
 
-def error_body(error: ApiError) -> dict[str, Any]:
+def error_body(error: ApiError) -> JSONObject:
     """An ApiError in Anthropic's shape."""
     kind = ERROR_TYPES.get(error.status, "overloaded_error" if error.status == 503 else "api_error")
     return {"type": "error", "error": {"type": kind, "message": error.message}}

@@ -7,7 +7,6 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -18,6 +17,7 @@ from starlette.responses import Response
 
 from specchat.engine.config import GenerationConfig
 from specchat.engine.errors import ConfigError
+from specchat.engine.json_types import JSONObject
 
 from .anthropic_route import anthropic_error, anthropic_messages, count_tokens
 from .backend import EngineBackend, template_errors
@@ -92,8 +92,10 @@ async def _check_key(request: Request) -> None:
 routes = APIRouter(dependencies=[Depends(_check_key)])
 
 
-@routes.get("/v1/models")
-async def list_models(request: Request) -> dict[str, Any]:
+# response_model=None on routes that return a JSONObject: FastAPI would build a pydantic model of that annotation
+# (a recursive alias it cannot resolve); the body is JSON already and is sent as built.
+@routes.get("/v1/models", response_model=None)
+async def list_models(request: Request) -> JSONObject:
     """OpenAI's model list: the loaded target."""
     created = int(time.time())
     return {
@@ -158,15 +160,15 @@ async def generate(request: Request) -> EventSourceResponse:
     return EventSourceResponse(_event_stream(stream), ping=10)
 
 
-@routes.post("/specchat/v1/tokenize")
-async def tokenize(request: Request) -> dict[str, Any]:
+@routes.post("/specchat/v1/tokenize", response_model=None)
+async def tokenize(request: Request) -> JSONObject:
     """Token ids of a text or of messages through the chat template."""
     body = await _json_body(request, _options(request).max_body_bytes)
     return {"ids": _tokenize(_backend(request), body)}
 
 
-@routes.post("/specchat/v1/decode")
-async def decode(request: Request) -> dict[str, Any]:
+@routes.post("/specchat/v1/decode", response_model=None)
+async def decode(request: Request) -> JSONObject:
     """The text of token ids."""
     body = await _json_body(request, _options(request).max_body_bytes)
     ids = body.get("ids") if isinstance(body, dict) else None
@@ -177,8 +179,8 @@ async def decode(request: Request) -> dict[str, Any]:
     return {"text": backend.engine.tokenizer.decode(ids)}
 
 
-@routes.get("/specchat/v1/status")
-async def status(request: Request) -> dict[str, Any]:
+@routes.get("/specchat/v1/status", response_model=None)
+async def status(request: Request) -> dict[str, object]:  # JSON: extra_status's fields are objects
     """What is loaded, what runs and waits, and how many requests were served."""
     backend = _backend(request)
     engine = backend.loaded()

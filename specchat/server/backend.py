@@ -6,11 +6,12 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from jinja2 import TemplateError
 
 from specchat.engine.config import GenerationConfig
+from specchat.engine.json_types import JSONObject, JSONValue
 from specchat.engine.loading import context_limit
 from specchat.engine.owner import EngineHost, JobContext, JobEvent, JobHandle, JoinSpec, QueueState
 from specchat.engine.owner.hosted import HostedEngine, HostedModel
@@ -28,7 +29,7 @@ class ServedModel(HostedModel, Protocol):
     """A loaded model as the server shows it: also its config.json."""
 
     @property
-    def config(self) -> dict[str, Any]: ...
+    def config(self) -> JSONObject: ...
 
 
 @runtime_checkable
@@ -55,10 +56,29 @@ def template_errors() -> Iterator[None]:
         raise bad_request(f"The model's chat template cannot render these messages: {exc}", "messages") from None
 
 
-def template_ids(tokenizer: ChatTemplate, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> list[int]:
+def template_ids(
+    tokenizer: ChatTemplate,
+    messages: Sequence[Mapping[str, JSONValue]],
+    *,
+    system_prompt: str = "",
+    enable_thinking: bool | None = None,
+    template_kwargs: Mapping[str, JSONValue] | None = None,
+    add_generation_prompt: bool = True,
+    tools: Sequence[Mapping[str, JSONValue]] = (),
+    system_note: str = "",
+) -> list[int]:
     """chat_prompt_ids, its template's refusals as a 400."""
     with template_errors():
-        return chat_prompt_ids(tokenizer, messages, **kwargs)
+        return chat_prompt_ids(
+            tokenizer,
+            messages,
+            system_prompt,
+            enable_thinking,
+            template_kwargs,
+            add_generation_prompt,
+            tools,
+            system_note,
+        )
 
 
 class EngineBackend:
@@ -199,7 +219,7 @@ class EngineBackend:
 
         return work
 
-    def extra_status(self) -> dict[str, Any]:
+    def extra_status(self) -> dict[str, object]:  # JSON; a cluster's override declares dict[str, object]
         """More fields for /specchat/v1/status (a cluster adds its ranks)."""
         return {}
 

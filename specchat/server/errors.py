@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from specchat.engine.json_types import JSONObject
 
 
 class ApiError(Exception):
@@ -21,7 +21,7 @@ class ApiError(Exception):
         self.status, self.message, self.type, self.param, self.code = status, message, type_, param, code
         self.headers = headers or {}
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JSONObject:
         """The JSON body OpenAI clients parse."""
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 

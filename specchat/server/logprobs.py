@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from specchat.engine.config import Limit
 from specchat.engine.errors import ConfigError
 from specchat.engine.grammar import ll_tokenizer
+from specchat.engine.json_types import JSONObject, JSONValue
 from specchat.engine.logprobs import MAX_TOP_LOGPROBS, TokenLogprob
 
 from .errors import bad_request
@@ -32,7 +33,7 @@ class Decodes(Protocol):
     def decode(self, ids: list[int]) -> str: ...
 
 
-def logprobs_setting(kind: str, body: Mapping[str, Any]) -> int | None:
+def logprobs_setting(kind: str, body: Mapping[str, JSONValue]) -> int | None:
     """GenerationConfig.logprobs for a request: chat's logprobs (bool) + top_logprobs (0..20), or legacy
     completions' logprobs (0..5); None when not asked. Raises a 400 naming the field for a bad value."""
     if kind == "chat":
@@ -42,7 +43,7 @@ def logprobs_setting(kind: str, body: Mapping[str, Any]) -> int | None:
     raise ValueError(f"unknown request kind {kind!r}")
 
 
-def _chat_setting(body: Mapping[str, Any]) -> int | None:
+def _chat_setting(body: Mapping[str, JSONValue]) -> int | None:
     wanted = body.get("logprobs")
     if wanted is not None and not isinstance(wanted, bool):
         raise bad_request(f"logprobs must be true or false, got {wanted!r}", "logprobs")
@@ -93,24 +94,24 @@ def token_text(raw: bytes) -> str:
         return "bytes:" + "".join(f"\\x{b:02x}" for b in raw)
 
 
-def chat_logprobs(logprobs: Sequence[TokenLogprob], tokenizer: Decodes) -> dict[str, Any]:
+def chat_logprobs(logprobs: Sequence[TokenLogprob], tokenizer: Decodes) -> JSONObject:
     """Chat completions' choice.logprobs for these tokens (a stream sends each chunk's own)."""
     lookup = token_bytes(tokenizer)
     return {"content": [_chat_entry(lp, lookup) for lp in logprobs]}
 
 
-def _chat_entry(lp: TokenLogprob, lookup: TokenBytes) -> dict[str, Any]:
+def _chat_entry(lp: TokenLogprob, lookup: TokenBytes) -> JSONObject:
     entry = _token_entry(lp.token, lp.logprob, lookup)
     entry["top_logprobs"] = [_token_entry(token, logprob, lookup) for token, logprob in lp.top]
     return entry
 
 
-def _token_entry(token: int, logprob: float, lookup: TokenBytes) -> dict[str, Any]:
+def _token_entry(token: int, logprob: float, lookup: TokenBytes) -> JSONObject:
     raw = lookup(token)
     return {"token": token_text(raw), "logprob": logprob, "bytes": list(raw)}
 
 
-def completion_logprobs(logprobs: Sequence[TokenLogprob], tokenizer: Decodes, text_offset: int = 0) -> dict[str, Any]:
+def completion_logprobs(logprobs: Sequence[TokenLogprob], tokenizer: Decodes, text_offset: int = 0) -> JSONObject:
     """Legacy completions' choice.logprobs; text_offset[i] is where token i starts in the text, counted from
     `text_offset` (a stream passes the characters it has sent: text_end of the tokens before)."""
     lookup = token_bytes(tokenizer)

@@ -5,19 +5,20 @@ its call. Every malformed field is a 400 that names it."""
 from __future__ import annotations
 
 import json
-from typing import Any
+
+from specchat.engine.json_types import JSONObject, objects
 
 from .errors import bad_request
-from .tools import new_call_id
+from .tools import function_name, new_call_id
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
-def parse_messages(messages: object) -> tuple[dict[str, Any], ...]:
+def parse_messages(messages: object) -> tuple[JSONObject, ...]:
     """The chat's messages as the chat template takes them; ApiError naming the first bad field."""
     if not isinstance(messages, list) or not messages:
         raise bad_request("messages must be a non-empty list of {role, content}", "messages")
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ROLES:
             raise bad_request(f"messages[{i}].role must be one of {', '.join(ROLES)}", f"messages[{i}].role")
@@ -31,7 +32,7 @@ def parse_messages(messages: object) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
-def _text(message: dict[str, Any], i: int, empty_ok: bool = False) -> str:
+def _text(message: JSONObject, i: int, empty_ok: bool = False) -> str:
     """A message's text: a string, or a list of text parts (other part types are refused); None when empty_ok."""
     content = message.get("content")
     if content is None and empty_ok:
@@ -47,12 +48,12 @@ def _text(message: dict[str, Any], i: int, empty_ok: bool = False) -> str:
     )
 
 
-def _assistant(message: dict[str, Any], i: int) -> dict[str, Any]:
+def _assistant(message: JSONObject, i: int) -> JSONObject:
     """An assistant turn: its text ("" when null with tool calls) and its tool calls with object arguments."""
     calls = message.get("tool_calls")
     if calls is not None and not isinstance(calls, list):
         raise bad_request(f"messages[{i}].tool_calls must be a list of tool calls", f"messages[{i}].tool_calls")
-    out: dict[str, Any] = {"role": "assistant", "content": _text(message, i, empty_ok=bool(calls))}
+    out: JSONObject = {"role": "assistant", "content": _text(message, i, empty_ok=bool(calls))}
     if calls:
         out["tool_calls"] = [_call(call, f"messages[{i}].tool_calls[{j}]") for j, call in enumerate(calls)]
     if isinstance(message.get("reasoning_content"), str):  # Qwen3 templates show it for the latest turns
@@ -60,7 +61,7 @@ def _assistant(message: dict[str, Any], i: int) -> dict[str, Any]:
     return out
 
 
-def _call(call: object, where: str) -> dict[str, Any]:
+def _call(call: object, where: str) -> JSONObject:
     """{"id", "type": "function", "function": {"name", "arguments"}}; arguments a JSON object or its text."""
     if not isinstance(call, dict):
         raise bad_request(f"{where} must be an object with a function", where)
@@ -79,7 +80,7 @@ def _call(call: object, where: str) -> dict[str, Any]:
     return {"id": call_id or new_call_id(), "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def _arguments(arguments: object, where: str) -> dict[str, Any]:
+def _arguments(arguments: object, where: str) -> JSONObject:
     """A call's arguments as an object (the templates render a mapping; OpenAI sends its JSON text)."""
     if arguments is None or arguments == "":
         return {}
@@ -93,7 +94,7 @@ def _arguments(arguments: object, where: str) -> dict[str, Any]:
     return arguments
 
 
-def _tool_result(message: dict[str, Any], i: int, earlier: list[dict[str, Any]]) -> dict[str, Any]:
+def _tool_result(message: JSONObject, i: int, earlier: list[JSONObject]) -> JSONObject:
     """A tool's result: its text, the id of the call it answers, and that call's function name when known."""
     call_id = message.get("tool_call_id")
     if not isinstance(call_id, str) or not call_id:
@@ -101,7 +102,7 @@ def _tool_result(message: dict[str, Any], i: int, earlier: list[dict[str, Any]])
             f"messages[{i}].tool_call_id must be the id of the tool call this result answers",
             f"messages[{i}].tool_call_id",
         )
-    out: dict[str, Any] = {"role": "tool", "content": _text(message, i), "tool_call_id": call_id}
+    out: JSONObject = {"role": "tool", "content": _text(message, i), "tool_call_id": call_id}
     name = message.get("name")
     if name is not None and not isinstance(name, str):
         raise bad_request(f"messages[{i}].name must be a string", f"messages[{i}].name")
@@ -111,11 +112,10 @@ def _tool_result(message: dict[str, Any], i: int, earlier: list[dict[str, Any]])
     return out
 
 
-def _call_name(earlier: list[dict[str, Any]], call_id: str) -> str | None:
+def _call_name(earlier: list[JSONObject], call_id: str) -> str | None:
     """The function name of the earlier tool call with this id (templates that show a result's tool read it)."""
     for message in reversed(earlier):
-        for call in message.get("tool_calls", ()):
-            if call["id"] == call_id:
-                name: str = call["function"]["name"]
-                return name
+        for call in objects(message.get("tool_calls")):
+            if call.get("id") == call_id:
+                return function_name(call)
     return None

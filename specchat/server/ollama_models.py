@@ -7,10 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from specchat.engine.json_types import JSONObject, as_object, as_str
 from specchat.engine.loading import context_limit
 
 from .backend import ServedEngine
@@ -31,7 +32,7 @@ def not_found_error(name: object, served: str) -> ApiError:
     return ApiError(404, f"model {name!r} not found: this server serves {served}", code="model_not_found")
 
 
-def listed(engine: ServedEngine) -> dict[str, Any]:
+def listed(engine: ServedEngine) -> JSONObject:
     """The model's entry in /api/tags."""
     folder = _folder(engine)
     files = sorted(p for p in folder.iterdir() if p.is_file()) if folder else []
@@ -46,7 +47,7 @@ def listed(engine: ServedEngine) -> dict[str, Any]:
     }
 
 
-def details(engine: ServedEngine, files: list[Path]) -> dict[str, Any]:
+def details(engine: ServedEngine, files: list[Path]) -> JSONObject:
     """Ollama's details: format, family, parameter size and quantization."""
     config = engine.target.config
     family = str(config.get("model_type") or "")
@@ -61,15 +62,16 @@ def details(engine: ServedEngine, files: list[Path]) -> dict[str, Any]:
     }
 
 
-def shown(engine: ServedEngine, defaults: dict[str, Any]) -> dict[str, Any]:
+def shown(engine: ServedEngine, defaults: JSONObject) -> JSONObject:
     """The /api/show body: details, model_info from config.json, the chat template, the default parameters."""
     entry = listed(engine)
     config = engine.target.config
     template = getattr(engine.tokenizer, "chat_template", None)
+    about = as_object(entry["details"])
     return {
         "modified_at": entry["modified_at"],
-        "details": entry["details"],
-        "model_info": model_info(config, entry["details"]["family"], entry["details"]["parameter_size"]),
+        "details": about,
+        "model_info": model_info(config, as_str(about.get("family")), as_str(about.get("parameter_size"))),
         "template": template if isinstance(template, str) else "",
         "parameters": "\n".join(f"{k} {v}" for k, v in defaults.items()),
         "capabilities": capabilities(template if isinstance(template, str) else None),
@@ -88,10 +90,10 @@ def capabilities(template: str | None) -> list[str]:
     return found
 
 
-def model_info(config: dict[str, Any], family: str, parameter_size: str) -> dict[str, Any]:
+def model_info(config: JSONObject, family: str, parameter_size: str) -> JSONObject:
     """Ollama's model_info keys that config.json answers."""
     nested = config.get("text_config")
-    text: dict[str, Any] = nested if isinstance(nested, dict) else config
+    text: JSONObject = nested if isinstance(nested, dict) else config
     limit = context_limit(config)
     keys = {
         "embedding_length": "hidden_size",
@@ -101,24 +103,26 @@ def model_info(config: dict[str, Any], family: str, parameter_size: str) -> dict
         "attention.head_count_kv": "num_key_value_heads",
         "vocab_size": "vocab_size",
     }
-    info: dict[str, Any] = {"general.architecture": family}
+    info: JSONObject = {"general.architecture": family}
     info.update({f"{family}.{k}": text[v] for k, v in keys.items() if v in text})
     if limit is not None:
         info[f"{family}.context_length"] = limit[0]
     return info
 
 
-def running(engine: ServedEngine) -> dict[str, Any]:
+def running(engine: ServedEngine) -> JSONObject:
     """The model's entry in /api/ps: loaded until the server stops, its weights in memory."""
     entry = listed(engine)
     limit = context_limit(engine.target.config)
     return {**entry, "size_vram": entry["size"], "context_length": limit[0] if limit else None}
 
 
-def parameter_count(files: list[Path], config: dict[str, Any]) -> int:
+def parameter_count(files: list[Path], config: JSONObject) -> int:
     """Parameters from the safetensors headers; packed quantized weights counted at their bits, their scales and
     biases left out."""
-    bits = (config.get("quantization") or {}).get("bits") if isinstance(config.get("quantization"), dict) else None
+    quantization = config.get("quantization")
+    bits = quantization.get("bits") if isinstance(quantization, Mapping) else None
+    bits = bits if isinstance(bits, int) else None
     total = 0
     for path in files:
         if path.suffix == ".safetensors":
@@ -126,7 +130,7 @@ def parameter_count(files: list[Path], config: dict[str, Any]) -> int:
     return total
 
 
-def _count(header: dict[str, Any], bits: int | None) -> int:
+def _count(header: JSONObject, bits: int | None) -> int:
     total = 0
     for name, tensor in header.items():
         if name == "__metadata__" or not isinstance(tensor, dict):
@@ -142,7 +146,7 @@ def _count(header: dict[str, Any], bits: int | None) -> int:
     return total
 
 
-def _header(path: Path) -> dict[str, Any]:
+def _header(path: Path) -> JSONObject:
     try:
         with path.open("rb") as handle:
             (length,) = struct.unpack("<Q", handle.read(8))
@@ -161,11 +165,11 @@ def _human(count: int) -> str:
     return str(count)
 
 
-def _quantization(config: dict[str, Any]) -> str:
+def _quantization(config: JSONObject) -> str:
     quant = config.get("quantization")
     if isinstance(quant, dict) and quant.get("bits"):
         return f"Q{quant['bits']}"
-    dtype = config.get("torch_dtype") or (config.get("text_config") or {}).get("torch_dtype")
+    dtype = config.get("torch_dtype") or as_object(config.get("text_config")).get("torch_dtype")
     return {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}.get(str(dtype), "")
 
 

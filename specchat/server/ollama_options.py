@@ -5,9 +5,9 @@ drafts and the target (penalties, mirostat, tail-free and typical sampling) is a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from specchat.engine.config import LIMITS
+from specchat.engine.json_types import JSONObject
 
 from .errors import bad_request
 
@@ -49,13 +49,13 @@ OFF_ONLY = ("logits_all", "vocab_only", "embedding_only")  # modes of Ollama's r
 UNLIMITED = (-1, -2)  # num_predict: no limit, or fill the context: the engine stops at the context's end
 
 
-def openai_options(options: object, served: Served) -> dict[str, Any]:
+def openai_options(options: object, served: Served) -> JSONObject:
     """OpenAI fields for Ollama's options; ApiError naming the first option that cannot be applied."""
     if options is None:
         return {}
     if not isinstance(options, dict):
         raise bad_request("options must be an object", "options")
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for name, value in options.items():
         if value is None or name in HARMLESS:
             continue

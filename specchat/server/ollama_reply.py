@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
-from typing import Any
+
+from specchat.engine.json_types import JSONObject, JSONValue, as_int, as_list, as_object, as_str, objects
 
 NS = 1_000_000_000
 OPEN, CLOSE = "<think>", "</think>"
@@ -19,7 +20,7 @@ def created_at() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
-def tool_call(call_id: str, index: int, name: str, arguments: str) -> dict[str, Any]:
+def tool_call(call_id: str, index: int, name: str, arguments: str) -> JSONObject:
     """An OpenAI tool call (arguments as JSON text) as Ollama's: arguments as an object."""
     try:
         parsed = json.loads(arguments or "{}")
@@ -35,45 +36,48 @@ class OllamaReply:
     def __init__(self, kind: str, model: str, prompt_tokens: int, started_ns: int, think: ThinkSplitter | None = None):
         self.kind, self.model, self.prompt_tokens, self.started_ns = kind, model, prompt_tokens, started_ns
         self.think = think  # splits the thinking off the answer when the request asked to think
-        self.calls: dict[int, dict[str, Any]] = {}  # OpenAI tool-call index -> {"id", "name"} until its arguments
+        self.calls: dict[int, tuple[str, str]] = {}  # OpenAI tool-call index -> (id, name) until its arguments
         self.reason = "stop"
-        self.usage: dict[str, Any] = {}
+        self.usage: JSONObject = {}
 
-    def chunk(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+    def chunk(self, chunk: JSONObject) -> list[JSONObject]:
         """The lines one OpenAI chunk makes: its text, its complete tool calls."""
         if chunk.get("usage"):
-            self.usage = chunk["usage"]
-        out: list[dict[str, Any]] = []
-        for choice in chunk.get("choices") or []:
-            text = (choice.get("delta") or {}).get("content") if "delta" in choice else choice.get("text")
+            self.usage = as_object(chunk["usage"])
+        out: list[JSONObject] = []
+        for choice in objects(chunk.get("choices")):
+            delta = as_object(choice.get("delta"))
+            text = as_str(delta.get("content") if "delta" in choice else choice.get("text"))
             if text:
                 out += self._text(text)
-            for delta in (choice.get("delta") or {}).get("tool_calls") or []:
-                out += self._tool_delta(delta)
+            for call in objects(delta.get("tool_calls")):
+                out += self._tool_delta(call)
             if choice.get("finish_reason"):
                 self.reason = "length" if choice["finish_reason"] == "length" else "stop"
         return out
 
-    def line(self, text: str = "", calls: list[dict[str, Any]] | None = None, thinking: str = "") -> dict[str, Any]:
+    def line(self, text: str = "", calls: list[JSONObject] | None = None, thinking: str = "") -> JSONObject:
         """One line that is not the last: a text (and thinking) delta, or tool calls."""
-        body: dict[str, Any] = {"model": self.model, "created_at": created_at()}
+        body: JSONObject = {"model": self.model, "created_at": created_at()}
         if self.kind == "chat":
-            body["message"] = {"role": "assistant", "content": text}
-            body["message"].update({"thinking": thinking} if thinking else {})
-            body["message"].update({"tool_calls": calls} if calls else {})
+            message: JSONObject = {"role": "assistant", "content": text}
+            message.update({"thinking": thinking} if thinking else {})
+            listed: list[JSONValue] = list(calls or [])
+            message.update({"tool_calls": listed} if listed else {})
+            body["message"] = message
         else:
             body["response"] = text
             body.update({"thinking": thinking} if thinking else {})
         body["done"] = False
         return body
 
-    def finish(self) -> list[dict[str, Any]]:
+    def finish(self) -> list[JSONObject]:
         """The held-back text, then the last line: done, the reason, the counts and durations."""
         body = self.line()
-        body.update(done=True, done_reason=self.reason, **self.figures())
+        body.update({"done": True, "done_reason": self.reason, **self.figures()})
         return self._text("", flush=True) + [body]
 
-    def _text(self, text: str, flush: bool = False) -> list[dict[str, Any]]:
+    def _text(self, text: str, flush: bool = False) -> list[JSONObject]:
         if self.think is None:
             return [self.line(text)] if text else []
         thinking, content = self.think.flush() if flush else self.think.feed(text)
@@ -82,42 +86,44 @@ class OllamaReply:
     def figures(self) -> dict[str, int]:
         """Ollama's counts and durations (ns): the prompt's tokens and time to first token, the reply's tokens and
         decode time (its tokens over the decode speed), the whole request; the model was loaded before."""
-        spec = self.usage.get("speculation") or {}
-        evals = int(self.usage.get("completion_tokens", 0))
-        speed = spec.get("decode_tokens_per_s") or 0.0
+        spec = as_object(self.usage.get("speculation"))
+        evals = as_int(self.usage.get("completion_tokens"))
+        speed = _number(spec.get("decode_tokens_per_s"))
         return {
             "total_duration": time.monotonic_ns() - self.started_ns,
             "load_duration": 0,
             "prompt_eval_count": self.prompt_tokens,
-            "prompt_eval_duration": int((spec.get("ttft_s") or 0.0) * NS),
+            "prompt_eval_duration": int(_number(spec.get("ttft_s")) * NS),
             "eval_count": evals,
             "eval_duration": int(evals / speed * NS) if speed > 0 else 0,
         }
 
-    def _tool_delta(self, delta: dict[str, Any]) -> list[dict[str, Any]]:
+    def _tool_delta(self, delta: JSONObject) -> list[JSONObject]:
         """A call is sent whole once its arguments come (OpenAI's deltas: the name first, then the arguments)."""
-        index = int(delta.get("index", 0))
-        function = delta.get("function") or {}
-        head = self.calls.setdefault(index, {"id": delta.get("id") or "", "name": ""})
-        head["name"] = function.get("name") or head["name"]
-        if not function.get("arguments"):
+        index = as_int(delta.get("index"))
+        function = as_object(delta.get("function"))
+        call_id, name = self.calls.get(index, (as_str(delta.get("id")), ""))
+        name = as_str(function.get("name")) or name
+        self.calls[index] = (call_id, name)
+        arguments = as_str(function.get("arguments"))
+        if not arguments:
             return []
-        return [self.line(calls=[tool_call(head["id"], index, head["name"], function["arguments"])])]
+        return [self.line(calls=[tool_call(call_id, index, name, arguments)])]
 
 
-def whole(lines: list[dict[str, Any]]) -> dict[str, Any]:
+def whole(lines: list[JSONObject]) -> JSONObject:
     """The non-streamed reply: the lines folded into the last one (text joined, tool calls gathered)."""
     last = dict(lines[-1])
-    parts = [line.get("message", line) for line in lines]
-    text = "".join(part.get("content", part.get("response", "")) for part in parts)
-    thinking = (
-        {"thinking": "".join(p.get("thinking", "") for p in parts)} if any("thinking" in p for p in parts) else {}
+    parts = [as_object(line["message"]) if "message" in line else line for line in lines]
+    text = "".join(as_str(part.get("content", part.get("response"))) for part in parts)
+    thinking: JSONObject = (
+        {"thinking": "".join(as_str(p.get("thinking")) for p in parts)} if any("thinking" in p for p in parts) else {}
     )
     if "message" in last:
-        calls = [call for part in parts for call in part.get("tool_calls", [])]
+        calls = [call for part in parts for call in as_list(part.get("tool_calls"))]
         last["message"] = {"role": "assistant", "content": text, **thinking, **({"tool_calls": calls} if calls else {})}
     else:
-        last.update(response=text, **thinking)
+        last.update({"response": text, **thinking})
     return last
 
 
@@ -176,3 +182,8 @@ class ThinkSplitter:
 def _tag_tail(text: str, tag: str) -> int:
     """How many characters at the end of text may start tag."""
     return next((k for k in range(len(tag) - 1, 0, -1) if text.endswith(tag[:k])), 0)
+
+
+def _number(value: JSONValue) -> float:
+    """A figure of the speculation stats; 0 when it is missing or null."""
+    return float(value) if isinstance(value, int | float) else 0.0

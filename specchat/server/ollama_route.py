@@ -8,13 +8,14 @@ import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import asdict, replace
-from typing import Any, cast
+from typing import cast
 
 from fastapi import APIRouter, Request
 from fastapi.routing import APIRoute
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from specchat.engine.config import GenerationConfig
+from specchat.engine.json_types import JSONObject, as_int, as_object, as_str
 from specchat.engine.loading import context_limit
 
 from .backend import NOT_LOADED, EngineBackend
@@ -39,7 +40,7 @@ def ollama_error(error: ApiError) -> JSONResponse:
 class OllamaRoute(APIRoute):
     """A route whose ApiErrors (its dependencies' too: the API key) answer in Ollama's shape."""
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[object, object, Response]]:
         """The route's handler, its ApiErrors turned into Ollama's error bodies."""
         handler = super().get_route_handler()
 
@@ -56,25 +57,26 @@ def ollama_router(read_body: BodyReader) -> APIRouter:
     """The Ollama routes, reading bodies with the app's reader (size, depth and text checks)."""
     router = APIRouter(route_class=OllamaRoute)
 
-    @router.get("/api/version")
-    async def version() -> dict[str, Any]:
+    # response_model=None: the bodies are JSON as built (see app.py: FastAPI cannot model the JSONObject alias)
+    @router.get("/api/version", response_model=None)
+    async def version() -> JSONObject:
         """The Ollama API version these routes follow."""
         return {"version": OLLAMA_API_VERSION}
 
-    @router.get("/api/tags")
-    async def tags(request: Request) -> dict[str, Any]:
+    @router.get("/api/tags", response_model=None)
+    async def tags(request: Request) -> JSONObject:
         """The loaded model as Ollama lists models."""
         engine = _backend(request).loaded()
         return {"models": [listed(engine)] if engine is not None else []}
 
-    @router.get("/api/ps")
-    async def ps(request: Request) -> dict[str, Any]:
+    @router.get("/api/ps", response_model=None)
+    async def ps(request: Request) -> JSONObject:
         """The loaded model as Ollama lists running ones."""
         engine = _backend(request).loaded()
         return {"models": [running(engine)] if engine is not None else []}
 
-    @router.post("/api/show")
-    async def show(request: Request) -> dict[str, Any]:
+    @router.post("/api/show", response_model=None)
+    async def show(request: Request) -> JSONObject:
         """The model's details, model_info, template and default parameters."""
         backend, body = _backend(request), await _body(request, read_body)
         _model(body.get("model", body.get("name")), backend)
@@ -104,7 +106,7 @@ def _defaults(request: Request) -> GenerationConfig:
     return defaults
 
 
-async def _body(request: Request, read_body: BodyReader) -> dict[str, Any]:
+async def _body(request: Request, read_body: BodyReader) -> JSONObject:
     body = await read_body(request, request.app.state.options.max_body_bytes)
     if not isinstance(body, dict):
         raise bad_request("The request body must be a JSON object")
@@ -136,7 +138,7 @@ async def _generate(request: Request, read_body: BodyReader, route: str) -> Resp
     started = time.monotonic_ns()
     backend, body = _backend(request), await _body(request, read_body)
     model = _model(body.get("model"), backend)
-    shown_name = body["model"] if isinstance(body.get("model"), str) and body["model"] else model_name(backend.engine)
+    shown_name = as_str(body.get("model")) or model_name(backend.engine)
     body = {**body, "model": model}
     if _loads_only(body, route):
         return JSONResponse(_loaded(route, shown_name))
@@ -163,26 +165,27 @@ def _splitter(req: ApiRequest, backend: EngineBackend, ids: list[int]) -> ThinkS
     return ThinkSplitter(opened=tail.rstrip().endswith(OPEN))
 
 
-def _loads_only(body: dict[str, Any], route: str) -> bool:
+def _loads_only(body: JSONObject, route: str) -> bool:
     """Ollama's way to load a model: a chat without messages, a generate without a prompt."""
     return not body.get("messages") if route == "chat" else not body.get("prompt") and not body.get("context")
 
 
-def _loaded(route: str, model: str) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": model, "created_at": created_at()}
+def _loaded(route: str, model: str) -> JSONObject:
+    body: JSONObject = {"model": model, "created_at": created_at()}
     body.update({"message": {"role": "assistant", "content": ""}} if route == "chat" else {"response": ""})
     return {**body, "done": True, "done_reason": "load"}
 
 
 async def _lines(
     stream: JobStream, req: ApiRequest, prompt_tokens: int, reply: OllamaReply
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[JSONObject]:
     """Ollama's lines for the job's OpenAI chunks; an engine error ends them with an {"error"} line."""
-    chunks = cast(AsyncGenerator[dict[str, Any], None], openai_chunks(stream, req, prompt_tokens))
+    chunks = cast(AsyncGenerator[JSONObject, None], openai_chunks(stream, req, prompt_tokens))
     try:
         async for chunk in chunks:
             if "error" in chunk:
-                yield {"error": chunk["error"].get("message", ""), "_status": _status(chunk["error"])}
+                error = as_object(chunk["error"])
+                yield {"error": error.get("message", ""), "_status": _status(error)}
                 return
             for line in reply.chunk(chunk):
                 yield line
@@ -192,21 +195,21 @@ async def _lines(
         yield line
 
 
-def _status(error: dict[str, Any]) -> int:
+def _status(error: JSONObject) -> int:
     if error.get("type") == "invalid_request_error":
         return 400
     return 503 if error.get("code") == "server_shutting_down" else 500
 
 
-async def _raising(lines: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+async def _raising(lines: AsyncIterator[JSONObject]) -> AsyncIterator[JSONObject]:
     """The lines, an error line raised as the ApiError it stands for (a whole reply has no lines to end)."""
     async for line in lines:
         if "error" in line:
-            raise ApiError(line["_status"], line["error"])
+            raise ApiError(as_int(line["_status"], 500), as_str(line["error"]))
         yield line
 
 
-async def _ndjson(lines: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+async def _ndjson(lines: AsyncIterator[JSONObject]) -> AsyncIterator[bytes]:
     async for line in lines:
         line.pop("_status", None)
         yield json.dumps(line).encode() + b"\n"

@@ -5,7 +5,8 @@ route is in ollama_route.py, the replies in ollama_reply.py."""
 from __future__ import annotations
 
 import json
-from typing import Any
+
+from specchat.engine.json_types import JSONObject
 
 from .errors import bad_request
 from .ollama_options import Served, openai_options
@@ -14,7 +15,7 @@ from .tools import new_call_id
 PASSED = ("model", "speculation")  # fields that mean the same in both APIs
 
 
-def chat_body(body: dict[str, Any], served: Served) -> dict[str, Any]:
+def chat_body(body: JSONObject, served: Served) -> JSONObject:
     """The OpenAI chat body for an Ollama /api/chat request; 400 naming the field that is wrong."""
     out = _common(body, served)
     out["messages"] = messages(body.get("messages"))
@@ -25,7 +26,7 @@ def chat_body(body: dict[str, Any], served: Served) -> dict[str, Any]:
     return out
 
 
-def generate_body(body: dict[str, Any], served: Served) -> tuple[str, dict[str, Any]]:
+def generate_body(body: JSONObject, served: Served) -> tuple[str, JSONObject]:
     """The kind ("chat" through the template, "completion" when raw) and OpenAI body of an /api/generate."""
     for name in ("template", "suffix"):
         if body.get(name):
@@ -50,9 +51,9 @@ def generate_body(body: dict[str, Any], served: Served) -> tuple[str, dict[str, 
     return "chat", {**out, "messages": chat}
 
 
-def _common(body: dict[str, Any], served: Served) -> dict[str, Any]:
+def _common(body: JSONObject, served: Served) -> JSONObject:
     """What chat and generate share: model, stream (default true), options, format, think, logprobs."""
-    out: dict[str, Any] = {name: body[name] for name in PASSED if name in body}
+    out: JSONObject = {name: body[name] for name in PASSED if name in body}
     stream = body.get("stream", True)
     if stream is None:
         stream = True
@@ -71,7 +72,7 @@ def _common(body: dict[str, Any], served: Served) -> dict[str, Any]:
     return out
 
 
-def response_format(fmt: object) -> dict[str, Any] | None:
+def response_format(fmt: object) -> JSONObject | None:
     """OpenAI's response_format for Ollama's format: "json" (any JSON object) or a JSON schema."""
     if fmt is None or fmt == "":
         return None
@@ -96,11 +97,11 @@ def think_switch(think: object, switch: bool | None) -> bool | None:
     return think
 
 
-def messages(items: object) -> list[dict[str, Any]]:
+def messages(items: object) -> list[JSONObject]:
     """Ollama's messages as OpenAI's: tool calls get ids (arguments as JSON text), tool results the id they answer."""
     if not isinstance(items, list) or not items:
         raise bad_request("messages must be a non-empty list of {role, content}", "messages")
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     pending: list[tuple[str, str]] = []  # (id, function name) of calls not answered yet
     for i, message in enumerate(items):
         where = f"messages[{i}]"
@@ -119,7 +120,7 @@ def messages(items: object) -> list[dict[str, Any]]:
     return out
 
 
-def _calls(calls: object, i: int) -> list[dict[str, Any]]:
+def _calls(calls: object, i: int) -> list[JSONObject]:
     where = f"messages[{i}].tool_calls"
     if not isinstance(calls, list):
         raise bad_request(f"{where} must be a list of {{function: {{name, arguments}}}}", where)
@@ -135,7 +136,7 @@ def _calls(calls: object, i: int) -> list[dict[str, Any]]:
     return out
 
 
-def _answered(message: dict[str, Any], pending: list[tuple[str, str]], where: str) -> tuple[str, str | None]:
+def _answered(message: JSONObject, pending: list[tuple[str, str]], where: str) -> tuple[str, str | None]:
     """The id (and function name) of the call a tool result answers: its tool_call_id, else the first unanswered
     call of that tool_name (or the first unanswered one); a fresh id when no call is waiting."""
     name = message.get("tool_name", message.get("name"))
@@ -151,6 +152,6 @@ def _answered(message: dict[str, Any], pending: list[tuple[str, str]], where: st
     return match[0], name or match[1]
 
 
-def _no_images(body: dict[str, Any], where: str) -> None:
+def _no_images(body: JSONObject, where: str) -> None:
     if body.get("images"):
         raise bad_request(f"{where}: images are not supported by this server (the loaded models read text)", where)

@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import cast
 
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from specchat.engine.config import GenerationConfig
+from specchat.engine.json_types import JSONObject, as_object, as_str
 
 from .anthropic_stream import sse
 from .backend import EngineBackend
@@ -31,12 +32,12 @@ class _Kept:
     """One kept response: the messages it added to its previous response's conversation."""
 
     parent: _Kept | None
-    messages: tuple[dict[str, Any], ...]
+    messages: tuple[JSONObject, ...]
     length: int  # the messages of the whole conversation up to here
 
-    def conversation(self) -> list[dict[str, Any]]:
+    def conversation(self) -> list[JSONObject]:
         """The whole conversation, oldest message first."""
-        parts: list[tuple[dict[str, Any], ...]] = []
+        parts: list[tuple[JSONObject, ...]] = []
         node: _Kept | None = self
         while node is not None:
             parts.append(node.messages)
@@ -54,12 +55,12 @@ class ResponseStore:
         self.size = size
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
 
-    def get(self, response_id: str) -> list[dict[str, Any]] | None:
+    def get(self, response_id: str) -> list[JSONObject] | None:
         """The conversation up to and including that response, or None when it is not kept."""
         kept = self._kept.get(response_id)
         return kept.conversation() if kept is not None else None
 
-    def put(self, response_id: str, conversation: list[dict[str, Any]], previous_id: str | None = None) -> None:
+    def put(self, response_id: str, conversation: list[JSONObject], previous_id: str | None = None) -> None:
         """Keep a conversation that continues `previous_id`'s, forgetting the oldest beyond the size."""
         parent = self._kept.get(previous_id) if previous_id else None
         if parent is not None and parent.length <= len(conversation):
@@ -113,25 +114,26 @@ class _Run:
     ):
         self.stream, self.req, self.prompt_tokens = stream, req, prompt_tokens
         self.events, self.read, self.store = events, read, store
-        self.failure: dict[str, Any] | None = None  # the chat error object that ended the job
+        self.failure: JSONObject | None = None  # the chat error object that ended the job
 
     def keep(self) -> None:
         """Keep the conversation for a follow-up, unless the request said store false."""
         if self.read.store:
             conversation = [*self.read.history, assistant_message(self.events.output)]
-            self.store.put(self.events.response["id"], conversation, self.read.echo["previous_response_id"])
+            previous = as_str(self.read.echo.get("previous_response_id")) or None
+            self.store.put(as_str(self.events.response["id"]), conversation, previous)
 
 
-async def _events(run: _Run) -> AsyncIterator[dict[str, Any]]:
+async def _events(run: _Run) -> AsyncIterator[JSONObject]:
     """The Responses events for the job's chat chunks; an engine error ends them with an error event."""
     for event in run.events.start():
         yield event
-    chunks = cast(AsyncGenerator[dict[str, Any], None], openai_chunks(run.stream, run.req, run.prompt_tokens))
+    chunks = cast(AsyncGenerator[JSONObject, None], openai_chunks(run.stream, run.req, run.prompt_tokens))
     try:
         async for chunk in chunks:
             if "error" in chunk:
-                run.failure = chunk["error"]
-                yield run.events.error(chunk["error"])
+                run.failure = as_object(chunk["error"])
+                yield run.events.error(run.failure)
                 return
             for event in run.events.chunk(chunk):
                 yield event
@@ -145,22 +147,21 @@ async def _events(run: _Run) -> AsyncIterator[dict[str, Any]]:
 
 async def _sse(run: _Run) -> AsyncIterator[dict[str, str]]:
     async for event in _events(run):
-        yield sse(event["type"], event)
+        yield sse(as_str(event["type"]), event)
 
 
-async def _whole(run: _Run) -> dict[str, Any]:
+async def _whole(run: _Run) -> JSONObject:
     """The whole response: the one the last event carries."""
-    final: dict[str, Any] = {}
+    final: JSONObject = {}
     async for event in _events(run):
         if run.failure is not None:
             raise _error(run.failure)
         final = event
-    response: dict[str, Any] = final["response"]
-    return response
+    return as_object(final["response"])
 
 
-def _error(error: dict[str, Any]) -> ApiError:
+def _error(error: JSONObject) -> ApiError:
     """The chat error object that ended a job as the HTTP error a whole request gets."""
-    kind, code = str(error.get("type", "server_error")), error.get("code")
+    kind, code = str(error.get("type", "server_error")), as_str(error.get("code")) or None
     status = 503 if code == "server_shutting_down" else 400 if kind == "invalid_request_error" else 500
-    return ApiError(status, str(error.get("message", "")), kind, error.get("param"), code)
+    return ApiError(status, str(error.get("message", "")), kind, as_str(error.get("param")) or None, code)

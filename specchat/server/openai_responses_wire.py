@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from specchat.engine.json_types import JSONObject, as_list
+
 from .errors import ApiError, bad_request, not_found
 
 # Sent on to the chat parser as they are: sampling, SpecChat's extras, the penalties it refuses by name.
@@ -37,20 +39,20 @@ ROLES = ("user", "system", "developer", "assistant")
 class ResponsesRequest:
     """A Responses request read: its chat body, the conversation to keep, and what the response repeats."""
 
-    chat: dict[str, Any]  # an OpenAI chat body for parse_request
-    history: list[dict[str, Any]]  # the chat messages without the instructions (kept for previous_response_id)
-    echo: dict[str, Any]  # the request's fields the response object repeats
+    chat: JSONObject  # an OpenAI chat body for parse_request
+    history: list[JSONObject]  # the chat messages without the instructions (kept for previous_response_id)
+    echo: JSONObject  # the request's fields the response object repeats
     store: bool
     parallel_tool_calls: bool
 
 
-def read_request(body: object, earlier: Callable[[str], list[dict[str, Any]] | None]) -> ResponsesRequest:
+def read_request(body: object, earlier: Callable[[str], list[JSONObject] | None]) -> ResponsesRequest:
     """The chat body for a Responses request; `earlier` gives a kept response's conversation (None: unknown)."""
     if not isinstance(body, dict):
         raise bad_request("The request body must be a JSON object")
     _refuse_unsupported(body)
     history = _previous(body.get("previous_response_id"), earlier) + input_messages(body.get("input"))
-    chat: dict[str, Any] = {name: body[name] for name in PASSED if name in body}
+    chat: JSONObject = {name: body[name] for name in PASSED if name in body}
     chat["messages"] = _instructions(body.get("instructions")) + history
     if body.get("max_output_tokens") is not None:
         chat["max_tokens"] = body["max_output_tokens"]
@@ -74,13 +76,13 @@ def renamed(error: ApiError) -> ApiError:
     return error
 
 
-def input_messages(value: object) -> list[dict[str, Any]]:
+def input_messages(value: object) -> list[JSONObject]:
     """The input (a string, or a list of message, function_call and function_call_output items) as chat messages."""
     if value is None:
         return []
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for i, item in enumerate(_list(value, "input")):
         where = f"input[{i}]"
         if not isinstance(item, dict):
@@ -101,7 +103,7 @@ def input_messages(value: object) -> list[dict[str, Any]]:
     return out
 
 
-def _refuse_unsupported(body: dict[str, Any]) -> None:
+def _refuse_unsupported(body: JSONObject) -> None:
     """What would change the answer and is not applied here is refused, never ignored."""
     reasoning = body.get("reasoning")
     effort = reasoning.get("effort") if isinstance(reasoning, dict) else reasoning
@@ -124,7 +126,7 @@ def _unsupported(param: str, message: str) -> None:
     raise bad_request(message, param, "unsupported_parameter")
 
 
-def _previous(value: object, earlier: Callable[[str], list[dict[str, Any]] | None]) -> list[dict[str, Any]]:
+def _previous(value: object, earlier: Callable[[str], list[JSONObject] | None]) -> list[JSONObject]:
     if value is None:
         return []
     if not isinstance(value, str) or not value:
@@ -140,7 +142,7 @@ def _previous(value: object, earlier: Callable[[str], list[dict[str, Any]] | Non
     return [dict(m) for m in messages]
 
 
-def _instructions(value: object) -> list[dict[str, Any]]:
+def _instructions(value: object) -> list[JSONObject]:
     if value is None or value == "":
         return []
     if not isinstance(value, str):
@@ -148,7 +150,7 @@ def _instructions(value: object) -> list[dict[str, Any]]:
     return [{"role": "system", "content": value}]
 
 
-def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
+def _message(item: JSONObject, where: str) -> JSONObject:
     role = item.get("role")
     if role not in ROLES:
         raise bad_request(f"{where}.role must be one of {', '.join(ROLES)}", f"{where}.role")
@@ -171,7 +173,7 @@ def _text(content: object, where: str) -> str:
     return "".join(texts)
 
 
-def _add_call(out: list[dict[str, Any]], item: dict[str, Any], where: str) -> None:
+def _add_call(out: list[JSONObject], item: JSONObject, where: str) -> None:
     """A function_call item: a tool call of the assistant turn before it (one turn for calls in a row)."""
     for name in ("call_id", "name"):
         if not isinstance(item.get(name), str) or not item[name]:
@@ -179,20 +181,24 @@ def _add_call(out: list[dict[str, Any]], item: dict[str, Any], where: str) -> No
     arguments = item.get("arguments", "")
     if not isinstance(arguments, str):
         raise bad_request(f"{where}.arguments must be the JSON text of the arguments", f"{where}.arguments")
-    call = {"id": item["call_id"], "type": "function", "function": {"name": item["name"], "arguments": arguments}}
+    call: JSONObject = {
+        "id": item["call_id"],
+        "type": "function",
+        "function": {"name": item["name"], "arguments": arguments},
+    }
     if out and out[-1]["role"] == "assistant":
-        out[-1]["tool_calls"] = [*out[-1].get("tool_calls", []), call]
+        out[-1]["tool_calls"] = [*as_list(out[-1].get("tool_calls")), call]
     else:
         out.append({"role": "assistant", "content": None, "tool_calls": [call]})
 
 
-def _call_output(item: dict[str, Any], where: str) -> dict[str, Any]:
+def _call_output(item: JSONObject, where: str) -> JSONObject:
     if not isinstance(item.get("call_id"), str) or not item["call_id"]:
         raise bad_request(f"{where}.call_id must be the call_id of the function_call it answers", f"{where}.call_id")
     return {"role": "tool", "tool_call_id": item["call_id"], "content": _text(item.get("output"), f"{where}.output")}
 
 
-def _tool(tool: object, i: int) -> dict[str, Any]:
+def _tool(tool: object, i: int) -> JSONObject:
     """A flat function tool ({"type": "function", "name", ...}) in chat's nested shape."""
     kind = tool.get("type") if isinstance(tool, dict) else None
     if not isinstance(tool, dict) or kind != "function":
@@ -206,7 +212,7 @@ def _tool(tool: object, i: int) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _tool_choice(choice: object) -> str | dict[str, Any]:
+def _tool_choice(choice: object) -> str | JSONObject:
     if isinstance(choice, str):
         return choice  # none, auto or required: checked by the chat parser
     if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
@@ -214,7 +220,7 @@ def _tool_choice(choice: object) -> str | dict[str, Any]:
     raise bad_request('tool_choice must be none, auto, required or {"type": "function", "name": ...}', "tool_choice")
 
 
-def _format(text: object) -> dict[str, Any] | None:
+def _format(text: object) -> JSONObject | None:
     """text.format as chat's response_format (None for plain text)."""
     if text is None:
         return None
@@ -234,7 +240,7 @@ def _format(text: object) -> dict[str, Any] | None:
     raise bad_request(f"text.format.type must be text, json_object or json_schema, got {kind!r}", "text.format.type")
 
 
-def _echo(body: dict[str, Any], parallel: bool, store: bool) -> dict[str, Any]:
+def _echo(body: JSONObject, parallel: bool, store: bool) -> JSONObject:
     """The request's fields as the response object repeats them."""
     return {
         "instructions": body.get("instructions"),
@@ -252,7 +258,7 @@ def _echo(body: dict[str, Any], parallel: bool, store: bool) -> dict[str, Any]:
     }
 
 
-def _flag(body: dict[str, Any], name: str) -> bool:
+def _flag(body: JSONObject, name: str) -> bool:
     """A true-by-default boolean field."""
     value = body.get(name)
     if value is None:

@@ -8,7 +8,6 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import httpx
 
@@ -16,6 +15,7 @@ from specchat.engine.config import GenerationConfig
 from specchat.engine.engine import GenerationResult, result_of
 from specchat.engine.errors import ErrorKind, RemoteError
 from specchat.engine.events import Event, Failed
+from specchat.engine.json_types import JSONObject, JSONValue, as_int, as_list, as_object, as_str, int_list, objects
 
 from .wire import EVENT_TYPES, event_from_json
 
@@ -29,7 +29,7 @@ class RemoteModel:
 
     name: str
     path: str
-    config: dict[str, Any] = field(default_factory=dict)
+    config: JSONObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -67,22 +67,23 @@ class RemoteTokenizer:
         self.engine = engine
 
     def apply_chat_template(
-        self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = True, **kwargs: Any
+        self, messages: Sequence[Mapping[str, JSONValue]], add_generation_prompt: bool = True, **kwargs: JSONValue
     ) -> list[int]:
         """Token ids of the conversation, as the server's chat template makes them."""
-        body = {"messages": list(messages), "template_kwargs": kwargs, "add_generation_prompt": add_generation_prompt}
-        ids: list[int] = self.engine.post("/specchat/v1/tokenize", body)["ids"]
-        return ids
+        body: JSONObject = {
+            "messages": list(messages),
+            "template_kwargs": kwargs,
+            "add_generation_prompt": add_generation_prompt,
+        }
+        return int_list(self.engine.post("/specchat/v1/tokenize", body).get("ids"))
 
     def encode(self, text: str) -> list[int]:
         """Token ids of text, encoded as is."""
-        ids: list[int] = self.engine.post("/specchat/v1/tokenize", {"text": text})["ids"]
-        return ids
+        return int_list(self.engine.post("/specchat/v1/tokenize", {"text": text}).get("ids"))
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of token ids."""
-        text: str = self.engine.post("/specchat/v1/decode", {"ids": [int(t) for t in ids]})["text"]
-        return text
+        return as_str(self.engine.post("/specchat/v1/decode", {"ids": [int(t) for t in ids]}).get("text"))
 
 
 class RemoteEngine:
@@ -101,25 +102,27 @@ class RemoteEngine:
     def status(self) -> RemoteStatus:
         """The server's loaded pair and queue; RemoteError when it cannot be asked."""
         body = self.get("/specchat/v1/status")
-        cluster = body.get("cluster") or {}
+        cluster = as_object(body.get("cluster"))
         ranks = tuple(
             RankMemory(
-                int(r["rank"]),
-                str(r.get("host", "")),
-                int(r.get("active_memory_bytes") or 0),
-                int(r.get("peak_memory_bytes") or 0),
+                _rank_number(r["rank"]),  # a rank without its number is a malformed status: KeyError
+                as_str(r.get("host")),
+                as_int(r.get("active_memory_bytes")),
+                as_int(r.get("peak_memory_bytes")),
             )
-            for r in cluster.get("ranks") or []
+            for r in objects(cluster.get("ranks"))
         )
+        offered = as_object(body.get("available_modes"))  # each mode, and why it is off (null when it is on)
+        modes = {mode: reason if isinstance(reason, str) else None for mode, reason in offered.items()}
         return RemoteStatus(
             self.url,
-            body.get("target"),
-            body.get("draft"),
-            body.get("available_modes") or {},
-            len(body.get("queued") or []),
-            int(body.get("requests_served") or 0),
+            as_str(body.get("target")) or None,
+            as_str(body.get("draft")) or None,
+            modes,
+            len(as_list(body.get("queued"))),
+            as_int(body.get("requests_served")),
             ranks,
-            cluster.get("degraded_reason"),
+            as_str(cluster.get("degraded_reason")) or None,
         )
 
     def available_modes(self) -> dict[str, str | None]:
@@ -144,15 +147,15 @@ class RemoteEngine:
     def adopt(self) -> None:
         """Any thread may use a remote engine."""
 
-    def get(self, path: str) -> dict[str, Any]:
+    def get(self, path: str) -> JSONObject:
         """GET a JSON endpoint; RemoteError naming the server when it fails."""
         return self._json(lambda client: client.get(self.url + path, headers=self._headers()))
 
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def post(self, path: str, body: JSONObject) -> JSONObject:
         """POST a JSON endpoint; RemoteError naming the server when it fails."""
         return self._json(lambda client: client.post(self.url + path, json=body, headers=self._headers()))
 
-    def _json(self, call: Callable[[httpx.Client], httpx.Response]) -> dict[str, Any]:
+    def _json(self, call: Callable[[httpx.Client], httpx.Response]) -> JSONObject:
         try:
             with httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)) as client:
                 response = call(client)
@@ -162,7 +165,7 @@ class RemoteEngine:
             raise RemoteError(_error_text(response))
         return self._object(response)
 
-    def _object(self, response: httpx.Response) -> dict[str, Any]:
+    def _object(self, response: httpx.Response) -> JSONObject:
         """The answer's JSON object; RemoteError when it is none (not a SpecChat server at that address)."""
         try:
             body = response.json()
@@ -172,7 +175,7 @@ class RemoteEngine:
             raise RemoteError(f"The server at {self.url} did not answer with JSON: is it a SpecChat server?")
         return body
 
-    def _stream(self, body: dict[str, Any], cancel: threading.Event | None) -> Iterator[Event]:
+    def _stream(self, body: JSONObject, cancel: threading.Event | None) -> Iterator[Event]:
         try:
             with httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)) as client:
                 with client.stream(
@@ -198,7 +201,9 @@ def _events(response: httpx.Response, cancel: threading.Event | None) -> Iterato
         if not line.startswith("data: "):
             continue
         body = json.loads(line[6:])
-        if body.get("type") not in EVENT_TYPES:  # "Queued", or an event a newer server added: not ours to show
+        if (
+            not isinstance(body, dict) or body.get("type") not in EVENT_TYPES
+        ):  # "Queued", or an event a newer server added: not ours to show
             continue
         yield event_from_json(body)
 
@@ -209,3 +214,10 @@ def _error_text(response: httpx.Response) -> str:
     except (ValueError, KeyError, TypeError):
         message = response.text[:200]
     return f"The server answered {response.status_code}: {message}"
+
+
+def _rank_number(value: JSONValue) -> int:
+    """A cluster rank's number, as int() reads it; TypeError for a value that is no number."""
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        return int(value)
+    raise TypeError(f"a rank's number must be a number, got {value!r}")

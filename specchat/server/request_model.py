@@ -5,7 +5,7 @@ Anthropic route renders the same ApiError in its own shape. Ranges come from the
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 
 from specchat.engine.config import LIMITS
 from specchat.engine.errors import ConfigError
+from specchat.engine.json_types import JSONObject
 from specchat.engine.modes import MODES, SpecMode
 
 from .errors import ApiError, bad_request
@@ -67,6 +68,19 @@ def _finite(value: int | float) -> bool:
 
 Number = Annotated[float, BeforeValidator(_finite_number)]
 Integer = Annotated[int, BeforeValidator(_integer)]
+
+
+class ConfigValues(TypedDict, total=False):
+    """The GenerationConfig fields a request body sets (those it leaves out keep the server's defaults)."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    min_p: float
+    top_k: int
+    seed: int
+    mode: SpecMode
+    num_draft_tokens: int | str
 
 
 class SpeculationBody(BaseModel):
@@ -147,17 +161,27 @@ class GenerationBody(BaseModel):
             )
         return value
 
-    def config_values(self) -> dict[str, Any]:
+    def config_values(self) -> ConfigValues:
         """The GenerationConfig fields this body sets."""
-        values: dict[str, Any] = {}
+        values: ConfigValues = {}
         max_tokens = self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
         if max_tokens is not None:
             values["max_tokens"] = max_tokens
-        for name in ("temperature", "top_p", "min_p", "top_k", "seed"):
-            if getattr(self, name) is not None:
-                values[name] = getattr(self, name)
-        if self.speculation is not None:
-            values.update(self.speculation.model_dump(exclude_none=True))
+        if self.temperature is not None:
+            values["temperature"] = self.temperature
+        if self.top_p is not None:
+            values["top_p"] = self.top_p
+        if self.min_p is not None:
+            values["min_p"] = self.min_p
+        if self.top_k is not None:
+            values["top_k"] = self.top_k
+        if self.seed is not None:
+            values["seed"] = self.seed
+        speculation = self.speculation
+        if speculation is not None and speculation.mode is not None:
+            values["mode"] = speculation.mode
+        if speculation is not None and speculation.num_draft_tokens is not None:
+            values["num_draft_tokens"] = speculation.num_draft_tokens
         return values
 
     @property
@@ -166,7 +190,7 @@ class GenerationBody(BaseModel):
         return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
 
 
-def generation_body(body: dict[str, Any]) -> GenerationBody:
+def generation_body(body: JSONObject) -> GenerationBody:
     """The body's generation fields; an ApiError naming the first field that is wrong."""
     try:
         return GenerationBody.model_validate(body)

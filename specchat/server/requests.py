@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from specchat.engine.config import GenerationConfig, check_draft_tokens
 from specchat.engine.errors import ConfigError
+from specchat.engine.json_types import JSONObject
 from specchat.engine.prompt import continues_final_message
 
 from .errors import bad_request, not_found
@@ -26,14 +26,14 @@ class ApiRequest:
     kind: str  # "chat" or "completion"
     model: str
     cfg: GenerationConfig
-    messages: tuple[dict[str, Any], ...] = ()  # in the chat template's shape (see messages.py)
+    messages: tuple[JSONObject, ...] = ()  # in the chat template's shape (see messages.py)
     prompt: str | tuple[int, ...] = ""
     stop: tuple[str, ...] = ()
     stream: bool = False
     include_usage: bool = False
-    template_kwargs: dict[str, Any] = field(default_factory=dict)
-    tools: tuple[dict[str, Any], ...] = ()  # OpenAI's {"type": "function", "function": {name, description, parameters}}
-    tool_choice: str | dict[str, Any] = "auto"  # none, auto, required or {"type": "function", "function": {"name"}}
+    template_kwargs: JSONObject = field(default_factory=dict)
+    tools: tuple[JSONObject, ...] = ()  # OpenAI's {"type": "function", "function": {name, description, parameters}}
+    tool_choice: str | JSONObject = "auto"  # none, auto, required or {"type": "function", "function": {"name"}}
     parallel_tool_calls: bool = True  # False: one call at most
 
     @property
@@ -42,7 +42,7 @@ class ApiRequest:
         return self.kind == "chat" and bool(self.tools) and self.tool_choice != "none"
 
     @property
-    def offered_tools(self) -> tuple[dict[str, Any], ...]:
+    def offered_tools(self) -> tuple[JSONObject, ...]:
         """The tools the chat template shows the model (none for tool_choice none)."""
         return self.tools if self.parses_tools else ()
 
@@ -82,7 +82,7 @@ def parse_request(kind: str, body: object, models: list[str], defaults: Generati
     return _constrained(replace(base, prompt=_prompt(body.get("prompt"))), body)
 
 
-def _constrained(req: ApiRequest, body: dict[str, Any]) -> ApiRequest:
+def _constrained(req: ApiRequest, body: JSONObject) -> ApiRequest:
     """The request with the grammar its response_format or forced tool call asks for (checked before any model
     work: a schema the grammar library cannot compile is a 400 naming it)."""
     max_tokens = req.cfg.max_tokens
@@ -106,7 +106,7 @@ def _constrained(req: ApiRequest, body: dict[str, Any]) -> ApiRequest:
     return replace(req, cfg=replace(req.cfg, grammar=grammar, grammar_prefix=prefill_text(req.messages)))
 
 
-def prefill_text(messages: tuple[dict[str, Any], ...]) -> str:
+def prefill_text(messages: tuple[JSONObject, ...]) -> str:
     """The text of a final assistant message the prompt continues (a prefill), else ''."""
     if not messages or not continues_final_message(messages):
         return ""
@@ -119,7 +119,7 @@ def prefill_text(messages: tuple[dict[str, Any], ...]) -> str:
 UNAPPLIED = ("presence_penalty", "frequency_penalty", "repetition_penalty")
 
 
-def _refuse_unapplied(body: dict[str, Any]) -> None:
+def _refuse_unapplied(body: JSONObject) -> None:
     """Penalties and logit_bias change what the target would choose; speculation would have to apply them
     identically when drafting and verifying. Until it does, a value that would change anything is refused,
     never ignored."""
@@ -142,7 +142,7 @@ def _refuse_unapplied(body: dict[str, Any]) -> None:
         )
 
 
-def _refuse_completion_extras(body: dict[str, Any]) -> None:
+def _refuse_completion_extras(body: JSONObject) -> None:
     """Legacy completions' echo, suffix and best_of: a 400 naming the field unless neutral (false, null or "", 1)."""
     for name, neutral in (("echo", False), ("suffix", ""), ("best_of", 1)):
         value = body.get(name)
@@ -154,7 +154,7 @@ def _refuse_completion_extras(body: dict[str, Any]) -> None:
             )
 
 
-def _parallel(body: dict[str, Any]) -> bool:
+def _parallel(body: JSONObject) -> bool:
     """parallel_tool_calls: true (several calls in one turn, the default) or false (one at most)."""
     value = body.get("parallel_tool_calls", True)
     if value is None:
@@ -164,7 +164,7 @@ def _parallel(body: dict[str, Any]) -> bool:
     return value
 
 
-def _model(body: dict[str, Any], models: list[str]) -> str:
+def _model(body: JSONObject, models: list[str]) -> str:
     name = body.get("model")
     if name is None:
         return models[0]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from specchat.engine.events import GenerationStats
+from specchat.engine.json_types import JSONObject
 from specchat.engine.modes import StopReason
 
 from .tools import Piece, ToolCall, ToolCallParser
@@ -56,10 +56,10 @@ def finish_reason(
     return "length" if stats.stop_reason == StopReason.LENGTH else "stop"
 
 
-def usage(prompt_tokens: int, stats: GenerationStats | None, completion_tokens: int | None = None) -> dict[str, Any]:
+def usage(prompt_tokens: int, stats: GenerationStats | None, completion_tokens: int | None = None) -> JSONObject:
     """OpenAI's usage fields plus what speculation did for this request."""
     completion = completion_tokens if completion_tokens is not None else (stats.generated_tokens if stats else 0)
-    body: dict[str, Any] = {
+    body: JSONObject = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion,
         "total_tokens": prompt_tokens + completion,
@@ -98,14 +98,14 @@ class ResponseShape:
         self,
         text: str,
         reason: str,
-        usage_body: dict[str, Any],
+        usage_body: JSONObject,
         tool_calls: Sequence[ToolCall] = (),
-        logprobs: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        logprobs: JSONObject | None = None,
+    ) -> JSONObject:
         """The non-streamed response; with tool calls, the content is null when no text is left around them."""
-        choice: dict[str, Any]
+        choice: JSONObject
         if self.kind == "chat":
-            message: dict[str, Any] = {"role": "assistant", "content": text if text or not tool_calls else None}
+            message: JSONObject = {"role": "assistant", "content": text if text or not tool_calls else None}
             if tool_calls:
                 message["tool_calls"] = [call.message_entry() for call in tool_calls]
             choice = {"index": 0, "message": message, "finish_reason": reason, "logprobs": logprobs}
@@ -120,27 +120,27 @@ class ResponseShape:
         text: str | None = None,
         reason: str | None = None,
         first: bool = False,
-        tool_call: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        tool_call: JSONObject | None = None,
+    ) -> JSONObject:
         """One streamed chunk: new text, a tool-call delta, or the final one carrying finish_reason."""
         if self.kind == "chat":
-            delta: dict[str, Any] = {"role": "assistant"} if first else {}
+            delta: JSONObject = {"role": "assistant"} if first else {}
             if text is not None:
                 delta["content"] = text
             if tool_call is not None:
                 delta["tool_calls"] = [tool_call]
-            choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
+            choice: JSONObject = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
             return self._envelope("chat.completion.chunk", [choice])
         choice = {"index": 0, "text": text or "", "finish_reason": reason, "logprobs": None}
         return self._envelope("text_completion", [choice])
 
-    def usage_chunk(self, usage_body: dict[str, Any]) -> dict[str, Any]:
+    def usage_chunk(self, usage_body: JSONObject) -> JSONObject:
         """The last chunk when stream_options.include_usage is set: no choices, the usage."""
         kind = "chat.completion.chunk" if self.kind == "chat" else "text_completion"
         return self._envelope(kind, [], usage=usage_body)
 
-    def _envelope(self, obj: str, choices: list[dict[str, Any]], usage: dict[str, Any] | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def _envelope(self, obj: str, choices: list[JSONObject], usage: JSONObject | None = None) -> JSONObject:
+        body: JSONObject = {
             "id": self.id,
             "object": obj,
             "created": self.created,
@@ -164,17 +164,17 @@ class StreamedChoice:
         """Whether the reply so far made tool calls."""
         return self.parser is not None and bool(self.parser.calls)
 
-    def feed(self, text: str) -> list[dict[str, Any]]:
+    def feed(self, text: str) -> list[JSONObject]:
         """The chunks for more text (the first call sends the role chunk even with no text yet)."""
         pieces: list[Piece] = self.parser.feed(text) if self.parser else [text] if text else []
         return self._chunks(pieces)
 
-    def finish(self, cut: bool = False) -> list[dict[str, Any]]:
+    def finish(self, cut: bool = False) -> list[JSONObject]:
         """The chunks for what the parser held back to the end (cut: max_tokens ended the reply)."""
         return self._chunks(self.parser.finish(cut) if self.parser else [])
 
-    def _chunks(self, pieces: list[Piece]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def _chunks(self, pieces: list[Piece]) -> list[JSONObject]:
+        out: list[JSONObject] = []
         if self.first and self.shape.kind == "chat":  # OpenAI's first chunk: the role alone, no text
             out.append(self.shape.chunk("", first=True))
         self.first = False

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from specchat.engine.json_types import JSONObject, as_list
+
 KEY_CHARS = 64
 INT_BOUND = 10**15
 MAX_DEPTH = 2
@@ -25,10 +27,10 @@ _COMBINERS = ("anyOf", "oneOf", "allOf")
 _MAPS = ("properties", "$defs", "definitions", "dependentSchemas")
 
 
-def bounded_schema(schema: dict[str, Any], budget: int, closed: bool = False) -> dict[str, Any]:
+def bounded_schema(schema: JSONObject, budget: int, closed: bool = False) -> JSONObject:
     """The schema with the bounds above whose worst case fits `budget` tokens (the smallest if none does);
     closed: objects take only their listed properties unless the schema allows more (tool arguments)."""
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for length in LENGTHS:
         out = _Bounder(length, max(1, min(64, length // 16)), closed).node(schema)
         if worst_case(out, out) <= budget:
@@ -74,7 +76,7 @@ class _Bounder:
             self.object(out)
         return out
 
-    def object(self, out: dict[str, Any]) -> None:
+    def object(self, out: JSONObject) -> None:
         """Close an object to its properties, or bound its extra keys and their number."""
         extra = out.get("additionalProperties")
         if extra is False:
@@ -90,9 +92,9 @@ class _Bounder:
         if "maxProperties" not in out and all(k in (required if isinstance(required, list) else ()) for k in listed):
             out["maxProperties"] = max(len(listed) + self.items, _int(out.get("minProperties"), 0))
 
-    def any_value(self, depth: int) -> dict[str, Any]:
+    def any_value(self, depth: int) -> JSONObject:
         """Any JSON value, nested `depth` deep at most, its strings, arrays and objects bounded."""
-        scalars: list[dict[str, Any]] = [
+        scalars: list[JSONObject] = [
             {"type": "string", "maxLength": self.length},
             {"type": "integer", "minimum": -INT_BOUND, "maximum": INT_BOUND},
             {"type": "number"},
@@ -113,7 +115,7 @@ class _Bounder:
         return {"anyOf": scalars}
 
 
-def _types(schema: dict[str, Any]) -> set[str]:
+def _types(schema: JSONObject) -> set[str]:
     kind = schema.get("type")
     if isinstance(kind, str):
         return {kind}
@@ -127,7 +129,7 @@ def _types(schema: dict[str, Any]) -> set[str]:
     return found
 
 
-def _map(value: object) -> dict[str, Any]:
+def _map(value: object) -> JSONObject:
     return value if isinstance(value, dict) else {}
 
 
@@ -158,7 +160,7 @@ def worst_case(schema: object, root: object, refs: int = 0) -> int:
     return max(_kind_cost(kind, schema, root, refs) for kind in kinds)
 
 
-def _kind_cost(kind: str, schema: dict[str, Any], root: object, refs: int) -> int:
+def _kind_cost(kind: str, schema: JSONObject, root: object, refs: int) -> int:
     if kind == "string":
         guess = 64 if "format" in schema else 2 * len(str(schema.get("pattern", "")))
         return 2 + _int(schema.get("maxLength"), guess)
@@ -168,14 +170,14 @@ def _kind_cost(kind: str, schema: dict[str, Any], root: object, refs: int) -> in
     if kind in ("boolean", "null"):
         return 2
     if kind == "array":
-        fixed = sum(1 + worst_case(s, root, refs) for s in schema.get("prefixItems", []))
+        fixed = sum(1 + worst_case(s, root, refs) for s in as_list(schema.get("prefixItems")))
         return 2 + fixed + _int(schema.get("maxItems"), 64) * (1 + worst_case(schema.get("items", {}), root, refs))
     if kind == "object":
         return _object_cost(schema, root, refs)
     return NUMBER_TOKENS
 
 
-def _object_cost(schema: dict[str, Any], root: object, refs: int) -> int:
+def _object_cost(schema: JSONObject, root: object, refs: int) -> int:
     listed = _map(schema.get("properties"))
     cost = 2 + sum(len(key) + 4 + worst_case(s, root, refs) for key, s in listed.items())
     patterns = list(_map(schema.get("patternProperties")).values())

@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 from starlette.requests import Request
 
 from specchat.engine.config import GenerationConfig
 from specchat.engine.errors import ErrorKind
 from specchat.engine.events import Event, Failed, Finished, GenerationStats, TextChunk
+from specchat.engine.json_types import JSONObject, objects
 from specchat.engine.logprobs import TokenLogprob
 from specchat.engine.modes import StopReason
 from specchat.engine.owner import JobCancelled, JobEvent, JobFailed, JobFinished, JobHandle, JobProgress, JobQueued
@@ -59,7 +59,7 @@ class JobStream:
             return True
         return isinstance(event, JobProgress) and isinstance(event.event, Finished) and event.event.cancelled
 
-    async def events(self, include_queue: bool = False) -> AsyncIterator[Event | dict[str, Any]]:
+    async def events(self, include_queue: bool = False) -> AsyncIterator[Event | JSONObject]:
         """Engine events until the job ends (and {"type": "Queued", "ahead": n} when asked);
         cancels the job when the client disconnects or this generator is closed early. Once the server
         stops, what has come is passed on and then the shutdown error, without waiting for the engine:
@@ -102,7 +102,7 @@ class JobStream:
 _STOPPED, _DISCONNECTED = object(), object()  # what _next_event says in place of an event
 
 
-async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> dict[str, Any]:
+async def openai_whole(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> JSONObject:
     """Run the job to its end and build the non-streamed response (tool calls read out when the chat had tools)."""
     shape, stops = ResponseShape(req.kind, req.model), StopMatcher(req.stop)
     text: list[str] = []
@@ -134,7 +134,7 @@ async def openai_sse(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> 
     yield {"data": "[DONE]"}
 
 
-async def openai_chunks(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> AsyncIterator[dict[str, Any]]:
+async def openai_chunks(stream: JobStream, req: ApiRequest, prompt_tokens: int) -> AsyncIterator[JSONObject]:
     """The streamed response's bodies: chunks of text (and tool-call deltas), the finish chunk, usage if asked;
     an engine failure ends them with its error body. The other wire formats (Anthropic, Responses, Ollama)
     are built from these bodies as they are, never from their JSON."""
@@ -207,7 +207,7 @@ class LogprobBuffer:
         if self.on:
             self.pending.extend(scores)
 
-    def take(self) -> dict[str, Any] | None:
+    def take(self) -> JSONObject | None:
         """Every token so far, formatted (None when the request did not ask)."""
         if not self.on:
             return None
@@ -221,22 +221,23 @@ class LogprobBuffer:
         )  # not the token strings: 'bytes:\xNN' is one byte
         return body
 
-    def attach(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def attach(self, bodies: list[JSONObject]) -> list[JSONObject]:
         """The chunks, the first that has a choice carrying the tokens waiting so far."""
         if self.on and self.pending:
             for body in bodies:
-                if body.get("choices") and not _role_only(body["choices"][0]):
-                    body["choices"][0]["logprobs"] = self.take()
+                choices = objects(body.get("choices"))  # the body's own dicts: the first one is changed in place
+                if choices and not _role_only(choices[0]):
+                    choices[0]["logprobs"] = self.take()
                     break
         return bodies
 
 
-def _role_only(choice: dict[str, Any]) -> bool:
+def _role_only(choice: JSONObject) -> bool:
     """The first chunk of a chat stream: the role with empty content (no tokens behind it)."""
     return choice.get("delta") == {"role": "assistant", "content": ""}
 
 
-def _data(body: dict[str, Any]) -> dict[str, str]:
+def _data(body: JSONObject) -> dict[str, str]:
     return {"data": json.dumps(body)}
 
 

@@ -7,17 +7,17 @@ before the request queues.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from specchat.engine.errors import ConfigError
 from specchat.engine.grammar import Grammar, check_grammar
+from specchat.engine.json_types import JSONObject
 
 from .errors import bad_request
 from .schema_bounds import bounded_schema
 
 FORMAT_TYPES = ("text", "json_object", "json_schema")
 # Qwen's own tool-call JSON (its chat template writes it with json.dumps' separators); fixed, never flexible
-TOOL_CALL_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+TOOL_CALL_JSON: JSONObject = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 TOOL_CHOICES = '"none", "auto", "required" or {"type": "function", "function": {"name": ...}}'
 
 
@@ -47,7 +47,7 @@ def response_format_grammar(value: object, max_tokens: int | None = None) -> Gra
     )
 
 
-def _schema_of(spec: object) -> dict[str, Any]:
+def _schema_of(spec: object) -> JSONObject:
     """The schema of response_format.json_schema ({"name", "schema", "strict"}); no schema: any JSON value."""
     where = "response_format.json_schema"
     if not isinstance(spec, dict):
@@ -63,7 +63,7 @@ def _schema_of(spec: object) -> dict[str, Any]:
     return schema
 
 
-def _bounded(schema: dict[str, Any], max_tokens: int | None, where: str) -> Grammar:
+def _bounded(schema: JSONObject, max_tokens: int | None, where: str) -> Grammar:
     """The schema, checked as given (its own errors named), then bounded to end within max_tokens (if given)."""
     given = _checked(Grammar.json_schema(schema), where)
     if max_tokens is None:
@@ -100,14 +100,14 @@ def tool_call_grammar(
     return bounded if _compiles(bounded) else _checked(Grammar.lark(tool_call_lark(chosen, None, parallel)), "tools")
 
 
-def _functions(tools: object) -> dict[str, dict[str, Any]]:
+def _functions(tools: object) -> dict[str, JSONObject]:
     """Each function's name and parameters schema (no parameters: any object), from OpenAI's tools list; a
     schema llguidance cannot compile is a 400 naming that function's parameters."""
     if tools is None:
         return {}
     if not isinstance(tools, list):
         raise bad_request("tools must be a list of functions", "tools")
-    functions: dict[str, dict[str, Any]] = {}
+    functions: dict[str, JSONObject] = {}
     for i, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
@@ -121,7 +121,7 @@ def _functions(tools: object) -> dict[str, dict[str, Any]]:
     return functions
 
 
-def _named(tool_choice: dict[str, Any], functions: dict[str, dict[str, Any]]) -> str:
+def _named(tool_choice: JSONObject, functions: dict[str, JSONObject]) -> str:
     """The function a tool_choice of type "function" names; it must be among the tools."""
     function = tool_choice.get("function")
     name = function.get("name") if isinstance(function, dict) else None
@@ -132,7 +132,7 @@ def _named(tool_choice: dict[str, Any], functions: dict[str, dict[str, Any]]) ->
     return name
 
 
-def tool_call_lark(functions: dict[str, dict[str, Any]], max_tokens: int | None = None, parallel: bool = False) -> str:
+def tool_call_lark(functions: dict[str, JSONObject], max_tokens: int | None = None, parallel: bool = False) -> str:
     """A Lark grammar (llguidance's, with %json) for a Qwen tool call of one of these functions (parallel: one or
     more calls, a line apart), each call's arguments bounded to end within max_tokens."""
     rules = [
@@ -144,10 +144,10 @@ def tool_call_lark(functions: dict[str, dict[str, Any]], max_tokens: int | None 
     return "\n".join([start, 'block: "<tool_call>\\n" call "\\n</tool_call>"', f"call: {calls}", *rules])
 
 
-def _call_schema(name: str, parameters: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+def _call_schema(name: str, parameters: JSONObject, max_tokens: int | None) -> JSONObject:
     overhead = len(f'<tool_call>\n{{"name": "{name}", "arguments": }}\n</tool_call>')
     arguments = parameters if max_tokens is None else bounded_schema(parameters, max_tokens - overhead, closed=True)
-    defs: dict[str, Any] = {
+    defs: JSONObject = {
         key: arguments.pop(key) for key in ("$defs", "definitions") if key in arguments
     }  # "#/$defs/x" resolves
     return {

@@ -4,9 +4,11 @@ which is also what the chat templates take as `tools=`; and the system note that
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from specchat.engine.json_types import JSONObject
 
 from .errors import bad_request
+from .tools import function_name
 
 TOOL_CHOICES = ("none", "auto", "required")
 # A name goes into the prompt inside JSON quotes or a <function=NAME> tag, so it has none of these.
@@ -14,21 +16,21 @@ _BAD_NAME = re.compile(r'[\s<>"\\]')
 MAX_NAME = 256
 
 
-def parse_tools(tools: object) -> tuple[dict[str, Any], ...]:
+def parse_tools(tools: object) -> tuple[JSONObject, ...]:
     """The request's function tools: {"type": "function", "function": {name, description?, parameters?}}."""
     if tools is None:
         return ()
     if not isinstance(tools, list):
         raise bad_request("tools must be a list of function tools", "tools")
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for i, tool in enumerate(tools):
         out.append(_tool(tool, f"tools[{i}]"))
-        if out[-1]["function"]["name"] in (t["function"]["name"] for t in out[:-1]):
+        if function_name(out[-1]) in (function_name(t) for t in out[:-1]):
             raise bad_request(f"tools[{i}].function.name repeats an earlier tool's name", f"tools[{i}].function.name")
     return tuple(out)
 
 
-def _tool(tool: object, where: str) -> dict[str, Any]:
+def _tool(tool: object, where: str) -> JSONObject:
     if not isinstance(tool, dict):
         raise bad_request(f'{where} must be an object: {{"type": "function", "function": {{...}}}}', where)
     if tool.get("type") != "function":
@@ -43,7 +45,7 @@ def _tool(tool: object, where: str) -> dict[str, Any]:
             f"backslashes or angle brackets, got {name!r}",
             f"{where}.function.name",
         )
-    out: dict[str, Any] = {"name": name}
+    out: JSONObject = {"name": name}
     if function.get("description") is not None:
         if not isinstance(function["description"], str):
             raise bad_request(f"{where}.function.description must be a string", f"{where}.function.description")
@@ -53,7 +55,7 @@ def _tool(tool: object, where: str) -> dict[str, Any]:
     return {"type": "function", "function": out}
 
 
-def _parameters(schema: object, where: str) -> dict[str, Any]:
+def _parameters(schema: object, where: str) -> JSONObject:
     """The arguments' JSON schema: an object schema (its properties an object, required a list of names)."""
     if not isinstance(schema, dict):
         raise bad_request(f"{where} must be a JSON schema object", where)
@@ -67,7 +69,7 @@ def _parameters(schema: object, where: str) -> dict[str, Any]:
     return schema
 
 
-def parse_tool_choice(choice: object, tools: tuple[dict[str, Any], ...]) -> str | dict[str, Any]:
+def parse_tool_choice(choice: object, tools: tuple[JSONObject, ...]) -> str | JSONObject:
     """none, auto, required, or {"type": "function", "function": {"name": one of the tools}}; auto by default."""
     if choice is None:
         return "auto"
@@ -84,17 +86,17 @@ def parse_tool_choice(choice: object, tools: tuple[dict[str, Any], ...]) -> str 
             'tool_choice must be none, auto, required or {"type": "function", "function": {"name": ...}}', "tool_choice"
         )
     name = choice["function"].get("name")
-    if name not in (t["function"]["name"] for t in tools):
+    if name not in (function_name(t) for t in tools):
         raise bad_request(
             f"tool_choice.function.name must name one of the tools, got {name!r}", "tool_choice.function.name"
         )
     return {"type": "function", "function": {"name": name}}
 
 
-def tool_choice_note(choice: str | dict[str, Any]) -> str:
+def tool_choice_note(choice: str | JSONObject) -> str:
     """The system note for a choice that demands a call ("" for auto and none)."""
     if choice == "required":
         return "You must answer by calling one or more of the tools provided; do not answer in plain text."
     if isinstance(choice, dict):
-        return f"You must answer by calling the function {choice['function']['name']}; do not answer in plain text."
+        return f"You must answer by calling the function {function_name(choice)}; do not answer in plain text."
     return ""

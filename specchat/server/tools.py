@@ -13,8 +13,8 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from specchat.engine.json_types import JSONObject, JSONValue, as_object, as_str
 from specchat.upstream.tool_parsers import TOOL_CALL_CLOSE as CLOSE
 from specchat.upstream.tool_parsers import TOOL_CALL_OPEN as OPEN
 from specchat.upstream.tool_parsers import json_tool_call, xml_tool_call
@@ -39,13 +39,13 @@ class ToolCall:
     name: str
     arguments: str
 
-    def message_entry(self) -> dict[str, Any]:
+    def message_entry(self) -> JSONObject:
         """The call as an entry of a whole response's message.tool_calls."""
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
-    def deltas(self) -> list[dict[str, Any]]:
+    def deltas(self) -> list[JSONObject]:
         """The call as streamed delta.tool_calls entries: index, id, type and name first, then the arguments."""
-        head = {
+        head: JSONObject = {
             "index": self.index,
             "id": self.id,
             "type": "function",
@@ -57,6 +57,11 @@ class ToolCall:
 Piece = str | ToolCall
 
 
+def function_name(entry: Mapping[str, JSONValue]) -> str:
+    """The function name of an OpenAI tool or tool call ({"function": {"name": ...}}); "" when it names none."""
+    return as_str(as_object(entry.get("function")).get("name"))
+
+
 class ToolCallParser:
     """Splits a reply fed in pieces into content text and ToolCalls; call finish() once the reply ended.
 
@@ -66,7 +71,7 @@ class ToolCallParser:
 
     def __init__(
         self,
-        tools: Sequence[Mapping[str, Any]] = (),
+        tools: Sequence[Mapping[str, JSONValue]] = (),
         new_id: Callable[[], str] = new_call_id,
         max_calls: int | None = None,
     ):
@@ -149,7 +154,7 @@ class ToolCallParser:
 
 
 def split_tool_calls(
-    text: str, tools: Sequence[Mapping[str, Any]] = (), new_id: Callable[[], str] = new_call_id
+    text: str, tools: Sequence[Mapping[str, JSONValue]] = (), new_id: Callable[[], str] = new_call_id
 ) -> tuple[str, list[ToolCall]]:
     """A whole reply's content (the text outside the calls) and its tool calls."""
     parser = ToolCallParser(tools, new_id)
@@ -163,7 +168,9 @@ def read_reply(text: str, parser: ToolCallParser, cut: bool) -> str:
     return "".join(p for p in pieces if isinstance(p, str))
 
 
-def parse_block(body: str, tools: Sequence[Mapping[str, Any]], opener: str = OPEN) -> list[tuple[str, str]] | None:
+def parse_block(
+    body: str, tools: Sequence[Mapping[str, JSONValue]], opener: str = OPEN
+) -> list[tuple[str, str]] | None:
     """(name, arguments JSON) of each call in one block's body, or None when it is not a well-formed call."""
     text = body.strip()
     if opener == FENCE_OPEN:
@@ -185,10 +192,10 @@ def _json_calls(text: str) -> list[tuple[str, str]] | None:
     return [call for call in calls if call is not None]
 
 
-def _fenced_calls(text: str, tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]] | None:
+def _fenced_calls(text: str, tools: Sequence[Mapping[str, JSONValue]]) -> list[tuple[str, str]] | None:
     """A ```json fence holding {"name": ..., "arguments": {...}} (or a list of them) of offered tools only: how
     Qwen2.5-Coder writes calls; any other fenced JSON stays content."""
-    names = {t.get("function", {}).get("name") for t in tools}
+    names = {function_name(t) for t in tools}
     calls = _json_calls(text)
     if calls is None or any(name not in names for name, _ in calls):
         return None
@@ -210,7 +217,7 @@ def _json_call(item: object) -> tuple[str, str] | None:
     return item["name"], json.dumps(arguments, ensure_ascii=False)
 
 
-def _xml_calls(text: str, tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]] | None:
+def _xml_calls(text: str, tools: Sequence[Mapping[str, JSONValue]]) -> list[tuple[str, str]] | None:
     """Each <function=...> of the block (mlx-lm reads one per call); None for text outside them."""
     if "</function>" not in text:  # the models sometimes close the block without closing the function
         text += "</function>"

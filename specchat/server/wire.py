@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,6 +17,7 @@ from specchat.engine.events import (
     RoundResult,
     TextChunk,
 )
+from specchat.engine.json_types import JSONObject, JSONValue, as_list
 from specchat.engine.logprobs import TokenLogprob
 
 if TYPE_CHECKING:
@@ -27,20 +29,21 @@ ENGINE_EVENTS = (TextChunk, RoundResult, PrefillProgress, Finished, Failed)
 EVENT_TYPES: dict[str, type[Event]] = {cls.__name__: cls for cls in ENGINE_EVENTS}
 
 
-def event_to_json(event: Event) -> dict[str, Any]:
+def event_to_json(event: Event) -> JSONObject:
     """{"type": "TextChunk", ...its fields} for one engine event."""
     body = asdict(event)
     body["type"] = type(event).__name__
     return body
 
 
-def event_from_json(body: dict[str, Any]) -> Event:
+def event_from_json(body: JSONObject) -> Event:
     """The engine event a dict from event_to_json describes; ValueError for an unknown type."""
     name = body.get("type")
     cls = EVENT_TYPES.get(name) if isinstance(name, str) else None
     if cls is None:
         raise ValueError(f"unknown event type {name!r}")
-    values = {f.name: body[f.name] for f in fields(cls) if f.name in body}
+    # the event's fields by name, as the stream carries them: what each holds is the class's to know
+    values: dict[str, Any] = {f.name: body[f.name] for f in fields(cls) if f.name in body}
     for key, value in values.items():
         if isinstance(value, list):
             values[key] = tuple(value)
@@ -55,10 +58,18 @@ def event_from_json(body: dict[str, Any]) -> Event:
     return cls(**values)
 
 
-def _token_logprob(body: dict[str, Any]) -> TokenLogprob:
+def _token_logprob(body: Mapping[str, JSONValue]) -> TokenLogprob:
     """A TokenLogprob from its asdict() form ({"token", "logprob", "top": [[id, logprob], ...]})."""
-    top = tuple((int(token), float(logprob)) for token, logprob in body.get("top") or ())
-    return TokenLogprob(int(body["token"]), float(body["logprob"]), top)
+    pairs = [as_list(pair) for pair in as_list(body.get("top"))]
+    top = tuple((int(_number(token)), _number(logprob)) for token, logprob in pairs)
+    return TokenLogprob(int(_number(body["token"])), _number(body["logprob"]), top)
+
+
+def _number(value: JSONValue) -> float:
+    """A number of the stream's JSON; ValueError for anything else (the stream is not SpecChat's)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise ValueError(f"not a number: {value!r}")
 
 
 def _error_kind(value: object) -> ErrorKind:
@@ -71,7 +82,7 @@ def _error_kind(value: object) -> ErrorKind:
         return ErrorKind.ENGINE
 
 
-def _known(cls: type[T], values: dict[str, Any]) -> T:
+def _known(cls: type[T], values: Mapping[str, JSONValue]) -> T:
     """cls built from the fields it knows (a newer server may send more)."""
     names = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in values.items() if k in names})

@@ -11,13 +11,14 @@ pass brings it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import mlx.core as mx
 
 from ..draft_stop import ConfidenceModel, StopCosts
 from ..drafters import DraftRequest
 from ..lookup import PromptLookupDrafter
+from ..model_types import LanguageModel, MtpModel
 from ..modes import DraftOutcome, SpecMode
 from ..round import LoopContext, Step
 from ..runner import token_ids
@@ -57,13 +58,13 @@ class RowDraft:
 Stop = tuple[StopCosts, ConfidenceModel]  # what the batch's early stop needs (batch_stop.py)
 
 
-def mtp_head(model: Any) -> Any:
+def mtp_head(model: LanguageModel) -> MtpModel | None:
     """The target model when it carries an MTP head (MTP rows draft with it), else None."""
-    return model if callable(getattr(model, "mtp_forward", None)) else None
+    return cast(MtpModel, model) if callable(getattr(model, "mtp_forward", None)) else None
 
 
 def row_drafts(
-    draft: BatchModel | None, head: Any, rows: list[RowState], width: int, stop: Stop | None = None
+    draft: BatchModel | None, head: MtpModel | None, rows: list[RowState], width: int, stop: Stop | None = None
 ) -> list[RowDraft]:
     """Every row's drafts (a row's k is cut to what it got); `head` is the target model when it has an MTP
     head, else None; with `stop`, a run of Auto K rows stops drafting where the drafter is unsure."""
@@ -74,12 +75,12 @@ def row_drafts(
             for b in drafting:
                 rows[b].k = 0
             continue
-        for b, one in zip(drafting, _model_run(mode, run, [rows[b] for b in drafting], width, stop)):
+        for b, one in zip(drafting, _model_run(run, [rows[b] for b in drafting], width, stop)):
             out[b] = one
     return out
 
 
-def _own_draft(row: RowState, head: Any) -> RowDraft:
+def _own_draft(row: RowState, head: MtpModel | None) -> RowDraft:
     """A lookup row's drafts from its own text; a row no drafter serves this round drafts nothing (k = 0).
     Draft-model and MTP rows get theirs from a run over all of them (_model_run)."""
     if row.mode == SpecMode.LOOKUP and row.k and row.lookup is not None:
@@ -94,10 +95,10 @@ def _own_draft(row: RowState, head: Any) -> RowDraft:
     return RowDraft([])
 
 
-def _model_run(mode: str, run: Any, members: list[RowState], width: int, stop: Stop | None) -> list[RowDraft]:
+def _model_run(run: BatchModel | MtpModel, members: list[RowState], width: int, stop: Stop | None) -> list[RowDraft]:
     """One run of the draft model (or the target's MTP head) drafting for every row of that mode."""
     steps = _Steps(members, width, stop)
-    made = _draft_model_run(run, members, steps) if mode == SpecMode.DRAFT else _mtp_run(run, members, steps)
+    made = _draft_model_run(run, members, steps) if isinstance(run, BatchModel) else _mtp_run(run, members, steps)
     for i, r in enumerate(members):
         r.k = min(r.k, steps.kept)  # a row near its budget asked for fewer
         r.confidences, r.stopped_early = steps.confidences(i)[: r.k], steps.stopped_early
@@ -164,7 +165,7 @@ def _draft_model_run(draft: BatchModel, rows: list[RowState], steps: _Steps) -> 
     return made
 
 
-def _mtp_run(model: Any, rows: list[RowState], steps: _Steps) -> list[RowDraft]:
+def _mtp_run(model: MtpModel, rows: list[RowState], steps: _Steps) -> list[RowDraft]:
     """The head steps for every MTP row in one call each, from its hidden state and last token."""
     hidden = mx.stack([cast(mx.array, r.hidden) for r in rows])[:, None]  # (rows, 1, H)
     tokens: mx.array | None = mx.array([r.ctx.seq[-1] for r in rows], dtype=mx.uint32)

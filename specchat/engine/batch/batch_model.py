@@ -3,28 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import cast
 
 import mlx.core as mx
 
-from specchat.upstream.mlx_lm import ArraysCache, make_prompt_cache
+from specchat.upstream.mlx_lm import ArraysCache
 
 from .. import gdn_capture
 from ..events import Event, PrefillProgress
+from ..model_types import Cache, HiddenModel, LanguageModel
 from ..rollback import linear_layers
-from ..runner import ModelRunner, PrefillPace
-from .row_cache import append_row, keep_rows, row_caches
+from ..runner import ModelRunner, PrefillPace, fresh_caches
+from .row_cache import BatchCache, append_row, keep_rows, row_caches
 from .row_rollback import RowTransaction
 
 
 def solo_prefill(
-    model: Any,
+    model: LanguageModel,
     tokens: list[int],
     chunk: int | None,
-    start: tuple[int, list[Any] | None] = (0, None),
+    start: tuple[int, list[Cache] | None] = (0, None),
     hidden: bool = False,
     pace: PrefillPace | None = None,
-) -> Generator[tuple[int, int], None, tuple[list[Any], mx.array | None]]:
+) -> Generator[tuple[int, int], None, tuple[list[Cache], mx.array | None]]:
     """Read one newcomer's tokens alone, `chunk` at a time (None: sized from `pace`, the model's measured
     prefill costs, which this prefill adds to), yielding (done, total); returns its caches and, with `hidden`,
     the model's final hidden state (H,) at its last token (None when every token was held).
@@ -46,9 +47,9 @@ def solo_prefill(
 class BatchModel:
     """A model, its batch caches and, per row, how many tokens of its sequence they hold."""
 
-    def __init__(self, model: Any, name: str = "model"):
+    def __init__(self, model: LanguageModel, name: str = "model"):
         self.model, self.name = model, name
-        self.caches = row_caches(make_prompt_cache(model))
+        self.caches: list[BatchCache] = row_caches(fresh_caches(model))
         self.hybrid = any(isinstance(c, ArraysCache) for c in self.caches)
         self.linear_layers = linear_layers(model) if self.hybrid else {}
         if self.hybrid:
@@ -58,7 +59,7 @@ class BatchModel:
         self.hidden: mx.array | None = None  # (B, L, H) of the last forward() with want_hidden, lazily
         self._txn: RowTransaction | None = None
 
-    def add_row(self, solo: Sequence[Any], held: int) -> None:
+    def add_row(self, solo: Sequence[Cache], held: int) -> None:
         """Add a sequence read alone (its one-row mlx-lm caches hold `held` tokens) as the last row."""
         append_row(self.caches, solo)
         self.held.append(held)
@@ -104,7 +105,7 @@ class BatchModel:
             out: mx.array = self.model(tokens, cache=self.caches)
             return out
         logits: mx.array
-        logits, self.hidden = self.model(tokens, cache=self.caches, return_hidden=True)
+        logits, self.hidden = cast(HiddenModel, self.model)(tokens, cache=self.caches, return_hidden=True)
         return logits
 
     def begin(self) -> None:
@@ -121,13 +122,13 @@ class BatchModel:
 
 
 def progress_events(
-    steps: Generator[tuple[int, int], None, tuple[list[Any], mx.array | None]], model: str
-) -> Generator[Event, None, tuple[list[Any], mx.array | None]]:
+    steps: Generator[tuple[int, int], None, tuple[list[Cache], mx.array | None]], model: str
+) -> Generator[Event, None, tuple[list[Cache], mx.array | None]]:
     """solo_prefill's (done, total) as PrefillProgress events; returns what it returns."""
     while True:
         try:
             done, total = next(steps)
         except StopIteration as end:
-            result: tuple[list[Any], mx.array | None] = end.value
+            result: tuple[list[Cache], mx.array | None] = end.value
             return result
         yield PrefillProgress(done, total, model)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import mlx.core as mx
 
 from ..constraint import mask_logits
 from ..logprobs import PassLogprobs
+from ..model_types import MtpModel
 from ..modes import DraftOutcome, SpecMode
 from ..round import Drafted, accept, round_step
 from ..runner import common_prefix_len, token_ids
@@ -33,7 +33,11 @@ class RoundTiming:
 
 
 def run_round(
-    target: BatchModel, draft: BatchModel | None, rows: list[RowState], head: Any = None, stop: Stop | None = None
+    target: BatchModel,
+    draft: BatchModel | None,
+    rows: list[RowState],
+    head: MtpModel | None = None,
+    stop: Stop | None = None,
 ) -> RoundTiming:
     """Draft, verify in one batched pass and keep each row's accepted prefix; sets every row's step.
     `head`: the target model when it carries an MTP head (MTP rows draft with it), else None; `stop`: where

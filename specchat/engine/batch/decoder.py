@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import replace
-from typing import Any
 
 import mlx.core as mx
 
@@ -18,6 +17,7 @@ from ..errors import EngineError, error_kind, user_message
 from ..events import Event, Failed, Finished
 from ..loading import vocab_size
 from ..lookup import PromptLookupDrafter
+from ..model_types import Cache
 from ..modes import SpecMode, StopReason
 from ..plain import forced_step
 from ..round import LoopContext, Step
@@ -161,7 +161,9 @@ class BatchDecoder:
             self.waiting.pop(0)
             self._join(newcomer, *done.value)
 
-    def _join(self, newcomer: Newcomer, target: list[Any], draft: list[Any] | None, hidden: mx.array | None) -> None:
+    def _join(
+        self, newcomer: Newcomer, target: list[Cache], draft: list[Cache] | None, hidden: mx.array | None
+    ) -> None:
         request, cfg = newcomer.request, newcomer.request.cfg
         held = len(request.prompt) - 1
         self.target.add_row(target, held)

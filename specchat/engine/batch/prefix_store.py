@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 import mlx.core as mx
 
 from specchat.upstream.mlx_lm import ArraysCache, KVCache
 
+from ..model_types import Cache
 from ..runner import common_prefix_len
-from .row_cache import RowKVCache
+from .row_cache import BatchCache, RowKVCache
 
 SIZE = 4  # finished rows kept, the most recent first
 
@@ -27,12 +28,12 @@ class Stored:
     """One finished sequence's tokens and its one-row caches, per model."""
 
     tokens: list[int]
-    caches: list[Any]
+    caches: list[Cache]  # extract_row's: a KVCache or an ArraysCache per layer
 
 
-def extract_row(batch: Sequence[Any], row: int) -> list[Any]:
+def extract_row(batch: Sequence[BatchCache], row: int) -> list[Cache]:
     """One row of the batch caches as one-sequence mlx-lm caches (copies: the batch may change)."""
-    out: list[Any] = []
+    out: list[Cache] = []
     for cache in batch:
         if isinstance(cache, RowKVCache):
             solo = KVCache()
@@ -50,19 +51,19 @@ def extract_row(batch: Sequence[Any], row: int) -> list[Any]:
     return out
 
 
-def _cut(caches: list[Any], n: int) -> list[Any]:
+def _cut(caches: list[Cache], n: int) -> list[Cache]:
     """Caches holding only the first n tokens, new objects (the stored ones stay as they are); a recurrent
     state is copied whole (start() only cuts where it holds exactly those n)."""
-    out: list[Any] = []
+    out: list[Cache] = []
     for cache in caches:
         if isinstance(cache, ArraysCache):
             copy = ArraysCache(len(cache.cache))
             copy.cache = list(cache.cache)
             out.append(copy)
             continue
-        solo = KVCache()
-        if n and cache.keys is not None:
-            solo.keys, solo.values, solo.offset = cache.keys[..., :n, :], cache.values[..., :n, :], n
+        kv, solo = cast(KVCache, cache), KVCache()  # extract_row stores a KVCache or an ArraysCache
+        if n and kv.keys is not None and kv.values is not None:
+            solo.keys, solo.values, solo.offset = kv.keys[..., :n, :], kv.values[..., :n, :], n
         out.append(solo)
     return out
 
@@ -74,11 +75,11 @@ class PrefixStore:
         self.size = size
         self.entries: list[Stored] = []
 
-    def put(self, tokens: list[int], caches: list[Any]) -> None:
+    def put(self, tokens: list[int], caches: list[Cache]) -> None:
         """Keep a finished sequence's caches (holding exactly `tokens`)."""
         self.entries = [Stored(list(tokens), caches), *self.entries][: self.size]
 
-    def start(self, tokens: list[int]) -> tuple[int, list[Any] | None]:
+    def start(self, tokens: list[int]) -> tuple[int, list[Cache] | None]:
         """The most of `tokens` a stored sequence already holds, and caches holding just those (new objects)."""
         best, found = 0, None
         for entry in self.entries:

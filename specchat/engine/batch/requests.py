@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import mlx.core as mx
 
@@ -13,16 +12,17 @@ from ..config import GenerationConfig
 from ..constraint import GrammarState
 from ..engine import end_events
 from ..events import Event
+from ..model_types import Cache
 from ..modes import StopReason
 from ..stats import StatsRecorder
 from ..tokenizer import Detokenizer
 from .batch_drafts import RowState
 from .batch_k import RowAcceptance
 
-Start = tuple[int, list[Any] | None]  # caches that already hold the first n tokens (None: start empty)
+Start = tuple[int, list[Cache] | None]  # caches that already hold the first n tokens (None: start empty)
 # what a newcomer's prefill leaves: the target's caches, the draft model's (draft rows), and the target's
 # final hidden state at the last token read (MTP rows; None when nothing was left to read)
-Prefilled = tuple[list[Any], list[Any] | None, mx.array | None]
+Prefilled = tuple[list[Cache], list[Cache] | None, mx.array | None]
 
 
 @dataclass
@@ -51,8 +51,8 @@ class Row:
     def end_events(self, decode: Callable[[list[int]], str], stop: StopReason) -> Iterator[Event]:
         """The row's last text and its Finished, with the batch sizes it ran at."""
         seen = self.rows_seen or [1]
-        rows = {"batch_rows_max": max(seen), "batch_rows_mean": sum(seen) / len(seen)}
-        yield from end_events(self.detok, decode, self.tokens, self.stats, stop, **rows)
+        rows = (max(seen), sum(seen) / len(seen))
+        yield from end_events(self.detok, decode, self.tokens, self.stats, stop, batch_rows=rows)
 
 
 @dataclass

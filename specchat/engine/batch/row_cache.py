@@ -10,7 +10,7 @@ masks the padding at the end of a ragged feed (its conv window and state skip it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import cast
 
 import mlx.core as mx
 
@@ -23,6 +23,7 @@ from specchat.upstream.mlx_lm import (
 )
 
 from ..errors import RollbackError
+from ..model_types import Cache
 
 STEP = 256  # rows grow by this many positions at a time
 
@@ -113,9 +114,12 @@ class RowKVCache:
             self.keys, self.values = self.keys[index], self.values[index]
 
 
-def row_caches(solo_caches: Sequence[Any]) -> list[Any]:
+BatchCache = RowKVCache | ArraysCache  # what row_caches makes of a model's caches
+
+
+def row_caches(solo_caches: Sequence[Cache]) -> list[BatchCache]:
     """Empty batch caches shaped like one sequence's mlx-lm caches; RollbackError for a kind a batch cannot hold."""
-    made: list[Any] = []
+    made: list[BatchCache] = []
     for i, cache in enumerate(solo_caches):
         if type(cache) is KVCache:
             made.append(RowKVCache())
@@ -126,17 +130,17 @@ def row_caches(solo_caches: Sequence[Any]) -> list[Any]:
     return made
 
 
-def append_row(batch: Sequence[Any], solo: Sequence[Any]) -> None:
+def append_row(batch: Sequence[BatchCache], solo: Sequence[Cache]) -> None:
     """Add one sequence's caches (mlx-lm, one row) to the batch caches as their last row."""
     rows = _row_count(batch)
     for mine, theirs in zip(batch, solo):
         if isinstance(mine, RowKVCache):
-            mine.append_row(theirs)
+            mine.append_row(cast(KVCache, theirs))  # row_caches made a RowKVCache only for a KVCache
         else:
             extend_arrays_cache(mine, theirs, rows)
 
 
-def _row_count(batch: Sequence[Any]) -> int:
+def _row_count(batch: Sequence[BatchCache]) -> int:
     """Rows the batch holds: its attention caches count them (an ArraysCache cannot before its first state)."""
     counts = [len(c.lengths) for c in batch if isinstance(c, RowKVCache)]
     counts += [s.shape[0] for c in batch if isinstance(c, ArraysCache) for s in arrays_cache_state(c) if s is not None]
@@ -149,7 +153,7 @@ def _padded(x: mx.array, size: int) -> mx.array:
     return x if n == size else mx.pad(x, [(0, 0), (0, 0), (0, size - n), (0, 0)])
 
 
-def keep_rows(batch: Sequence[Any], rows: Sequence[int]) -> None:
+def keep_rows(batch: Sequence[BatchCache], rows: Sequence[int]) -> None:
     """Keep only these rows of every batch cache, in this order."""
     for cache in batch:
         if isinstance(cache, RowKVCache):

@@ -9,22 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import cast
 
 import mlx.core as mx
+import mlx.nn as nn
 
 from specchat.upstream.mlx_lm import ArraysCache, gated_delta_update_of
 
 from .. import gdn_capture
 from ..errors import RollbackError
 from ..gdn_capture import GdnCall
-from .row_cache import RowKVCache
+from .row_cache import BatchCache, RowKVCache
 
 
 class RowTransaction:
     """Every cache's state before a round, and what each forward pass of the round fed each row."""
 
-    def __init__(self, caches: Sequence[Any]):
+    def __init__(self, caches: Sequence[BatchCache]):
         self.caches = caches
         self.start = {i: list(c.lengths) for i, c in enumerate(caches) if isinstance(c, RowKVCache)}
         self.arrays = {i: (c[0], c[1]) for i, c in enumerate(caches) if isinstance(c, ArraysCache)}
@@ -38,7 +39,7 @@ class RowTransaction:
             yield
         self.fed.append(list(real))
 
-    def commit(self, keep: Sequence[int], layers: Mapping[int, Any]) -> None:
+    def commit(self, keep: Sequence[int], layers: Mapping[int, nn.Module]) -> None:
         """Row b keeps the first keep[b] real tokens it was fed this round; the rest is rolled back."""
         fed = [sum(f[b] for f in self.fed) for b in range(len(keep))]
         for b, (k, n) in enumerate(zip(keep, fed)):
@@ -54,11 +55,17 @@ class RowTransaction:
                 raise RollbackError(f"recorded {len(calls)} linear-attention calls for {len(linear)} layers")
             for j, i in enumerate(linear):
                 mine = calls[j :: len(linear)]
-                _commit_arrays(self.caches[i], self.arrays[i], mine, self.fed, keep, layers[i])
+                arrays = cast(ArraysCache, self.caches[i])  # self.arrays holds the ArraysCaches' indices only
+                _commit_arrays(arrays, self.arrays[i], mine, self.fed, keep, layers[i])
 
 
 def _commit_arrays(
-    cache: Any, before: tuple[Any, Any], calls: list[GdnCall], fed: list[list[int]], keep: Sequence[int], layer: Any
+    cache: ArraysCache,
+    before: tuple[mx.array | None, mx.array | None],
+    calls: list[GdnCall],
+    fed: list[list[int]],
+    keep: Sequence[int],
+    layer: nn.Module,
 ) -> None:
     """Give each row the conv window and recurrent state after its own kept tokens."""
     conv, state = cache[0], cache[1]
@@ -97,7 +104,7 @@ def _end_of(fed: list[list[int]], row: int, keep: int) -> tuple[int, int]:
     return len(fed) - 1, fed[-1][row]
 
 
-def _replayed(call: GdnCall, within: list[int], layer: Any) -> tuple[mx.array, mx.array]:
+def _replayed(call: GdnCall, within: list[int], layer: nn.Module) -> tuple[mx.array, mx.array]:
     """The conv window and state after within[b] tokens of this call, row by row."""
     if call.conv_input is None:
         raise RollbackError("a linear-attention layer ran without its conv1d first: its conv state cannot roll back")

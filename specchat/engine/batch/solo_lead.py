@@ -12,10 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..engine import Engine
 from ..events import Event, Failed, Finished, PrefillProgress, RoundResult, TextChunk
+from ..model_types import Cache
 from ..modes import SpecMode
 from ..runner import ModelRunner
 from ..stats import StatsRecorder
@@ -32,8 +33,8 @@ class Handover:
 
     seq: list[int]
     emitted: list[int]
-    target: tuple[int, list[Any] | None]
-    draft: tuple[int, list[Any] | None]
+    target: tuple[int, list[Cache] | None]
+    draft: tuple[int, list[Cache] | None]
     stats: StatsRecorder
 
 
@@ -101,7 +102,7 @@ class SoloLead:
         return handed if self.relay is None else self.relay.handover(handed)
 
 
-def _moved(runner: ModelRunner, seq: list[int]) -> tuple[int, list[Any] | None]:
+def _moved(runner: ModelRunner, seq: list[int]) -> tuple[int, list[Cache] | None]:
     """The runner's caches and how many tokens they hold, when those begin seq and leave its last token out
     (a runner the lead had not reached yet still holds an earlier conversation); its caches start afresh."""
     held, caches = runner.hand_over()

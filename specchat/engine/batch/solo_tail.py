@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from ..engine import Engine, step_events
 from ..events import Event, Failed, Finished, RoundResult, TextChunk
+from ..model_types import Cache
 from ..modes import SpecMode, StopReason
 from ..round import Step
+from .batch_model import BatchModel
 from .prefix_store import extract_row
 from .requests import BatchRequest, Row
 from .solo_lead import Handover, SoloLead
@@ -28,7 +29,9 @@ def can_go_solo(row: Row) -> bool:
     return row.state.ctx.grammar is None and row.state.mode in (SpecMode.BASELINE, SpecMode.DRAFT, SpecMode.LOOKUP)
 
 
-def solo_tail(engine: Engine, row: Row, target: tuple[int, list[Any]], draft: tuple[int, list[Any]] | None) -> SoloLead:
+def solo_tail(
+    engine: Engine, row: Row, target: tuple[int, list[Cache]], draft: tuple[int, list[Cache]] | None
+) -> SoloLead:
     """A lead that continues `row` on the engine's loop from these caches (held tokens, one-row caches)."""
     seq = row.state.ctx.seq
     engine.runner.take_over(target[1], seq[: target[0]])
@@ -41,7 +44,7 @@ def solo_tail(engine: Engine, row: Row, target: tuple[int, list[Any]], draft: tu
     return SoloLead(engine, request, relay=relay)
 
 
-def row_caches(model: Any, index: int) -> tuple[int, list[Any]]:
+def row_caches(model: BatchModel, index: int) -> tuple[int, list[Cache]]:
     """A batch model's row as (tokens held, one-row caches)."""
     return model.held[index], extract_row(model.caches, index)
 

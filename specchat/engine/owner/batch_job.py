@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import GenerationConfig
 from ..errors import error_kind, user_message
@@ -57,7 +57,7 @@ class Decoder(Protocol):
     @property
     def room(self) -> int: ...
 
-    def add(self, request: Any) -> None: ...  # the request its own module's BatchRequest made
+    def add(self, request: object) -> None: ...  # the request its own module's BatchRequest made
 
     def step(self) -> None: ...
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import mlx.core as mx
 
@@ -13,6 +12,7 @@ from ..config import GenerationConfig
 from ..engine import Engine
 from ..errors import IncompatibleDraftError
 from ..events import Event
+from ..json_types import JSONObject, JSONValue
 from ..loading import LoadedModel, load_model
 from ..prompt import chat_prompt_ids
 from .handle import JobContext
@@ -102,11 +102,11 @@ def adopt_job(engine: Engine) -> Callable[[JobContext], LoadedPair]:
 
 
 def reply_job(
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, JSONValue]],
     cfg: GenerationConfig,
     system_prompt: str = "",
     enable_thinking: bool = False,
-    tools: Sequence[Mapping[str, Any]] = (),
+    tools: Sequence[Mapping[str, JSONValue]] = (),
 ) -> Callable[[JobContext], Iterator[Event]]:
     """A job that streams one chat reply on the current engine (its engine events are the job's progress);
     tools (OpenAI-style function specs, the app's MCP tools) go to the chat template."""
@@ -129,7 +129,7 @@ def prompt_job(prompt_ids: list[int], cfg: GenerationConfig) -> Callable[[JobCon
     return work
 
 
-def learn_job(data: dict[str, Any]) -> Callable[[JobContext], None]:
+def learn_job(data: JSONObject) -> Callable[[JobContext], None]:
     """A job that starts the loaded engine's controllers from saved knowledge (a remote engine keeps its own)."""
 
     def work(ctx: JobContext) -> None:
@@ -140,10 +140,10 @@ def learn_job(data: dict[str, Any]) -> Callable[[JobContext], None]:
     return work
 
 
-def knowledge_job() -> Callable[[JobContext], dict[str, Any]]:
+def knowledge_job() -> Callable[[JobContext], JSONObject]:
     """A job that returns what the loaded engine's controllers learned ({} for a remote engine)."""
 
-    def work(ctx: JobContext) -> dict[str, Any]:
+    def work(ctx: JobContext) -> JSONObject:
         engine = ctx.engine
         return engine.knowledge() if isinstance(engine, Engine) else {}
 

@@ -9,7 +9,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
-from typing import Any, TypeVar, overload
+from typing import TypeVar, overload
 
 from ..errors import EngineError, error_kind, user_message
 from . import batch_job
@@ -81,7 +81,7 @@ class EngineHost:
 
     def submit(
         self, kind: str, work: Work, listener: Listener | None = None, join: JoinSpec | None = None
-    ) -> JobHandle[Any]:  # the overloads above give each caller its work's result type
+    ) -> JobHandle[object]:  # the overloads above give each caller its work's result type
         """Queue work(ctx); listener (any thread) gets this job's events, else iterate handle.events().
 
         With join (a generation's prompt, config and observers) the job may run in a batch with other
