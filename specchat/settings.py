@@ -36,6 +36,7 @@ class Settings:
     schema_version: int = SCHEMA_VERSION
     target_path: str | None = None
     draft_path: str | None = None
+    dflash_path: str | None = None  # the DFlash drafter loaded with the last pair (it belongs to the target)
     mode: SpecMode = SpecMode.BASELINE
     num_draft_tokens: int | Literal["auto"] = 4
     mtp_history: bool = False  # True: the MTP head attends over the conversation (see GenerationConfig)
@@ -213,6 +214,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "schema_version": _schema_version,
     "target_path": _optional_text,
     "draft_path": _optional_text,
+    "dflash_path": _optional_text,
     "mode": _mode,
     "num_draft_tokens": _draft_tokens,
     "mtp_history": _boolean,

@@ -24,7 +24,9 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
-from .dflash_model import DFlashConfig, DFlashLayer, DFlashModel, layer_kinds
+from specchat.upstream.mlx_lm import KVCache
+
+from .dflash_model import DFlashConfig, DFlashLayer, DFlashModel, Rope, layer_kinds
 from .errors import ModelLoadError
 
 ARCHITECTURE = "DFlash2DraftModel"
@@ -40,10 +42,11 @@ def _section(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     return nested if isinstance(nested, Mapping) else {}
 
 
-def is_dflash2(cfg: Mapping[str, Any]) -> bool:
+def is_dflash2(cfg: Mapping[str, object]) -> bool:
     """Whether a drafter's config.json describes DFlash2 (its architecture or any of its own keys)."""
     section = _section(cfg)
-    named = ARCHITECTURE in (cfg.get("architectures") or ())
+    architectures = cfg.get("architectures")
+    named = isinstance(architectures, list) and ARCHITECTURE in architectures
     return named or any(key in section or key in cfg for key in DFLASH2_KEYS)
 
 
@@ -73,7 +76,7 @@ class DFlash2Config(DFlashConfig):
     vocab_size: int = 0
 
     @classmethod
-    def from_dict(cls, cfg: Mapping[str, Any], source: str = "config.json") -> DFlash2Config:
+    def from_dict(cls, cfg: Mapping[str, object], source: str = "config.json") -> DFlash2Config:
         """Parse a DFlash2 config; ModelLoadError naming the first missing, unusable or unsupported field."""
         # DFlashConfig refuses the DFlash2 architecture (DFlashModel cannot run it); the rest it reads as is.
         base = DFlashConfig.from_dict({k: v for k, v in cfg.items() if k != "architectures"}, source)
@@ -135,7 +138,7 @@ class DFlash2Layer(DFlashLayer):
         self.attention_conv = GroupedCausalConv(cfg.hidden_size, cfg.conv_kernel_size, cfg.conv_group_size)
         self.mlp_conv = GroupedCausalConv(cfg.hidden_size, cfg.conv_kernel_size, cfg.conv_group_size)
 
-    def __call__(self, x: mx.array, cache: Any, rope: Any) -> mx.array:
+    def __call__(self, x: mx.array, cache: KVCache, rope: Rope) -> mx.array:
         inner, post = self.attention_conv.prepare(self.input_layernorm(x))
         x = x + self.attention_conv.finish(self.self_attn(inner, cache, rope), post)
         inner, post = self.mlp_conv.prepare(self.post_attention_layernorm(x))

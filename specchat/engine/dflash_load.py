@@ -138,7 +138,7 @@ def check_weights(model: DFlashModel, weights: dict[str, mx.array], name: str) -
             )
 
 
-def build_model(raw: Mapping[str, Any], target: LoadedModel, name: str) -> tuple[DFlashModel, DFlashConfig]:
+def build_model(raw: Mapping[str, object], target: LoadedModel, name: str) -> tuple[DFlashModel, DFlashConfig]:
     """The drafter network a config describes (DFlash2 when it says so), checked against the target."""
     source = f"{name}/config.json"
     if is_dflash2(raw):

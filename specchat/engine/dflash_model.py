@@ -64,7 +64,7 @@ class DFlashConfig:
     target_layer_ids: tuple[int, ...]
     num_target_layers: int | None = None
     max_position_embeddings: int | None = None
-    rope_scaling: dict[str, Any] | None = None
+    rope_scaling: dict[str, object] | None = None
     layer_types: tuple[str, ...] = field(default_factory=tuple)
     sliding_window: int | None = None  # W: a sliding layer's block row at q sees context from q - W + 1 on
     # The block attends to itself causally (True), bidirectionally (False); None: causally in sliding layers.
@@ -72,8 +72,9 @@ class DFlashConfig:
     input_embedding_scale: float = 1.0  # the block's embeddings are scaled by this first
 
     @classmethod
-    def from_dict(cls, cfg: Mapping[str, Any], source: str = "config.json") -> DFlashConfig:
+    def from_dict(cls, config: Mapping[str, object], source: str = "config.json") -> DFlashConfig:
         """Parse a config; ModelLoadError naming the first missing or unusable field."""
+        cfg: Mapping[str, Any] = config  # JSON: each field is checked where it is read
         nested = cfg.get("dflash_config")
         dflash: Mapping[str, Any] = nested if isinstance(nested, Mapping) else {}
 
@@ -164,18 +165,18 @@ class DFlashAttention(nn.Module):
         self.q_norm = nn.RMSNorm(self.head_dim, eps=cfg.rms_norm_eps)
         self.k_norm = nn.RMSNorm(self.head_dim, eps=cfg.rms_norm_eps)
 
-    def _kv(self, x: mx.array, rope: Any, offset: int) -> tuple[mx.array, mx.array]:
+    def _kv(self, x: mx.array, rope: Rope, offset: int) -> tuple[mx.array, mx.array]:
         b, t, _ = x.shape
         keys = self.k_norm(self.k_proj(x).reshape(b, t, self.n_kv_heads, -1)).transpose(0, 2, 1, 3)
         values = self.v_proj(x).reshape(b, t, self.n_kv_heads, -1).transpose(0, 2, 1, 3)
         return rope(keys, offset=offset), values
 
-    def add_context(self, context: mx.array, cache: Any, rope: Any) -> None:
+    def add_context(self, context: mx.array, cache: KVCache, rope: Rope) -> None:
         """Append the context rows (1, T, H) to the cache, at positions offset..offset+T-1."""
         keys, values = self._kv(context, rope, cache.offset)
         cache.update_and_fetch(keys, values)
 
-    def __call__(self, x: mx.array, cache: Any, rope: Any) -> mx.array:
+    def __call__(self, x: mx.array, cache: KVCache, rope: Rope) -> mx.array:
         b, length, _ = x.shape
         offset = int(cache.offset)
         queries = self.q_norm(self.q_proj(x).reshape(b, length, self.n_heads, -1)).transpose(0, 2, 1, 3)
@@ -183,6 +184,7 @@ class DFlashAttention(nn.Module):
         keys, values = self._kv(x, rope, offset)
         first = 0 if self.window is None else max(0, offset - self.window + 1)  # the oldest position row 0 sees
         if offset > first:
+            assert cache.keys is not None and cache.values is not None  # it holds offset > 0 positions
             keys = mx.concatenate([cache.keys[..., first:offset, :], keys], axis=2)
             values = mx.concatenate([cache.values[..., first:offset, :], values], axis=2)
         mask = self._mask(length, offset, first)
@@ -222,9 +224,15 @@ class DFlashLayer(nn.Module):
         self.input_layernorm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         self.post_attention_layernorm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
 
-    def __call__(self, x: mx.array, cache: Any, rope: Any) -> mx.array:
+    def __call__(self, x: mx.array, cache: KVCache, rope: Rope) -> mx.array:
         h = x + self.self_attn(self.input_layernorm(x), cache, rope)
         return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class Rope(Protocol):
+    """mlx-lm's rotary embedding: x rotated for positions offset, offset + 1, ..."""
+
+    def __call__(self, x: mx.array, offset: int = 0) -> mx.array: ...
 
 
 class RowScorer(Protocol):
@@ -251,11 +259,11 @@ class DFlashModel(nn.Module):
         self.norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         self._rope = make_rope(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, cfg.max_position_embeddings)
 
-    def make_cache(self) -> list[Any]:
+    def make_cache(self) -> list[KVCache]:
         """One context-only KV cache per layer, every position kept (sliding layers too: exact trims)."""
         return [KVCache() for _ in self.layers]
 
-    def add_context(self, features: mx.array, caches: Sequence[Any]) -> None:
+    def add_context(self, features: mx.array, caches: Sequence[KVCache]) -> None:
         """Append context rows: the target's captured layers (T, n * H) for the next T positions."""
         context = self.hidden_norm(self.fc(features))[None]
         for layer, cache in zip(self.layers, caches):
@@ -265,7 +273,7 @@ class DFlashModel(nn.Module):
         """What picks each draft position's token among its candidates (DFlash2's selector); None: the logits do."""
         return None
 
-    def block(self, embeds: mx.array, caches: Sequence[Any]) -> mx.array:
+    def block(self, embeds: mx.array, caches: Sequence[KVCache]) -> mx.array:
         """The block's rows (L, H) after the drafter's final norm, from their embeddings (L, H); the block's
         first row sits right after the context the caches hold."""
         h = embeds[None]

@@ -1,4 +1,4 @@
-"""Start the desktop app: `specchat [--target DIR [--draft DIR]]`."""
+"""Start the desktop app: `specchat [--target DIR [--draft DIR] [--dflash DIR]]`."""
 
 from __future__ import annotations
 
@@ -24,8 +24,11 @@ ENGINE_WAIT_S = 10.0  # after the window's close (which already waited on the en
 POOL_WAIT_S = 10.0
 
 
-def run_app(target: str | None = None, draft: str | None = None, paths: AppPaths | None = None) -> int:
-    """Open the main window (on a local model folder when given) and run until it closes."""
+def run_app(
+    target: str | None = None, draft: str | None = None, paths: AppPaths | None = None, dflash: str | None = None
+) -> int:
+    """Open the main window (on a local model folder, with its draft and DFlash drafter, when given) and run
+    until it closes."""
     # The Rust tokenizers' own thread pool is no use for one chat prompt, and threads of theirs still
     # alive at exit (or a fork after they ran) are what their shutdown problems come from.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -36,7 +39,7 @@ def run_app(target: str | None = None, draft: str | None = None, paths: AppPaths
     wake = close_on_stop_signals(app)
     collector = GuiThreadCollector(app)  # no cycle holding a Qt object is collected on another thread
     try:
-        window = MainWindow(paths, target=target, draft=draft)
+        window = MainWindow(paths, target=target, draft=draft, dflash=dflash)
     except Exception as error:  # a bug in building the window: say so in a dialog, never a bare traceback
         log.exception("the main window could not be built")
         QMessageBox.critical(None, "SpecChat could not start", f"{type(error).__name__}: {error}.{details_note()}")

@@ -57,6 +57,11 @@ KIND_NAMES = {
 KEEP_TIMEOUT_MS = 3000  # at close: a queued job that ignores cancel must not hold the quit up (its learning is lost)
 
 
+def loaded_dflash(pair: LoadedPair | None) -> str | None:
+    """The DFlash drafter folder the pair was loaded with; None for none (or a server's pair)."""
+    return pair.dflash if pair is not None else None
+
+
 class QtJob(QObject):
     """One submitted job seen from the UI thread: its events arrive on `event`, in order, ending with one of
     JobFinished, JobFailed (its message and kind: the job's one failure channel) or JobCancelled."""
@@ -157,10 +162,10 @@ class EngineClient(QObject):
 
     # --- loads ---
 
-    def load_pair(self, target: str, draft: str | None = None) -> QtJob:
-        """Load a pair after the queued jobs; the old pair stays loaded until the new one is ready
-        (loadStarted / loadProgress / loaded / loadFailed follow)."""
-        return self.load_with(target, load_pair_job(target, draft))
+    def load_pair(self, target: str, draft: str | None = None, dflash: str | None = None) -> QtJob:
+        """Load a pair (and a DFlash drafter for its target) after the queued jobs; the old pair stays loaded
+        until the new one is ready (loadStarted / loadProgress / loaded / loadFailed)."""
+        return self.load_with(target, load_pair_job(target, draft, dflash=dflash))
 
     def load_with(self, what: str, work: Callable) -> QtJob:
         """Queue any job that installs an engine (a pair, a server) and returns its LoadedPair; `what` names

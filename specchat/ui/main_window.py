@@ -43,10 +43,15 @@ MODELS_SHORTCUT = "Ctrl+Shift+M"
 
 
 class MainWindow(PairControl, SpeculationControl, QMainWindow):
-    """SpecChat's one window. Loads the saved (or given) target on start."""
+    """SpecChat's one window. Loads the saved (or given) target, draft and DFlash drafter on start."""
 
     def __init__(
-        self, paths: AppPaths | None = None, target: str | None = None, draft: str | None = None, autoload: bool = True
+        self,
+        paths: AppPaths | None = None,
+        target: str | None = None,
+        draft: str | None = None,
+        autoload: bool = True,
+        dflash: str | None = None,
     ):
         super().__init__()
         storage = open_storage(paths or AppPaths.default())  # never raises: what went wrong comes back as notices
@@ -56,14 +61,12 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.settings: Settings = storage.settings
         self.read_only = storage.read_only
         # what to load first: the given pair, else the saved one; settings change only once a pair loaded
-        self.requested = (self.settings.target_path, self.settings.draft_path)
+        self.requested = (self.settings.target_path, self.settings.draft_path, _saved_dflash(self.settings))
         self._cli_target: str | None = None  # a --target folder: remembered in the model folders once it loads
+        self._cli_dflash: str | None = None  # a --dflash folder: DFlash is the mode once it loads
         if target:
-            self.requested = (
-                str(Path(target).expanduser().resolve()),
-                str(Path(draft).expanduser().resolve()) if draft else None,
-            )
-            self._cli_target = self.requested[0]
+            self.requested = (_full(target), _full(draft) if draft else None, _full(dflash) if dflash else None)
+            self._cli_target, self._cli_dflash = self.requested[0], self.requested[2]
         self.pair: LoadedPair | None = None
         self._load_banner = False  # the banner shows why a load failed (cleared once a load succeeds)
         self.store = storage.store
@@ -79,9 +82,9 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         notice = storage.banner()
         if notice:
             self.banner.show_message(notice[1], notice[0])
-        target, draft = self.requested
+        target, draft, dflash = self.requested
         if autoload and target:
-            self.load_models(target, draft)
+            self.load_models(target, draft, dflash)
 
     # --- construction ---
 
@@ -131,9 +134,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.composer.thinking.setChecked(self.settings.enable_thinking)
         self.composer.set_ready(False, "Load a model first")
         self.docks = AnalysisDocks(self, self.paths, self.client)
-        self.models = ModelsLink(
-            self, self.paths, self.settings, lambda: (self.model_bar.target_path(), self.model_bar.draft_path())
-        )
+        self.models = ModelsLink(self, self.paths, self.settings, self._picked_models)
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -206,7 +207,8 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.chat.busyChanged.connect(self._on_busy)
         self.chat.actions.exported.connect(lambda path: self.banner.show_message(f"Exported to {path}", "info"))
         self.chat.actions.exportFailed.connect(lambda message: self.banner.show_message(message, "error"))
-        self.model_bar.loadRequested.connect(self.load_models)
+        self.model_bar.loadRequested.connect(self.load_pressed)
+        self.model_bar.dflashDropped.connect(self.drop_dflash)
         self.model_bar.targetChanged.connect(self._offer_drafts)
         self.model_bar.folderBrowsed.connect(self._remember_folder)
         self.model_bar.managerRequested.connect(self.models.open)
@@ -215,7 +217,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.models.chosen.connect(self.use_models)
         self.models.needsTarget.connect(
             lambda: self.banner.show_message(
-                "Choose a target model first; a draft needs a target to draft for.", "warning"
+                "Choose a target model first; a draft or DFlash drafter needs a target to draft for.", "warning"
             )
         )
         self.docks.bestKSaved.connect(self._best_k_saved)
@@ -239,7 +241,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
             lambda: [(c.id, c.title) for c in self.store.conversations()],
             lambda: combo_pairs(self.model_bar.target, self.model_bar.draft),
             self.sidebar.selected.emit,  # as a click in the conversation list
-            self.use_models,  # as the Models window's "Use pair"
+            lambda target, draft: self.use_models(target, draft, self.dflash_for(target)),  # as "Use pair"
             self,
         )
         self.switcher_shortcut = QShortcut(
@@ -262,7 +264,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
             self.docks.first_start_layout()
         else:
             QTimer.singleShot(0, self.docks.fit_restored_layout)  # once shown and laid out
-        target, draft = self.requested
+        target, draft, _dflash = self.requested
         self.model_bar.set_targets(self._model_folders(target, draft), target)
         if target:
             self._offer_drafts(target, draft)
@@ -272,6 +274,11 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
             self.chat.open(recent[0])
             self.panel.set_system_prompt(self.chat.system_prompt())
         self._update_mode_label()
+
+    def _picked_models(self) -> tuple[str | None, str | None, str | None]:
+        """The toolbar's target and draft, and the DFlash drafter loaded for that target (for the Models window)."""
+        target = self.model_bar.target_path()
+        return target, self.model_bar.draft_path(), self.dflash_for(target)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -432,3 +439,15 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.store.close()
         self.storage.close()
         super().closeEvent(event)
+
+
+def _full(folder: str) -> str:
+    """A folder given on the command line, as an absolute path."""
+    return str(Path(folder).expanduser().resolve())
+
+
+def _saved_dflash(settings: Settings) -> str | None:
+    """The saved DFlash drafter, when its target is saved too and its folder is still there (a drafter that
+    went away must not stop the target from loading)."""
+    folder = settings.dflash_path
+    return folder if folder and settings.target_path and Path(folder).is_dir() else None

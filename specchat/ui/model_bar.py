@@ -1,4 +1,5 @@
-"""The toolbar: target and draft pickers (compatible drafts only), Load, load state, memory."""
+"""The toolbar: target and draft pickers (compatible drafts only), Load, the DFlash drafter loaded (if any),
+load state, memory."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
 from .elided_label import ElidedLabel
 
 NO_DRAFT = "No draft"
+DFLASH_NAME_PX = 150  # the most the DFlash drafter's folder name takes in the toolbar (its tooltip has it whole)
 CHOOSE_TARGET = (
     "Choose a target model first: pick one in the Target list, or open Models… to find one "
     "on this machine or download one."
@@ -36,6 +38,7 @@ class ModelBar(QToolBar):
     folderBrowsed = Signal(str)
     managerRequested = Signal()  # open the Models window
     targetMissing = Signal(str)  # Load pressed with no target chosen: what to do
+    dflashDropped = Signal()  # the DFlash drafter's button pressed: load the pair without it
 
     def __init__(self, parent=None):
         super().__init__("Models", parent)
@@ -54,6 +57,10 @@ class ModelBar(QToolBar):
         self.manager_button = QPushButton("Models…")
         self.manager_button.setToolTip("Find, download and pair models (Ctrl+Shift+M)")
         self.manager_button.clicked.connect(self.managerRequested)
+        self.dflash = QToolButton(objectName="dflashChip")  # type: ignore[call-arg]
+        self.dflash.setAccessibleName("DFlash drafter")
+        self.dflash.clicked.connect(self.dflashDropped)
+        self.dflash.hide()
         self.progress = QProgressBar(maximum=0, textVisible=False)
         self.progress.setFixedWidth(80)
         self.progress.hide()
@@ -72,6 +79,7 @@ class ModelBar(QToolBar):
         row.addSpacing(6)
         row.addWidget(self.load_button)
         row.addWidget(self.manager_button)
+        row.addWidget(self.dflash)
         row.addSpacing(10)
         row.addWidget(self.progress)
         row.addWidget(self.state, 1)
@@ -127,6 +135,18 @@ class ModelBar(QToolBar):
         index = self.draft.findData(folder) if folder else 0
         if index >= 0:
             self.draft.setCurrentIndex(index)
+
+    def set_dflash(self, folder: str | None) -> None:
+        """Show the DFlash drafter loaded beside the target (its folder name; None hides it)."""
+        self.dflash.setVisible(folder is not None)
+        if folder is None:
+            return
+        name = self.dflash.fontMetrics().elidedText(Path(folder).name, Qt.TextElideMode.ElideMiddle, DFLASH_NAME_PX)
+        self.dflash.setText(f"DFlash: {name}  ✕")  # a long name shortens: the load state keeps its room
+        self.dflash.setToolTip(
+            f"DFlash drafter {folder} is loaded for this target (Speculation ▸ DFlash). "
+            "Click to drop it: the pair loads again without it."
+        )
 
     # --- state ---
 

@@ -1,4 +1,5 @@
-"""The main window's link to the Models window: open it, turn its "use as target / draft" into one load."""
+"""The main window's link to the Models window: open it, turn its "use as target / draft / DFlash drafter" into
+one load."""
 
 from __future__ import annotations
 
@@ -16,18 +17,19 @@ if TYPE_CHECKING:
     from .models.window import ModelsWindow
 
 
+Choice = tuple[str | None, str | None, str | None]  # target, draft, DFlash drafter folders
+
+
 class ModelsLink(QObject):
-    """Opens the Models window on demand; `chosen(target, draft)` says which pair to load."""
+    """Opens the Models window on demand; `chosen(target, draft, dflash)` says which pair to load."""
 
-    chosen = Signal(str, object)  # target folder, draft folder or None
-    needsTarget = Signal()  # a draft was picked while no target is chosen
+    chosen = Signal(str, object, object)  # target folder, draft folder or None, DFlash drafter folder or None
+    needsTarget = Signal()  # a draft or DFlash drafter was picked while no target is chosen
 
-    def __init__(
-        self, parent: QWidget, paths: AppPaths, settings: Settings, current: Callable[[], tuple[str | None, str | None]]
-    ):
+    def __init__(self, parent: QWidget, paths: AppPaths, settings: Settings, current: Callable[[], Choice]):
         super().__init__(parent)
         self.parent_widget, self.paths, self.settings = parent, paths, settings
-        self.current = current  # the pickers' (target, draft)
+        self.current = current  # the pickers' (target, draft) and the DFlash drafter loaded for that target
         self.window: ModelsWindow | None = None  # the Models window, once opened
         self._picked: dict[str, str] = {}
         self._timer = QTimer(self, singleShot=True, interval=0, timeout=self._apply)  # type: ignore[call-arg]
@@ -42,6 +44,7 @@ class ModelsLink(QObject):
             self.window = window
             window.use_as_target.connect(lambda path: self._pick("target", path))
             window.use_as_draft.connect(lambda path: self._pick("draft", path))
+            window.use_as_dflash.connect(lambda path: self._pick("dflash", path))
             window.mtpHeadAdded.connect(self._head_added)
         return window
 
@@ -57,22 +60,24 @@ class ModelsLink(QObject):
 
     def _head_added(self, folder: str) -> None:
         """The loaded target gained an MTP head: load the pair again, so the Speculation menu offers MTP."""
-        target, draft = self.current()
+        target, draft, dflash = self.current()
         if target and Path(target).resolve() == Path(folder).resolve():
-            self.chosen.emit(target, draft)
+            self.chosen.emit(target, draft, dflash)
 
     def _pick(self, role: str, path: str) -> None:
-        # "Use pair" emits target then draft at once: collect both, load once.
+        # "Use pair" emits target then draft (or DFlash drafter) at once: collect both, load once.
         self._picked[role] = path
         self._timer.start()
 
     def _apply(self) -> None:
         picked, self._picked = self._picked, {}
-        current_target, current_draft = self.current()
+        current_target, current_draft, current_dflash = self.current()
         target = picked.get("target") or current_target
         if not target:
             self.needsTarget.emit()
             return
         same_target = current_target is not None and Path(target) == Path(current_target)
-        # a new target without a draft of its own starts without one: the old draft may not fit it
-        self.chosen.emit(target, picked.get("draft", current_draft if same_target else None))
+        # a new target without a draft of its own starts without one: the old draft may not fit it, and a
+        # DFlash drafter reads the layers of the one target it was trained for
+        draft = picked.get("draft", current_draft if same_target else None)
+        self.chosen.emit(target, draft, picked.get("dflash", current_dflash if same_target else None))

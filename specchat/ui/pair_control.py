@@ -1,5 +1,5 @@
-"""The model half of the main window: load a pair (transactionally, on the engine thread), show what
-loaded or why not, offer the drafts that fit, remember folders. A mixin of MainWindow."""
+"""The model half of the main window: load a pair and its DFlash drafter (transactionally, on the engine
+thread), show what loaded or why not, offer the drafts that fit, remember folders. A mixin of MainWindow."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from specchat.engine.modes import SpecMode
 from specchat.hub.chat_template import has_thinking_switch
 
-from .engine_client import EngineClient, LoadedPair
+from .engine_client import EngineClient, LoadedPair, loaded_dflash
 from .model_folders import local_models
 from .plain_words import draft_refusal
 
@@ -49,22 +49,43 @@ class PairControl:
     thinking_action: QAction
     _load_banner: bool
     _cli_target: str | None
+    _cli_dflash: str | None
     save: Callable[[], None]
     _update_mode_label: Callable[[], None]
     _refresh_tuned_k: Callable[[], None]  # SpeculationControl's
 
-    def load_models(self, target: str, draft: str | None = None) -> None:
-        """Load a target and optional draft on the engine thread, beside the pair in use.
+    def load_models(self, target: str, draft: str | None = None, dflash: str | None = None) -> None:
+        """Load a target, optional draft and optional DFlash drafter on the engine thread, beside the pair in use.
 
         The current pair stays loaded (a reply queued before still uses it) until the new one has
         loaded; only then does it replace it and go into the settings. A failed load keeps it."""
         self.composer.set_ready(False, "Models are loading")
         self.model_bar.set_loading(f"Loading {Path(target).name}…")
-        self.client.load_pair(target, draft)
+        self.client.load_pair(target, draft, dflash)
+
+    def load_pressed(self, target: str, draft: str | None) -> None:
+        """The toolbar's Load: the chosen pair, keeping the DFlash drafter when the target stays the same."""
+        self.load_models(target, draft, self.dflash_for(target))
+
+    def dflash_for(self, target: str | None) -> str | None:
+        """The DFlash drafter loaded now when `target` is the loaded target (a drafter belongs to its target)."""
+        dflash = loaded_dflash(self.pair)
+        if dflash is None or target is None or self.pair is None:
+            return None
+        return dflash if Path(target).resolve() == Path(self.pair.target).resolve() else None
+
+    def drop_dflash(self) -> None:
+        """Load the pair in use again without its DFlash drafter."""
+        if self.pair is not None and loaded_dflash(self.pair) is not None:
+            self.load_models(self.pair.target, self.pair.draft, None)
 
     def _on_loaded(self, pair: LoadedPair) -> None:
-        previous_draft = self.pair.draft if self.pair else None
+        previous = self.pair
+        previous_draft = previous.draft if previous else None
+        previous_dflash = loaded_dflash(previous)
         self.pair = pair
+        dflash = loaded_dflash(pair)
+        self.model_bar.set_dflash(dflash)
         self.chat.decode = pair.decode
         names = _pair_names(pair)
         self.model_bar.set_loaded(f"Ready · {names}")
@@ -76,13 +97,19 @@ class PairControl:
         if self._load_banner:
             self.banner.dismiss()
             self._load_banner = False
-        if pair.draft and pair.draft != previous_draft and self.settings.mode == "baseline":
+        # a drafter just chosen (the Models window, --dflash) is what the user wants to use; the saved one
+        # loaded at start keeps the saved mode
+        chosen = previous is not None or dflash == self._cli_dflash or self.settings.mode == "baseline"
+        if dflash and dflash != previous_dflash and chosen:
+            self.settings.mode = SpecMode.DFLASH
+        elif pair.draft and pair.draft != previous_draft and self.settings.mode == "baseline":
             self.settings.mode = SpecMode.DRAFT
         mode = self.settings.mode if pair.available_modes.get(self.settings.mode) is None else SpecMode.BASELINE
         self.speculation.set_mode(mode)
         self._refresh_tuned_k()
         if pair.remote is None:  # a server's pair is not a local folder to reload next time
             self.settings.target_path, self.settings.draft_path = pair.target, pair.draft
+            self.settings.dflash_path = dflash
         self.server.loaded(pair)
         if pair.draft_error:
             self.model_bar.select_draft(None)
@@ -133,11 +160,12 @@ class PairControl:
         reasons = {r.path: r.reason for r in results if not r.compatible}
         self.model_bar.set_drafts([r.path for r in results], reasons, keep)
 
-    def use_models(self, target: str, draft: str | None) -> None:
-        """Pick a target (and draft) in the toolbar and load them (from the Models window)."""
+    def use_models(self, target: str, draft: str | None, dflash: str | None = None) -> None:
+        """Pick a target (and draft) in the toolbar and load them, with a DFlash drafter when given (from the
+        Models window)."""
         self.model_bar.set_targets(self._model_folders(target, draft), target)
         self._offer_drafts(target, draft)
-        self.load_models(target, draft)
+        self.load_models(target, draft, dflash)
 
     def _remember_model(self, folder: str) -> None:
         """Keep a model folder given on the command line among the folders the pickers list."""

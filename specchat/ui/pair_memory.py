@@ -49,7 +49,7 @@ class PairMemory:
         """The pair's file on this machine and power source; None for a server's pair."""
         if pair.remote is not None:
             return None
-        return knowledge_file(self.paths, [pair.target, pair.draft, None], self.machine(), self.power())
+        return knowledge_file(self.paths, [pair.target, pair.draft, pair.dflash], self.machine(), self.power())
 
     def learn(self, ctx: JobContext, pair: LoadedPair) -> bool:
         """Start the just-installed engine's controllers from the pair's file; True when there was one.

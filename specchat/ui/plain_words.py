@@ -11,7 +11,7 @@ import sys
 NO_MTP_HEAD = "this model has no multi-token-prediction head"
 MTP_UNREADABLE = "could not tell whether this model has a multi-token-prediction head"
 NO_DRAFT = "no draft model loaded: choose one in the toolbar"
-NO_DFLASH = "no DFlash drafter loaded: start with --dflash DIR (a drafter trained for this target)"
+NO_DFLASH = "no DFlash drafter loaded: pick one in the Models window (Use as DFlash drafter) or start with --dflash DIR"
 NOT_LOADED = "no model is loaded yet: choose one in the toolbar or open Models…"
 UPSTREAM = "the installed mlx-lm version does not support this mode"
 SELF_DRAFT = "the target drafting for itself always agrees but cannot be faster: useful only as an exactness check"

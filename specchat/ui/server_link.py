@@ -147,7 +147,7 @@ class ServerLink(QObject):
     def _use_local(self) -> None:
         s = self.window.settings
         if s.target_path:
-            self.window.load_models(s.target_path, s.draft_path)
+            self.window.load_models(s.target_path, s.draft_path, s.dflash_path)
 
     def _state(self, text: str) -> None:
         self.label.setText(text)

@@ -95,6 +95,8 @@ def test_dflash_and_auto_are_in_the_menu_with_their_reasons(qtbot):
     menu.set_available({"baseline": None, "draft": None, "dflash": "no DFlash drafter loaded", "auto": None})
     assert not menu.mode_actions["dflash"].isEnabled()
     assert (
-        menu.mode_actions["dflash"].toolTip().startswith("Unavailable: no DFlash drafter loaded: start with --dflash")
+        menu.mode_actions["dflash"]
+        .toolTip()
+        .startswith("Unavailable: no DFlash drafter loaded: pick one in the Models window")
     )
     assert menu.mode_actions["auto"].isEnabled() and "picks the drafter" in menu.mode_actions["auto"].text()

@@ -29,6 +29,7 @@ class LoadedPair:
     draft_error: str | None = None
     memory_bytes: int = 0
     remote: str | None = None  # the server's URL when the engine is a SpecChat server elsewhere
+    dflash: str | None = None  # the DFlash drafter folder loaded beside the target
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ def load_pair_job(
             engine.tokenizer.decode,
             draft_error,
             mx.get_active_memory(),
+            dflash=str(dflash) if dflash else None,
         )
 
     return work

@@ -283,7 +283,7 @@ class EmptyState(QWidget):
             self.hint.setText(
                 f"{name} is ready. Type a message below and send it "
                 "(Enter, or the key set in Preferences).\n\n"
-                "Choose Off, Draft model or MTP and the draft length in the Speculation menu; "
+                "Choose a drafter (Draft model, MTP, Prompt lookup, DFlash or Auto) and the draft length in the Speculation menu; "
                 "View ▸ Colour drafted tokens shows which words the drafter got right."
             )
         else:

@@ -467,7 +467,7 @@ class Dashboard(QWidget):
 
     def throughput_empty_text(self) -> str:
         """What the throughput chart says before any round."""
-        return "No speculative rounds yet.\nSend a message with Draft or MTP on."
+        return "No speculative rounds yet.\nSend a message with a drafter on (Speculation menu)."
 
     def _power_empty_text(self) -> str | None:
         """The power card's one line when there is no battery level to plot (None: it plots one)."""

@@ -69,7 +69,7 @@ class ThroughputChart(ChartCard):
         super().__init__(
             "Decode speed",
             make_plot("tok/s", "round", first_label=1, from_zero=True),
-            "No speculative rounds yet.\nSend a message with Draft or MTP on.",
+            "No speculative rounds yet.\nSend a message with a drafter on (Speculation menu).",
             [*THROUGHPUT_LEGEND, (RED, "dashed", "plain decode")],
             parent,
         )
