@@ -138,6 +138,18 @@ def test_greedy_dflash_with_a_random_drafter_is_plain_decoding(engines, family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+def test_greedy_dflash2_with_a_random_drafter_is_plain_decoding(family_root, targets, family):
+    """DFlash2's convolutions and candidate selector on every family's captured layers."""
+    target = targets(family)
+    engine = Engine.load(target, dflash=build_dflash2(family_root / f"{family}_dflash2", target))
+    ids = prompt_ids(engine)
+    baseline = engine.generate(ids, greedy(n=16)).tokens
+    for k in (3, 15):
+        assert engine.generate(ids, greedy("dflash", k, n=16)).tokens == baseline, f"K={k}"
+    assert_context_equals_a_clean_pass(engine)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 def test_partly_accepted_blocks_keep_the_output_and_an_exact_context(monkeypatch, engines, family):
     """Drafts right but at every fifth position: rounds keep part of each block, the target rolls the rest
     back, and the drafter's context holds exactly the kept positions' layers."""
