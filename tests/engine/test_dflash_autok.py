@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from specchat.engine import Engine, RoundResult
-from specchat.engine import dflash as dflash_module
 from specchat.engine.autok import AutoK, drafts_in_one_pass
 from specchat.engine.drafters import DraftModelDrafter
 from tests.fixtures.dflash_models import build_dflash
 
 from .costed_autok import CostedAutoK
 from .helpers import greedy, prompt_ids
+from .test_dflash import Oracle, rounds_of
 
 PASS_S = 0.3  # one drafter pass, whatever K: half a verify pass (CostedAutoK's verify_base is 0.60)
 
@@ -34,24 +34,15 @@ class BlockCostedAutoK(CostedAutoK):
         AutoK.observe(self, k, accepted, PASS_S if k else 0.0, verify, catch_up, confidences, steps)
 
 
-class BlockOracle:
+class BlockOracle(Oracle):
     """Replaces the drafter's projection to the vocabulary: the first `sure` rows of a block surely draft the
     target's own greedy token at their position (the reply's continuation in `full`), the rows after them
     barely (a near-uniform row) draft another; with `wrong`, every row surely drafts a token the target never
     picks there."""
 
     def __init__(self, monkeypatch, engine: Engine, full: list[int], sure: int = 15, wrong: bool = False):
-        self.full, self.sure, self.wrong, self.seq = full, sure, wrong, []
-        drafter = engine.drafters["dflash"]
-        self.vocab = drafter._vocab()
-        original = drafter.propose
-
-        def propose(request):
-            self.seq = request.seq
-            return original(request)
-
-        monkeypatch.setattr(drafter, "propose", propose)
-        monkeypatch.setattr(dflash_module, "project_logits", self.logits)
+        super().__init__(monkeypatch, engine, full)
+        self.sure, self.always_wrong = sure, wrong
 
     def logits(self, model, hidden: mx.array) -> mx.array:
         rows = np.zeros((hidden.shape[0], self.vocab), dtype=np.float32)
@@ -59,7 +50,7 @@ class BlockOracle:
             position = len(self.seq) + i
             right = self.full[position] if position < len(self.full) else 0
             sure = i < self.sure
-            token = (right + 1) % self.vocab if self.wrong or not sure else right
+            token = (right + 1) % self.vocab if self.always_wrong or not sure else right
             if sure:
                 rows[i] = -30.0
                 rows[i, token] = 30.0
@@ -72,10 +63,6 @@ class BlockOracle:
 def engine(dense_target, tmp_path_factory):
     folder = tmp_path_factory.mktemp("dflash_autok") / "dflash"
     return Engine.load(dense_target, dflash=build_dflash(folder, dense_target))
-
-
-def rounds_of(events) -> list[RoundResult]:
-    return [e for e in events if isinstance(e, RoundResult)]
 
 
 def auto_run(engine: Engine, ids: list[int], n: int, **costs) -> tuple[list[int], list[RoundResult], AutoK]:
