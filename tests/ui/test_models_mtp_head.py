@@ -81,9 +81,9 @@ def test_the_loaded_target_is_loaded_again_when_it_gains_a_head(qtbot, tmp_path)
     parent = QWidget()
     qtbot.addWidget(parent)
     target = tmp_path / "target"
-    link = ModelsLink(parent, AppPaths.under(tmp_path / "home"), Settings(), lambda: (str(target), "draft"))
+    link = ModelsLink(parent, AppPaths.under(tmp_path / "home"), Settings(), lambda: (str(target), "draft", "drafter"))
     with qtbot.assertNotEmitted(link.chosen):
         link._head_added(str(tmp_path / "another"))
     with qtbot.waitSignal(link.chosen, timeout=WAIT_MS) as chosen:
         link._head_added(str(target))
-    assert chosen.args == [str(target), "draft"]
+    assert chosen.args == [str(target), "draft", "drafter"]  # the DFlash drafter is loaded again with them
