@@ -49,6 +49,7 @@ def renamed_mask(q, k, v, a, b, A_log, dt_bias, state=None, attn_mask=None, **kw
                 "get_hf_file_metadata",
                 "hf_hub_download",
                 "constants",
+                "HfApi.parse_safetensors_file_metadata",
             },
         ),
     ],
