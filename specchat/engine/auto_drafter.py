@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 import mlx.core as mx
 
+from .autok import drafts_in_one_pass
 from .drafters import Draft, Drafter, DraftRequest
 from .lookup import PromptLookupDrafter, match_continuation
 from .modes import SpecMode
@@ -94,7 +95,7 @@ class AutoDrafter:
         if len(match) < self.policy.lookup_min_match:
             return self.model.name
         copied = expected_tokens(self.records[LOOKUP].rate, len(match))
-        passes = min(request.k, 1) if getattr(self.model, "one_pass_draft", False) else request.k
+        passes = min(request.k, 1) if drafts_in_one_pass(self.model) else request.k
         modelled = expected_tokens(self.records[self.model.name].rate, request.k) / (
             1 + self.draft_share(request) * passes
         )
