@@ -11,15 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import mlx.core as mx
 
-from .autok import drafts_in_one_pass
-from .drafters import Draft, Drafter, DraftRequest
+from .autok import expected_tokens
+from .drafters import NO_TAPS, Draft, Drafter, DraftRequest, TargetTaps
 from .lookup import PromptLookupDrafter, match_continuation
 from .modes import SpecMode
 from .policy import DEFAULT_POLICY, SpeculationPolicy
 from .runner import common_prefix_len, token_ids
+
+if TYPE_CHECKING:
+    from .config import GenerationConfig
 
 LOOKUP = SpecMode.LOOKUP  # the name Auto marks prompt lookup's rounds with
 
@@ -43,12 +47,7 @@ class SourceRecord:
         self.checked = self.checked * self.decay + checked
 
 
-def expected_tokens(rate: float, drafts: int) -> float:
-    """Tokens a round emits on average: its accepted drafts plus the target's own token."""
-    return 1 + sum(rate**i for i in range(1, drafts + 1))
-
-
-class AutoDrafter:
+class AutoDrafter(Drafter):
     """Drafts each round with prompt lookup or the model drafter, whichever is expected to give more tokens
     per unit of time on this pair."""
 
@@ -64,10 +63,9 @@ class AutoDrafter:
             self.records[model.name] = SourceRecord(0.5, 1.0, decay)
         self.pending: tuple[str, mx.array, int] | None = None  # the last proposal: source, drafts, where
 
-    @property
-    def wired(self) -> Drafter | None:
-        """The model drafter, whose hooks the engine wires (the MTP head's hidden states)."""
-        return self.model
+    def begin(self, cfg: GenerationConfig) -> TargetTaps:
+        """A generation begins: the model drafter's taps (the MTP head's hidden states, DFlash's layers)."""
+        return self.model.begin(cfg) if self.model is not None else NO_TAPS
 
     def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:
         """The model drafter reads the prompt (lookup has nothing to read)."""
@@ -95,7 +93,7 @@ class AutoDrafter:
         if len(match) < self.policy.lookup_min_match:
             return self.model.name
         copied = expected_tokens(self.records[LOOKUP].rate, len(match))
-        passes = min(request.k, 1) if drafts_in_one_pass(self.model) else request.k
+        passes = min(request.k, 1) if self.model.one_pass_draft else request.k
         modelled = expected_tokens(self.records[self.model.name].rate, request.k) / (
             1 + self.draft_share(request) * passes
         )

@@ -32,17 +32,15 @@ position of the block by its own probability only (the rows after it cost no fur
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .draft_stop import ConfidenceModel, RoundPlan, StopCosts
 from .modes import DraftOutcome
 from .plain_probe import PlainProbe
 from .policy import DEFAULT_POLICY, SpeculationPolicy
 
-
-def drafts_in_one_pass(drafter: object) -> bool:
-    """Whether a drafter proposes a draft of any length in one forward pass (its `one_pass_draft`, True for
-    a block drafter such as DFlash; drafters that run a step per token do not declare it)."""
-    return bool(getattr(drafter, "one_pass_draft", False))
+if TYPE_CHECKING:
+    from .drafters import Drafter
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -90,9 +88,9 @@ class AutoK:
         self.confidence = ConfidenceModel(policy=p)
         self.probe = PlainProbe(policy=p)
 
-    def for_drafter(self, drafter: object) -> None:
-        """Bill drafts as this drafter costs them: one pass a round (drafts_in_one_pass) or a step per token."""
-        self.one_pass_draft = drafts_in_one_pass(drafter)
+    def for_drafter(self, drafter: Drafter) -> None:
+        """Bill drafts as this drafter costs them: one pass a round (its one_pass_draft) or a step per token."""
+        self.one_pass_draft = drafter.one_pass_draft
 
     @property
     def alpha(self) -> float:

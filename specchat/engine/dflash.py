@@ -17,23 +17,27 @@ no longer agrees with it is trimmed back to where they agree.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import mlx.core as mx
 
 from specchat.upstream.hidden_capture import embed_tokens, project_logits
 
 from .dflash_load import DFlashWeights
-from .drafters import Draft, DraftRequest, DraftSteps
+from .drafters import Draft, Drafter, DraftRequest, DraftSteps, TargetTaps
 from .errors import ModelLoadError
 from .mtp import HiddenRows
 from .runner import PREFILL_CHUNK, LayerCapture, ModelRunner, held_agreement
 
+if TYPE_CHECKING:
+    from .config import GenerationConfig
 
-class DFlashDrafter:
+
+class DFlashDrafter(Drafter):
     """Drafts a block per round with a DFlash network reading the target's captured layers."""
 
     name = "dflash"
-    one_pass_draft = True  # any K is one pass of the block: Auto K bills it flat in K (autok.drafts_in_one_pass)
+    one_pass_draft = True  # any K is one pass of the block: Auto K bills it flat in K
 
     def __init__(self, target: ModelRunner, weights: DFlashWeights):
         self.target = target
@@ -45,7 +49,7 @@ class DFlashDrafter:
         self.seen: list[int] = []  # the tokens whose context rows the cache holds, in order
         self._seen_of: list[int] | None = None  # a sequence `seen` is known to begin (held_agreement)
         self.rows = HiddenRows()  # captured target rows by position, not yet in the cache
-        # The engine sets ModelRunner.layer_capture to this while a generation drafts with DFlash.
+        # ModelRunner.layer_capture while a generation drafts with DFlash (begin).
         self.layer_capture = LayerCapture(tuple(self.config.target_layer_ids), self.receive_layers)
 
     @property
@@ -53,11 +57,11 @@ class DFlashDrafter:
         """How many context positions the cache holds."""
         return int(self.cache[0].offset) if self.cache else 0
 
-    def start_capture(self) -> LayerCapture:
+    def begin(self, cfg: GenerationConfig) -> TargetTaps:
         """A generation begins: rows captured before it may belong to another sequence (a cancelled prefill,
-        a pass of another mode since); forget them and hand the capture to set on the target's runner."""
+        a pass of another mode since); forget them, and have the target's passes capture its layers."""
         self.rows.clear()
-        return self.layer_capture
+        return TargetTaps(layer_capture=self.layer_capture)
 
     def receive_layers(self, position: int, rows: mx.array) -> None:
         """Captured layer outputs (T, n * H) of a target pass starting at `position` (ModelRunner.layer_capture)."""

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import mlx.core as mx
 
 from .constraint import DraftConstraint
 from .draft_stop import RoundPlan
-from .runner import ModelRunner, token_id
+from .runner import LayerCapture, ModelRunner, token_id
 from .sampling import Sampler
+
+if TYPE_CHECKING:
+    from .config import GenerationConfig
 
 CATCH_UP_IN_ROUND = 32  # a draft further behind (after plain bursts) is prefilled first
 
@@ -89,10 +92,28 @@ class DraftRequest:
     constraint: DraftConstraint | None = None  # a grammar: draft only what it allows, pushing each token on
 
 
+@dataclass(frozen=True)
+class TargetTaps:
+    """What the target's passes feed a drafter during one generation (ModelRunner sets them on its calls)."""
+
+    hidden_sink: Callable[[int, mx.array], None] | None = None  # the last hidden state by position (MTP head)
+    layer_capture: LayerCapture | None = None  # chosen layers' outputs by position (DFlash)
+
+
+NO_TAPS = TargetTaps()
+
+
 class Drafter(Protocol):
-    """What the speculative loop needs from a draft source (docs/architecture.md: adding a drafter)."""
+    """What the speculative loop needs from a draft source (docs/architecture.md: adding a drafter).
+    A drafter may subclass it explicitly to take the defaults of `one_pass_draft` and `begin`."""
 
     name: str
+    one_pass_draft: bool = False  # True: any K is one forward pass (a block drafter); Auto K bills a round one pass
+
+    def begin(self, cfg: GenerationConfig) -> TargetTaps:
+        """A generation begins: take its settings, forget rows of other sequences, and say what the target's
+        passes must feed this drafter (nothing, by default)."""
+        return NO_TAPS
 
     def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:
         """Process the prompt ahead of the first round, a chunk at a time: (done, total) after each."""
@@ -111,7 +132,7 @@ class Drafter(Protocol):
         """Forget all state (after an error)."""
 
 
-class DraftModelDrafter:
+class DraftModelDrafter(Drafter):
     """A smaller model with the same vocabulary drafts autoregressively."""
 
     name = "draft"

@@ -16,7 +16,7 @@ from .config import GenerationConfig
 from .constraint import GrammarState
 from .dflash import DFlashDrafter
 from .dflash_load import load_dflash
-from .drafters import Drafter, DraftModelDrafter
+from .drafters import NO_TAPS, Drafter, DraftModelDrafter
 from .errors import ConfigError, EngineError, EngineThreadError, error_from, error_kind, user_message
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
 from .hooks import hook_problems
@@ -241,11 +241,8 @@ class Engine:
         drafter = self._drafter_for(cfg)
         cached = min(common_prefix_len(self.runner.tokens, prompt), len(prompt) - 1)
         stats = StatsRecorder(cfg, len(prompt), cached)
-        hooked = drafter.wired if isinstance(drafter, AutoDrafter) else drafter  # whose hooks the runner feeds
-        self.runner.hidden_sink = getattr(hooked, "receive_hidden", None)  # MTP needs them
-        self.runner.layer_capture = hooked.start_capture() if isinstance(hooked, DFlashDrafter) else None
-        if isinstance(hooked, MtpDrafter):
-            hooked.history = cfg.mtp_history
+        taps = drafter.begin(cfg) if drafter is not None else NO_TAPS  # what the target's passes feed it
+        self.runner.hidden_sink, self.runner.layer_capture = taps.hidden_sink, taps.layer_capture
         yield from self._prefill(prompt, drafter, cancel)  # every model's prompt work counts as prefill
         stats.prefill_done()
         if cancel.is_set():  # stopped before any token: the chunks done stay cached, exactly

@@ -8,7 +8,7 @@ from itertools import islice
 import mlx.core as mx
 
 from .draft_stop import RoundPlan
-from .drafters import Draft, DraftRequest
+from .drafters import Draft, Drafter, DraftRequest
 
 OCCURRENCES = 8  # the most recent occurrences of the tail that vote on its continuation
 
@@ -50,7 +50,7 @@ def _kept(plan: RoundPlan, confidences: list[float]) -> int:
     return len(confidences)
 
 
-class PromptLookupDrafter:
+class PromptLookupDrafter(Drafter):
     """A drafter with no model: it copies from the conversation itself (prompt and reply so far)."""
 
     name = "lookup"

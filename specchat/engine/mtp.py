@@ -22,19 +22,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import mlx.core as mx
 
 from specchat.upstream.mlx_optiq import attach_mtp_head, head_logits, mtp_core
 
-from .drafters import Draft, DraftRequest, DraftSteps
+from .drafters import Draft, Drafter, DraftRequest, DraftSteps, TargetTaps
 from .errors import ModelLoadError
 from .model_types import LanguageModel, MtpModel
 from .mtp_detect import MtpSupport, detect_mtp
 from .rollback import Transaction
 from .runner import PREFILL_CHUNK, ModelRunner, held_agreement
 from .sampling import Sampler
+
+if TYPE_CHECKING:
+    from .config import GenerationConfig
 
 
 def attach_head(model: LanguageModel, tokenizer: object, folder: Path, support: MtpSupport | None = None) -> MtpSupport:
@@ -98,7 +101,7 @@ class HiddenRows:
         self._chunks = []
 
 
-class MtpDrafter:
+class MtpDrafter(Drafter):
     """Drafts with the target's attached MTP head; its cache is rolled back exactly every round."""
 
     name = "mtp"
@@ -113,13 +116,18 @@ class MtpDrafter:
         # True: the head attends over the whole sequence through its KV cache, as it was trained.
         # False: each head step sees only its own position, as mlx-optiq drafts: one head position
         # per draft instead of one per generated token plus the drafts (cheaper where compute scales
-        # with tokens, e.g. on the CPU), drafts possibly less accurate. The engine sets it per generation.
+        # with tokens, e.g. on the CPU), drafts possibly less accurate. Set per generation (begin).
         self.history = False
 
     @property
     def entries(self) -> int:
         """How many positions the head's cache holds."""
         return int(self.cache[0].offset)
+
+    def begin(self, cfg: GenerationConfig) -> TargetTaps:
+        """A generation begins: take its history setting; the target's passes feed the head their hidden states."""
+        self.history = cfg.mtp_history
+        return TargetTaps(hidden_sink=self.receive_hidden)
 
     def receive_hidden(self, position: int, hidden: mx.array) -> None:
         """Hidden states from a target pass (ModelRunner.hidden_sink)."""

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from specchat.engine import Engine, Finished, GenerationConfig, RoundResult
-from specchat.engine.auto_drafter import AutoDrafter, SourceRecord, expected_tokens
+from specchat.engine.auto_drafter import AutoDrafter, SourceRecord
+from specchat.engine.autok import expected_tokens
 from specchat.engine.draft_stop import RoundPlan
 from specchat.engine.drafters import DraftRequest
 from specchat.engine.policy import DEFAULT_POLICY
@@ -55,6 +56,7 @@ def test_lookup_drafts_where_the_conversation_repeats_and_the_model_elsewhere(en
 def test_the_choice_follows_what_each_source_was_worth():
     class Model:
         name = "draft"
+        one_pass_draft = False
 
     class Lookup:
         ngram_max = 4
@@ -71,6 +73,7 @@ def test_the_choice_follows_what_each_source_was_worth():
 def test_the_choice_weighs_the_draft_cost_auto_k_measured_on_this_pair():
     class Model:
         name = "draft"
+        one_pass_draft = False
 
     class Lookup:
         ngram_max = 4

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from specchat.engine import Engine, RoundResult
-from specchat.engine.autok import AutoK, drafts_in_one_pass
+from specchat.engine.autok import AutoK
 from specchat.engine.drafters import DraftModelDrafter
 from tests.fixtures.dflash_models import build_dflash
 
@@ -78,10 +78,12 @@ def auto_run(engine: Engine, ids: list[int], n: int, **costs) -> tuple[list[int]
 def test_dflash_declares_one_pass_drafts_and_the_controller_reads_it(engine, dense_target, dense_draft_partial):
     auto = AutoK()
     auto.for_drafter(engine.drafters["dflash"])
-    assert auto.one_pass_draft and drafts_in_one_pass(engine.drafters["dflash"])
+    assert auto.one_pass_draft and engine.drafters["dflash"].one_pass_draft
     pair = Engine.load(dense_target, dense_draft_partial)
     assert isinstance(pair.drafters["draft"], DraftModelDrafter)
     auto.for_drafter(pair.drafters["draft"])
+    assert not auto.one_pass_draft
+    auto.for_drafter(pair.drafters["auto"])  # Auto bills a step per token: its lookup rounds take no pass at all
     assert not auto.one_pass_draft
 
 
