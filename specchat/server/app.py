@@ -24,6 +24,8 @@ from .backend import EngineBackend, template_errors
 from .errors import ApiError, bad_request, unauthorized
 from .ollama_route import ollama_router
 from .openai_responses import create_response
+from .request_log import RequestLog
+from .request_trace import RequestLogMiddleware
 from .requests import ApiRequest, parse_request
 from .streaming import JobStream, openai_sse, openai_whole
 from .wire import event_to_json
@@ -40,6 +42,7 @@ class ServerOptions:
     api_key: str | None = None
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = MAX_BODY_BYTES
+    request_log: RequestLog = field(default_factory=RequestLog)  # every request's record (the app reads it)
 
 
 def create_app(backend: EngineBackend, options: ServerOptions) -> FastAPI:
@@ -49,6 +52,7 @@ def create_app(backend: EngineBackend, options: ServerOptions) -> FastAPI:
         api.add_middleware(
             CORSMiddleware, allow_origins=list(options.cors_origins), allow_methods=["*"], allow_headers=["*"]
         )
+    api.add_middleware(RequestLogMiddleware, backend=backend, log=options.request_log)  # outside CORS and every route
     api.state.backend, api.state.options = backend, options
     api.add_exception_handler(ApiError, _api_error)
     api.add_exception_handler(StarletteHTTPException, _http_error)

@@ -1,5 +1,6 @@
 """The main window's link to the API server: the Server menu, the status-bar address and request
-count, API requests on the dashboard, and "Connect to server…" (a server elsewhere as the engine)."""
+count, API requests on the dashboard, the server log window, and "Connect to server…" (a server elsewhere
+as the engine)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from PySide6.QtWidgets import QDialog, QLabel
 from specchat.engine.errors import RemoteError
 from specchat.server.connect import connect_job
 from specchat.server.remote import RemoteEngine, RemoteStatus
+from specchat.server.request_log import REQUEST_LOG_NAME
 
+from .server_log_model import RequestLogModel
+from .server_log_window import ServerLogWindow
 from .server_menu import ServeChoice, ServeDialog, ServerController, ServerMenu
 from .tasks import TaskRunner
 
@@ -85,7 +89,9 @@ class ServerLink(QObject):
         self.window = window
         self.menu = ServerMenu(window)
         self.menu.set_port(window.settings.server_port)
-        self.controller = ServerController(window.client, self)
+        self.controller = ServerController(window.client, self, window.paths.log_dir / REQUEST_LOG_NAME)
+        self.requests = RequestLogModel(parent=self)  # fed from the start: the window may open any time
+        self.log_window: ServerLogWindow | None = None
         self.label = QLabel(objectName="footer")  # type: ignore[call-overload]
         self.label.setToolTip("The local API: what it listens on and how many requests it has served")
         window.statusBar().addPermanentWidget(self.label)
@@ -93,6 +99,8 @@ class ServerLink(QObject):
         self.menu.serveToggled.connect(self._serve_toggled)
         self.menu.connectRequested.connect(self.connect_to)
         self.menu.localRequested.connect(self._use_local)
+        self.menu.logRequested.connect(self.show_log)
+        self.controller.requestLogged.connect(self.requests.add)
         self.controller.stateChanged.connect(self._state)
         self.controller.failed.connect(self._failed)
         self.controller.requestEvent.connect(window.docks.dashboard.on_api_event)
@@ -108,6 +116,15 @@ class ServerLink(QObject):
         self.menu.serve_action.blockSignals(False)
         return started
 
+    def show_log(self) -> ServerLogWindow:
+        """Open the server log window (or bring it forward), live as requests finish."""
+        if self.log_window is None:
+            self.log_window = ServerLogWindow(self.requests, self.controller.request_log.path, self.window)
+        self.log_window.show()
+        self.log_window.raise_()
+        self.log_window.activateWindow()
+        return self.log_window
+
     def connect_to(self, url: str, api_key: str | None) -> None:
         """Use the server at url as the engine (loaded / loadFailed follow, as for a local pair)."""
         window = self.window
@@ -117,8 +134,10 @@ class ServerLink(QObject):
         window.client.load_with(url, connect_job(url, api_key))
 
     def stop(self) -> None:
-        """Stop serving and polling (window closing)."""
-        self.controller.stop()
+        """Stop serving, relaying and polling (window closing)."""
+        self.controller.close()
+        if self.log_window is not None:
+            self.log_window.close()
         self.poller.follow(None)
 
     def loaded(self, pair) -> None:

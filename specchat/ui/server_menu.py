@@ -4,6 +4,7 @@ sharing the chat's job queue), or use a SpecChat server elsewhere as the engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction, QFontMetrics
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
 from specchat.engine.config import GenerationConfig
 from specchat.server.app import ServerOptions
 from specchat.server.backend import EngineBackend
+from specchat.server.request_log import RequestLog, RequestRecord
 from specchat.server.running import BackgroundServer
 
 from .engine_client import EngineClient
@@ -62,19 +64,25 @@ class ServeChoice:
 
 
 class ServerController(QObject):
-    """Runs the API server on the client's engine host; relays its requests' events to the views."""
+    """Runs the API server on the client's engine host; relays its requests' events and records to the views.
+    One request log serves every start of the server this session (written to log_file when given)."""
 
     stateChanged = Signal(str)  # the status-bar text: "API http://127.0.0.1:8080 · 3 requests", or ""
     failed = Signal(str)  # why the server could not start
     requestEvent = Signal(int, object)  # (job id, engine event) of an API request, on the UI thread
+    requestLogged = Signal(object)  # a finished request's RequestRecord, on the UI thread
     _relay = Signal(int, object)
+    _logged = Signal(object)
 
-    def __init__(self, client: EngineClient, parent=None):
+    def __init__(self, client: EngineClient, parent=None, log_file: Path | None = None):
         super().__init__(parent)
         self.client = client
         self.server: BackgroundServer | None = None
         self.backend: EngineBackend | None = None
+        self.request_log = RequestLog(path=log_file)
         self._relay.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
+        self._logged.connect(self.requestLogged, Qt.ConnectionType.QueuedConnection)
+        self.request_log.subscribe(self._record_added)
 
     @property
     def running(self) -> bool:
@@ -87,7 +95,8 @@ class ServerController(QObject):
         backend = EngineBackend(self.client.host)
         backend.observers.append(lambda job_id, event: self._relay.emit(job_id, event))
         try:
-            server = BackgroundServer(backend, ServerOptions(defaults, choice.api_key), LOCALHOST, choice.port)
+            options = ServerOptions(defaults, choice.api_key, request_log=self.request_log)
+            server = BackgroundServer(backend, options, LOCALHOST, choice.port)
             server.start()
         except (OSError, RuntimeError, ValueError) as exc:
             self.failed.emit(f"The API server could not start on port {choice.port}: {exc}")
@@ -106,6 +115,14 @@ class ServerController(QObject):
         self.client.batch_rows = 1
         self.stateChanged.emit("")
 
+    def close(self) -> None:
+        """Stop serving and stop relaying records (the window is closing)."""
+        self.stop()
+        self.request_log.unsubscribe(self._record_added)
+
+    def _record_added(self, record: RequestRecord) -> None:  # on the server's or the engine's thread
+        self._logged.emit(record)
+
     def _on_event(self, job_id: int, event) -> None:
         self.requestEvent.emit(job_id, event)
         self._announce()
@@ -117,11 +134,12 @@ class ServerController(QObject):
 
 
 class ServerMenu(QMenu):
-    """Serve on localhost (toggle), its port and key, Connect to server…, Use local models."""
+    """Serve on localhost (toggle), its port and key, Server log…, Connect to server…, Use local models."""
 
     serveToggled = Signal(bool)
     connectRequested = Signal(str, object)  # url, api key (or None)
     localRequested = Signal()
+    logRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__("Se&rver", parent)
@@ -131,6 +149,11 @@ class ServerMenu(QMenu):
             "scripts; it speculates as the chat does and shares its queue"
         )
         self.serve_action.toggled.connect(self.serveToggled)
+        self.log_action = QAction("Server log…", self)
+        self.log_action.setToolTip(
+            "Every request the local API served: client, route, status, tokens, speed, drafter and errors"
+        )
+        self.log_action.triggered.connect(self.logRequested)
         self.connect_action = QAction("Connect to server…", self)
         self.connect_action.setToolTip(
             f"Use a SpecChat server (python -m specchat serve) on {other_machine()} as the engine"
@@ -138,7 +161,10 @@ class ServerMenu(QMenu):
         self.local_action = QAction("Use local models", self, enabled=False)
         self.local_action.triggered.connect(self.localRequested)
         self.connect_action.triggered.connect(self._ask_connect)
-        for action in (self.serve_action, self.connect_action, self.local_action):
+        self.addAction(self.serve_action)
+        self.addAction(self.log_action)
+        self.addSeparator()
+        for action in (self.connect_action, self.local_action):
             self.addAction(action)
 
     def set_port(self, port: int) -> None:
