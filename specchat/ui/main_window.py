@@ -17,6 +17,7 @@ from . import theme
 from .analysis_docks import CHAT_MIN, AnalysisDocks
 from .banner import Banner
 from .chat.composer import Composer
+from .chat.context_fill import fill_for
 from .chat.controller import ChatController
 from .chat.conversation_list import ConversationList
 from .chat.footer import MODE_NAMES
@@ -131,6 +132,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.chat = ChatController(
             self.store, self.client, self.transcript, self.composer, self.sidebar, self.reply_settings, self
         )
+        self.context_fill = fill_for(self)  # the composer's token count and its check before Send
         self.composer.thinking.setChecked(self.settings.enable_thinking)
         self.composer.set_ready(False, "Load a model first")
         self.docks = AnalysisDocks(self, self.paths, self.client)
