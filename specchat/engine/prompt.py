@@ -32,8 +32,17 @@ def chat_prompt_ids(
     A system prompt goes first; enable_thinking None leaves the template's own default (a request
     may still set it in template_kwargs), True or False sets it. tools go to the template as `tools=`;
     a system note is added to the system message. A conversation that ends with an assistant message
-    (without tool calls) is continued: the prompt ends inside that turn, right after its text.
+    (without tool calls) is continued: the prompt ends inside that turn, right after its text. When that
+    message carries the reply's own token ids (`token_ids`, as generated), the prompt is the conversation
+    before it with the turn opened, then those ids: exactly what the reply was generated from, so its
+    continuation is the one a larger budget would have given.
     """
+    reply_ids = continued_reply_ids(messages) if add_generation_prompt else None
+    if reply_ids is not None:
+        before = chat_prompt_ids(
+            tokenizer, messages[:-1], system_prompt, enable_thinking, template_kwargs, True, tools, system_note
+        )
+        return before + reply_ids
     kwargs: JSONObject = dict(template_kwargs or {})
     if enable_thinking is not None:
         kwargs["enable_thinking"] = enable_thinking
@@ -111,6 +120,17 @@ def _call_text(call: Mapping[str, JSONValue]) -> str:
 def continues_final_message(messages: Sequence[Mapping[str, JSONValue]]) -> bool:
     """True when the conversation ends with an assistant's text to continue (a prefill), not with its tool calls."""
     return bool(messages) and messages[-1].get("role") == "assistant" and not messages[-1].get("tool_calls")
+
+
+def continued_reply_ids(messages: Sequence[Mapping[str, JSONValue]]) -> list[int] | None:
+    """The token ids a final assistant message carries (`token_ids`: the reply as generated, to continue exactly);
+    None when it carries none. ValueError when they are not a list of whole numbers."""
+    if not continues_final_message(messages) or "token_ids" not in messages[-1]:
+        return None
+    ids = messages[-1]["token_ids"]
+    if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+        raise ValueError(f"the reply to continue has token_ids that are not a list of token ids: {ids!r:.80}")
+    return [int(t) for t in ids]
 
 
 def with_system_note(messages: list[JSONObject], note: str) -> list[JSONObject]:

@@ -19,6 +19,7 @@ DEFAULT_TITLE = "New chat"
 ROLES = ("user", "assistant")
 IN_MEMORY = ":memory:"
 CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+TRACE_TOKENS = "tokens"  # the key of a reply's token ids in its trace
 BUSY_TIMEOUT_S = 1.0  # how long a write waits for another program's lock before it is refused (and said)
 
 
@@ -61,19 +62,22 @@ def is_locked(error: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class Conversation:
-    """One saved chat: its title, system prompt and times (seconds since the epoch)."""
+    """One saved chat: its title, system prompt, times (seconds since the epoch) and its own reply length
+    (max_tokens; None: the default from Preferences)."""
 
     id: int
     title: str
     system_prompt: str
     created_at: float
     updated_at: float
+    max_tokens: int | None = None
 
 
 @dataclass(frozen=True)
 class StoredMessage:
     """One message; stats is the generation's figures for replies; complete is False while (or if) a reply streams;
-    trace is a reply's draft tints and rejection marks (JSON-ready dict); version is the shown version's number."""
+    trace is a reply's draft tints, rejection marks and token ids (JSON-ready dict); version is the shown
+    version's number."""
 
     id: int
     conversation_id: int
@@ -90,6 +94,14 @@ class StoredMessage:
     def as_chat(self) -> dict[str, str]:
         """The {"role", "content"} dict a chat template takes."""
         return {"role": self.role, "content": self.content}
+
+    @property
+    def token_ids(self) -> list[int] | None:
+        """A reply's token ids as generated (kept in its trace); None when it was saved without them."""
+        ids = (self.trace or {}).get(TRACE_TOKENS)
+        if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+            return None
+        return ids
 
 
 class ConversationStore(VersionsMixin):
@@ -166,13 +178,17 @@ class ConversationStore(VersionsMixin):
 
     # --- conversations ---
 
-    def create(self, title: str = DEFAULT_TITLE, system_prompt: str = "") -> Conversation:
-        """A new empty conversation."""
+    def create(
+        self, title: str = DEFAULT_TITLE, system_prompt: str = "", max_tokens: int | None = None
+    ) -> Conversation:
+        """A new empty conversation (max_tokens: its own reply length, None for the default)."""
+        _check_max_tokens(max_tokens)
         now = time.time()
         with self._transaction():
             cur = self._db.execute(
-                "INSERT INTO conversations (title, system_prompt, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (title, system_prompt, now, now),
+                "INSERT INTO conversations (title, system_prompt, created_at, updated_at, max_tokens)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (title, system_prompt, now, now, max_tokens),
             )
         return self.get(_inserted_id(cur))
 
@@ -206,6 +222,11 @@ class ConversationStore(VersionsMixin):
     def set_system_prompt(self, conversation_id: int, text: str) -> None:
         """Set the system prompt used for every reply in this conversation."""
         self._update(conversation_id, "system_prompt", text)
+
+    def set_max_tokens(self, conversation_id: int, max_tokens: int | None) -> None:
+        """Set this conversation's own reply length (None: it follows the default from Preferences)."""
+        _check_max_tokens(max_tokens)
+        self._update(conversation_id, "max_tokens", max_tokens)
 
     def delete(self, conversation_id: int) -> None:
         """Delete a conversation and its messages."""
@@ -273,6 +294,30 @@ class ConversationStore(VersionsMixin):
                 (content, _to_json(stats), int(cancelled), _to_json(trace), message_id),
             )
             self._record_version(message_id)
+        return self._message(message_id)
+
+    def begin_continue(self, message_id: int) -> None:
+        """A reply goes on from where it stopped: the row stays (its text grows through update_reply), marked
+        incomplete until finish_continued."""
+        with self._transaction() as db:
+            db.execute("UPDATE messages SET complete = 0 WHERE id = ?", (message_id,))
+
+    def finish_continued(
+        self, message_id: int, content: str, stats: dict[str, Any] | None, cancelled: bool, trace: dict[str, Any] | None
+    ) -> StoredMessage | None:
+        """Save a continued reply in place: the row and, for a regenerated reply, the version shown (no new
+        version: it is the same reply, longer). None if its conversation was deleted."""
+        values = (content, _to_json(stats), int(cancelled), _to_json(trace))
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE messages SET content = ?, stats = ?, cancelled = ?, trace = ?, complete = 1 WHERE id = ?",
+                (*values, message_id),
+            )
+            db.execute(
+                "UPDATE reply_versions SET content = ?, stats = ?, cancelled = ?, trace = ? WHERE message_id = ?"
+                " AND number = (SELECT version FROM messages WHERE id = ?)",
+                (*values, message_id, message_id),
+            )
         return self._message(message_id)
 
     def delete_message(self, message_id: int) -> None:
@@ -401,7 +446,7 @@ class ConversationStore(VersionsMixin):
                     (cid, f"Recovered conversation {cid}", now, now),
                 )
 
-    def _update(self, conversation_id: int, column: str, value: str) -> None:
+    def _update(self, conversation_id: int, column: str, value: str | int | None) -> None:
         self.get(conversation_id)
         with self._transaction():
             # not a new activity: the list order (by updated_at) stays as it was
@@ -426,6 +471,11 @@ def _inserted_id(cur: sqlite3.Cursor) -> int:
     if cur.lastrowid is None:
         raise sqlite3.OperationalError("the INSERT made no row")
     return cur.lastrowid
+
+
+def _check_max_tokens(max_tokens: int | None) -> None:
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+        raise ValueError(f"a conversation's max tokens must be a whole number of at least 1, got {max_tokens!r}")
 
 
 def _check_role(role: str) -> None:

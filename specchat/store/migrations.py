@@ -53,11 +53,17 @@ def _v3_reply_traces_and_versions(db: sqlite3.Connection) -> None:
         )""")
 
 
+def _v4_max_tokens_per_conversation(db: sqlite3.Connection) -> None:
+    """A conversation keeps its own reply length (the Settings panel's Max tokens); NULL: Preferences' default."""
+    db.execute("ALTER TABLE conversations ADD COLUMN max_tokens INTEGER")
+
+
 # Append only: never edit or reorder a migration that has shipped. Index i brings a database to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _v1_conversations_and_messages,
     _v2_complete_flag,
     _v3_reply_traces_and_versions,
+    _v4_max_tokens_per_conversation,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -144,6 +144,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.new_action = chat.addAction("New chat", QKeySequence(QKeySequence.StandardKey.New), self.new_chat)
         self.stop_action = chat.addAction("Stop reply", QKeySequence("Ctrl+."), self.chat.stop)
         self.regenerate_action = chat.addAction("Regenerate reply", QKeySequence("Ctrl+R"), self.chat.regenerate)
+        chat.addAction(self.chat.continue_action)
         chat.addSeparator()
         chat.addAction("Rename conversation…", QKeySequence("F2"), self._rename_current)
         chat.addAction("Delete conversation…", self._delete_current)

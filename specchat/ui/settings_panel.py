@@ -12,14 +12,18 @@ from specchat.settings import Settings
 class SettingsPanel(QFrame):
     """Edits sampling values (saved in Settings) and the system prompt (saved per conversation).
 
-    Max tokens here is the reply length for this chat, not the default: changing it never writes
-    Settings (the default is set in Preferences, which loads it here through load())."""
+    Max tokens here is the open chat's own reply length, kept with the conversation (maxTokensChanged); it
+    never writes Settings. A chat without its own shows the default, set in Preferences and loaded here
+    through load()."""
 
     samplingChanged = Signal(dict)
     systemPromptChanged = Signal(str)
+    maxTokensChanged = Signal(int)  # the user set this chat's own Max tokens
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.default_max_tokens = Settings().max_tokens  # Preferences' default, set by load()
+        self.chat_max_tokens: int | None = None  # the open chat's own; None: it follows the default
         self.setObjectName("settingsPanel")
         self.setMinimumWidth(220)
         self.setMaximumWidth(320)
@@ -37,6 +41,9 @@ class SettingsPanel(QFrame):
         layout.addSpacing(6)
         layout.addWidget(_heading("Sampling"))
         layout.addLayout(self._form())
+        self.max_tokens_note = QLabel(wordWrap=True, objectName="footer")  # type: ignore[call-overload]
+        layout.addWidget(self.max_tokens_note)
+        self._explain_max_tokens()
         note = QLabel("Temperature 0 is greedy: speculation then gives exactly the target's own output.")
         note.setWordWrap(True)
         note.setObjectName("footer")
@@ -51,18 +58,43 @@ class SettingsPanel(QFrame):
         self.top_k = limited_spin_box(LIMITS["top_k"])
         self.min_p = limited_spin_box(LIMITS["min_p"])
         self.max_tokens = limited_spin_box(LIMITS["max_tokens"])
+        self.max_tokens_label = QLabel("Max tokens")
         for label, box in (
-            ("Temperature", self.temperature),
-            ("Top-p", self.top_p),
-            ("Top-k", self.top_k),
-            ("Min-p", self.min_p),
-            ("Max tokens", self.max_tokens),
+            (QLabel("Temperature"), self.temperature),
+            (QLabel("Top-p"), self.top_p),
+            (QLabel("Top-k"), self.top_k),
+            (QLabel("Min-p"), self.min_p),
+            (self.max_tokens_label, self.max_tokens),
         ):
             form.addRow(label, box)
+            label.setBuddy(box)
             if box is not self.max_tokens:
                 box.valueChanged.connect(lambda _v: self.samplingChanged.emit(self.values()))
-        self.max_tokens.setToolTip("The longest reply in this chat; the default for new windows is in Preferences")
+        self.max_tokens.valueChanged.connect(self._max_tokens_set)
         return form
+
+    def _max_tokens_set(self, value: int) -> None:
+        self.chat_max_tokens = int(value)
+        self._explain_max_tokens()
+        self.maxTokensChanged.emit(int(value))
+
+    def show_chat_max_tokens(self, value: int | None) -> None:
+        """Show a chat's own Max tokens (None: the default) without emitting a change."""
+        self.chat_max_tokens = value
+        self._set_quietly(self.max_tokens, self.default_max_tokens if value is None else value)
+        self._explain_max_tokens()
+
+    def _explain_max_tokens(self) -> None:
+        """The note and tooltip say whether the value is this chat's own or the default."""
+        default = f"{self.default_max_tokens:,}"
+        if self.chat_max_tokens is not None:
+            note = f"Max tokens is this chat's own; new chats start at {default} (Preferences)."
+        else:
+            note = f"Max tokens is the default ({default}, Preferences); a change here is kept for this chat only."
+        self.max_tokens_note.setText(note)
+        tip = "The longest reply in this chat, kept with it. " + note
+        for widget in (self.max_tokens, self.max_tokens_label):
+            widget.setToolTip(tip)
 
     def values(self) -> dict:
         """The sampling settings as Settings field values (not max tokens: that one is the chat's own)."""
@@ -78,12 +110,19 @@ class SettingsPanel(QFrame):
         return self.values() | {"max_tokens": self.max_tokens.value()}
 
     def load(self, settings: Settings) -> None:
-        """Show the saved values (max tokens: the default) without emitting changes."""
+        """Show the saved sampling values and take the default Max tokens (shown unless the chat has its own),
+        without emitting changes."""
         for name in SAMPLING_FIELDS:
-            box = getattr(self, name)
-            box.blockSignals(True)
-            box.setValue(getattr(settings, name))
-            box.blockSignals(False)
+            if name != "max_tokens":
+                self._set_quietly(getattr(self, name), getattr(settings, name))
+        self.default_max_tokens = settings.max_tokens
+        self.show_chat_max_tokens(self.chat_max_tokens)
+
+    @staticmethod
+    def _set_quietly(box: QSpinBox | QDoubleSpinBox, value: float) -> None:
+        box.blockSignals(True)
+        box.setValue(value)  # type: ignore[arg-type]  # a QSpinBox's setting is an int field's value
+        box.blockSignals(False)
 
     def flush(self) -> None:
         """Emit a pending system prompt edit now (before a reply starts)."""

@@ -1,4 +1,5 @@
-"""Chat logic: send, stream, stop, regenerate, edit-and-resend; saves messages, and replies while they stream."""
+"""Chat logic: send, stream, stop, regenerate, continue, edit-and-resend; saves messages, and replies while they
+stream; the open chat's own Max tokens."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QWidget
 
 from specchat.engine import ConfigError, Failed, Finished, GenerationConfig, PrefillProgress, RoundResult, TextChunk
 from specchat.engine.owner import QueueState
@@ -17,11 +20,22 @@ from specchat.store.conversations import DEFAULT_TITLE, NewerDatabaseError, is_d
 
 from ..engine_client import EngineClient, waiting_text
 from .composer import Composer
+from .continuation import (
+    CONTINUE_SHORTCUT,
+    CONTINUE_TIP,
+    ContinuedTrace,
+    continued_message,
+    continued_stats,
+    continued_text,
+    reply_trace_data,
+    show_continue,
+    why_not_continued,
+)
 from .conversation_list import ConversationList
 from .footer import error_stats, footer_text, interrupted_stats
 from .message_actions import MessageActions, stopped_notice
 from .tool_card import ToolRound
-from .trace import ReplyTrace, trace_data
+from .trace import ReplyTrace
 from .transcript import TranscriptView
 
 GREEDY_REGENERATE = "Temperature is 0: greedy decoding gives the same reply; raise the temperature to get another."
@@ -44,6 +58,7 @@ class ActiveReply:
     message_id: int  # the reply's row, saved incomplete while it streams
     saved_at: float  # time.monotonic() of the last save
     regenerating: bool = False  # the row's earlier versions are kept; stopping before any text restores them
+    continued: StoredMessage | None = None  # the reply this one continues, as it was saved
 
 
 class ChatController(QObject):
@@ -59,6 +74,7 @@ class ChatController(QObject):
     busyChanged = Signal(bool)
     conversationSwitched = Signal(object)  # the id of the conversation now shown (None: a new, empty one)
     greedyRegenerate = Signal(str)  # a regeneration at temperature 0: it will be the same reply (also in the banner)
+    continueRefused = Signal(str)  # why the last reply cannot be continued (also in the banner)
 
     def __init__(
         self,
@@ -87,6 +103,8 @@ class ChatController(QObject):
         composer.sendRequested.connect(self.send)
         composer.stopRequested.connect(self.stop)
         transcript.regenerateRequested.connect(self.regenerate)
+        transcript.continueRequested.connect(self.continue_reply)
+        self.continue_action = continue_action(self, parent)
         transcript.editRequested.connect(self.begin_edit)
         self.actions = MessageActions(self)
         sidebar.selected.connect(self.open)
@@ -100,6 +118,10 @@ class ChatController(QObject):
         banner = getattr(parent, "banner", None)
         if banner is not None:
             self.tool_round.serverFailed.connect(lambda message: banner.show_message(message, "warning"))
+        self._new_chat_max_tokens: int | None = None  # set in the panel before a new chat's first message
+        self.panel = getattr(parent, "panel", None)  # the Settings panel: its Max tokens is the open chat's own
+        if self.panel is not None:
+            self.panel.maxTokensChanged.connect(self.set_max_tokens)
 
     @property
     def busy(self) -> bool:
@@ -115,7 +137,9 @@ class ChatController(QObject):
         messages = [m for m in self.store.messages(conversation_id) if m.id != streaming]
         counts = {m.id: len(self.store.versions(m.id)) for m in messages if m.role == "assistant"}
         self.transcript.show_messages(messages, counts)
+        self.update_continue()
         self.sidebar.refresh(select=conversation_id)
+        self._show_max_tokens()
         if switched:
             self.conversationSwitched.emit(conversation_id)
 
@@ -127,6 +151,7 @@ class ChatController(QObject):
         self.transcript.clear()
         self.sidebar.list.clearSelection()
         self.sidebar.list.setCurrentRow(-1)  # no current item (what setCurrentItem(None) does)
+        self._show_max_tokens()
         if switched:
             self.conversationSwitched.emit(None)
 
@@ -139,10 +164,29 @@ class ChatController(QObject):
         if self.conversation_id is None:
             if not text.strip():
                 return
-            self.conversation_id = self.store.create(system_prompt=text).id
+            self.conversation_id = self.store.create(system_prompt=text, max_tokens=self._new_chat_max_tokens).id
             self.sidebar.refresh(select=self.conversation_id)
         else:
             self.store.set_system_prompt(self.conversation_id, text)
+
+    def set_max_tokens(self, value: int) -> None:
+        """The Settings panel's Max tokens changed: the open chat's own (a new chat's, saved with its first message)."""
+        if self.conversation_id is None:
+            self._new_chat_max_tokens = value
+            return
+        try:
+            self.store.set_max_tokens(self.conversation_id, value)
+        except sqlite3.DatabaseError as error:
+            self.storeFailed.emit(
+                f"Could not save this chat's Max tokens to {self.store.path} ({error}): it applies now"
+            )
+
+    def _show_max_tokens(self) -> None:
+        """The panel shows the open chat's own Max tokens (the default for a chat without one)."""
+        self._new_chat_max_tokens = None
+        if self.panel is not None:
+            cid = self.conversation_id
+            self.panel.show_chat_max_tokens(self.store.get(cid).max_tokens if cid is not None else None)
 
     def send(self, text: str) -> None:
         """Save the user's message (replacing an edited one and what followed) and start the reply; when the
@@ -195,12 +239,12 @@ class ChatController(QObject):
 
     def _send_again(self, text: str) -> None:
         """The retry: only while the same message still waits in the box."""
-        if self._unsaved == text and self.composer.text.toPlainText().strip() == text and not self.busy:
+        if self._unsaved == text and self.composer.message() == text and not self.busy:
             self.send(text)
 
     def _save_sent(self, text: str) -> None:
         if self.conversation_id is None:
-            self.conversation_id = self.store.create(title=title_from(text)).id
+            self.conversation_id = self.store.create(title=title_from(text), max_tokens=self._new_chat_max_tokens).id
         elif self.store.get(self.conversation_id).title == DEFAULT_TITLE:
             self.store.rename(self.conversation_id, title_from(text))
         if self.composer.editing is not None:
@@ -245,6 +289,30 @@ class ChatController(QObject):
         if banner is not None:
             offer = (f"Regenerate at {REGENERATE_TEMPERATURE:g}", lambda: self.regenerate_at(REGENERATE_TEMPERATURE))
             banner.show_message(GREEDY_REGENERATE, "info", action=offer)
+
+    def continue_reply(self) -> None:
+        """Write more of the last reply, cut off at Max tokens: the same message grows, exactly as if its budget had
+        been larger. Otherwise the banner says why not."""
+        messages = self.store.messages(self.conversation_id) if self.conversation_id is not None else []
+        reply = messages[-1] if messages else None
+        why = why_not_continued(reply, True, self.busy)
+        if why is not None or reply is None:
+            self._refuse_continue(why or "")
+            return
+        settings = self._valid_reply_settings()
+        if settings is not None:
+            self._start_reply(settings, continuing=reply)
+
+    def _refuse_continue(self, why: str) -> None:
+        self.continueRefused.emit(why)
+        banner = getattr(self.parent(), "banner", None)
+        if banner is not None:
+            banner.show_message(why, "info")
+
+    def update_continue(self) -> None:
+        """Offer Continue on the reply cards as the open chat now allows."""
+        messages = self.store.messages(self.conversation_id) if self.conversation_id is not None else []
+        show_continue(self.transcript.views, messages, self.busy)
 
     def begin_edit(self, position: int) -> None:
         """Put a user message in the composer; sending replaces it and everything after it."""
@@ -297,28 +365,50 @@ class ChatController(QObject):
             self.settingsRejected.emit(f"Not sent: {exc}. Change it in the settings panel or the Speculation menu.")
             return None
 
-    def _start_reply(self, settings: tuple[GenerationConfig, bool], again: StoredMessage | None = None) -> None:
-        """Start a reply after the saved messages, or regenerate `again` (the last reply) from those before it."""
+    def _start_reply(
+        self,
+        settings: tuple[GenerationConfig, bool],
+        again: StoredMessage | None = None,
+        continuing: StoredMessage | None = None,
+    ) -> None:
+        """Start a reply after the saved messages, regenerate `again` (the last reply) from those before it, or
+        continue `continuing` (the last reply, with its token ids) from where it stopped."""
         cfg, thinking = settings
         conversation_id = self.conversation_id
         assert conversation_id is not None  # send() saved it first; regenerate() needs one
         history = self.store.messages(conversation_id)
-        messages = self.tool_round.chat_messages([m for m in history if again is None or m.position < again.position])
-        tools = self.tool_round.begin_reply(again.id if again else None)  # the MCP servers' tools, as function specs
-        trace = ReplyTrace(self.decode)
-        trace.waiting = IN_QUEUE  # until the queue says more (what it waits for), or the job starts
-        if again is None:
+        mine = again or continuing  # the reply row this one rewrites or grows
+        messages = self.tool_round.chat_messages([m for m in history if mine is None or m.position < mine.position])
+        tools = self.tool_round.begin_reply(mine.id if mine else None)  # the MCP servers' tools, as function specs
+        trace = self._reply_trace(continuing)
+        if isinstance(trace, ContinuedTrace) and continuing is not None:
+            messages.append(continued_message(continuing, trace.tokens))
+        if mine is None:
             view = self.transcript.start_reply(trace)
             message_id = view.message_id = self.store.begin_reply(conversation_id).id
         else:
-            self.store.begin_regenerate(again.id)
-            self.transcript.restart_reply(again.position, trace)
-            message_id = again.id
+            if again is not None:
+                self.store.begin_regenerate(mine.id)
+            else:
+                self.store.begin_continue(mine.id)
+            self.transcript.restart_reply(mine.position, trace)
+            message_id = mine.id
         request_id = self.client.generate(messages, cfg, self.system_prompt(), thinking, tools=tools)
-        self.active = ActiveReply(request_id, conversation_id, trace, message_id, time.monotonic(), again is not None)
+        self.active = ActiveReply(
+            request_id, conversation_id, trace, message_id, time.monotonic(), again is not None, continuing
+        )
         self.last_trace = trace
         self._set_busy(True)
         self.replyStarted.emit(request_id)
+
+    def _reply_trace(self, continuing: StoredMessage | None) -> ReplyTrace:
+        """A new reply's trace, or one that starts from the reply it continues; waiting in the queue at first."""
+        ids = continuing.token_ids if continuing is not None else None
+        trace = (
+            ContinuedTrace(self.decode, continuing, ids) if continuing and ids is not None else ReplyTrace(self.decode)
+        )
+        trace.waiting = IN_QUEUE  # until the queue says more (what it waits for), or the job starts
+        return trace
 
     def _on_event(self, request_id: int, event) -> None:
         active = self.active
@@ -330,15 +420,25 @@ class ChatController(QObject):
                 self.transcript.reply_updated()
             self._save_partial(active)
         elif isinstance(event, Finished):
-            self._finish(event.text, asdict(event.stats), event.cancelled)
+            text = self._whole_text(active, event)
+            self._finish(text, asdict(event.stats), event.cancelled)
             self.replyFinished.emit(event)
             if not event.cancelled:  # its tool calls: a card each, run once the user approves
-                called = self.tool_round.reply_finished(active.conversation_id, active.message_id, event.text)
+                called = self.tool_round.reply_finished(active.conversation_id, active.message_id, text)
                 pending = self.tool_round.pending
                 if called and pending is not None and active.conversation_id == self.conversation_id:
                     self.transcript.show_reply_text(pending.content)  # no raw <tool_call> markup on screen
         elif isinstance(event, Failed):
             self._fail(event.message)
+
+    def _whole_text(self, active: ActiveReply, event: Finished) -> str:
+        """The reply's text: the Finished event's, or for a continued reply the text of all its tokens."""
+        before = active.continued
+        if before is None or not isinstance(active.trace, ContinuedTrace):
+            return event.text
+        text = continued_text(self.decode, before.content, active.trace.tokens, event.text)
+        active.trace.settle(text)
+        return text
 
     def _queue_changed(self, state: QueueState) -> None:
         """A queued reply's card says what it waits for (a load, the plain-decode measurement, a sweep)."""
@@ -385,8 +485,10 @@ class ChatController(QObject):
 
     def _save_finished(self, active: ActiveReply, text: str, stats: dict | None, cancelled: bool, shown: bool) -> None:
         self._store_said = False
-        if text or not cancelled:
-            row = self.store.finish_reply(active.message_id, text, stats, cancelled, trace_data(active.trace))
+        if active.continued is not None:
+            self._save_continued(active, active.continued, text, stats, cancelled, shown)
+        elif text or not cancelled:
+            row = self.store.finish_reply(active.message_id, text, stats, cancelled, reply_trace_data(active.trace))
             if shown and row is not None:
                 count = len(self.store.versions(row.id)) or 1
                 self.transcript.finish_reply(text, footer_text(stats, cancelled), row.version, count)
@@ -399,6 +501,21 @@ class ChatController(QObject):
             self.store.delete_message(active.message_id)  # stopped before it said anything
             if shown:
                 self.transcript.keep_as_notice(stopped_notice(active.trace, stats))
+
+    def _save_continued(
+        self, active: ActiveReply, before: StoredMessage, text: str, stats: dict | None, cancelled: bool, shown: bool
+    ) -> None:
+        """Save a continued reply in place; one stopped before any new text stays as it was."""
+        grew = len(active.trace.tokens) > len(before.token_ids or [])
+        trace: dict | None = reply_trace_data(active.trace)
+        if grew or not cancelled:
+            stats = continued_stats(before.stats, stats)
+        else:
+            text, stats, cancelled, trace = before.content, before.stats, before.cancelled, before.trace
+        row = self.store.finish_continued(active.message_id, text, stats, cancelled, trace)
+        if shown and row is not None:
+            count = len(self.store.versions(row.id)) or 1
+            self.transcript.finish_reply(text, footer_text(stats, cancelled), row.version, count)
 
     def _save_partial(self, active: ActiveReply) -> None:
         """Save the text so far when save_interval_s has passed since the last save."""
@@ -423,7 +540,21 @@ class ChatController(QObject):
     def _set_busy(self, busy: bool) -> None:
         self.composer.set_busy(busy)
         self.transcript.set_busy(busy)
+        self.update_continue()
         self.busyChanged.emit(busy)
+
+
+def continue_action(chat: ChatController, window: QObject | None) -> QAction:
+    """Continue the last reply from the keyboard, anywhere in the window (also for a menu); it stays enabled so
+    that pressing it when the reply cannot be continued says why."""
+    action = QAction("Continue reply", chat)
+    action.setShortcut(QKeySequence(CONTINUE_SHORTCUT))
+    action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+    action.setToolTip(CONTINUE_TIP)
+    action.triggered.connect(chat.continue_reply)
+    if isinstance(window, QWidget):
+        window.addAction(action)
+    return action
 
 
 def ttft_split(stats: dict) -> dict:

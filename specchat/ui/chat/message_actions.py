@@ -77,6 +77,7 @@ class MessageActions(QObject):
         if view.message_id is None or not self.confirm(chat.transcript, question):
             return
         chat.transcript.remove(chat.store.delete_with_reply(view.message_id))
+        chat.update_continue()  # another reply may now be the last
         chat.sidebar.refresh()  # a search may no longer match, a derived title may have changed
 
     def _chat_switched(self, _conversation_id: int | None) -> None:
@@ -105,6 +106,7 @@ class MessageActions(QObject):
             number,
             len(versions),
         )
+        chat.update_continue()  # this version may have ended otherwise
 
     def export(self, kind: str) -> Path | None:
         """Write the open conversation as Markdown or JSON to a file the user picks; returns it."""

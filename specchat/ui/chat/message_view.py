@@ -21,6 +21,7 @@ class MessageView(QFrame):
 
     editRequested = Signal(int)  # message position
     regenerateRequested = Signal()
+    continueRequested = Signal()
     deleteRequested = Signal(int)  # message position
     versionRequested = Signal(int, int)  # message position, version number
 
@@ -75,6 +76,8 @@ class MessageView(QFrame):
         self.edit_button.clicked.connect(lambda: self.editRequested.emit(self.position))
         self.regenerate_button = _link("Regenerate", "Generate this reply again (Ctrl+R)")
         self.regenerate_button.clicked.connect(self.regenerateRequested.emit)
+        self.continue_button = _link("Continue", "")  # shown and explained by the chat (ui/chat/continuation.py)
+        self.continue_button.clicked.connect(self.continueRequested.emit)
         self.copy_button = _link(COPY_TEXT, "Copy the whole message to the clipboard")
         self.copy_button.clicked.connect(self.copy)
         self._copy_reset = QTimer(self, singleShot=True, interval=COPIED_MS)
@@ -84,12 +87,21 @@ class MessageView(QFrame):
         )
         self.delete_button.clicked.connect(lambda: self.deleteRequested.emit(self.position))
         self.action_row = ActionRow(
-            (self._versions(), self.copy_button, self.delete_button, self.edit_button, self.regenerate_button), self
+            (
+                self._versions(),
+                self.copy_button,
+                self.delete_button,
+                self.edit_button,
+                self.regenerate_button,
+                self.continue_button,
+            ),
+            self,
         )
         row.addWidget(self.action_row, 1)
         if self.role != "user":
             self.edit_button.hide()
         self.regenerate_button.hide()
+        self.continue_button.hide()
         self.set_versions(0, 1)
         return row
 

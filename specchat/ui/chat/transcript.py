@@ -25,6 +25,7 @@ class TranscriptView(QScrollArea):
 
     editRequested = Signal(int)
     regenerateRequested = Signal()
+    continueRequested = Signal()
     deleteRequested = Signal(int)  # message position
     versionRequested = Signal(int, int)  # message position, version number
 
@@ -196,6 +197,7 @@ class TranscriptView(QScrollArea):
         view.set_color_drafts(self.color_drafts)
         view.editRequested.connect(self.editRequested)
         view.regenerateRequested.connect(self.regenerateRequested)
+        view.continueRequested.connect(self.continueRequested)
         view.deleteRequested.connect(self.deleteRequested)
         view.versionRequested.connect(self.versionRequested)
         view.thinking_toggle.clicked.connect(lambda _checked=False: self._unpin_unless_streaming(view))
