@@ -104,6 +104,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from .app import ServerOptions, create_app
     from .backend import EngineBackend
+    from .request_log import REQUEST_LOG_NAME, RequestLog
     from .running import ServingServer, check_port, exit_after_engine, stop_on_sigterm
 
     try:
@@ -127,11 +128,13 @@ def run_serve(args: argparse.Namespace) -> int:
     remembered = RememberedPair.here(host, AppPaths.default(), [args.target, args.draft, args.dflash])
     remembered.learn()  # the controllers start from what the last session on this pair and machine learned
     backend = EngineBackend(host, args.max_queue, args.max_batch)
-    options = ServerOptions(defaults, args.api_key, tuple(args.cors_origin))
+    request_log = RequestLog(path=AppPaths.default().log_dir / REQUEST_LOG_NAME)  # one JSON line per request
+    options = ServerOptions(defaults, args.api_key, tuple(args.cors_origin), request_log=request_log)
     k = defaults.num_draft_tokens
     print(
         f"Serving {backend.models()[0]} on http://{args.host}:{args.port}/v1 "
-        f"(speculation: {mode}{'' if mode == 'baseline' else f', K {k}'}); Ctrl-C stops",
+        f"(speculation: {mode}{'' if mode == 'baseline' else f', K {k}'}); requests are logged to "
+        f"{request_log.path}; Ctrl-C stops",
         flush=True,
     )
     config = uvicorn.Config(create_app(backend, options), host=args.host, port=args.port, log_level="warning")
