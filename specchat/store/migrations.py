@@ -58,12 +58,41 @@ def _v4_max_tokens_per_conversation(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE conversations ADD COLUMN max_tokens INTEGER")
 
 
+def _v5_presets_and_chat_settings(db: sqlite3.Connection) -> None:
+    """Presets (a saved system prompt and sampling, one of them maybe the default for new chats) and what a chat
+    keeps beside its row: the preset it was given, its own sampling while it has one, and the target/draft pair it
+    was last replied with. A table of its own, so a conversations row and its readers stay as they were."""
+    db.execute("""
+        CREATE TABLE presets (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+            system_prompt TEXT NOT NULL DEFAULT '',
+            temperature REAL NOT NULL,
+            top_p REAL NOT NULL,
+            top_k INTEGER NOT NULL,
+            min_p REAL NOT NULL,
+            max_tokens INTEGER NOT NULL,
+            is_default INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        )""")
+    # preset_id is no foreign key: deleting a preset clears it here itself, and recovery may copy chats alone
+    db.execute("""
+        CREATE TABLE chat_settings (
+            conversation_id INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+            preset_id INTEGER,
+            sampling TEXT,
+            target_path TEXT,
+            draft_path TEXT
+        )""")
+
+
 # Append only: never edit or reorder a migration that has shipped. Index i brings a database to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _v1_conversations_and_messages,
     _v2_complete_flag,
     _v3_reply_traces_and_versions,
     _v4_max_tokens_per_conversation,
+    _v5_presets_and_chat_settings,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -27,7 +27,9 @@ from .model_bar import ModelBar
 from .models_link import ModelsLink
 from .pair_control import PairControl
 from .pair_memory import PairMemory
+from .pair_note import PairNote
 from .preferences_link import PreferencesLink
+from .presets import PresetControl
 from .quick_switcher import SHORTCUT as SWITCHER_SHORTCUT
 from .quick_switcher import QuickSwitcher, ShortcutKeeper, combo_pairs, tab_stops
 from .quit_check import confirm_quit
@@ -132,6 +134,8 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.chat = ChatController(
             self.store, self.client, self.transcript, self.composer, self.sidebar, self.reply_settings, self
         )
+        self.pair_note = PairNote(self.chat, lambda: self.pair)  # "This chat used <pair> · Load it"
+        column.insertWidget(column.indexOf(self.composer), self.pair_note)
         self.context_fill = fill_for(self)  # the composer's token count and its check before Send
         self.composer.thinking.setChecked(self.settings.enable_thinking)
         self.composer.set_ready(False, "Load a model first")
@@ -236,6 +240,10 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.sidebar.selected.connect(lambda _id: self.panel.set_system_prompt(self.chat.system_prompt()))
         self.sidebar.newRequested.connect(self._new_chat_shown)
         self.chat.replyStarted.connect(lambda _id: self.banner.dismiss() if self.banner.level == "error" else None)
+        client.loaded.connect(lambda _pair: self.pair_note.refresh())  # after _on_loaded: self.pair is the new one
+        self.pair_note.loadRequested.connect(self._load_chat_pair)
+        self.presets = PresetControl(self.panel, self.chat, self)  # after the chat's slots on the panel
+        self.presets.storeFailed.connect(lambda message: self.banner.show_message(message, "warning"))
 
     def _build_keyboard(self) -> None:
         """Ctrl+K opens the quick switcher; Tab goes through the window as it is laid out: the conversation
@@ -276,7 +284,13 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         if recent:
             self.chat.open(recent[0])
             self.panel.set_system_prompt(self.chat.system_prompt())
+        else:
+            self.presets.new_chat_shown()  # the default preset, if one is marked
         self._update_mode_label()
+
+    def _load_chat_pair(self, target: str, draft: str | None) -> None:
+        """The pair note's Load it: as the toolbar's Load (the DFlash drafter stays with its target)."""
+        self.use_models(target, draft, self.dflash_for(target))
 
     def _picked_models(self) -> tuple[str | None, str | None, str | None]:
         """The toolbar's target and draft, and the DFlash drafter loaded for that target (for the Models window)."""
@@ -376,12 +390,13 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
 
     def new_chat(self) -> None:
         """A new, empty chat (Cmd+N): no system prompt, the cursor in the composer."""
-        self.panel.flush()  # a pending system-prompt edit belongs to the chat being left
+        self.panel.flush(typed_only=True)  # a pending system-prompt edit belongs to the chat being left
         self.chat.new_conversation()
         self._new_chat_shown()
 
     def _new_chat_shown(self) -> None:
         self.panel.set_system_prompt("")
+        self.presets.new_chat_shown()  # the default preset, if one is marked
         self.composer.text.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def escape_pressed(self) -> None:
@@ -430,7 +445,7 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         if not self.models.close():
             event.ignore()  # the user kept a download running
             return
-        self.panel.flush()  # a system prompt typed just before closing is saved, not fired into a closed store
+        self.panel.flush(typed_only=True)  # one typed just before closing is saved, not fired into a closed store
         self.settings.window_geometry = base64.b64encode(self.saveGeometry().data()).decode("ascii")
         self.settings.window_state = base64.b64encode(self.saveState().data()).decode("ascii")
         self.save()

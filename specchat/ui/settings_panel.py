@@ -1,16 +1,28 @@
-"""The right-hand panel: the conversation's system prompt and the sampling settings."""
+"""The right-hand panel: the chat's preset, its system prompt and the sampling settings."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import QDoubleSpinBox, QFormLayout, QFrame, QLabel, QPlainTextEdit, QSpinBox, QVBoxLayout
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QFrame,
+    QLabel,
+    QPlainTextEdit,
+    QSizePolicy,
+    QSpinBox,
+    QVBoxLayout,
+)
 
 from specchat.engine.config import LIMITS, SAMPLING_FIELDS, Limit
 from specchat.settings import Settings
+from specchat.store.presets import PresetFields
 
 
 class SettingsPanel(QFrame):
-    """Edits sampling values (saved in Settings) and the system prompt (saved per conversation).
+    """Edits sampling values (saved in Settings) and the system prompt (saved per conversation); the Preset combo
+    at the top is filled and followed by ui/presets.py.
 
     Max tokens here is the open chat's own reply length, kept with the conversation (maxTokensChanged); it
     never writes Settings. A chat without its own shows the default, set in Preferences and loaded here
@@ -30,10 +42,19 @@ class SettingsPanel(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 14, 14, 14)
         layout.setSpacing(8)
+        layout.addWidget(_heading("Preset"))
+        self.preset = QComboBox(objectName="presetCombo")  # type: ignore[call-arg]
+        self.preset.setToolTip("A saved system prompt and sampling settings for this chat")
+        self.preset.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.preset.setMinimumContentsLength(8)  # a long name is elided, never widens the panel
+        self.preset.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        layout.addWidget(self.preset)
+        layout.addSpacing(6)
         layout.addWidget(_heading("System prompt"))
         self.system_prompt = QPlainTextEdit()
         self.system_prompt.setPlaceholderText("Instructions for this conversation (optional)")
         self.system_prompt.setFixedHeight(110)
+        self._prompt_pending = False  # a preset's prompt shown in a new chat, emitted on flush() (the next send)
         self._prompt_timer = QTimer(self, singleShot=True, interval=400)
         self._prompt_timer.timeout.connect(lambda: self.systemPromptChanged.emit(self.system_prompt.toPlainText()))
         self.system_prompt.textChanged.connect(self._prompt_timer.start)
@@ -124,10 +145,12 @@ class SettingsPanel(QFrame):
         box.setValue(value)  # type: ignore[arg-type]  # a QSpinBox's setting is an int field's value
         box.blockSignals(False)
 
-    def flush(self) -> None:
-        """Emit a pending system prompt edit now (before a reply starts)."""
-        if self._prompt_timer.isActive():
+    def flush(self, typed_only: bool = False) -> None:
+        """Emit a pending system prompt edit now (before a reply starts); typed_only: only one the user typed, not a
+        preset's prompt shown in a new chat (leaving that chat must not save it as an empty one)."""
+        if self._prompt_timer.isActive() or (self._prompt_pending and not typed_only):
             self._prompt_timer.stop()
+            self._prompt_pending = False
             self.systemPromptChanged.emit(self.system_prompt.toPlainText())
 
     def set_system_prompt(self, text: str) -> None:
@@ -136,6 +159,31 @@ class SettingsPanel(QFrame):
         self.system_prompt.setPlainText(text)
         self.system_prompt.blockSignals(False)
         self._prompt_timer.stop()
+        self._prompt_pending = False
+
+    def fields(self) -> PresetFields:
+        """What the panel shows now, as a preset's fields."""
+        text, sampling = self.system_prompt.toPlainText(), self.values()
+        return PresetFields(text, **sampling, max_tokens=int(self.max_tokens.value()))
+
+    def fill(self, values: PresetFields, prompt_now: bool = True) -> None:
+        """Show a preset's fields as if typed: samplingChanged once, maxTokensChanged (the chat's own from now on)
+        and systemPromptChanged, now or (prompt_now False: a chat not saved yet) on the next flush()."""
+        for name, value in values.sampling().items():
+            self._set_quietly(getattr(self, name), value)
+        self.samplingChanged.emit(self.values())
+        self._set_quietly(self.max_tokens, values.max_tokens)
+        self._max_tokens_set(int(self.max_tokens.value()))
+        self.set_system_prompt(values.system_prompt)
+        self._prompt_pending = True
+        if prompt_now:
+            self.flush()
+
+    def show_sampling(self, sampling: dict[str, float]) -> None:
+        """Show a chat's own sampling values and emit them once (what the next reply samples with)."""
+        for name, value in sampling.items():
+            self._set_quietly(getattr(self, name), value)
+        self.samplingChanged.emit(self.values())
 
 
 def _heading(text: str) -> QLabel:

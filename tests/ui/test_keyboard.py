@@ -59,7 +59,7 @@ def test_tab_leaves_the_message_box_for_send_and_the_next_control_and_shift_tab_
     assert _tab(qtbot) is composer.send_button
     assert composer.text.toPlainText() == "hello"  # no tab character typed
     assert _tab(qtbot) is composer.thinking  # Stop is hidden while no reply streams
-    assert _tab(qtbot) is window.panel.system_prompt
+    assert _tab(qtbot) is window.panel.preset  # the panel starts with its Preset combo
     assert _tab(qtbot, SHIFT) is composer.thinking
     assert _tab(qtbot, SHIFT) is composer.send_button
     assert _tab(qtbot, SHIFT) is composer.text
