@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .branch import BranchMixin
 from .migrations import LATEST_VERSION, migrate, user_version
-from .versions import VersionsMixin
+from .versions import EDITED_BY_HAND, VersionsMixin
 
 DEFAULT_TITLE = "New chat"
 ROLES = ("user", "assistant")
@@ -96,6 +97,11 @@ class StoredMessage:
         return {"role": self.role, "content": self.content}
 
     @property
+    def edited_by_hand(self) -> bool:
+        """True for a reply whose text the user changed after it was generated (edit_reply)."""
+        return bool((self.stats or {}).get(EDITED_BY_HAND))
+
+    @property
     def token_ids(self) -> list[int] | None:
         """A reply's token ids as generated (kept in its trace); None when it was saved without them."""
         ids = (self.trace or {}).get(TRACE_TOKENS)
@@ -104,8 +110,8 @@ class StoredMessage:
         return ids
 
 
-class ConversationStore(VersionsMixin):
-    """Create, list, search, rename and delete conversations; append and truncate messages; reply versions."""
+class ConversationStore(VersionsMixin, BranchMixin):
+    """Create, list, search, rename, branch and delete conversations; append and truncate messages; reply versions."""
 
     def __init__(self, db_path: str | Path):
         """Open (or create) the database and bring it to the latest schema.

@@ -1,4 +1,5 @@
-"""Reply versions (regenerate keeps each one) and deleting a message; mixed into ConversationStore. No Qt.
+"""Reply versions (regenerate keeps each one), a reply edited by hand, and deleting a message; mixed into
+ConversationStore. No Qt.
 
 The messages row always holds the version shown; reply_versions holds every version of a reply that was
 regenerated at least once (number 0 is the first), so history, search and export read messages alone.
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .conversations import StoredMessage
+
+EDITED_BY_HAND = "edited_by_hand"  # in a reply's stats: its text was changed by hand after it was generated
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,30 @@ class VersionsMixin:
                 " complete = 1 WHERE id = ?",
                 (row["content"], row["stats"], row["cancelled"], row["trace"], number, message_id),
             )
+
+    def edit_reply(self, message_id: int, content: str) -> StoredMessage:
+        """Replace a reply's text by hand, in its row and in the version shown: its stats say so (EDITED_BY_HAND),
+        its trace goes (tints, rejection marks and token ids no longer match the text), and a reply cut short by
+        a crash counts as finished (its text is now the user's). ValueError for a user message, KeyError for none."""
+        message = self._message(message_id)
+        if message is None:
+            raise KeyError(f"no message with id {message_id}")
+        if message.role != "assistant":
+            raise ValueError(f"only a reply can be edited by hand; message {message_id} is a {message.role} message")
+        stats = json.dumps({**(message.stats or {}), EDITED_BY_HAND: True})
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE messages SET content = ?, stats = ?, trace = NULL, complete = 1 WHERE id = ?",
+                (content, stats, message_id),
+            )
+            db.execute(
+                "UPDATE reply_versions SET content = ?, stats = ?, trace = NULL WHERE message_id = ?"
+                " AND number = (SELECT version FROM messages WHERE id = ?)",
+                (content, stats, message_id, message_id),
+            )
+        edited = self._message(message_id)
+        assert edited is not None  # written just now
+        return edited
 
     def restore_shown_version(self, message_id: int) -> None:
         """A regeneration stopped before any text: the reply goes back to the version shown before it."""

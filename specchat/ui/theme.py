@@ -148,6 +148,7 @@ QPushButton#primary:disabled {{ background: {p.primary_disabled}; border-color: 
 QToolButton {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; border-radius: 5px; padding: 2px 6px; }}
 QToolButton#link {{ background: transparent; border: 2px solid transparent; border-radius: 4px; color: {p.accent}; padding: 0 2px; }}
 QToolButton#link:hover {{ text-decoration: underline; }}
+QToolButton#link:disabled {{ color: {p.muted}; text-decoration: none; }}
 QLineEdit {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; border-radius: 6px; padding: 3px 6px; }}
 #settingsPanel QPlainTextEdit {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; border-radius: 6px; padding: 2px; }}
 QCheckBox {{ border: 2px solid transparent; border-radius: 4px; padding: 1px 3px; }}

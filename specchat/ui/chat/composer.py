@@ -37,6 +37,7 @@ LITERAL_TAB = (Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.MetaModi
 TAB_TIP = "Tab moves to Send, Shift+Tab back; Ctrl+Tab types a tab character"
 THINKING_TIP = "Qwen3 enable_thinking: the model reasons first; the reasoning is shown collapsed"
 ATTACH_TIP = "Attach text files to the message (or drop them on the message box)"
+EDIT_NOTE = "Editing a message: Send replaces it and everything after it."
 DRAG_EVENTS = (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.Drop)
 SendGate = Callable[[str, Callable[[str], None]], None]  # (message, deliver): deliver(message) once it may go
 
@@ -67,7 +68,7 @@ class Composer(QFrame):
         layout.setContentsMargins(12, 8, 12, 8)
         layout.setSpacing(6)
         self.edit_bar = QHBoxLayout()
-        self.edit_label = QLabel("Editing a message: Send replaces it and everything after it.", objectName="footer")  # type: ignore[call-overload]
+        self.edit_label = QLabel(EDIT_NOTE, objectName="footer")  # type: ignore[call-overload]
         self.cancel_edit = QToolButton(objectName="link", text="Cancel edit")  # type: ignore[call-arg]
         self.cancel_edit.clicked.connect(self.leave_edit)
         self.edit_bar.addWidget(self.edit_label, 1)
@@ -273,9 +274,10 @@ class Composer(QFrame):
         self.send_button.setEnabled(ready)
         self.send_button.setToolTip(f"Send ({'Enter' if self.enter_sends else 'Shift+Enter'})" if ready else reason)
 
-    def begin_edit(self, position: int, text: str) -> None:
-        """Put a user message back in the box; Send replaces it."""
+    def begin_edit(self, position: int, text: str, note: str = "") -> None:
+        """Put a message back in the box; Send replaces it (note: what Send will do, above the box)."""
         self.editing = position
+        self.edit_label.setText(note or EDIT_NOTE)
         self.text.setPlainText(text)
         self.text.setFocus()
         self._show_edit_bar(True)

@@ -32,6 +32,10 @@ ENDED = {  # why a reply that did not stop at Max tokens is not continued, by it
     "interrupted": INTERRUPTED,
 }
 NO_REPLY = "There is no reply to continue: only a reply cut off at Max tokens can be continued"
+EDITED = (
+    "This reply was edited by hand, so the tokens it was written with no longer match its text: "
+    "it cannot be continued exactly. Send a new message, or regenerate it"
+)
 
 
 class ContinueLink(Protocol):
@@ -54,6 +58,8 @@ def why_not_continued(message: StoredMessage | None, last: bool, busy: bool) -> 
         return NOT_LAST
     if not message.complete:
         return INTERRUPTED
+    if message.edited_by_hand:
+        return EDITED
     reason = str((message.stats or {}).get("stop_reason") or "")
     if reason == "length" and message.cancelled:  # stopped by the user at its very last token
         reason = "cancelled"
@@ -65,9 +71,10 @@ def why_not_continued(message: StoredMessage | None, last: bool, busy: bool) -> 
 
 
 def cut_by_length(message: StoredMessage) -> bool:
-    """True for a finished reply that stopped at Max tokens."""
+    """True for a finished reply that stopped at Max tokens (and was not rewritten by hand since)."""
     stats = message.stats or {}
-    return message.role == "assistant" and stats.get("stop_reason") == "length" and not message.cancelled
+    cut = stats.get("stop_reason") == "length" and not message.cancelled
+    return message.role == "assistant" and cut and not message.edited_by_hand
 
 
 def show_continue(views: Iterable[ContinueLink], messages: Sequence[StoredMessage], busy: bool) -> None:

@@ -1,8 +1,10 @@
-"""What the user does to saved messages: delete one, flip a reply's versions, export the conversation."""
+"""What the user does to saved messages: edit one (a user message to send again, a reply by hand), branch the
+chat from one, delete one, flip a reply's versions, export the conversation."""
 
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,8 +16,10 @@ from specchat.store.export import to_json, to_markdown
 from .footer import footer_text
 from .message_view import token_count
 from .trace import ReplyTrace, saved_trace
+from .transcript import reply_footer
 
 EXPORT_FORMATS = {"markdown": ("Markdown", ".md", to_markdown), "json": ("JSON", ".json", to_json)}
+EDIT_REPLY_NOTE = "Editing a reply: Send saves your text in its place."
 
 
 def stopped_notice(trace: ReplyTrace, stats: dict | None) -> str:
@@ -51,7 +55,7 @@ def ask_save_path(parent: QWidget, kind: str, suggested: str) -> str:
 
 
 class MessageActions(QObject):
-    """Delete, version flipping and export for a ChatController's open conversation."""
+    """Edit, branch, delete, version flipping and export for a ChatController's open conversation."""
 
     exported = Signal(str)  # the file written
     exportFailed = Signal(str)  # a one-line reason
@@ -62,6 +66,7 @@ class MessageActions(QObject):
         self.confirm: Callable[[QWidget, str], bool] = ask_yes
         self.ask_path: Callable[[QWidget, str, str], str] = ask_save_path
         chat.transcript.deleteRequested.connect(self.delete)
+        chat.transcript.branchRequested.connect(self.branch)
         chat.transcript.versionRequested.connect(self.show_version)
         self._export_notice = ""  # the banner's "Exported to …": it belongs to the chat it was said in
         self.exported.connect(lambda path: setattr(self, "_export_notice", export_notice(path)))
@@ -79,6 +84,61 @@ class MessageActions(QObject):
         chat.transcript.remove(chat.store.delete_with_reply(view.message_id))
         chat.update_continue()  # another reply may now be the last
         chat.sidebar.refresh()  # a search may no longer match, a derived title may have changed
+
+    def begin_edit(self, position: int) -> None:
+        """Put a message in the composer: a user message to send again (replacing it and what followed), or a
+        reply whose text Send then saves in its place."""
+        chat = self.chat
+        if chat.busy or chat.conversation_id is None:
+            return
+        message = chat.store.messages(chat.conversation_id)[position]
+        note = EDIT_REPLY_NOTE if message.role == "assistant" else ""
+        chat.composer.begin_edit(position, message.content, note)
+
+    def editing_reply(self) -> bool:
+        """True while the composer holds a reply being edited (Send saves it instead of sending a message)."""
+        chat, position = self.chat, self.chat.composer.editing
+        if position is None or chat.conversation_id is None:
+            return False
+        messages = chat.store.messages(chat.conversation_id)
+        return position < len(messages) and messages[position].role == "assistant"
+
+    def save_reply_edit(self, text: str) -> None:
+        """Save the composer's text as the edited reply's (same row, version shown), marked edited by hand; its
+        token ids and tints go, so Continue says why it no longer can. A refused write keeps the text in the box."""
+        chat, position = self.chat, self.chat.composer.editing
+        assert chat.conversation_id is not None and position is not None  # editing_reply() said so
+        reply = chat.store.messages(chat.conversation_id)[position]
+        if text != reply.content:
+            try:
+                reply = chat.store.edit_reply(reply.id, text)
+            except sqlite3.DatabaseError as error:
+                chat.storeFailed.emit(
+                    f"Could not save your edit to {chat.store.path} ({error}): it is kept in the box; "
+                    "press Send to try again"
+                )
+                return
+            chat.tool_round.rounds.pop(reply.id, None)  # its tool calls were read from the text it had
+            chat.transcript.show_edited(position, reply)
+        chat.composer.leave_edit()
+        chat.update_continue()
+        chat.sidebar.refresh()  # a search may now match it, or no longer
+
+    def branch(self, position: int) -> int | None:
+        """A new chat holding copies of the messages up to and including the one at `position` (the same system
+        prompt and Max tokens), titled '<title> (branch)', selected in the sidebar and opened; returns its id."""
+        chat = self.chat
+        views = chat.transcript.views
+        if chat.busy or chat.conversation_id is None or position >= len(views) or views[position].message_id is None:
+            return None
+        try:
+            branch = chat.store.branch(chat.conversation_id, views[position].message_id)
+        except sqlite3.DatabaseError as error:
+            chat.storeFailed.emit(f"Could not branch this chat: {chat.store.path} refused the new one ({error})")
+            return None
+        chat.sidebar.refresh(select=branch.id)
+        chat.sidebar.selected.emit(branch.id)  # as a click in the list: the chat, its system prompt and settings
+        return branch.id
 
     def _chat_switched(self, _conversation_id: int | None) -> None:
         """Another chat is shown: an export's banner (said about the chat left) goes."""
@@ -101,7 +161,7 @@ class MessageActions(QObject):
         chat.transcript.show_version(
             position,
             version.content,
-            footer_text(version.stats, version.cancelled),
+            reply_footer(version.stats, version.cancelled),
             saved_trace(version.content, version.trace),
             number,
             len(versions),

@@ -14,12 +14,19 @@ from .trace import ReplyTrace, SavedTrace, split_thinking
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant"}
 COPY_TEXT = "Copy"
+EDIT_TIPS = {
+    "user": "Edit this message and send it again",
+    "assistant": "Change this reply's text by hand; the next reply reads it as you leave it",
+}
+BRANCH_TEXT = "Branch from here"
+BRANCH_TIP = "Start a new chat with the messages up to this one; this chat stays as it is"
 
 
 class MessageView(QFrame):
     """A user message or an assistant reply (streaming or finished)."""
 
     editRequested = Signal(int)  # message position
+    branchRequested = Signal(int)  # message position: a new chat with the messages up to this one
     regenerateRequested = Signal()
     continueRequested = Signal()
     deleteRequested = Signal(int)  # message position
@@ -72,7 +79,7 @@ class MessageView(QFrame):
         row = QHBoxLayout()
         role_label = QLabel(ROLE_NAMES.get(self.role, self.role), objectName="roleLabel")  # type: ignore[call-overload]
         row.addWidget(role_label, 0, Qt.AlignmentFlag.AlignTop)
-        self.edit_button = _link("Edit", "Edit this message and send it again")
+        self.edit_button = _link("Edit", EDIT_TIPS.get(self.role, EDIT_TIPS["user"]))
         self.edit_button.clicked.connect(lambda: self.editRequested.emit(self.position))
         self.regenerate_button = _link("Regenerate", "Generate this reply again (Ctrl+R)")
         self.regenerate_button.clicked.connect(self.regenerateRequested.emit)
@@ -86,11 +93,14 @@ class MessageView(QFrame):
             "Delete", "Delete this message and the reply after it" if self.role == "user" else "Delete this reply"
         )
         self.delete_button.clicked.connect(lambda: self.deleteRequested.emit(self.position))
+        self.branch_button = _link(BRANCH_TEXT, BRANCH_TIP)
+        self.branch_button.clicked.connect(lambda: self.branchRequested.emit(self.position))
         self.action_row = ActionRow(
             (
                 self._versions(),
                 self.copy_button,
                 self.delete_button,
+                self.branch_button,
                 self.edit_button,
                 self.regenerate_button,
                 self.continue_button,
@@ -98,8 +108,6 @@ class MessageView(QFrame):
             self,
         )
         row.addWidget(self.action_row, 1)
-        if self.role != "user":
-            self.edit_button.hide()
         self.regenerate_button.hide()
         self.continue_button.hide()
         self.set_versions(0, 1)
@@ -166,9 +174,10 @@ class MessageView(QFrame):
             self.render()
 
     def set_actions_enabled(self, edit: bool, regenerate: bool) -> None:
-        """Offer Edit on user messages and Regenerate on the last reply; Delete and versions only when idle."""
+        """Offer Edit, Delete, Branch and versions only when idle, and Regenerate on the last reply."""
         self.edit_button.setEnabled(edit)
         self.delete_button.setEnabled(edit)
+        self.branch_button.setEnabled(edit)
         self.previous_button.setEnabled(edit and self.version > 0)
         self.next_button.setEnabled(edit and self.version < self.version_count - 1)
         self.regenerate_button.setVisible(self.role == "assistant" and regenerate)

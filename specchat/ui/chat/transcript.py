@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
 
 from specchat.store import StoredMessage
+from specchat.store.versions import EDITED_BY_HAND
 
+from .empty_state import EmptyState
 from .footer import footer_text
-from .markdown_view import body_font
 from .message_view import MessageView
 from .trace import ReplyTrace, SavedTrace, saved_trace
 
@@ -18,12 +19,14 @@ READING_WIDTH = 860
 REDRAW_MS = 50  # at most ~20 redraws a second while a reply streams
 END_SLACK = 8  # px: a view this close to the end counts as at the end
 INTERRUPTED = "(interrupted)"  # footer of a reply the app did not see finish (a crash, a kill)
+EDITED_NOTE = "edited by hand"  # the end of the footer of a reply whose text the user changed
 
 
 class TranscriptView(QScrollArea):
     """Messages of the open conversation; the last card can stream."""
 
-    editRequested = Signal(int)
+    editRequested = Signal(int)  # message position
+    branchRequested = Signal(int)  # message position
     regenerateRequested = Signal()
     continueRequested = Signal()
     deleteRequested = Signal(int)  # message position
@@ -75,6 +78,11 @@ class TranscriptView(QScrollArea):
                 view.set_versions(message.version, (version_counts or {}).get(message.id, 1))
         self._update_actions()
         self._pin_end()
+
+    def show_edited(self, position: int, message: StoredMessage) -> None:
+        """Show the reply at `position` as it was edited by hand (no tints: they belonged to the old text)."""
+        self._pinned = False  # the user reads this card: its new length must not scroll it away
+        self.views[position].show_saved(message.content, message_footer(message), None)
 
     def show_version(
         self, position: int, text: str, footer: str, trace: SavedTrace | None, shown: int, count: int
@@ -156,7 +164,13 @@ class TranscriptView(QScrollArea):
         view.end_stream()
         view.render()
         view.set_footer(text)
-        for button in (view.copy_button, view.delete_button, view.regenerate_button):
+        for button in (
+            view.copy_button,
+            view.delete_button,
+            view.regenerate_button,
+            view.edit_button,
+            view.branch_button,
+        ):
             button.hide()
         self.notice = view
         self._update_actions()
@@ -196,6 +210,7 @@ class TranscriptView(QScrollArea):
         view = MessageView(role, len(self.views), text)
         view.set_color_drafts(self.color_drafts)
         view.editRequested.connect(self.editRequested)
+        view.branchRequested.connect(self.branchRequested)
         view.regenerateRequested.connect(self.regenerateRequested)
         view.continueRequested.connect(self.continueRequested)
         view.deleteRequested.connect(self.deleteRequested)
@@ -244,68 +259,13 @@ class TranscriptView(QScrollArea):
 
 def message_footer(message: StoredMessage) -> str:
     """A saved reply's stats line ('(interrupted)' when the app never saw it finish)."""
-    return footer_text(message.stats, message.cancelled) if message.complete else INTERRUPTED
+    return reply_footer(message.stats, message.cancelled) if message.complete else INTERRUPTED
 
 
-HINT_WIDTH = 560
-HINT_MARGIN = 16
-
-
-class EmptyState(QWidget):
-    """What an empty conversation shows: what to do next."""
-
-    modelsRequested = Signal()  # open the Models window
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 120, 0, 0)
-        layout.setSpacing(10)
-        title = QLabel("Start a conversation", objectName="emptyTitle")  # type: ignore[call-overload]
-        title.setFont(body_font(7))
-        self.hint = QLabel(objectName="emptyHint")  # type: ignore[call-overload]
-        self.hint.setFont(body_font(0))
-        self.hint.setWordWrap(True)
-        self.hint.setFixedWidth(HINT_WIDTH)  # a fixed width lets the label compute its wrapped height
-        for label in (title, self.hint):
-            label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-            layout.addWidget(label, 0, Qt.AlignmentFlag.AlignHCenter)
-        self.models_button = QPushButton("Open Models…", objectName="primary")  # type: ignore[call-overload]
-        self.models_button.setToolTip(
-            "Models already on this machine (Hugging Face cache, LM Studio, your "
-            "folders) and models to download (Ctrl+Shift+M)"
-        )
-        self.models_button.clicked.connect(self.modelsRequested)
-        layout.addWidget(self.models_button, 0, Qt.AlignmentFlag.AlignHCenter)
-        self.set_model_state(False)
-
-    def set_model_state(self, loaded: bool, name: str = "") -> None:
-        """The hint depends on whether a model is ready."""
-        if loaded:
-            self.hint.setText(
-                f"{name} is ready. Type a message below and send it "
-                "(Enter, or the key set in Preferences).\n\n"
-                "Choose a drafter (Draft model, MTP, Prompt lookup, DFlash or Auto) and the draft length in the Speculation menu; "
-                "View ▸ Colour drafted tokens shows which words the drafter got right."
-            )
-        else:
-            self.hint.setText(
-                "No model is loaded. Open Models… to pick one already on this machine (the "
-                "Hugging Face cache, LM Studio, your folders) or to download one; or choose a "
-                "target in the toolbar and press Load.\n\n"
-                "Pair it with a small draft model of the same family to see "
-                "speculative decoding at work."
-            )
-        self.models_button.setVisible(not loaded)
-        self._fit_hint()
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
-        super().resizeEvent(event)
-        self._fit_hint()
-
-    def _fit_hint(self) -> None:
-        """The hint wraps at HINT_WIDTH, or narrower in a narrow chat column (beside a dock on a laptop)."""
-        width = max(200, min(HINT_WIDTH, self.width() - 2 * HINT_MARGIN)) if self.width() > 0 else HINT_WIDTH
-        self.hint.setFixedWidth(width)
-        self.hint.setMinimumHeight(self.hint.heightForWidth(width))
-        self.updateGeometry()
+def reply_footer(stats: dict | None, cancelled: bool) -> str:
+    """A reply's stats line, ending with 'edited by hand' when the user changed its text after it was written."""
+    generated = {key: value for key, value in (stats or {}).items() if key != EDITED_BY_HAND}
+    said = footer_text(generated or None, cancelled)
+    if not (stats or {}).get(EDITED_BY_HAND):
+        return said
+    return f"{said} · {EDITED_NOTE}" if said else EDITED_NOTE
