@@ -1,6 +1,7 @@
 """`python -m specchat generate` prints the engine's output."""
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -185,15 +186,49 @@ def test_bad_arguments_are_refused_in_one_line_before_any_model_work(tmp_path, d
         (["sweep", "--target", target, "--draft", target, "--prompt-file", str(bad_utf8)], "--prompt-file", "0xff"),
         (["sweep", "--target", target, "--draft", target, "--json", str(missing)], "--json", "folder not found"),
     ]
-    for args, flag, words in cases:
-        stdin = args.pop() if isinstance(args[-1], bytes) and args[-2] == "-" else b""
-        proc = run_cli(*args, stdin=stdin)
-        assert proc.returncode == 2, (args, proc.stderr)
-        error = proc.stderr.strip().splitlines()[-1]
+    runs = [
+        (args[:-1], args[-1]) if isinstance(args[-1], bytes) and args[-2] == "-" else (args, b"")
+        for args, _, _ in cases
+    ]
+    for (args, flag, words), (code, out, err) in zip(cases, run_cli_cases(runs), strict=True):
+        assert code == 2, (args, err)
+        error = err.strip().splitlines()[-1]
         assert error.startswith(f"specchat {args[0]}: error: argument {flag}") and words in error, (args, error)
-        assert "Traceback" not in proc.stderr and not proc.stdout
-        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "Traceback" not in err and not out
+        assert len(err.strip().splitlines()) == 1, err
     assert not missing.parent.exists()  # refused, never created
+
+
+# Runs each case's `main(argv)` in one fresh process (one interpreter start, not one per case): argv as the
+# interpreter would decode it (os.fsdecode: invalid UTF-8 as surrogate escapes), stdin as bytes.
+CLI_CASES = """
+import contextlib, io, json, sys
+from specchat.cli import main
+
+results = []
+for argv, stdin in json.loads(sys.stdin.read()):
+    out, err = io.StringIO(), io.StringIO()
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("latin-1")), encoding="utf-8")
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exit:
+            code = exit.code
+    results.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(results))
+"""
+
+
+def run_cli_cases(runs: list[tuple[list, bytes]]) -> list[tuple[int, str, str]]:
+    """(exit code, stdout, stderr) of `specchat ARGS` for each (args, stdin), all in one new process."""
+    cases = [
+        ([os.fsdecode(a) if isinstance(a, bytes) else a for a in args], stdin.decode("latin-1")) for args, stdin in runs
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-c", CLI_CASES], input=json.dumps(cases), capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [tuple(result) for result in json.loads(proc.stdout)]
 
 
 def test_the_prompt_comes_from_a_file_or_stdin_as_from_the_flag(tmp_path, dense_target):
