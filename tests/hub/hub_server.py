@@ -94,6 +94,7 @@ class Faults:
     ignore_range: bool = False  # answer a Range request with the whole file (200), as some servers do
     pause_at: dict[str, int] = field(default_factory=dict)  # stop at this byte of the body until `resume` is set
     resume: threading.Event = field(default_factory=threading.Event)
+    paused: threading.Event = field(default_factory=threading.Event)  # set once a body stopped at its pause_at
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -293,6 +294,7 @@ def _make_handler(hub: HubServer):
                 self.wfile.write(body[:pause])
                 self.wfile.flush()
                 hub.count(name, len(body[:pause]))
+                hub.faults.paused.set()
                 hub.faults.resume.wait(60)
                 body = body[pause:]
             step = hub.faults.slow_chunk or len(body) or 1

@@ -64,11 +64,14 @@ def test_cancel_stops_the_fetch_and_keeps_its_bytes(qtbot, window, mtp_hub):
     bar = win.mtp_bar
     with qtbot.waitSignal(bar.planned, timeout=WAIT_MS):
         win.select(str(local))
-    mtp_hub.faults.slow_chunk, mtp_hub.faults.slow_delay_s = 1024, 0.01  # so cancel lands mid-transfer
+    # every body of a shard stops after its first bytes until resumed: the fetch is held mid-transfer, whatever
+    # the machine's speed, until the cancel is in
+    mtp_hub.faults.pause_at.update({f"model-{i:05d}-of-00003.safetensors": 256 for i in (1, 2, 3)})
     with qtbot.waitSignal(bar.worker.cancelled, timeout=WAIT_MS):
         bar.get_button.click()
-        qtbot.waitUntil(lambda: bar.bar.value() > 0, timeout=WAIT_MS)
+        qtbot.waitUntil(mtp_hub.faults.paused.is_set, timeout=WAIT_MS)
         bar.cancel_button.click()
+        mtp_hub.faults.resume.set()
     assert "cancelled" in bar.label.text() and bar.get_button.isEnabled()
     assert not detect_mtp(local).available and any((local / ".specchat-mtp").rglob("*.part"))
 
