@@ -177,11 +177,11 @@ def generation_config(args: argparse.Namespace) -> GenerationConfig:
 def run_generate(args: argparse.Namespace) -> int:
     """Load the models, generate, print text (streamed) or JSON. Ctrl-C stops at the next round: the text
     so far and the stats line are printed and the exit code is 130."""
+    cfg = generation_config(args)  # checked before the engine's imports (MLX, mlx-lm: seconds)
     from .engine import Failed, Finished, TextChunk
     from .engine.owner import EngineHost, JobFailed, JobProgress, load_pair_job, prompt_job
     from .engine.prompt import user_prompt_ids
 
-    cfg = generation_config(args)
     host = EngineHost()
     interrupted = threading.Event()
     current: list[JobHandle] = []

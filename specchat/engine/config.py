@@ -6,12 +6,14 @@ import argparse
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .errors import ConfigError
-from .grammar import Grammar
 from .logprobs import MAX_TOP_LOGPROBS
 from .modes import MODES, SpecMode
+
+if TYPE_CHECKING:
+    from .grammar import Grammar  # llguidance: imported when a config carries a grammar
 
 AUTO = "auto"
 MTP_MAX_DEPTH = 4
@@ -172,6 +174,8 @@ class GenerationConfig:
         if self.logprobs is not None:
             LIMITS["logprobs"].check(self.logprobs)
         if self.grammar is not None:
+            from .grammar import Grammar
+
             object.__setattr__(self, "grammar", Grammar.from_value(self.grammar))  # frozen: set once, here
 
     @property

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import mlx.core as mx
+if TYPE_CHECKING:
+    import mlx.core as mx  # imported where a pass needs it: GenerationConfig's limits and the events must not load MLX
 
 MAX_TOP_LOGPROBS = 20  # OpenAI's top_logprobs limit; GenerationConfig.logprobs is checked against it
 
@@ -37,6 +38,8 @@ class PassLogprobs:
     """The target's log-probabilities at each row of one pass's logits (T, V), lazy until read()."""
 
     def __init__(self, logits: mx.array, top: int):
+        import mlx.core as mx
+
         x = logits.astype(mx.float32)
         self.logprobs = x - mx.logsumexp(x, axis=-1, keepdims=True)
         self.top = min(top, x.shape[-1])
@@ -49,6 +52,8 @@ class PassLogprobs:
 
     def choose(self, tokens: mx.array) -> None:
         """Gather the tokens that will be emitted (one per row, still lazy) in the same graph as the pass."""
+        import mlx.core as mx
+
         rows = tokens.reshape(-1, 1).astype(mx.int32)
         self.chosen = mx.take_along_axis(self.logprobs[: rows.shape[0]], rows, axis=-1)[:, 0]
 
@@ -58,6 +63,8 @@ class PassLogprobs:
 
     def read(self, tokens: list[int]) -> list[TokenLogprob]:
         """TokenLogprobs of the tokens emitted at rows 0..len(tokens)-1 (chosen by choose(), if it ran)."""
+        import mlx.core as mx
+
         n = len(tokens)
         if not n:
             return []

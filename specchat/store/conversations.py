@@ -21,6 +21,13 @@ ROLES = ("user", "assistant")
 IN_MEMORY = ":memory:"
 CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 TRACE_TOKENS = "tokens"  # the key of a reply's token ids in its trace
+# what recovery may copy into a new store, parents first: messages need their conversation, settings their preset
+RECOVERABLE_TABLES = ("presets", "conversations", "messages", "reply_versions", "chat_settings", "pinned")
+OWNED_ROWS = {  # table: (its column naming the row it belongs to, that row's table)
+    "reply_versions": ("message_id", "messages"),
+    "chat_settings": ("conversation_id", "conversations"),
+    "pinned": ("conversation_id", "conversations"),
+}
 BUSY_TIMEOUT_S = 1.0  # how long a write waits for another program's lock before it is refused (and said)
 
 
@@ -423,22 +430,32 @@ class ConversationStore(VersionsMixin, BranchMixin):
     def import_rows(self, table: str, columns: list[str], rows: list[tuple[object, ...]]) -> int:
         """Insert rows recovered from a damaged file, keeping their ids; returns how many went in.
 
-        Rows that break a constraint are skipped; messages whose conversation was lost get a new one.
+        Rows that break a constraint are skipped; messages whose conversation was lost get a new one; a reply
+        version, a chat's settings or pin whose message or chat was lost is left out; a chat's settings keep
+        their preset only when it was recovered too (copy presets and conversations first).
         """
-        if table not in ("conversations", "messages", "reply_versions") or not rows:
+        if table not in RECOVERABLE_TABLES or not rows:
             return 0
         marks = ", ".join("?" * len(columns))
         with self._transaction() as db:
-            if table == "reply_versions":  # a version whose reply was lost cannot be shown: leave it
-                if "message_id" not in columns:
+            if table in OWNED_ROWS:  # a row about a message or a chat that was lost cannot be shown: leave it
+                owner, parent = OWNED_ROWS[table]
+                if owner not in columns:
                     return 0
-                known = {r[0] for r in db.execute("SELECT id FROM messages")}
-                rows = [row for row in rows if row[columns.index("message_id")] in known]
+                known = {r[0] for r in db.execute(f"SELECT id FROM {parent}")}
+                rows = [row for row in rows if row[columns.index(owner)] in known]
+            if table == "chat_settings" and "preset_id" in columns:
+                rows = self._without_lost_presets(columns.index("preset_id"), rows)
             if table == "messages" and "conversation_id" in columns:
                 self._adopt_orphans({row[columns.index("conversation_id")] for row in rows})
             before = db.total_changes
             db.executemany(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
             return db.total_changes - before
+
+    def _without_lost_presets(self, index: int, rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
+        """The rows with a preset id that names no recovered preset cleared (a later preset could take its id)."""
+        known = {r[0] for r in self._db.execute("SELECT id FROM presets")}
+        return [row if row[index] in known else (*row[:index], None, *row[index + 1 :]) for row in rows]
 
     def _adopt_orphans(self, conversation_ids: set[object]) -> None:
         now = time.time()

@@ -86,6 +86,15 @@ def _v5_presets_and_chat_settings(db: sqlite3.Connection) -> None:
         )""")
 
 
+def _v6_pinned_conversations(db: sqlite3.Connection) -> None:
+    """Chats the user pinned to the top of the sidebar, with when each was pinned (a table of its own, as in v5)."""
+    db.execute("""
+        CREATE TABLE pinned (
+            conversation_id INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+            pinned_at REAL NOT NULL
+        )""")
+
+
 # Append only: never edit or reorder a migration that has shipped. Index i brings a database to version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _v1_conversations_and_messages,
@@ -93,6 +102,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _v3_reply_traces_and_versions,
     _v4_max_tokens_per_conversation,
     _v5_presets_and_chat_settings,
+    _v6_pinned_conversations,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -12,11 +12,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from .conversations import IN_MEMORY, ConversationStore, NewerDatabaseError, is_corruption
+from .conversations import IN_MEMORY, RECOVERABLE_TABLES, ConversationStore, NewerDatabaseError, is_corruption
 
 RECOVER_TIMEOUT_S = 120
 MAX_PROBES = 1_000_000  # rowids looked up one by one across a damaged stretch
-TABLES = ("conversations", "messages", "reply_versions")  # parents first: messages need their conversation
+TABLES = RECOVERABLE_TABLES  # parents first: presets, then chats, then what belongs to them
 SIDECARS = ("-wal", "-shm")  # SQLite's files beside the database; they belong to the old file
 
 Outcome = Literal["opened", "recovered", "fresh", "newer"]

@@ -2,33 +2,42 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import signal
 import sys
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from specchat.logs import details_note
 from specchat.paths import AppPaths
 
+from .first_window import FirstWindow, mark
 from .gui_gc import GuiThreadCollector
-from .main_window import MainWindow
 from .worker_pool import shutdown_all
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
 
 log = logging.getLogger(__name__)
 WAKE_MS = 200
 ENGINE_WAIT_S = 10.0  # after the window's close (which already waited on the engine): the last bound
 POOL_WAIT_S = 10.0
+PAINT_WAIT_MS = 1000  # build the main window this long after the first window's show, painted or not
+# Imported one per step after the first window is painted, so it still takes events between them (each
+# takes seconds on a busy machine); the main window's module then imports what is left.
+WARM_UP = ("transformers", "specchat.engine.engine", "specchat.engine.owner", "pyqtgraph", "specchat.server.app")
 
 
 def run_app(
     target: str | None = None, draft: str | None = None, paths: AppPaths | None = None, dflash: str | None = None
 ) -> int:
-    """Open the main window (on a local model folder, with its draft and DFlash drafter, when given) and run
-    until it closes."""
+    """Show the first window at once, then build the main window (on a local model folder, with its draft
+    and DFlash drafter, when given) in its place, and run until it closes."""
     # The Rust tokenizers' own thread pool is no use for one chat prompt, and threads of theirs still
     # alive at exit (or a fork after they ran) are what their shutdown problems come from.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -38,16 +47,88 @@ def run_app(
     app.setOrganizationName("SpecChat")
     wake = close_on_stop_signals(app)
     collector = GuiThreadCollector(app)  # no cycle holding a Qt object is collected on another thread
-    try:
-        window = MainWindow(paths, target=target, draft=draft, dflash=dflash)
-    except Exception as error:  # a bug in building the window: say so in a dialog, never a bare traceback
-        log.exception("the main window could not be built")
-        QMessageBox.critical(None, "SpecChat could not start", f"{type(error).__name__}: {error}.{details_note()}")
-        return 1
-    window.show()
+    start = Startup(app, paths or AppPaths.default(), target=target, draft=draft, dflash=dflash)
     status = app.exec()
     wake.stop()
-    return stop_threads(window, collector, status)
+    if start.window is None:  # closed before the main window was built, or it could not be built
+        collector.stop()
+        return start.failed or status
+    return stop_threads(start.window, collector, status)
+
+
+class Startup(QObject):
+    """Shows the first window, then, once it is painted, imports the heavy modules a step at a time and
+    builds the main window in its place; a window that cannot be built is said in a dialog."""
+
+    def __init__(self, app: QApplication, paths: AppPaths, target: str | None, draft: str | None, dflash: str | None):
+        super().__init__(app)
+        self.app, self.paths, self.pair = app, paths, (target, draft, dflash)
+        self.window: MainWindow | None = None
+        self.failed = 0  # the exit status when the main window could not be built
+        self.steps: list[str] | None = None  # the imports still to run, once begun
+        self.first: FirstWindow | None = FirstWindow(paths)
+        self.first.painted.connect(self._begin)
+        self.first.show()
+        QTimer.singleShot(PAINT_WAIT_MS, self._begin)  # a platform that never paints it still starts
+
+    def _begin(self) -> None:
+        if self.steps is None:
+            self.steps = list(WARM_UP)
+            self._next_step()
+
+    def _next_step(self) -> None:
+        if self.first is None:  # built already
+            return
+        if not self.first.isVisible():  # closed (a stop signal, its close button) before the main window was built
+            self.app.quit()  # a close before app.exec() ran quits nothing by itself
+            return
+        if self.steps:
+            name = self.steps.pop(0)
+            try:
+                importlib.import_module(name)
+            except Exception:  # the main window's own import fails the same way, and says it in a dialog
+                log.exception("importing %s failed", name)
+            QTimer.singleShot(0, self._next_step)
+            return
+        self._build()
+
+    def _build(self) -> None:
+        first, self.first = self.first, None
+        assert first is not None
+        try:
+            target, draft, dflash = self.pair
+            window = main_window_class()(self.paths, target=target, draft=draft, dflash=dflash)
+        except Exception as error:  # a bug in building the window: say so in a dialog, never a bare traceback
+            log.exception("the main window could not be built")
+            QMessageBox.critical(None, "SpecChat could not start", f"{type(error).__name__}: {error}.{details_note()}")
+            self.failed = 1
+            self.app.exit(1)
+            first.setAttribute(Qt.WidgetAttribute.WA_QuitOnClose, False)  # the status is 1, not a close's 0
+            first.close()
+            return
+        self.window = window
+        if first.isMaximized() or first.isFullScreen():
+            window.setWindowState(first.windowState())
+        else:  # where the first window is: the saved place, the window manager's, or where the user moved it
+            window.setGeometry(first.geometry())
+        window.show()
+        first.close()
+        mark("main-window-shown")
+
+
+def main_window_class() -> type[MainWindow]:
+    """MainWindow, imported on first use (specchat.ui.app.MainWindow, as tests replace it)."""
+    found = globals().get("MainWindow")
+    return found if found is not None else __getattr__("MainWindow")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MainWindow":  # imports the engine, MLX, pyqtgraph and FastAPI: seconds
+        from .main_window import MainWindow
+
+        globals()["MainWindow"] = MainWindow
+        return MainWindow
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def stop_threads(window: MainWindow, collector: GuiThreadCollector, status: int) -> int:

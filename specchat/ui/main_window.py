@@ -19,10 +19,11 @@ from .banner import Banner
 from .chat.composer import Composer
 from .chat.context_fill import fill_for
 from .chat.controller import ChatController
-from .chat.conversation_list import ConversationList
+from .chat.conversation_list import PIN_SHORTCUT, ConversationList
 from .chat.footer import MODE_NAMES
 from .chat.transcript import TranscriptView
 from .engine_client import EngineClient, LoadedPair, queue_text
+from .first_window import DEFAULT_SIZE
 from .model_bar import ModelBar
 from .models_link import ModelsLink
 from .pair_control import PairControl
@@ -41,7 +42,6 @@ from .speculation_menu import AUTO, SpeculationMenu
 from .startup import open_storage
 from .theme_switch import follow
 
-DEFAULT_SIZE = (1280, 820)
 MODELS_SHORTCUT = "Ctrl+Shift+M"
 
 
@@ -152,9 +152,16 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         chat.addSeparator()
         chat.addAction("Rename conversation…", QKeySequence("F2"), self._rename_current)
         chat.addAction("Delete conversation…", self._delete_current)
+        self.pin_action = chat.addAction(
+            "Pin or unpin conversation",
+            QKeySequence(PIN_SHORTCUT),
+            lambda: self.sidebar.toggle_pin(self.chat.conversation_id),
+        )
         export = chat.addMenu("Export conversation…")
         self.export_markdown_action = export.addAction("Markdown…", lambda: self.chat.actions.export("markdown"))
         self.export_json_action = export.addAction("JSON…", lambda: self.chat.actions.export("json"))
+        self.import_action = chat.addAction("Import conversations…", self.sidebar.import_interactive)
+        self.sidebar.notice.connect(lambda message, level: self.banner.show_message(message, level))
         chat.addSeparator()
         self.preferences = PreferencesLink(
             self, self.settings, self.paths.data_dir, self.docks.dashboard, self._apply_chat_settings, self.save

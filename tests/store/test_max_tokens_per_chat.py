@@ -43,7 +43,7 @@ def test_a_schema_3_file_gains_a_null_max_tokens_and_keeps_every_row(tmp_path):
     assert store.messages(7)[1].token_ids is None  # saved before replies kept their ids
     store.close()
     db = sqlite3.connect(path)
-    assert user_version(db) == LATEST_VERSION == 5
+    assert user_version(db) == LATEST_VERSION == 6
     assert {t: db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in before} == before
     assert db.execute("SELECT max_tokens FROM conversations").fetchall() == [(None,)]
 

@@ -40,7 +40,7 @@ def test_a_database_made_before_migrations_opens_with_every_row_unchanged(tmp_pa
     assert [m.content for m in store.messages(second.id)] == ["héllo ✓ 100%_done", "Hi!"]
     store.close()
     after = sqlite3.connect(path)
-    assert user_version(after) == LATEST_VERSION == 5
+    assert user_version(after) == LATEST_VERSION == 6
     assert (
         after.execute(
             "SELECT id, conversation_id, position, role, content, stats, cancelled, created_at"
@@ -57,8 +57,8 @@ def test_each_migration_bumps_user_version_in_order(tmp_path):
     assert migrate(db, MIGRATIONS[:1]) == 1 and user_version(db) == 1
     assert "complete" not in columns(db, "messages")
     assert migrate(db, MIGRATIONS[:2]) == 2 and user_version(db) == 2 and "complete" in columns(db, "messages")
-    assert migrate(db) == 5 and "trace" in columns(db, "messages") and columns(db, "reply_versions")
-    assert migrate(db) == 5  # nothing left to run
+    assert migrate(db) == 6 and "trace" in columns(db, "messages") and columns(db, "reply_versions")
+    assert migrate(db) == 6  # nothing left to run
 
 
 def test_a_failing_migration_leaves_the_previous_version_intact(tmp_path):

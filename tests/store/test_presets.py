@@ -55,7 +55,7 @@ def test_a_version_4_file_migrates_to_5_with_every_row_kept(tmp_path):
     assert chat_settings(store, 1) == ChatSettings() and presets(store) == []
     store.close()
     after = sqlite3.connect(path)
-    assert user_version(after) == 5
+    assert user_version(after) == 6  # and on to the latest
     assert [after.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in ("conversations", "messages")] == (
         before
     )

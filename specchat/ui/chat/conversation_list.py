@@ -1,11 +1,17 @@
-"""The sidebar: search, New chat, and the saved conversations (rename / delete from the menu)."""
+"""The sidebar: search, New chat, and the saved conversations, pinned ones first (pin / rename / delete from the
+menu), and the import of conversations from a JSON file."""
 
 from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
 
 import shiboken6
 from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
+    QFileDialog,
     QFrame,
     QInputDialog,
     QLineEdit,
@@ -20,7 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specchat.store import ConversationStore
+from specchat.store import Conversation, ConversationStore
+from specchat.store.import_chats import ChatImportError, import_file
+from specchat.store.pins import pinned_ids, set_pinned
 
 from .. import theme
 from .dates import day_group, full_label, when_label
@@ -29,6 +37,15 @@ RENAME_TITLE = "Rename conversation"
 RENAME_MIN_WIDTH = 420  # the Rename dialog: its title bar and a title of a few words fit whole
 DIALOG_MARGIN = 12  # a dialog's layout margin, about, on each side
 WHEN_ROLE = Qt.ItemDataRole.UserRole + 1  # the short time label drawn at the right of a row
+PINNED = "Pinned"  # the group above the days
+PIN_SHORTCUT = "Ctrl+Shift+P"
+IMPORT_TITLE = "Import conversations"
+
+
+def ask_import_path(parent: QWidget) -> str:
+    """The JSON file to import ('' when the user cancels)."""
+    path, _filter = QFileDialog.getOpenFileName(parent, IMPORT_TITLE, "", "JSON (*.json);;All files (*)")
+    return path
 
 
 class ConversationList(QFrame):
@@ -37,6 +54,7 @@ class ConversationList(QFrame):
     selected = Signal(int)
     newRequested = Signal()
     deleted = Signal(int)
+    notice = Signal(str, str)  # a line for the banner and its level: what an import or a pin did, or why it failed
 
     def __init__(self, store: ConversationStore, parent=None):
         super().__init__(parent)
@@ -65,6 +83,7 @@ class ConversationList(QFrame):
         for widget in (self.new_button, self.search, self.list):
             layout.addWidget(widget)
         self._quiet = False
+        self.ask_path: Callable[[QWidget], str] = ask_import_path
 
     @property
     def store(self) -> ConversationStore:
@@ -87,17 +106,15 @@ class ConversationList(QFrame):
         keep = select if select is not None else self.current_id()
         self._quiet = True
         self.list.clear()
+        pinned = pinned_ids(self.store)
+        conversations = self.store.conversations(self.search.text())
         group = None
-        for conv in self.store.conversations(self.search.text()):
-            if day_group(conv.updated_at) != group:
-                group = day_group(conv.updated_at)
+        for conv in [c for c in conversations if c.id in pinned] + [c for c in conversations if c.id not in pinned]:
+            conv_group = PINNED if conv.id in pinned else day_group(conv.updated_at)
+            if conv_group != group:
+                group = conv_group
                 self.list.addItem(_header(group))
-            item = QListWidgetItem(conv.title)
-            item.setData(Qt.ItemDataRole.UserRole, conv.id)
-            item.setData(WHEN_ROLE, when_label(conv.updated_at))
-            item.setToolTip(
-                f"{conv.title}\nLast message: {full_label(conv.updated_at)}\nStarted: {full_label(conv.created_at)}"
-            )
+            item = _row(conv, conv.id in pinned)
             self.list.addItem(item)
             if conv.id == keep:
                 self.list.setCurrentItem(item)
@@ -149,15 +166,64 @@ class ConversationList(QFrame):
         if answer == QMessageBox.StandardButton.Yes:
             self.delete(conversation_id)
 
+    def set_pinned(self, conversation_id: int, pinned: bool) -> None:
+        """Pin a conversation to the top of the list, or unpin it; a refused write is said on the banner."""
+        try:
+            set_pinned(self.store, conversation_id, pinned)
+        except (sqlite3.DatabaseError, KeyError) as error:
+            verb = "pin" if pinned else "unpin"
+            self.notice.emit(f"Could not {verb} this conversation: {self.store.path} refused it ({error})", "warning")
+            return
+        self.refresh()
+
+    def toggle_pin(self, conversation_id: int | None) -> None:
+        """Pin the conversation, or unpin it when it is pinned (Chat ▸ Pin or unpin, Ctrl+Shift+P)."""
+        if conversation_id is not None:
+            self.set_pinned(conversation_id, conversation_id not in pinned_ids(self.store))
+
+    def import_interactive(self) -> None:
+        """Chat ▸ Import conversations…: ask for a JSON file and import it."""
+        path = self.ask_path(self)
+        if path:
+            self.import_path(path)
+
+    def import_path(self, path: str | Path) -> list[int]:
+        """Import every conversation in a JSON file (all or none) and open the first; the banner says what
+        happened. Returns the new conversations' ids."""
+        name = Path(path).name
+        try:
+            imported = import_file(self.store, path)
+        except ChatImportError as error:
+            self.notice.emit(f"Could not import {name}: {error}. Nothing was imported.", "error")
+            return []
+        except sqlite3.DatabaseError as error:
+            reason = f"{self.store.path} refused the new conversations ({error})"
+            self.notice.emit(f"Could not import {name}: {reason}. Nothing was imported.", "error")
+            return []
+        self.search.clear()  # a search could hide what was just imported
+        self.refresh(select=imported[0].id)
+        self.selected.emit(imported[0].id)  # as a click in the list: the chat opens
+        count = "1 conversation" if len(imported) == 1 else f"{len(imported)} conversations"
+        self.notice.emit(f"Imported {count} from {name}", "info")
+        return [conv.id for conv in imported]
+
     def _menu(self, pos) -> None:
         item = self.list.itemAt(pos)
         if item is None or item.data(Qt.ItemDataRole.UserRole) is None:
             return
-        conv_id = item.data(Qt.ItemDataRole.UserRole)
-        menu = QMenu(self)
-        menu.addAction("Rename…", lambda: self.rename_interactive(conv_id))
-        menu.addAction("Delete…", lambda: self.delete_interactive(conv_id))
+        menu = self.context_menu(item.data(Qt.ItemDataRole.UserRole))
         menu.exec(self.list.viewport().mapToGlobal(pos))
+        menu.deleteLater()
+
+    def context_menu(self, conversation_id: int) -> QMenu:
+        """A conversation's menu in the list: Pin to top (or Unpin), Rename…, Delete…."""
+        pinned = conversation_id in pinned_ids(self.store)
+        menu = QMenu(self)
+        menu.addAction("Unpin" if pinned else "Pin to top", lambda: self.set_pinned(conversation_id, not pinned))
+        menu.addSeparator()
+        menu.addAction("Rename…", lambda: self.rename_interactive(conversation_id))
+        menu.addAction("Delete…", lambda: self.delete_interactive(conversation_id))
+        return menu
 
     def _current_changed(self, current, _previous) -> None:
         if current is not None and not self._quiet and current.data(Qt.ItemDataRole.UserRole) is not None:
@@ -179,6 +245,18 @@ def rename_dialog(parent: QWidget, current: str) -> QInputDialog:
     assert line_edit is not None  # made by setTextValue
     line_edit.setMinimumWidth(max(RENAME_MIN_WIDTH, title_bar, field) - 2 * DIALOG_MARGIN)
     return dialog
+
+
+def _row(conv: Conversation, pinned: bool) -> QListWidgetItem:
+    """A conversation's row: its title, its time label and a tooltip with both times."""
+    item = QListWidgetItem(conv.title)
+    item.setData(Qt.ItemDataRole.UserRole, conv.id)
+    item.setData(WHEN_ROLE, when_label(conv.updated_at))
+    pin = "\nPinned to the top of the list" if pinned else ""
+    item.setToolTip(
+        f"{conv.title}\nLast message: {full_label(conv.updated_at)}\nStarted: {full_label(conv.created_at)}{pin}"
+    )
+    return item
 
 
 def _header(text: str) -> QListWidgetItem:
