@@ -40,6 +40,9 @@ class RequestRecord:
     decode_tokens_per_s: float | None = None
     drafter: str = ""  # the speculation mode ("draft", "mtp", "baseline"...; auto names its sources)
     acceptance: float | None = None  # accepted / drafted tokens, when drafts were checked
+    # the requests decoded together in its generation's rounds (GenerationStats'; 0: it ran alone, or none ran)
+    batch_rows_max: int = 0  # the most in one round
+    batch_rows_mean: float = 0.0  # the mean per round
     error: str = ""  # what went wrong: the error body's message, an engine failure, a hang-up
 
     @property
@@ -63,6 +66,8 @@ class GenerationFigures:
     decode_tokens_per_s: float
     drafter: str
     acceptance: float | None
+    batch_rows_max: int = 0
+    batch_rows_mean: float = 0.0
 
     @classmethod
     def of(cls, stats: list[GenerationStats]) -> GenerationFigures:
@@ -77,7 +82,18 @@ class GenerationFigures:
             decode_tokens_per_s=speed,
             drafter=drafter_name(stats[-1]),
             acceptance=accepted / drafted if drafted else None,
+            batch_rows_max=max(s.batch_rows_max for s in stats),
+            batch_rows_mean=batch_rows_mean(stats),
         )
+
+
+def batch_rows_mean(stats: list[GenerationStats]) -> float:
+    """The mean rows per round over the generations that ran in a batch, weighted by their rounds (0: none did)."""
+    batched = [s for s in stats if s.batch_rows_max > 0]
+    rounds = sum(s.rounds for s in batched)
+    if not rounds:
+        return sum(s.batch_rows_mean for s in batched) / len(batched) if batched else 0.0
+    return sum(s.batch_rows_mean * s.rounds for s in batched) / rounds
 
 
 def drafter_name(stats: GenerationStats) -> str:

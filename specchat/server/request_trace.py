@@ -141,6 +141,8 @@ class RequestTrace:
             decode_tokens_per_s=figures.decode_tokens_per_s if figures else None,
             drafter=figures.drafter if figures else "",
             acceptance=figures.acceptance if figures else None,
+            batch_rows_max=figures.batch_rows_max if figures else 0,
+            batch_rows_mean=figures.batch_rows_mean if figures else 0.0,
             error=self._error(),
         )
 

@@ -46,6 +46,15 @@ def _acceptance(record: RequestRecord) -> str:
     return NONE if record.acceptance is None else f"{record.acceptance:.0%}"
 
 
+def rows_text(record: RequestRecord) -> str:
+    """The requests decoded together per round: '3 (max 4)', '2' when always as many, — when it ran alone."""
+    most, mean = record.batch_rows_max, record.batch_rows_mean
+    if most <= 0:
+        return NONE
+    shown = f"{mean:.1f}".removesuffix(".0")
+    return shown if shown == str(most) else f"{shown} (max {most})"
+
+
 COLUMNS = (
     Column("Time", _when),
     Column("Client", lambda r: r.client or NONE),
@@ -56,6 +65,7 @@ COLUMNS = (
     Column("Tok/s", lambda r: _figure(r.decode_tokens_per_s, ".1f"), numeric=True),
     Column("Drafter", lambda r: r.drafter or NONE),
     Column("Accepted", _acceptance, numeric=True),
+    Column("Rows", rows_text, numeric=True),
     Column("Time taken", _duration, numeric=True),
     Column("Error", lambda r: r.error),
 )
@@ -66,6 +76,8 @@ TOOLTIPS = {
     "Tok/s": "Decoding speed of the request's generation, tokens per second",
     "Drafter": "The speculation mode the generation ran in (auto names the drafters it used)",
     "Accepted": "Drafted tokens the target accepted",
+    "Rows": "Requests decoded together in each round of the request's generation: the mean (and the most); "
+    "— when it ran alone",
     "Time taken": "From the request's arrival to the end of its response",
     "Status": "The HTTP status sent (499: the client hung up before the response ended)",
 }

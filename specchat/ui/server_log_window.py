@@ -32,7 +32,7 @@ from .server_log_model import RecordFilter, RequestLogModel, record_line
 from .theme_switch import follow
 
 TITLE = "Server log — SpecChat"
-DEFAULT_SIZE = (1120, 560)  # the columns whole at a laptop's 1280 x 800, with room for the error text
+DEFAULT_SIZE = (1200, 560)  # the columns whole at a laptop's 1280 x 800, with room for the error text
 MIN_SIZE = (640, 320)
 
 

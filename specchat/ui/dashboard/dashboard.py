@@ -69,6 +69,16 @@ REMEASURE = "Re-measure plain decode"
 NOT_COMPARABLE = "speed figures are not comparable with runs on mains power at full speed."
 
 
+def shared_text(stats: GenerationStats) -> str:
+    """' · shared each round with 2.5 other requests on average' for a generation batched with others, else ''."""
+    if stats.batch_rows_mean <= 1:
+        return ""
+    extra = stats.batch_rows_mean - 1
+    others = f"{extra:.1f}".removesuffix(".0") if extra >= 0.1 else f"{extra:.2g}"  # a few shared rounds: not "0"
+    noun = "request" if others == "1" else "requests"
+    return f" · shared each round with {others} other {noun} on average"
+
+
 class Dashboard(QWidget):
     """Feed on_event() with the worker's engine events; the charts redraw on a timer, never per token."""
 
@@ -385,7 +395,7 @@ class Dashboard(QWidget):
         ended = stop_text(asdict(stats), event.cancelled) or "ended"
         self.status.setText(
             f"Last {self.source_name}: {mode}{k} · {stats.generated_tokens} tokens · "
-            f"{stats.decode_tokens_per_s:.1f} tok/s decode · {ended}"
+            f"{stats.decode_tokens_per_s:.1f} tok/s decode{shared_text(stats)} · {ended}"
         )
         self.last_plain_sample = None
         if (

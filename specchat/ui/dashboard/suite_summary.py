@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,15 @@ def report_files(paths: AppPaths, target: str, draft: str | None) -> tuple[Path,
     stem = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
     folder = paths.data_dir / "suite"
     return folder / f"{stem}.json", folder / f"{stem}.md"
+
+
+def saved_words(file: Path) -> str:
+    """'Saved 2026-12-02 11:40: /path/to/report.json (and .md)'."""
+    try:
+        when = datetime.fromtimestamp(file.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+    except OSError:
+        return f"Saved as {file} (and .md)"
+    return f"Saved {when}: {file} (and .md)"
 
 
 def load_report(file: Path) -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from specchat.tuning.suite import PLAIN
@@ -29,6 +29,12 @@ def cell_text(label: str, cell) -> str:
     speed = DASH if cell.vs_plain is None else f"{cell.vs_plain:.2f}×"
     accepted = "" if cell.acceptance is None else f" · {cell.acceptance * 100:.0f}%"
     return speed + accepted + ("" if cell.exact else " ≠")
+
+
+def tick_label(category: str) -> str:
+    """A category under its bars, one line per word ("doc_summary": "doc" over "summary"): side by side in a
+    narrow dock, the names whole would run into each other."""
+    return category.replace("_", "\n").replace(" ", "\n")
 
 
 class SuiteTable(QTableWidget):
@@ -87,6 +93,8 @@ class SuiteChart(ChartCard):
         item.setMouseEnabled(x=False, y=False)
         item.setMenuEnabled(False)
         self.plot.setMinimumHeight(200)
+        self.title.setWordWrap(True)  # whole on one line, it alone would be wider than the dock beside the chat
+        self.header_row.setStretchFactor(self.title, 100)  # it wraps only where the card is narrower than it
 
     def show_report(self, report: dict[str, Any] | None) -> None:
         """One group of bars per category, one colour per drafter cell."""
@@ -100,14 +108,23 @@ class SuiteChart(ChartCard):
         legend = []
         for i, label in enumerate(drafters):
             color = COLORS[i % len(COLORS)]
-            legend.append((color, "bar", label))
+            legend.append((color, "bar", label.replace(" ", "\u00a0")))  # the legend wraps between entries only
             x = np.arange(len(rows), dtype=float) - 0.4 + width * (i + 0.5)
             heights = [(cells[label].vs_plain or 0.0) if label in cells else 0.0 for cells in rows.values()]
             bars = pg.BarGraphItem(x=x, height=heights, width=width * 0.9, brush=pg.mkBrush(color), pen=pg.mkPen(color))
             item.addItem(bars)
             self.bars.append(bars)
         self.set_legend(legend)
-        item.getAxis("bottom").setTicks([[(i, name) for i, name in enumerate(rows)]])
+        ticks = [(i, tick_label(name)) for i, name in enumerate(rows)]
+        self._fit_ticks(ticks)
         item.enableAutoRange()
         item.autoRange()
         self.set_empty(None if rows else NO_REPORT)
+
+    def _fit_ticks(self, ticks: list[tuple[int, str]]) -> None:
+        """Label the categories; the axis as tall as its longest label's lines (pyqtgraph sizes it for one)."""
+        axis = self.plot.getPlotItem().getAxis("bottom")
+        axis.setTicks([ticks])
+        lines = max((label.count("\n") + 1 for _, label in ticks), default=1)
+        font = axis.style.get("tickFont") or axis.font()
+        axis.setHeight(lines * QFontMetrics(font).height() + 2 * axis.style["tickTextOffset"][1] + 4)

@@ -4,13 +4,13 @@ drafter each category should use. Each pair's last report is kept (JSON and Mark
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSignalBlocker, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
+    QHBoxLayout,
     QLabel,
     QProgressBar,
     QPushButton,
@@ -25,7 +25,6 @@ from specchat.engine.owner import JobFailed
 from specchat.paths import AppPaths
 from specchat.tuning.best_k import best_k
 from specchat.tuning.suite import SuiteConfig, SuiteProgress, SuiteRun, run_suite, select
-from specchat.tuning.suite_data import SuiteDataError, SuiteItem, builtin_categories, cached_suite
 from specchat.tuning.suite_report import to_json, write_reports
 
 from .. import theme
@@ -34,20 +33,13 @@ from ..engine_client import QtJob
 from ..flow_layout import FlowLayout
 from ..job_events import JobHandlers
 from ..theme_switch import follow
-from .suite_summary import load_report, recommendation, report_files
+from .suite_categories import CategoryPicker, category_names, suite_items
+from .suite_summary import load_report, recommendation, report_files, saved_words
 from .suite_table import NO_REPORT, SuiteChart, SuiteTable
 
 NO_PAIR = "Load a pair to run the suite."
-
-
-def suite_items(cache_dir: Path) -> list[SuiteItem]:
-    """The built-in categories, and MT-Bench and HumanEval when a `specchat suite` run has cached them (the app
-    never downloads them itself)."""
-    try:
-        fetched = cached_suite(cache_dir)
-    except SuiteDataError:
-        fetched = []
-    return fetched + builtin_categories()
+NO_CATEGORY = "Choose at least one category to run (Categories)."
+MIN_HEIGHT = 240  # below this the view scrolls
 
 
 class SuiteView(QWidget):
@@ -55,6 +47,7 @@ class SuiteView(QWidget):
 
     suiteFinished = Signal(object)  # the report (suite_report.to_json) of a run that ended
     busyChanged = Signal(bool)
+    controlsChanged = Signal(dict)  # the controls' values (controls()), to remember them across restarts
 
     def __init__(self, paths: AppPaths | None = None, parent=None, *, client=None):
         super().__init__(parent)
@@ -63,11 +56,11 @@ class SuiteView(QWidget):
         self.pair = None
         self.job: QtJob | None = None
         self.report: dict[str, Any] | None = None
-        self.categories: list[str] | None = None  # None: every category there is (a test narrows it)
         self._build()
         self.set_pair(None)
         if client is not None:
             self.set_client(client)
+        self._watch_controls()
 
     def _build(self) -> None:
         self.setObjectName("suiteView")
@@ -78,9 +71,12 @@ class SuiteView(QWidget):
         )
         self.fixed_k = QSpinBox(minimum=0, maximum=int(LIMITS["num_draft_tokens"].high), value=0, prefix="fixed K ")
         self.fixed_k.setSpecialValueText("fixed K: the pair's best")
+        self.picker = CategoryPicker(category_names(self.paths.cache_dir))
+        self.picker.changed.connect(self._refresh_button)
         self.run_button = QPushButton("Run suite", objectName="primary", clicked=self.start)  # type: ignore[call-overload]
         self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)  # type: ignore[call-overload]
         self.progress = QProgressBar(textVisible=True)
+        self.progress.hide()  # shown from the first run on: idle, it would read as an empty text field
         self.progress_label = QLabel("", wordWrap=True)
         self.table = SuiteTable()
         self.chart = SuiteChart()
@@ -95,7 +91,7 @@ class SuiteView(QWidget):
         layout.addWidget(self.banner)
         controls = QFrame(objectName="suiteControls")  # type: ignore[call-arg]
         row = FlowLayout()
-        for widget in (self.per_category, self.max_tokens, self.fixed_k, self.cancel_button, self.run_button):
+        for widget in (self.picker, self.per_category, self.max_tokens, self.fixed_k, self._buttons()):
             row.add(widget)
         column = QVBoxLayout(controls)
         column.setContentsMargins(12, 8, 12, 8)
@@ -107,11 +103,27 @@ class SuiteView(QWidget):
         layout.addWidget(self.table)
         layout.addWidget(self.chart, 1)
         layout.addWidget(self.saved_label)
-        scroller = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)  # type: ignore[call-arg]
-        scroller.setWidget(content)
+        self.scroller = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)  # type: ignore[call-arg]
+        self.scroller.setWidget(content)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(scroller)
+        outer.addWidget(self.scroller)
+
+    def _buttons(self) -> QWidget:
+        """Cancel and Run as one piece: a wrapped row never parts them."""
+        buttons = QWidget()
+        pair = QHBoxLayout(buttons)
+        pair.setContentsMargins(0, 0, 0, 0)
+        pair.addWidget(self.cancel_button)
+        pair.addWidget(self.run_button)
+        return buttons
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        """As narrow as the widest control (the rows wrap, the table scrolls); any height (the content scrolls)."""
+        content = self.scroller.widget()
+        assert content is not None
+        bar = self.scroller.verticalScrollBar().sizeHint().width()
+        return QSize(content.minimumSizeHint().width() + bar, MIN_HEIGHT)
 
     def _restyle(self) -> None:
         card = f"background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 10px;"
@@ -120,6 +132,43 @@ class SuiteView(QWidget):
         )
         self.progress_label.setStyleSheet(f"color: {theme.MUTED}")
         self.saved_label.setStyleSheet(f"color: {theme.MUTED}")
+
+    # --- the controls ---
+
+    @property
+    def categories(self) -> list[str] | None:
+        """The categories a run covers, in the suite's order; None: all of them (what --categories leaves out)."""
+        return None if self.picker.all_chosen() else self.picker.chosen()
+
+    @categories.setter
+    def categories(self, names: list[str] | None) -> None:
+        self.picker.set_chosen(names)
+
+    def _watch_controls(self) -> None:
+        changed = lambda *_: self.controlsChanged.emit(self.controls())  # noqa: E731
+        for box in (self.per_category, self.max_tokens, self.fixed_k):
+            box.valueChanged.connect(changed)
+        self.picker.changed.connect(changed)
+
+    def controls(self) -> dict:
+        """The controls' values as plain JSON: what set_controls takes back (categories None: all)."""
+        return {
+            "categories": self.categories,
+            "per_category": self.per_category.value(),
+            "max_tokens": self.max_tokens.value(),
+            "fixed_k": self.fixed_k.value(),
+        }
+
+    def set_controls(self, values: dict) -> None:
+        """Put saved values back; a value of the wrong type or range, or naming no category there is, is left."""
+        blockers = [QSignalBlocker(w) for w in (self.picker, self.per_category, self.max_tokens, self.fixed_k)]
+        for name, box in (("per_category", self.per_category), ("max_tokens", self.max_tokens)):
+            _restore(box, values.get(name))
+        _restore(self.fixed_k, values.get("fixed_k"))
+        if "categories" in values:
+            self.picker.restore(values["categories"])
+        del blockers
+        self._refresh_button()
 
     # --- the pair ---
 
@@ -131,6 +180,7 @@ class SuiteView(QWidget):
     def set_pair(self, pair) -> None:
         """The loaded pair (None: nothing loaded); shows its last saved report."""
         self.pair = pair
+        self.picker.set_names(category_names(self.paths.cache_dir))  # a `specchat suite` run may have fetched more
         self._refresh_button()
         if self.job is not None:
             return
@@ -141,7 +191,9 @@ class SuiteView(QWidget):
 
     def _refresh_button(self) -> None:
         local = self.pair is not None and not self.pair.remote  # a server's engine runs no suite here
-        self.run_button.setEnabled(local and self.client is not None and self.job is None)
+        chosen = bool(self.picker.chosen())
+        self.run_button.setEnabled(local and chosen and self.client is not None and self.job is None)
+        self.run_button.setToolTip("" if chosen else NO_CATEGORY)
 
     # --- running ---
 
@@ -157,6 +209,9 @@ class SuiteView(QWidget):
         """Queue the suite on the engine thread; False when there is no pair, no client or one runs already."""
         if self.pair is None or self.pair.remote or self.client is None or self.job is not None:
             return False
+        if not self.picker.chosen():
+            self.banner.show_message(NO_CATEGORY, "warning")
+            return False
         self.banner.dismiss()
         config, pair, per_category = self.config(), self.pair, self.per_category.value()
         categories, cache_dir = self.categories, self.paths.cache_dir
@@ -170,6 +225,7 @@ class SuiteView(QWidget):
             )
 
         self.progress.setRange(0, 0)  # busy until the first generation says how many there are
+        self.progress.show()
         self.job = self.client.submit("suite", work)
         self.job.event.connect(self._handlers(pair))
         self._set_running(True)
@@ -242,13 +298,10 @@ class SuiteView(QWidget):
         self.advice.setText(recommendation(report) if report else (NO_REPORT if self.pair is not None else ""))
         errors = len(report.get("errors", [])) if report else 0
         exact = f" · {errors} outputs differed from plain decoding (marked ≠)" if errors else ""
-        self.saved_label.setText(_saved_words(file) + exact if file is not None else exact.lstrip(" ·"))
+        self.saved_label.setText(saved_words(file) + exact if file is not None else exact.lstrip(" ·"))
 
 
-def _saved_words(file: Path) -> str:
-    """'Saved 2026-12-02 11:40: /path/to/report.json (and .md)'."""
-    try:
-        when = datetime.fromtimestamp(file.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
-    except OSError:
-        return f"Saved as {file} (and .md)"
-    return f"Saved {when}: {file} (and .md)"
+def _restore(box: QSpinBox, value: object) -> None:
+    """Put a saved whole number back into a spin box, unless it is of the wrong type or out of its range."""
+    if isinstance(value, int) and not isinstance(value, bool) and box.minimum() <= value <= box.maximum():
+        box.setValue(value)

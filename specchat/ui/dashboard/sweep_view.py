@@ -155,6 +155,7 @@ class SweepView(QWidget):
             box.valueChanged.connect(changed)
         for check in (*self.prompt_boxes.values(), self.dynamic, self.allow_battery):
             check.toggled.connect(changed)
+        self.suite.controlsChanged.connect(changed)
 
     def controls(self) -> dict:
         """The controls' values as plain JSON: what set_controls takes back."""
@@ -167,6 +168,7 @@ class SweepView(QWidget):
             "prompts": [name for name, box in self.prompt_boxes.items() if box.isChecked()],
             "dynamic": self.dynamic.isChecked(),
             "allow_battery": self.allow_battery.isChecked(),
+            "suite": self.suite.controls(),
         }
 
     def set_controls(self, values: dict) -> None:
@@ -188,6 +190,8 @@ class SweepView(QWidget):
         for name, check in (("dynamic", self.dynamic), ("allow_battery", self.allow_battery)):
             if isinstance(values.get(name), bool):
                 check.setChecked(values[name])
+        if isinstance(values.get("suite"), dict):
+            self.suite.set_controls(values["suite"])
         del blockers
 
     def _choose_mode(self) -> None:
@@ -261,7 +265,7 @@ class SweepView(QWidget):
         content = self.scroller.widget()
         assert content is not None
         bar = self.scroller.verticalScrollBar().sizeHint().width()
-        return QSize(content.minimumSizeHint().width() + bar, MIN_HEIGHT)
+        return QSize(max(content.minimumSizeHint().width() + bar, self.suite.minimumSizeHint().width()), MIN_HEIGHT)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         super().resizeEvent(event)
