@@ -4,18 +4,9 @@ import sqlite3
 
 import pytest
 
-from specchat.paths import AppPaths
-from specchat.store import ConversationStore
 from specchat.store.branch import branch_title
 
 TRACE = {"flags": [0, 3], "rejections": [], "tokens": [5, 6, 7]}
-
-
-@pytest.fixture
-def store(tmp_path):
-    store = ConversationStore(AppPaths.under(tmp_path).conversations_db)
-    yield store
-    store.close()
 
 
 def _chat(store):

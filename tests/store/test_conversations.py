@@ -10,13 +10,6 @@ from specchat.store import ConversationStore
 from specchat.store.conversations import DEFAULT_TITLE, is_disk_full, is_locked, title_from
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = ConversationStore(AppPaths.under(tmp_path).conversations_db)
-    yield s
-    s.close()
-
-
 def test_messages_are_saved_in_order_with_stats_and_survive_reopening(tmp_path):
     db = AppPaths.under(tmp_path).conversations_db
     store = ConversationStore(db)

@@ -6,18 +6,10 @@ import sqlite3
 
 import pytest
 
-from specchat.store import ConversationStore
 from specchat.store.export import to_json
 from specchat.store.import_chats import ChatImportError, import_file, import_text, parse_chats
 
 STATS = {"generated_tokens": 12, "decode_tokens_per_s": 31.25, "mode": "draft", "acceptance_rate": 0.5}
-
-
-@pytest.fixture
-def store(tmp_path):
-    opened = ConversationStore(tmp_path / "c.sqlite3")
-    yield opened
-    opened.close()
 
 
 def _saved_chat(store, title="Merging lists"):

@@ -29,13 +29,6 @@ CODING = PresetFields("You write code.", 0.2, 0.9, 40, 0.05, 2048)
 STORY = PresetFields("Tell stories.", 1.1, 0.95, 0, 0.0, 512)
 
 
-@pytest.fixture
-def store(tmp_path):
-    opened = ConversationStore(tmp_path / "c.sqlite3")
-    yield opened
-    opened.close()
-
-
 def test_a_version_4_file_migrates_to_5_with_every_row_kept(tmp_path):
     path = tmp_path / "c.sqlite3"
     db = sqlite3.connect(path, isolation_level=None)
