@@ -1,155 +1,82 @@
-"""Make the README screenshots from the real app window, in light and dark.
+"""Make the README and guide screenshots from the real app window, in light and dark.
 
     . .venv/bin/activate && python docs/screenshots/take_screenshots.py
 
-writes six PNGs beside this script: window-{light,dark}.png (a real reply with prompt-lookup tints and
-the dashboard beside the chat), models-{light,dark}.png (the Models window) and
-speculation-menu-{light,dark}.png (the Speculation menu opened from the menu bar).
+writes, beside this script, each in a -light and a -dark PNG: window (a real reply with prompt-lookup
+tints and the dashboard beside the chat), speculation-menu (the menu opened from the menu bar), models
+(the Models window), preset-combo (the Settings panel's Preset list), composer-attachment (a message with
+an attached file and the context fill) and server-log (Server ▸ Server log… after three API requests).
 
 It loads the real SmolLM2-135M-Instruct (MLX 4-bit) from MODEL (or $SPECCHAT_SCREENSHOT_MODEL) in a
-MainWindow whose folders all live in a temporary folder, never the user's, and asks it to rewrite a
-short function, so prompt lookup drafts the copied code. When DISPLAY is not set it starts
-`Xvfb :95 -screen 0 1440x900x24` (the next free display if :95 is taken) and `openbox`, so the grabs
+MainWindow whose folders all live in a temporary folder, never the user's, so the dashboard measures
+plain decoding afresh before the reply: "vs plain decode" compares the two on the same run. The reply
+repeats a paragraph of the prompt, the kind of copying where prompt lookup pays. When
+DISPLAY is not set it starts `Xvfb -screen 0 1280x800x24` on a free display and `openbox`, so the grabs
 include the window manager's title bars; the hub is kept offline (HF_HUB_OFFLINE=1). On 2 busy CPU
-cores it takes about a minute.
+cores it takes several minutes.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from driving import HERE, Failure, Steps, drive, global_rect, grab, on_top, settle, start_display, until
+from serving import serve_and_ask
+
 MODEL = os.environ.get("SPECCHAT_SCREENSHOT_MODEL", "/work/shared/models/smollm2-135m-instruct-4bit")
-SCREEN = "1440x900x24"
+SCREEN = "1280x800x24"
 THEMES = ("light", "dark")
-K = 4  # drafts per round: prompt lookup drafts the copied code four tokens at a time
-MAX_TOKENS = 200
-PROMPT = """Rewrite this Python function with type hints:
+MODE, K = "lookup", "auto"  # prompt lookup, K chosen each round (Auto K)
+MAX_TOKENS = 120
+FUNCTION = """def summarize_orders(orders, tax_rate, discount):
+    subtotal = 0
+    count = 0
+    for order in orders:
+        if order.cancelled:
+            continue
+        subtotal += order.price * order.quantity
+        count += 1
+    if count == 0:
+        return None
+    discounted = subtotal - subtotal * discount
+    taxed = discounted * (1 + tax_rate)
+    average = taxed / count
+    return {"count": count, "subtotal": subtotal, "total": taxed, "average": averag}
+"""
+PROMPT = """Repeat the following text exactly, word for word:
 
-```python
-def total_price(items, tax_rate):
-    total = 0
-    for item in items:
-        total += item.price * item.quantity
-    return total * (1 + tax_rate)
-```"""
-LOAD_S, REPLY_S, SCAN_S = 300, 600, 60  # generous upper bounds of the waits (2 CPU cores)
-
-
-def free_display(first: int = 95) -> int:
-    """The first X display number from first up with no socket or lock file."""
-    n = first
-    while Path(f"/tmp/.X11-unix/X{n}").exists() or Path(f"/tmp/.X{n}-lock").exists():
-        n += 1
-    return n
-
-
-def wait_for(what: str, done, timeout_s: float) -> None:
-    """Poll done() (before Qt starts) until true; exit with a message after timeout_s."""
-    end = time.monotonic() + timeout_s
-    while not done():
-        if time.monotonic() > end:
-            sys.exit(f"take_screenshots: timed out after {timeout_s:g} s waiting for {what}")
-        time.sleep(0.05)
+The quick brown fox jumps over the lazy dog. The early bird catches the worm. A stitch in time saves nine. \
+Actions speak louder than words. Better late than never. Birds of a feather flock together. Every cloud has \
+a silver lining. Practice makes perfect. Where there is a will, there is a way. When in Rome, do as the \
+Romans do."""
+FOLLOW_UP = "Add a docstring to the function in this file."
+LOAD_S, REPLY_S, SCAN_S = 600, 900, 60  # generous upper bounds of the waits (2 busy CPU cores)
 
 
-def start_display() -> list[subprocess.Popen]:
-    """Start Xvfb and openbox on a free display and point DISPLAY at it; the processes to stop later."""
-    n = free_display()
-    xvfb = subprocess.Popen(["Xvfb", f":{n}", "-screen", "0", SCREEN, "-nolisten", "tcp"], stderr=subprocess.DEVNULL)
-    wait_for(f"Xvfb on :{n}", lambda: Path(f"/tmp/.X11-unix/X{n}").exists() or xvfb.poll() is not None, 30)
-    if xvfb.poll() is not None:
-        sys.exit(f"take_screenshots: Xvfb :{n} did not start")
-    os.environ["DISPLAY"] = f":{n}"
-    wm = subprocess.Popen(["openbox"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for("openbox", window_manager_running, 30)
-    return [wm, xvfb]
+def stage_presets(window) -> None:
+    """Save two presets, as Save current as preset… would, and give the chat the first (it fills max tokens)."""
+    from specchat.store.presets import PresetFields, save_preset
+
+    store = window.chat.store
+    chosen = save_preset(store, "Code edits", PresetFields("", 0.0, 1.0, 0, 0.0, MAX_TOKENS))
+    save_preset(store, "Brainstorm", PresetFields("Offer several different ideas.", 0.8, 0.95, 0, 0.05, 1024))
+    window.presets.pick(chosen)
 
 
-def window_manager_running() -> bool:
-    """True once a window manager announces itself on the root window (EWMH)."""
-    probe = subprocess.run(["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"], capture_output=True, text=True)
-    return "window id" in probe.stdout
-
-
-class Failure(Exception):
-    """A step could not be done: the message says which."""
-
-
-def until(what: str, done, timeout_s: float) -> tuple:
-    """What a step yields to wait (in Qt's event loop) until done() is true, failing after timeout_s."""
-    return what, done, timeout_s
-
-
-def settle(seconds: float):
-    """Let the event loop paint, lay out and let the window manager place for a while."""
-    end = time.monotonic() + seconds
-    yield until("events", lambda: time.monotonic() >= end, seconds + 5)
-
-
-def drive(app, steps) -> str | None:
-    """Run app.exec() while a timer advances the steps generator past each wait it yields; the failure, if any."""
-    from PySide6.QtCore import QTimer
-
-    state: dict = {"wait": None, "error": None}
-
-    def advance() -> None:
-        try:
-            if state["wait"] is not None:
-                what, done, end = state["wait"]
-                if not done():
-                    if time.monotonic() > end:
-                        raise Failure(f"timed out waiting for {what}")
-                    return
-            what, done, timeout_s = next(steps)
-            state["wait"] = (what, done, time.monotonic() + timeout_s)
-        except StopIteration:
-            timer.stop()
-            app.quit()
-        except Failure as failure:
-            state["error"] = str(failure)
-            timer.stop()
-            app.exit(1)
-
-    timer = QTimer(interval=50, timeout=advance)
-    timer.start()
-    app.exec()
-    return state["error"]
-
-
-def grab(rect, path: Path) -> None:
-    """Save the X root window's pixels inside rect (global coordinates, frame included) as path."""
-    from PySide6.QtGui import QGuiApplication
-
-    shot = QGuiApplication.primaryScreen().grabWindow(0, rect.x(), rect.y(), rect.width(), rect.height())
-    if shot.isNull() or not shot.save(str(path), "PNG"):
-        raise Failure(f"could not save {path}")
-    print(f"wrote {path.relative_to(HERE.parents[1])} ({shot.width()}x{shot.height()})", flush=True)
-
-
-def on_top(widget):
-    """Raise and activate a top-level window, then wait until it is active and painted."""
-    widget.show()
-    widget.raise_()
-    widget.activateWindow()
-    yield until(f"{widget.windowTitle()} to be active", widget.isActiveWindow, 30)
-    yield from settle(1.5)
-
-
-def load_and_reply(window):
-    """Wait for the model and the plain-decode measurement, choose prompt lookup at K, send PROMPT."""
+def load_and_reply(window, measured: list) -> Steps:
+    """Wait for the model and its plain-decode measurement, choose MODE at K, send PROMPT."""
     yield until("the model to load", lambda: window.pair is not None or window.banner.level == "error", LOAD_S)
     if window.pair is None:
         raise Failure(f"the model did not load: {window.banner.text.text()}")
-    yield until("the plain-decode measurement", lambda: window.docks.measuring is None, LOAD_S)
-    window.speculation.mode_actions["lookup"].trigger()  # as the menu item does: modeChosen -> _mode_chosen
-    window.speculation.k_actions[K].trigger()
-    window.panel.max_tokens.setValue(MAX_TOKENS)
+    yield until("the plain-decode measurement", lambda: bool(measured), LOAD_S)
+    print(f"plain decode: {measured[0]:.1f} tok/s", flush=True)
+    window.speculation.mode_actions[MODE].trigger()  # as the menu item does: modeChosen -> _mode_chosen
+    (window.speculation.auto_action if K == "auto" else window.speculation.k_actions[K]).trigger()
+    stage_presets(window)
     finished: list = []
     window.chat.replyFinished.connect(finished.append)
     window.composer.text.setPlainText(PROMPT)
@@ -158,16 +85,20 @@ def load_and_reply(window):
     if not finished:
         raise Failure(f"the reply failed: {window.banner.text.text()}")
     stats = finished[0].stats
-    print(f"reply: {stats.generated_tokens} tokens, {stats.rounds} rounds, {stats.acceptance_rate:.0%} accepted")
+    tile = window.docks.dashboard.tiles["vs_plain"]
+    print(f"reply: {stats.generated_tokens} tokens, {stats.rounds} rounds, {stats.acceptance_rate:.0%} accepted,")
+    print(f"  {stats.decode_tokens_per_s:.1f} tok/s; vs plain decode {tile.value.text()} ({tile.sub.text()})")
 
 
-def shoot_window(window, theme: str):
-    """The main window with its title bar."""
+def shoot_window(window, theme: str) -> Steps:
+    """The main window with its title bar, the Settings panel hidden (View ▸ Settings panel) so the chat
+    column shows the code unwrapped at 1280 pixels."""
+    window.panel_action.setChecked(False)
     yield from on_top(window)
     grab(window.frameGeometry(), HERE / f"window-{theme}.png")
 
 
-def shoot_menu(window, theme: str):
+def shoot_menu(window, theme: str) -> Steps:
     """The Speculation menu as a click on the menu bar opens it, over the window."""
     yield from on_top(window)
     menu = window.speculation
@@ -176,10 +107,11 @@ def shoot_menu(window, theme: str):
     yield from settle(1.0)
     grab(window.frameGeometry().united(menu.frameGeometry()), HERE / f"speculation-menu-{theme}.png")
     menu.close()
+    window.panel_action.setChecked(True)
     yield from settle(0.5)
 
 
-def shoot_models(window, theme: str):
+def shoot_models(window, theme: str) -> Steps:
     """The Models window once it has listed the local models and answered the search (offline)."""
     models = window.models.open()
     answers: list = []
@@ -192,17 +124,68 @@ def shoot_models(window, theme: str):
     yield from settle(0.5)
 
 
-def steps(window):
-    """One real reply, then every screenshot in each theme, then close the window."""
+def shoot_presets(window, theme: str) -> Steps:
+    """The Settings panel with its Preset list open (the chat's preset, the others, the actions)."""
+    yield from on_top(window)
+    combo = window.panel.preset
+    combo.showPopup()
+    popup = combo.view().window()
+    yield until("the Preset list", popup.isVisible, 10)
+    yield from settle(1.0)
+    rect = global_rect(window.panel, 8).united(popup.frameGeometry().adjusted(-8, -8, 8, 8))
+    rect.setBottom(min(rect.bottom(), global_rect(window.panel.max_tokens).bottom() + 16))
+    grab(rect, HERE / f"preset-combo-{theme}.png")
+    combo.hidePopup()
+    yield from settle(0.5)
+
+
+def attach_file(window, root: Path) -> Steps:
+    """Type a follow-up and attach a file to it, as the paperclip does; wait for the context fill to count it."""
+    source = root / "orders.py"
+    source.write_text(FUNCTION, encoding="utf-8")
+    label = window.composer.fill_label
+    before = label.text()
+    window.composer.text.setPlainText(FOLLOW_UP)
+    window.composer.add_files([str(source)])
+    yield until("the context fill", lambda: label.isVisible() and label.text() not in ("", before), 120)
+
+
+def shoot_composer(window, theme: str, root: Path) -> Steps:
+    """The composer with its attached file's chip and the context fill beside Send. Attached anew in each
+    theme: a theme switch redraws the open chat, and that empties the composer."""
+    yield from attach_file(window, root)
+    yield from on_top(window)
+    grab(global_rect(window.composer, 8), HERE / f"composer-attachment-{theme}.png")
+
+
+def shoot_server_log(window, theme: str) -> Steps:
+    """Server ▸ Server log…, its rows the API requests serve_and_ask sent."""
+    log_window = window.server.show_log()
+    yield from on_top(log_window)
+    grab(log_window.frameGeometry(), HERE / f"server-log-{theme}.png")
+    log_window.hide()
+    yield from settle(0.5)
+
+
+def in_each_theme(window, *shots) -> Steps:
+    """Each shot in each theme, switched as Preferences ▸ Appearance does."""
+    for theme in THEMES:
+        window.preferences.apply({"theme": theme})
+        yield from settle(1.0)
+        for shoot in shots:
+            yield from shoot(window, theme)
+
+
+def steps(window, root: Path, measured: list) -> Steps:
+    """One real reply and the window's shots; a file attached; API requests and the server log; close."""
     window.preferences.apply({"theme": THEMES[0]})
     window.show()
-    yield from load_and_reply(window)
-    for theme in THEMES:
-        window.preferences.apply({"theme": theme})  # as Preferences ▸ Appearance does
-        yield from settle(1.0)
-        yield from shoot_window(window, theme)
-        yield from shoot_menu(window, theme)
-        yield from shoot_models(window, theme)
+    yield from load_and_reply(window, measured)
+    yield from in_each_theme(window, shoot_window, shoot_menu, shoot_models, shoot_presets)
+    yield from in_each_theme(window, lambda w, theme: shoot_composer(w, theme, root))
+    yield from serve_and_ask(window, MODEL)  # after the window's shots: the dashboard follows API requests
+    yield from in_each_theme(window, shoot_server_log)
+    window.server.stop()
     window.close()
     yield from settle(0.5)
 
@@ -220,7 +203,9 @@ def run(root: Path) -> str | None:
     app.setOrganizationName("SpecChat")
     QCursor.setPos(app.primaryScreen().geometry().bottomRight())  # no hover effects in the shots
     window = MainWindow(AppPaths.under(root), target=MODEL)
-    return drive(app, steps(window))
+    measured: list = []  # the plain-decode tok/s measured on this run (a fresh folder has none kept)
+    window.docks.baselineMeasured.connect(lambda _key, tps: measured.append(tps))
+    return drive(app, steps(window, root, measured))
 
 
 def main() -> int:
@@ -231,7 +216,7 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    started = [] if os.environ.get("DISPLAY") else start_display()
+    started = [] if os.environ.get("DISPLAY") else start_display(SCREEN)
     os.environ["QT_QPA_PLATFORM"] = "xcb"  # the real X window, never offscreen
     began = time.monotonic()
     try:
