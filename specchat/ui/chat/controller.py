@@ -112,7 +112,8 @@ class ChatController(QObject):
         """Show a saved conversation."""
         switched = conversation_id != self.conversation_id
         self.conversation_id = conversation_id
-        self.composer.leave_edit()
+        if switched or self.composer.editing is not None:  # the same chat shown again keeps what is being written
+            self.composer.leave_edit()
         streaming = self.active.message_id if self.active else None  # its row is saved, not yet finished
         messages = [m for m in self.store.messages(conversation_id) if m.id != streaming]
         counts = {m.id: len(self.store.versions(m.id)) for m in messages if m.role == "assistant"}
