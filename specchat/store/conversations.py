@@ -320,17 +320,7 @@ class ConversationStore(VersionsMixin, BranchMixin):
     ) -> StoredMessage | None:
         """Save a continued reply in place: the row and, for a regenerated reply, the version shown (no new
         version: it is the same reply, longer). None if its conversation was deleted."""
-        values = (content, _to_json(stats), int(cancelled), _to_json(trace))
-        with self._transaction() as db:
-            db.execute(
-                "UPDATE messages SET content = ?, stats = ?, cancelled = ?, trace = ?, complete = 1 WHERE id = ?",
-                (*values, message_id),
-            )
-            db.execute(
-                "UPDATE reply_versions SET content = ?, stats = ?, cancelled = ?, trace = ? WHERE message_id = ?"
-                " AND number = (SELECT version FROM messages WHERE id = ?)",
-                (*values, message_id, message_id),
-            )
+        self._rewrite_shown(message_id, content, _to_json(stats), cancelled, _to_json(trace))
         return self._message(message_id)
 
     def delete_message(self, message_id: int) -> None:

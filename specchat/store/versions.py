@@ -95,19 +95,27 @@ class VersionsMixin:
         if message.role != "assistant":
             raise ValueError(f"only a reply can be edited by hand; message {message_id} is a {message.role} message")
         stats = json.dumps({**(message.stats or {}), EDITED_BY_HAND: True})
-        with self._transaction() as db:
-            db.execute(
-                "UPDATE messages SET content = ?, stats = ?, trace = NULL, complete = 1 WHERE id = ?",
-                (content, stats, message_id),
-            )
-            db.execute(
-                "UPDATE reply_versions SET content = ?, stats = ?, trace = NULL WHERE message_id = ?"
-                " AND number = (SELECT version FROM messages WHERE id = ?)",
-                (content, stats, message_id, message_id),
-            )
+        self._rewrite_shown(message_id, content, stats, message.cancelled, None)
         edited = self._message(message_id)
         assert edited is not None  # written just now
         return edited
+
+    def _rewrite_shown(
+        self, message_id: int, content: str, stats: str | None, cancelled: bool, trace: str | None
+    ) -> None:
+        """Rewrite a reply in place, complete: its row and the version shown (if it has versions), never a new
+        version (stats and trace as stored JSON)."""
+        values = (content, stats, int(cancelled), trace)
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE messages SET content = ?, stats = ?, cancelled = ?, trace = ?, complete = 1 WHERE id = ?",
+                (*values, message_id),
+            )
+            db.execute(
+                "UPDATE reply_versions SET content = ?, stats = ?, cancelled = ?, trace = ? WHERE message_id = ?"
+                " AND number = (SELECT version FROM messages WHERE id = ?)",
+                (*values, message_id, message_id),
+            )
 
     def restore_shown_version(self, message_id: int) -> None:
         """A regeneration stopped before any text: the reply goes back to the version shown before it."""
