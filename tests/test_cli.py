@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from specchat.engine import Engine, GenerationConfig
 
 
@@ -16,6 +18,7 @@ def run_cli(*args, stdin: bytes = b"") -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
 
+@pytest.mark.slow
 def test_generate_json_equals_the_engine(hybrid_target, hybrid_draft_partial):
     proc = run_cli(
         "generate",
@@ -231,6 +234,7 @@ def run_cli_cases(runs: list[tuple[list, bytes]]) -> list[tuple[int, str, str]]:
     return [tuple(result) for result in json.loads(proc.stdout)]
 
 
+@pytest.mark.slow
 def test_the_prompt_comes_from_a_file_or_stdin_as_from_the_flag(tmp_path, dense_target):
     text = "def café(x):"
     prompt_file = tmp_path / "prompt.txt"
@@ -246,6 +250,7 @@ def test_the_prompt_comes_from_a_file_or_stdin_as_from_the_flag(tmp_path, dense_
     assert tokens[0] and tokens[0] == tokens[1] == tokens[2]
 
 
+@pytest.mark.slow
 def test_serve_on_a_port_in_use_says_so_in_one_line_before_loading(dense_target):
     import socket
 

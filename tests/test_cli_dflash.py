@@ -4,6 +4,7 @@ is the target's own), `--mode auto` picks the drafter each round, and `serve --d
 import json
 
 import httpx
+import pytest
 
 from specchat.engine import Engine, GenerationConfig
 from specchat.server.running import free_port
@@ -39,6 +40,7 @@ def test_a_missing_dflash_folder_is_refused_in_one_line(dense_target):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_serve_with_a_dflash_drafter_offers_the_mode(tmp_path, dense_target, dense_draft_partial):
     drafter = build_dflash(tmp_path / "dflash", dense_target)
     port = free_port()

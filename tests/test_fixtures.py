@@ -145,6 +145,7 @@ def _mean_agreement(target_dir, draft_dir):
     return min(s[0] for s in stats), sum(s[1] for s in stats) / len(stats)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["dense", "hybrid"])
 def test_draft_agreement_is_in_documented_band(request, kind):
     target = request.getfixturevalue(f"{kind}_target")

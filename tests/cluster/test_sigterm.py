@@ -77,12 +77,14 @@ def kill_from_a_sibling(pid: int) -> int:
     return sibling.pid
 
 
+@pytest.mark.slow
 def test_sigterm_is_held_by_every_thread_including_those_started_before(degraded):
     threads, blocked = (int(word) for word in degraded.wait_for(degraded.lines, "threads").split()[1::2])
     assert threads >= 2 and blocked == threads  # numpy's BLAS thread, the late thread, the main one
     assert degraded.lines.count("image") == 2  # the process ran itself again to hold SIGTERM everywhere
 
 
+@pytest.mark.slow
 def test_the_launchers_sigterm_leaves_a_degraded_rank_0_up(degraded):
     port = int(degraded.wait_for(degraded.lines, "serving").split()[1])
     os.kill(degraded.proc.pid, signal.SIGTERM)  # from its parent: the launcher
@@ -92,6 +94,7 @@ def test_the_launchers_sigterm_leaves_a_degraded_rank_0_up(degraded):
     assert "begin_shutdown" not in degraded.lines
 
 
+@pytest.mark.slow
 def test_anyone_elses_sigterm_stops_a_degraded_rank_0(degraded):
     port = int(degraded.wait_for(degraded.lines, "serving").split()[1])
     os.kill(degraded.proc.pid, signal.SIGTERM)  # the launcher's first: it stays up
@@ -104,6 +107,7 @@ def test_anyone_elses_sigterm_stops_a_degraded_rank_0(degraded):
     assert f"specchat serve: SIGTERM from process {sibling}: stopping" in degraded.errors
 
 
+@pytest.mark.slow
 def test_the_launchers_sigterm_stops_a_healthy_rank_0():
     child = Child("healthy")
     try:

@@ -58,6 +58,7 @@ def mixed_configs(n: int = 32) -> list[GenerationConfig]:
     "target_name,draft_name",
     [PAIRS[0]] + [pytest.param(*pair, marks=pytest.mark.slow) for pair in PAIRS[1:]],
 )
+@pytest.mark.slow
 def test_rows_that_join_and_leave_give_their_solo_output(request, target_name, draft_name):
     engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
     prompts = [prompt_ids(engine, t) for t in TEXTS]
@@ -248,6 +249,7 @@ def test_a_lone_request_runs_on_the_solo_loop_and_moves_in_when_another_comes(re
     assert other.tokens == solo_tokens(engine, other_prompt, cfg)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target_name,draft_name", DENSE_AND_HYBRID)
 def test_structured_rows_follow_their_grammar_in_the_batch(request, target_name, draft_name):
     from specchat.engine.grammar import Grammar

@@ -24,6 +24,7 @@ def engine(mtp_partial):
     return Engine.load(mtp_partial)
 
 
+@pytest.mark.slow
 def test_mtp_rows_joining_and_leaving_give_their_solo_output(engine):
     cfgs = [
         greedy("mtp", 3, n=30),

@@ -54,6 +54,7 @@ def test_the_row_left_alone_finishes_on_the_solo_loop_with_its_solo_output(reque
     assert stats.generated_tokens == len(long.tokens) and stats.batch_rows_max == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target_name,draft_name", PAIRS)
 def test_a_newcomer_brings_the_solo_tail_back_into_the_batch(request, target_name, draft_name):
     engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))

@@ -91,6 +91,7 @@ def test_the_families_are_what_they_claim(targets):
     assert any(isinstance(m, nn.QuantizedLinear) and m.bits == 4 for _, m in quantized.named_modules())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_captured_layers_are_the_models_own_outputs(engines, family):
     engine = engines(family)

@@ -113,6 +113,7 @@ def test_an_uncompilable_schema_fails_before_any_model_work(dense_target, monkey
 # --- every drafter gives valid JSON ---
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 @pytest.mark.parametrize("k", [3, "auto"])
 @pytest.mark.parametrize("setup", list(SETUPS))
@@ -158,6 +159,7 @@ FAST_GRAMMAR = {"draft": "person", "lookup": "lark", "mtp-history": "lark"}
         for grammar in GRAMMARS
     ],
 )
+@pytest.mark.slow
 def test_greedy_speculation_under_a_grammar_equals_constrained_plain_decoding(request, setup, grammar):
     engine = engine_for(request, setup)
     for text in ("def fibonacci(n):\n    ", "The quick brown fox"):

@@ -15,6 +15,7 @@ PAIRS = [  # the fast subset keeps the dense pair; the hybrid models' rollback i
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target_name,draft_name", PAIRS)
 def test_draft_mode_equals_baseline_and_mlx_lm_for_every_k(request, target_name, draft_name):
     engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
@@ -50,6 +51,7 @@ def test_self_draft_accepts_everything(hybrid_target):
     assert result.stats.mean_accepted_per_round == pytest.approx(4.0, abs=0.5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first", [True, pytest.param(False, marks=SLOW)])
 def test_both_verify_dispatch_orders_give_baseline_output_and_round_timings(
     monkeypatch, hybrid_target, hybrid_draft_partial, first

@@ -13,6 +13,7 @@ def smollm(smollm_dir):
     return Engine.load(smollm_dir, draft=smollm_dir)
 
 
+@pytest.mark.slow
 def test_chat_reply_stops_at_end_of_turn_and_streams_exact_text(smollm):
     session = ChatSession(smollm)
     events = list(session.send("Reply with one word: hello", GenerationConfig(max_tokens=48)))
@@ -28,6 +29,7 @@ def test_chat_reply_stops_at_end_of_turn_and_streams_exact_text(smollm):
     assert session.messages[-1] == {"role": "assistant", "content": final.text}
 
 
+@pytest.mark.slow
 def test_accented_reply_streams_the_same_text_as_decoding(smollm):
     ids = smollm.tokenizer.apply_chat_template(
         [{"role": "user", "content": "Write the word café three times."}], add_generation_prompt=True
@@ -38,6 +40,7 @@ def test_accented_reply_streams_the_same_text_as_decoding(smollm):
     assert "".join(e.text for e in events if isinstance(e, TextChunk)) == final.text
 
 
+@pytest.mark.slow
 def test_self_draft_is_identical_to_baseline(smollm):
     ids = smollm.tokenizer.apply_chat_template(
         [{"role": "user", "content": "Name three colours."}], add_generation_prompt=True

@@ -10,6 +10,7 @@ def reply(events) -> Finished:
     return [e for e in events if isinstance(e, Finished)][-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["baseline", "draft"])
 def test_second_turn_reuses_the_cache_and_equals_a_fresh_engine(hybrid_target, hybrid_draft_partial, mode):
     cfg = GenerationConfig(mode=mode, num_draft_tokens=3, max_tokens=20)

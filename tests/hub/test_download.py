@@ -63,6 +63,7 @@ def test_bundle_downloads_target_and_draft_as_one_job(hub, hub_config, target_re
     assert events[-1].files_done == len(target_repo.files) + len(draft_repo.files)
 
 
+@pytest.mark.slow
 def test_dropped_connection_resumes_with_a_range_request(hub, hub_config, target_repo):
     hub.faults.drop_after[WEIGHTS] = 100_000
     path = download_model(TARGET_REPO, hub_config)

@@ -102,6 +102,7 @@ def mtp_run(folder: Path) -> tuple[list[int], list[tuple[int, int]], list[int]]:
     return list(events[-1].tokens), rounds, plain
 
 
+@pytest.mark.slow
 def test_float_model_gets_the_fixtures_own_head_from_only_its_bytes(hub, config, models, tmp_path, capsys):
     local = local_copy(models, "float", tmp_path)
     assert main(["models", "mtp", "add", str(local)]) == 0
@@ -124,6 +125,7 @@ def test_float_model_gets_the_fixtures_own_head_from_only_its_bytes(hub, config,
     assert tokens == plain and 0 < sum(a for _, a in rounds) < sum(d for d, _ in rounds)
 
 
+@pytest.mark.slow
 def test_quantized_model_gets_the_head_quantized_like_itself(hub, config, models, tmp_path, capsys):
     local = local_copy(models, "quant", tmp_path)
     assert main(["models", "mtp", "add", str(local), "--from", fx.ORIGINAL_REPO]) == 0
@@ -166,6 +168,7 @@ def head_bytes(original: Path) -> int:
     return sum(expected_bytes(original).values()) - sum(expected_bytes_meta(original).values())
 
 
+@pytest.mark.slow
 def test_cancel_keeps_the_bytes_and_the_next_run_resumes(hub, config, models, tmp_path):
     local = local_copy(models, "float", tmp_path)
     hub.faults.slow_chunk = 512

@@ -30,6 +30,7 @@ def dflash_client(dflash_server):
     return openai.OpenAI(base_url=server.url + "/v1", api_key=API_KEY, max_retries=0, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [4, 15, "auto"])
 def test_dflash_replies_equal_the_engine_and_plain_decoding(dflash_server, dflash_client, k):
     host, _ = dflash_server

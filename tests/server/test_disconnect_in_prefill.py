@@ -55,6 +55,7 @@ def slow_prefill(host, monkeypatch):
         go.release()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [False, True])
 def test_hanging_up_during_prefill_cancels_the_job(server, host, slow_prefill, stream):
     chunks_done, go = slow_prefill

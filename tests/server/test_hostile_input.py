@@ -43,6 +43,7 @@ ID_FORMS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path,body,param", ID_FORMS, ids=[f"{p}-{n}" for n, (p, _, _) in enumerate(ID_FORMS)])
 def test_every_out_of_range_token_id_is_a_400_naming_its_index(serve, path, body, param):
     base, proc = serve

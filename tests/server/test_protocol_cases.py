@@ -39,6 +39,7 @@ def post(server, path, body, stream=False):
 
 
 # mlx-lm tests/test_server.py: test_handle_completions
+@pytest.mark.slow
 def test_a_seeded_completion_is_the_same_twice(server):
     body = {
         "model": "dense_target",

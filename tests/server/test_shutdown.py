@@ -96,6 +96,7 @@ def wait_for_jobs(base: str, count: int) -> None:
         for batch, name in (("8", "batched"), ("1", "queued"))
     ],
 )
+@pytest.mark.slow
 def test_stopping_the_server_ends_every_open_request_with_an_error(stop, batch, dense_target, dense_draft_partial):
     port = free_port()
     proc = start_serve(dense_target, dense_draft_partial, port, "--max-batch", batch)

@@ -323,6 +323,7 @@ def _post(server, body):
     )
 
 
+@pytest.mark.slow
 def test_a_tool_conversation_of_several_turns_is_served_with_the_template_and_its_tools(server, client, hf_tokenizer):
     # mlx-lm tests/test_server.py (test_handle_chat_completions_with_null_tool_content), at several turns
     template_kwargs = {"chat_template": HERMES_STYLE}

@@ -32,6 +32,7 @@ def drain(gen):
             return events, stop.value
 
 
+@pytest.mark.slow
 def test_the_command_runs_every_builtin_category_and_checks_exactness(
     dense_target, dense_draft_partial, tmp_path, capsys
 ):
@@ -129,6 +130,7 @@ def test_the_fixed_k_is_the_flag_else_the_saved_best_else_4():
     assert replace(saved, k=3).fixed_k("draft", "structured") == 3
 
 
+@pytest.mark.slow
 def test_list_and_an_unwritable_report_need_no_model(dense_target, tmp_path, capsys):
     assert main(["suite", "--list", "--no-fetch"]) == 0
     listed = capsys.readouterr().out

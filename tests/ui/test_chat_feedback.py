@@ -1,6 +1,7 @@
 """The chat answers what the user does: Copy and Copy code say Copied for a moment, and the transcript follows
 a streaming reply to its footer unless the user scrolled away from it."""
 
+import pytest
 from PySide6.QtCore import QPoint, QPointF, QRect, Qt
 from PySide6.QtGui import QGuiApplication, QTextCursor, QWheelEvent
 from PySide6.QtWidgets import QApplication
@@ -21,6 +22,7 @@ FOOTER = (
 )
 
 
+@pytest.mark.slow
 def test_copy_says_copied_then_copy_again(qtbot):
     view = MessageView("user", 0, "Copy me, please.")
     qtbot.addWidget(view)
@@ -138,6 +140,7 @@ def _wheel_up(transcript: TranscriptView) -> None:
     QApplication.sendEvent(transcript.viewport(), event)
 
 
+@pytest.mark.slow
 def test_a_reader_who_scrolled_up_keeps_their_place_when_the_reply_finishes(qtbot):
     transcript = _transcript(qtbot)
     trace = ReplyTrace(lambda ids: "")

@@ -4,6 +4,8 @@ itself."""
 
 from pathlib import Path
 
+import pytest
+
 from specchat.store.presets import ChatSettings, chat_settings, set_chat_pair
 from specchat.ui.engine_client import LoadedPair
 from specchat.ui.pair_note import same_pair
@@ -32,6 +34,7 @@ def test_no_note_while_no_pair_is_loaded(qtbot, open_window, dense_target, dense
     assert window.pair is None and window.pair_note.isHidden()
 
 
+@pytest.mark.slow
 def test_the_note_offers_the_chats_pair_only_when_another_is_loaded(
     qtbot, open_window, dense_target, dense_draft_partial, tmp_path
 ):

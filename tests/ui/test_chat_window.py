@@ -16,6 +16,7 @@ def fresh_reply(target, draft, messages, cfg, system_prompt=None):
     return engine.generate(ids, cfg)
 
 
+@pytest.mark.slow
 def test_a_reply_equals_the_engines_output_and_is_saved(qtbot, open_window, paths, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial)
     assert window.pair.draft and window.speculation.checked_mode() == "draft"

@@ -1,6 +1,8 @@
 """How full the context is: the label beside Send reads the exact token count of the prompt the engine builds,
 after each message and as the message being written grows."""
 
+import pytest
+
 from specchat.engine.loading import load_model
 from specchat.engine.prompt import chat_prompt_ids
 from specchat.ui.chat.context_fill import FillCount, PromptParts, byte_bound, fill_words, prompt_tokens
@@ -14,6 +16,7 @@ def _thinking(window) -> bool:
     return window.composer.thinking.isChecked() and window.composer.thinking.isEnabled()
 
 
+@pytest.mark.slow
 def test_the_label_reads_the_prompts_exact_token_count(qtbot, open_window, dense_target):
     tokenizer = load_model(dense_target).tokenizer
     window = open_window(dense_target)

@@ -52,6 +52,7 @@ def greedy_reply_prefix(target: Path, length: int) -> str:
     return text
 
 
+@pytest.mark.slow
 def test_kill_9_mid_reply_keeps_the_streamed_text(tmp_path, dense_target):
     home = tmp_path / "home"
     db = AppPaths.under(home).conversations_db

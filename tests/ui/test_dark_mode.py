@@ -132,6 +132,7 @@ def test_code_blocks_use_the_dark_highlighting_in_dark_mode(qtbot):
         assert code_bg in bg
 
 
+@pytest.mark.slow
 def test_preferences_and_models_window_in_dark_mode(qtbot, open_window, hub_env):  # noqa: F811
     window = open_window()
     window.preferences.apply({"theme": "dark"})

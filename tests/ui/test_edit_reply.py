@@ -3,6 +3,8 @@ reason, and the next reply's prompt reads the edited text."""
 
 import sqlite3
 
+import pytest
+
 from specchat.engine.loading import load_model
 from specchat.engine.owner import engine_jobs
 from specchat.engine.prompt import chat_prompt_ids
@@ -31,6 +33,7 @@ def record_prompts(monkeypatch):
     return prompts
 
 
+@pytest.mark.slow
 def test_an_edited_reply_is_saved_shown_and_read_by_the_next_reply(qtbot, open_window, dense_target, monkeypatch):
     window = open_window(dense_target, max_tokens=8)
     first = send(qtbot, window, QUESTION)

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from specchat.engine.owner import JobFinished, JobStarted
 from specchat.settings import load_settings
 from specchat.system.power import PowerStatus
@@ -45,6 +47,7 @@ def test_a_failed_load_keeps_the_pair_in_use_and_the_settings(
     assert load_settings(paths).settings.draft_path == str(dense_draft_partial)
 
 
+@pytest.mark.slow
 def test_a_sweep_sent_during_a_reply_waits_its_turn(qtbot, open_window, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial, max_tokens=200)
     qtbot.waitUntil(lambda: window.docks.measuring is None, timeout=LOAD_TIMEOUT_MS)
@@ -79,6 +82,7 @@ def test_a_sweep_sent_during_a_reply_waits_its_turn(qtbot, open_window, dense_ta
     qtbot.waitUntil(lambda: window.queue_label.text() == "")
 
 
+@pytest.mark.slow
 def test_a_queued_ab_comparison_can_be_cancelled_before_it_runs(qtbot, open_window, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial, max_tokens=200)
     qtbot.waitUntil(lambda: window.docks.measuring is None, timeout=LOAD_TIMEOUT_MS)

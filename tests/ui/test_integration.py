@@ -86,6 +86,7 @@ def test_a_first_start_on_a_wide_screen_shows_the_dashboard_beside_the_chat(qtbo
     assert docks.dashboard.tiles["vs_plain"].sub.text() == "no model loaded"
 
 
+@pytest.mark.slow
 def test_real_model_with_prompt_lookup_and_auto_k_on_the_dashboard(qtbot, open_window, smollm_dir):
     window = open_window(smollm_dir)
     window.resize(2000, 1040)
@@ -101,6 +102,7 @@ def test_real_model_with_prompt_lookup_and_auto_k_on_the_dashboard(qtbot, open_w
     screenshot(window, "main_window_dashboard_real_model")
 
 
+@pytest.mark.slow
 def test_prompt_lookup_and_auto_k_chosen_in_the_menu_drive_the_next_reply(qtbot, open_window, paths, dense_target):
     window = open_window(dense_target)
     menu = window.speculation
@@ -138,6 +140,7 @@ def test_lookup_and_auto_are_restored_on_the_next_start(qtbot, open_window, path
     assert (cfg.mode, cfg.num_draft_tokens) == ("lookup", AUTO)
 
 
+@pytest.mark.slow
 def test_mtp_history_switch_is_saved_used_and_restored(qtbot, open_window, paths, mtp_agree):
     window = open_window(mtp_agree)  # the switch applies to MTP only: a model with a head
     action = window.speculation.history_action

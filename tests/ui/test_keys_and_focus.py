@@ -22,6 +22,7 @@ def _activate(qtbot, window):
     qtbot.waitUntil(lambda: window.isActiveWindow())
 
 
+@pytest.mark.slow
 def test_esc_with_focus_in_the_sidebar_stops_the_streaming_reply(qtbot, open_window, dense_target):
     window = open_window(dense_target, max_tokens=4000)
     _activate(qtbot, window)
@@ -52,6 +53,7 @@ def test_esc_outside_the_composer_leaves_edit_mode(qtbot, open_window, dense_tar
     assert not window.composer.cancel_edit.isVisibleTo(window.composer)
 
 
+@pytest.mark.slow
 def test_cmd_n_starts_a_chat_with_an_empty_system_prompt_and_the_cursor_in_the_composer(
     qtbot, open_window, dense_target
 ):
@@ -76,6 +78,7 @@ def test_cmd_n_starts_a_chat_with_an_empty_system_prompt_and_the_cursor_in_the_c
     assert finished.text
 
 
+@pytest.mark.slow
 def test_an_unsaved_system_prompt_edit_stays_with_the_chat_it_was_typed_in(qtbot, open_window, dense_target):
     window = open_window(dense_target)
     send(qtbot, window, "Hi")
@@ -86,6 +89,7 @@ def test_an_unsaved_system_prompt_edit_stays_with_the_chat_it_was_typed_in(qtbot
     assert window.panel.system_prompt.toPlainText() == "" and window.chat.conversation_id is None
 
 
+@pytest.mark.slow
 def test_preferences_is_a_real_dialog_with_the_macos_menu_role(qtbot, open_window, paths, dense_target):
     window = open_window(dense_target)
     action: QAction = window.preferences.action
@@ -171,6 +175,7 @@ def no_think_target(dense_target, tmp_path):
     return _without_thinking_switch(dense_target, tmp_path / "no_think")
 
 
+@pytest.mark.slow
 def test_think_is_offered_only_when_the_template_has_the_switch(qtbot, open_window, dense_target, no_think_target):
     window = open_window(dense_target)
     assert window.composer.thinking.isEnabled() and window.composer.thinking.toolTip() == THINKING_TIP

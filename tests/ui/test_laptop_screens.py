@@ -16,6 +16,7 @@ CHECKS = Path(__file__).with_name("laptop_checks.py")
 SCREENS = [(1280, 800), (1440, 900), (1512, 982)]  # MacBook Air 13", MacBook Pro 15", MacBook Pro 14" (points)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width,height", SCREENS, ids=[f"{w}x{h}" for w, h in SCREENS])
 def test_windows_fit_a_laptop_screen(tmp_path, width, height):
     config = tmp_path / "screen.json"

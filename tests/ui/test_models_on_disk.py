@@ -35,6 +35,7 @@ def on_disk(tmp_path, monkeypatch, dense_target, dense_draft_partial):
     return studio.resolve(), snapshot.resolve()
 
 
+@pytest.mark.slow
 def test_first_run_offers_lm_studio_and_hf_cache_models_by_name(qtbot, open_window, on_disk):
     studio, snapshot = on_disk
     window = open_window()  # nothing saved, nothing given
@@ -68,6 +69,7 @@ def test_the_empty_state_points_to_the_models_window(qtbot, open_window, on_disk
     models.close()
 
 
+@pytest.mark.slow
 def test_a_target_given_on_the_command_line_is_remembered_once_it_loaded(
     qtbot, open_window, paths, dense_target, tmp_path
 ):

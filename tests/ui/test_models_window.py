@@ -151,6 +151,7 @@ def test_download_shows_progress_then_complete_and_can_be_used(qtbot, hub, hub_c
     assert signal.args == [str(snapshot)]
 
 
+@pytest.mark.slow
 def test_cancel_keeps_the_partial_download_and_download_resumes(
     qtbot, hub, make_window, target_repo, dense_target, dense_draft_partial
 ):
@@ -354,6 +355,7 @@ def test_offline_search_shows_the_catalog_and_an_offline_state(qtbot, hub_env, m
     assert [r.name for r in window.table_model.rows()] == ["mlx-community/Qwen3-0.6B-4bit"]
 
 
+@pytest.mark.slow
 def test_a_hub_that_never_answers_does_not_block_the_window(qtbot, hub, make_window):
     hub.faults.hang = True
     window = make_window(deadline_s=1.0)
@@ -466,6 +468,7 @@ def test_the_planned_fit_stays_when_a_draft_is_chosen(qtbot, tmp_path, hub, make
     assert not weights_requested(hub)
 
 
+@pytest.mark.slow
 def test_download_waits_for_the_hub_while_it_is_offline(qtbot, hub, make_window):
     hub.faults.hang = True
     window = make_window(deadline_s=1.0)

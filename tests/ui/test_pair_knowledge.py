@@ -3,6 +3,8 @@ that loads the same pair starts its controllers from it, before its first reply.
 
 import json
 
+import pytest
+
 from specchat.engine.owner import knowledge_job
 from specchat.settings import Settings, save_settings
 from specchat.ui.speculation_menu import AUTO
@@ -19,6 +21,7 @@ def knowledge_files(paths) -> list:
     return sorted(paths.knowledge_dir.glob("*.json")) if paths.knowledge_dir.is_dir() else []
 
 
+@pytest.mark.slow
 def test_learned_knowledge_is_kept_at_a_pair_change_and_close_and_starts_the_next_window(
     qtbot, open_window, paths, dense_target, dense_draft_partial
 ):
@@ -62,6 +65,7 @@ def test_learned_knowledge_is_kept_at_a_pair_change_and_close_and_starts_the_nex
     assert engine_knowledge(second)["auto_k"]["draft"] == at_close
 
 
+@pytest.mark.slow
 def test_a_knowledge_file_that_does_not_read_never_fails_the_load(qtbot, open_window, paths, dense_target):
     first = open_window(dense_target)
     first.close()  # the target alone: its file holds an empty Auto K

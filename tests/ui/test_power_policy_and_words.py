@@ -1,5 +1,7 @@
 """Preferences ▸ On battery, and reasons in plain words with the technical detail kept."""
 
+import pytest
+
 from specchat.system.power import PowerStatus
 from specchat.ui.plain_words import NO_DRAFT, NO_MTP_HEAD, UPSTREAM, draft_refusal, mode_reason, mtp_reason
 from specchat.ui.power_policy import MAX_AGE_S, PLAIN, WARN, PowerPolicy
@@ -43,6 +45,7 @@ def test_warn_keeps_speculating_and_ignore_says_nothing():
     assert PowerPolicy("ignore", power.read, power.clock).reply_mode("lookup") == ("lookup", None)
 
 
+@pytest.mark.slow
 def test_the_window_decodes_plainly_on_battery_when_set_to(qtbot, open_window, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial)
     power = FakePower(BATTERY)

@@ -28,6 +28,7 @@ def run_child(home: Path, target: Path, *args: str) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
 def test_quitting_while_a_reply_streams_exits_cleanly(stop, tmp_path, dense_target):
     home = tmp_path / "home"
@@ -44,6 +45,7 @@ def test_quitting_while_a_reply_streams_exits_cleanly(stop, tmp_path, dense_targ
     store.close()
 
 
+@pytest.mark.slow
 def test_an_engine_still_in_the_tokenizer_at_exit_does_not_abort_the_process(tmp_path, dense_target):
     """The cause of the tokenizer abort at exit: Python 3.11 ends a daemon thread that takes the GIL back
     during finalization with pthread_exit, whose unwinding through the Rust tokenizer frames aborts

@@ -92,6 +92,7 @@ def test_hovering_a_rejected_word_shows_the_tooltip(qtbot):
     assert marked == [6, 7, 8, 9, 10]  # "world", the whole word under the wavy line
 
 
+@pytest.mark.slow
 def test_the_event_loop_keeps_ticking_while_a_reply_streams(qtbot, open_window, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial, max_tokens=120)
     gaps, last = [], [time.perf_counter()]
@@ -115,6 +116,7 @@ def test_the_event_loop_keeps_ticking_while_a_reply_streams(qtbot, open_window, 
     assert max(gaps[1:]) < allowed, f"the UI thread stalled for {max(gaps[1:]) * 1000:.0f} ms (idle: {idle * 1000:.0f})"
 
 
+@pytest.mark.slow
 def test_real_model_screenshot(qtbot, open_window, smollm_dir):
     window = open_window(smollm_dir, max_tokens=40)
     window.speculation.mode_actions["baseline"].trigger()

@@ -4,6 +4,7 @@ a filter over every column, Copy row as the log file's JSON line, Open log file.
 import json
 
 import httpx
+import pytest
 from openai import OpenAI
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
@@ -35,6 +36,7 @@ def foreground(window: ServerLogWindow, row: int):
     return window.rows.index(row, 0).data(Qt.ItemDataRole.ForegroundRole)
 
 
+@pytest.mark.slow
 def test_a_request_through_the_served_api_shows_as_a_new_row(qtbot, open_window, dense_target, dense_draft_partial):
     window = open_window(dense_target, dense_draft_partial)
     port = free_port()

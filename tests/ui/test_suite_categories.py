@@ -34,6 +34,7 @@ def test_the_picker_offers_every_category_and_counts_the_chosen_ones(qtbot, path
     assert picker_text(0, 5) == "Categories: none" and picker_text(6, 6) == "Categories: all (6)"
 
 
+@pytest.mark.slow
 def test_run_waits_for_a_category_and_a_run_covers_only_the_chosen_ones(qtbot, paths, loaded):  # noqa: F811
     view = make_view(qtbot, paths, loaded)
     view.picker.menu_.actions()[1].trigger()  # None

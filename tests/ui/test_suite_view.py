@@ -43,6 +43,7 @@ def table_texts(table) -> list[list[str]]:
     return [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())]
 
 
+@pytest.mark.slow
 def test_a_suite_run_fills_the_table_chart_and_advice_and_is_kept_for_the_pair(qtbot, paths, loaded):
     view = make_view(qtbot, paths, loaded)
     assert view.report is None and view.run_button.isEnabled()
@@ -82,6 +83,7 @@ def test_a_suite_run_fills_the_table_chart_and_advice_and_is_kept_for_the_pair(q
     assert again.advice.text() == view.advice.text()
 
 
+@pytest.mark.slow
 def test_a_cancelled_suite_shows_its_partial_tables_and_is_not_kept(qtbot, paths, loaded):
     view = make_view(qtbot, paths, loaded)
     view.progress.valueChanged.connect(lambda done: view.cancel() if done >= 1 else None)

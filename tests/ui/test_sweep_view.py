@@ -62,6 +62,7 @@ def run_sweep(qtbot, view):
     return finished.args[0]
 
 
+@pytest.mark.slow
 def test_sweep_fills_table_chart_saves_best_k_and_exports(qtbot, paths, loaded, tmp_path):
     view = make_view(qtbot, paths, loaded, warmup=1)
     busy = []
@@ -177,6 +178,7 @@ def test_nothing_to_sweep_without_a_drafter(qtbot, paths, loaded):
     assert "draft model or an MTP head" in view.progress_label.text()
 
 
+@pytest.mark.slow
 def test_ab_panel_compares_off_draft_mtp_and_lookup_then_screenshot(qtbot, paths, loaded):
     view = make_view(qtbot, paths, loaded, ks="1,2,4")
     view.show()
@@ -304,6 +306,7 @@ def test_saved_sweep_controls_of_the_wrong_type_are_left_at_their_defaults(qtbot
     assert view.controls() == defaults
 
 
+@pytest.mark.slow
 def test_an_export_is_named_after_the_pair_mode_and_day(qtbot, paths, loaded):
     from specchat.ui.dashboard.sweep_view import export_name
 

@@ -1,8 +1,11 @@
 """Switching the theme redraws the open chat and keeps the message being written."""
 
+import pytest
+
 from tests.ui.conftest import send
 
 
+@pytest.mark.slow
 def test_a_theme_switch_keeps_the_typed_text_and_attached_files(qtbot, open_window, dense_target, tmp_path):
     window = open_window(dense_target)
     send(qtbot, window, "hello")

@@ -4,6 +4,7 @@ from importlib import metadata
 
 import mlx_lm.models.gated_delta as gated_delta
 import mlx_lm.models.qwen3_5 as qwen3_5
+import pytest
 
 from .conftest import send
 
@@ -15,6 +16,7 @@ def renamed_mask(q, k, v, a, b, A_log, dt_bias, state=None, attn_mask=None, **kw
     return KERNEL(q, k, v, a, b, A_log, dt_bias, state, attn_mask, **kwargs)
 
 
+@pytest.mark.slow
 def test_the_menu_greys_speculation_with_the_hook_and_version(
     qtbot, open_window, monkeypatch, hybrid_target, hybrid_draft_partial
 ):

@@ -4,6 +4,7 @@ follow a deleted or edited first message."""
 
 import sys
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 
@@ -141,6 +142,7 @@ def test_the_mtp_history_switch_is_greyed_without_mtp(qtbot):
     assert history.isEnabled() and history.toolTip() == HISTORY_TIP
 
 
+@pytest.mark.slow
 def test_the_window_greys_the_history_switch_for_a_model_without_an_mtp_head(
     qtbot, open_window, dense_target, mtp_agree, paths
 ):
