@@ -103,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
             help=what.format(allowed=limit.allowed()),
         )
     gen.add_argument("--seed", type=LIMITS["seed"].arg_type(), help="sampling seed (the same seed, the same reply)")
+    gen.add_argument(
+        "--context-length",
+        type=LIMITS["context_length"].arg_type(),
+        metavar="N",
+        help="at most N tokens, prompt and reply together (default: the model's maximum)",
+    )
     gen.add_argument("--raw", action="store_true", help="no chat template: encode the prompt as is")
     gen.add_argument("--thinking", action="store_true", help="let Qwen3 think (enable_thinking=True)")
     prompt = gen.add_mutually_exclusive_group(required=True)
@@ -179,7 +185,7 @@ def run_generate(args: argparse.Namespace) -> int:
     so far and the stats line are printed and the exit code is 130."""
     cfg = generation_config(args)  # checked before the engine's imports (MLX, mlx-lm: seconds)
     from .engine import Failed, Finished, TextChunk
-    from .engine.owner import EngineHost, JobFailed, JobProgress, load_pair_job, prompt_job
+    from .engine.owner import EngineHost, JobFailed, JobProgress, context_length_job, load_pair_job, prompt_job
     from .engine.prompt import user_prompt_ids
 
     host = EngineHost()
@@ -205,6 +211,7 @@ def run_generate(args: argparse.Namespace) -> int:
         current[-1].result()
         if interrupted.is_set():
             return INTERRUPTED
+        host.submit("context", context_length_job(args.context_length)).result()  # ConfigError above the model's
         assert host.engine is not None  # the load above succeeded
         tok = host.engine.tokenizer  # tokenizing is no MLX work
         if args.raw:

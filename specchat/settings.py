@@ -45,6 +45,7 @@ class Settings:
     top_k: int = 0
     min_p: float = 0.0
     max_tokens: int = 512
+    context_length: int | None = None  # a cap on the tokens a chat may hold (None: each model's maximum)
     enable_thinking: bool = False
     color_draft_tokens: bool = True
     extra_model_dirs: list[str] = field(default_factory=list)
@@ -104,6 +105,21 @@ def _within(limit: Limit) -> Callable[[str, Any], float | int]:
         return number
 
     return check
+
+
+def _optional_within(limit: Limit) -> Callable[[str, Any], float | int | None]:
+    """A check for a setting that is null (off) or a value inside limit."""
+    check = _within(limit)
+
+    def optional(name: str, value: Any) -> float | int | None:
+        if value is None:
+            return None
+        try:
+            return check(name, value)
+        except SettingsError:
+            raise SettingsError(f"{name} must be null or {limit.allowed()}, got {value!r}") from None
+
+    return optional
 
 
 def _boolean(name: str, value: Any) -> bool:
@@ -223,6 +239,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "top_k": _within(LIMITS["top_k"]),
     "min_p": _within(LIMITS["min_p"]),
     "max_tokens": _within(LIMITS["max_tokens"]),
+    "context_length": _optional_within(LIMITS["context_length"]),
     "enable_thinking": _boolean,
     "color_draft_tokens": _boolean,
     "extra_model_dirs": _text_list,

@@ -123,6 +123,8 @@ LIMITS: dict[str, Limit] = {
     "seed": Limit("seed", 0, 2**64 - 1, integer=True),  # MLX's random keys take an unsigned 64-bit seed
     # How many top alternatives each token's logprob comes with (OpenAI's top_logprobs range).
     "logprobs": Limit("logprobs (top alternatives)", 0, MAX_TOP_LOGPROBS, integer=True),
+    # A cap on the tokens a prompt and its reply may fill (the engine's context_length; None: the model's own).
+    "context_length": Limit("context length", 256, 1_048_576, integer=True, step=1024),
 }
 DFLASH_LIMIT = Limit("DFlash draft tokens (K)", 1, DFLASH_MAX_DRAFT_TOKENS, integer=True)
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")

@@ -22,7 +22,14 @@ from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, T
 from .hooks import hook_problems
 from .json_types import JSONObject
 from .knowledge import knowledge_of, learn_all
-from .loading import LoadedModel, context_limit, load_model, vocab_size
+from .loading import (
+    SETTING_SOURCE,
+    LoadedModel,
+    checked_context_length,
+    context_window,
+    load_model,
+    vocab_size,
+)
 from .lookup import PromptLookupDrafter
 from .modes import SpecMode, StopReason
 from .mtp import MtpDrafter, attach_head
@@ -73,6 +80,7 @@ class Engine:
         self.drafters["auto"] = AutoDrafter(self._model_drafter(), PromptLookupDrafter(vocab_size(target)))
         self.hook_problems = hook_problems(self.runner, self.drafters)  # upstream internals that do not fit
         self.batch_carry = BatchCarry()  # what outlives one batch (engine/batch)
+        self._context_length: int | None = None  # the user's cap on the context (None: the model's own)
 
     @classmethod
     def load(cls, target: str | Path, draft: str | Path | None = None, dflash: str | Path | None = None) -> Engine:
@@ -187,6 +195,22 @@ class Engine:
         models = [self.target] + ([self.draft] if self.draft is not None else [])
         return min(vocab_size(model) for model in models)
 
+    @property
+    def context_length(self) -> int | None:
+        """The user's cap on the tokens a prompt and its reply may fill; None: the model's own limit."""
+        return self._context_length
+
+    @context_length.setter
+    def context_length(self, cap: int | None) -> None:
+        # MLX's KV caches grow as needed: the cap bounds the context (and what its caches may grow to), it reserves
+        # nothing. ConfigError when it is out of range or above what the model holds.
+        self._context_length = checked_context_length(cap, self.target.config, self.target.name)
+
+    def context_window(self) -> tuple[int, str] | None:
+        """The tokens a prompt and its reply may fill, and where that number comes from (the user's setting or
+        max_position_embeddings in config.json); None when neither is known."""
+        return context_window(self.target.config, self._context_length)
+
     def admit(self, prompt: Sequence[int], cfg: GenerationConfig) -> Admission:
         """Check a prompt and config before any model work: ConfigError (caches intact) when the prompt is
         empty, holds a token id outside the vocabulary, leaves no room in the context, or the grammar
@@ -279,14 +303,15 @@ class Engine:
     def _budget(self, prompt_tokens: int, max_tokens: int) -> int:
         """Tokens this reply may generate: max_tokens, cut to what the context has room for.
         ConfigError (before any model work) when the prompt leaves no room at all."""
-        limit = context_limit(self.target.config)
-        if limit is None:
+        window = self.context_window()
+        if window is None:
             return max_tokens
-        size, source = limit
+        size, source = window
         if prompt_tokens >= size:
             raise ConfigError(
                 f"the prompt is {prompt_tokens} tokens but {self.target.name} takes at most "
-                f"{size} ({source} in config.json): shorten the conversation or start a new one"
+                f"{size} ({source}): shorten the conversation or start a new one"
+                + (", or raise the context length" if source == SETTING_SOURCE else "")
             )
         return min(max_tokens, size - prompt_tokens)
 

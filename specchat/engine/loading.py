@@ -12,7 +12,8 @@ from mlx.utils import tree_flatten
 
 from specchat.upstream.mlx_lm import load_with_config
 
-from .errors import ModelLoadError
+from .config import LIMITS
+from .errors import ConfigError, ModelLoadError
 from .json_types import JSONObject, JSONValue
 from .model_types import LanguageModel
 from .tokenizer import Tokenizer
@@ -94,6 +95,39 @@ def context_limit(config: Mapping[str, JSONValue]) -> tuple[int, str] | None:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value, where
     return None
+
+
+SETTING_SOURCE = "your context length setting"
+
+
+def context_window(config: Mapping[str, JSONValue], cap: int | None) -> tuple[int, str] | None:
+    """The tokens a prompt and its reply may fill, and where that number comes from: the user's cap where it is
+    below the model's limit, else the model's limit ('max_position_embeddings in config.json'); None when neither
+    is known."""
+    limit = context_limit(config)
+    if cap is not None and (limit is None or cap < limit[0]):
+        return cap, SETTING_SOURCE
+    return (limit[0], f"{limit[1]} in config.json") if limit is not None else None
+
+
+def checked_context_length(cap: int | None, config: Mapping[str, JSONValue], name: str) -> int | None:
+    """The cap, when it is in range and the model holds at least that many tokens; ConfigError naming both
+    numbers otherwise (None: the model's own limit)."""
+    if cap is None:
+        return None
+    LIMITS["context_length"].check(cap)
+    limit = context_limit(config)
+    if limit is not None and cap > limit[0]:
+        raise ConfigError(
+            f"context length {cap} is more than {name} holds: at most {limit[0]} ({limit[1]} in config.json)"
+        )
+    return cap
+
+
+def fitted_context_length(cap: int | None, config: Mapping[str, JSONValue]) -> int | None:
+    """A setting kept across models, for this one: the cap where the model holds more, else None (its own)."""
+    limit = context_limit(config)
+    return cap if cap is not None and (limit is None or cap < limit[0]) else None
 
 
 def weight_bytes(loaded: LoadedModel) -> int:

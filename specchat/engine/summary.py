@@ -14,17 +14,27 @@ Stats = Mapping[str, JSONValue]  # asdict(GenerationStats), or a stats dict read
 
 NO_ACCEPTANCE = "acceptance —"
 STOP_WORDS = {"eos": "end of turn", "cancelled": "stopped by you", "error": "error"}
+CONTEXT_FULL = "the context is full"
 
 
 def stop_text(stats: Stats | None, cancelled: bool = False) -> str:
-    """Why the reply stopped: 'end of turn', 'max tokens (256)', 'stopped by you' or 'error'; '' if unknown."""
+    """Why the reply stopped: 'end of turn', 'max tokens (256)', 'the context is full', 'stopped by you' or
+    'error'; '' if unknown."""
     reason = str((stats or {}).get("stop_reason") or ("cancelled" if cancelled else ""))
     if cancelled and reason != "error":
         reason = "cancelled"
     if reason == "length":
-        limit = (stats or {}).get("max_tokens")
-        return f"max tokens ({limit})" if limit else "max tokens"
+        return _length_text(stats or {})
     return STOP_WORDS.get(reason, reason)
+
+
+def _length_text(stats: Stats) -> str:
+    """'max tokens (256)', or 'the context is full' when the reply stopped short of max_tokens: the engine cuts a
+    reply's budget to the room left in the context, so that is the only other length stop."""
+    limit, generated = _number(stats, "max_tokens"), _number(stats, "generated_tokens")
+    if limit and generated is not None and generated < limit:
+        return CONTEXT_FULL
+    return f"max tokens ({int(limit)})" if limit else "max tokens"
 
 
 def acceptance_text(stats: Stats) -> str:

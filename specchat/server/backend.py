@@ -12,7 +12,6 @@ from jinja2 import TemplateError
 
 from specchat.engine.config import GenerationConfig
 from specchat.engine.json_types import JSONObject, JSONValue
-from specchat.engine.loading import context_limit
 from specchat.engine.owner import EngineHost, JobContext, JobEvent, JobHandle, JoinSpec, QueueState
 from specchat.engine.owner.hosted import HostedEngine, HostedModel
 from specchat.engine.prompt import ChatTemplate, chat_prompt_ids, first_out_of_range
@@ -45,6 +44,8 @@ class ServedEngine(HostedEngine, Protocol):
 
     @property
     def vocab_limit(self) -> int: ...  # token ids every loaded model can read: 0 up to this, exclusive
+
+    def context_window(self) -> tuple[int, str] | None: ...  # the tokens a prompt and reply may fill, and why
 
 
 @contextmanager
@@ -151,12 +152,12 @@ class EngineBackend:
             )
 
     def check_context(self, prompt_tokens: int) -> None:
-        """400 naming both numbers when the prompt does not fit the model's context."""
-        limit = context_limit(self.engine.target.config)
-        if limit is not None and prompt_tokens >= limit[0]:
+        """400 naming both numbers when the prompt does not fit the context (the model's, or the server's
+        --context-length below it)."""
+        window = self.engine.context_window()
+        if window is not None and prompt_tokens >= window[0]:
             raise bad_request(
-                f"The prompt has {prompt_tokens} tokens but the model's context holds "
-                f"{limit[0]} ({limit[1]} in config.json)",
+                f"The prompt has {prompt_tokens} tokens but the context holds {window[0]} ({window[1]})",
                 "messages",
                 "context_length_exceeded",
             )

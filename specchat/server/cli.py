@@ -58,6 +58,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--max-tokens", type=LIMITS["max_tokens"].arg_type(), default=1024, help="a request's default max_tokens"
     )
     serve.add_argument(
+        "--context-length",
+        type=LIMITS["context_length"].arg_type(),
+        metavar="N",
+        help="at most N tokens per request, prompt and reply together (default: the model's maximum)",
+    )
+    serve.add_argument(
         "--max-queue",
         type=whole_number(0),
         default=8,
@@ -98,7 +104,7 @@ def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from specchat.engine import EngineError
-    from specchat.engine.owner import EngineHost, load_pair_job
+    from specchat.engine.owner import EngineHost, context_length_job, load_pair_job
     from specchat.paths import AppPaths
     from specchat.tuning.knowledge_store import RememberedPair
 
@@ -121,6 +127,7 @@ def run_serve(args: argparse.Namespace) -> int:
         reason = pair.available_modes.get(mode)
         if reason:
             raise EngineError(f"--mode {mode} is not available: {reason}")
+        host.submit("context", context_length_job(args.context_length)).result()
     except EngineError as exc:
         print(f"specchat serve: {exc}", file=sys.stderr)
         host.shutdown()

@@ -73,11 +73,17 @@ def shown(engine: ServedEngine, defaults: JSONObject) -> JSONObject:
         "details": about,
         "model_info": model_info(config, as_str(about.get("family")), as_str(about.get("parameter_size"))),
         "template": template if isinstance(template, str) else "",
-        "parameters": "\n".join(f"{k} {v}" for k, v in defaults.items()),
+        "parameters": "\n".join(f"{k} {v}" for k, v in {**defaults, **_num_ctx(engine)}.items()),
         "capabilities": capabilities(template if isinstance(template, str) else None),
         "license": "",
         "modelfile": "",
     }
+
+
+def _num_ctx(engine: ServedEngine) -> JSONObject:
+    """The context the loaded model runs at, as Ollama names it among the parameters (none when unknown)."""
+    window = engine.context_window()
+    return {"num_ctx": window[0]} if window is not None else {}
 
 
 def capabilities(template: str | None) -> list[str]:
@@ -113,8 +119,8 @@ def model_info(config: JSONObject, family: str, parameter_size: str) -> JSONObje
 def running(engine: ServedEngine) -> JSONObject:
     """The model's entry in /api/ps: loaded until the server stops, its weights in memory."""
     entry = listed(engine)
-    limit = context_limit(engine.target.config)
-    return {**entry, "size_vram": entry["size"], "context_length": limit[0] if limit else None}
+    window = engine.context_window()  # what the loaded model runs at: --context-length where it is below its own
+    return {**entry, "size_vram": entry["size"], "context_length": window[0] if window else None}
 
 
 def parameter_count(files: list[Path], config: JSONObject) -> int:

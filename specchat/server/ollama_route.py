@@ -16,7 +16,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from specchat.engine.config import GenerationConfig
 from specchat.engine.json_types import JSONObject, as_int, as_object, as_str
-from specchat.engine.loading import context_limit
 
 from .backend import NOT_LOADED, EngineBackend
 from .errors import ApiError, bad_request
@@ -129,9 +128,9 @@ def _model(name: object, backend: EngineBackend) -> str:
 def _served(backend: EngineBackend) -> Served:
     engine = backend.engine
     template = getattr(engine.tokenizer, "chat_template", None)
-    limit = context_limit(engine.target.config)
+    window = engine.context_window()
     switch = "enable_thinking" in template if isinstance(template, str) else None
-    return Served(switch, limit[0] if limit else None)
+    return Served(switch, window[0] if window else None)
 
 
 async def _generate(request: Request, read_body: BodyReader, route: str) -> Response:

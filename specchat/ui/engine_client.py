@@ -28,6 +28,7 @@ from specchat.engine.owner import (
     LoadedPair,
     LoadMessage,
     QueueState,
+    context_length_job,
     load_pair_job,
     reply_job,
 )
@@ -53,6 +54,7 @@ KIND_NAMES = {
     "suite": "suite",
     "bandwidth": "bandwidth measurement",
     "keep": "saving what speculation learned",
+    "context": "context length change",
 }
 KEEP_TIMEOUT_MS = 3000  # at close: a queued job that ignores cancel must not hold the quit up (its learning is lost)
 
@@ -122,6 +124,7 @@ class EngineClient(QObject):
         self.closed = False  # set by shutdown: job events that arrive later are dropped
         self.batch_rows = 1  # while the app serves, a chat reply may share the API's batch of this many rows
         self.running_detail: str | None = None  # how far the running measurement has got ("24 / 64 tokens")
+        self.context_length: int | None = None  # the user's cap, for the loaded engine and each one loaded later
         self._jobs: dict[int, QtJob] = {}
         self.tasks = TaskRunner(self)  # the worker pool for what runs no model, shut down with the client
         self.drafts = DraftChecker(self.tasks, self)
@@ -171,7 +174,8 @@ class EngineClient(QObject):
         """Queue any job that installs an engine (a pair, a server) and returns its LoadedPair; `what` names
         it in messages. loadStarted / loadProgress / loaded / loadFailed follow, as for a pair. With a
         PairMemory, the replaced pair's knowledge is kept first and the new pair starts from its own."""
-        job = self.submit("load", self.memory.loading(work) if self.memory is not None else work)
+        work = self.memory.loading(work) if self.memory is not None else work
+        job = self.submit("load", self._with_context_length(work))
         job.event.connect(
             JobHandlers(
                 started=lambda: self.loadStarted.emit(what),
@@ -183,6 +187,22 @@ class EngineClient(QObject):
             )
         )
         return job
+
+    def _with_context_length(self, load: Callable) -> Callable:
+        """The load job, then the user's context length on the engine it installed, before any other job."""
+
+        def work(ctx: JobContext) -> object:
+            pair = load(ctx)
+            context_length_job(self.context_length, fit=True)(ctx)
+            return pair
+
+        return work
+
+    def set_context_length(self, cap: int | None) -> QtJob:
+        """Cap the context of the loaded engine and of each pair loaded later (None: each model's maximum; a
+        model that holds no more keeps its own). The engine takes it after the jobs queued before."""
+        self.context_length = cap
+        return self.submit("context", context_length_job(cap, fit=True))
 
     def _load_progress(self, event: object) -> None:
         if isinstance(event, LoadMessage):

@@ -389,9 +389,10 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
             self._settings_unsaved = False
 
     def _apply_chat_settings(self, settings: Settings) -> None:
-        """The Preferences that live in the chat: the send key and the default sampling."""
+        """The Preferences that live in the chat: the send key, the default sampling and the context length."""
         self.composer.set_enter_sends(settings.enter_sends)
         self.panel.load(settings)
+        self.context_fill.set_context_length(settings.context_length)
 
     # --- conversations and keys ---
 

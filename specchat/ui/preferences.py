@@ -1,4 +1,4 @@
-"""The Preferences dialog (Cmd+, on macOS, Ctrl+, elsewhere): default sampling, send key, theme,
+"""The Preferences dialog (Cmd+, on macOS, Ctrl+, elsewhere): default sampling, context length, send key, theme,
 data folder, power policy, the dashboard's charts and the MCP servers the chat's tools come from. OK applies,
 Cancel keeps everything as it was."""
 
@@ -31,6 +31,7 @@ from specchat.mcp_host import ServerSpec, ServerStatus
 from specchat.settings import DASHBOARD_CHARTS, Settings
 
 from .chat.tool_card import ToolRound
+from .context_length_box import ContextLengthBox
 from .settings_panel import limited_spin_box
 from .theme_switch import SCHEME_LABELS
 
@@ -83,6 +84,8 @@ class PreferencesDialog(QDialog):
             box.setValue(getattr(settings, name))
             self.sampling[name] = box
             form.addRow(f"Default {SAMPLING_LABELS.get(name, name).lower()}", box)
+        self.context_length = ContextLengthBox(settings.context_length)
+        form.addRow("Context length", self.context_length)
         return group
 
     def _look_group(self, settings: Settings) -> QGroupBox:
@@ -240,6 +243,7 @@ class PreferencesDialog(QDialog):
         """The chosen preferences as Settings field values."""
         values: dict[str, object] = {name: box.value() for name, box in self.sampling.items()}
         values.update(
+            context_length=self.context_length.value(),
             enter_sends=self.send_key.currentData(),
             theme=self.theme.currentData(),
             power_policy=self.power.currentData(),

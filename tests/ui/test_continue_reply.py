@@ -9,6 +9,7 @@ from specchat.engine import GenerationConfig
 from specchat.store import StoredMessage
 from specchat.ui.chat.continuation import (
     BUSY,
+    CONTEXT_WAS_FULL,
     CONTINUE_TIP,
     ENDED,
     INTERRUPTED,
@@ -33,6 +34,7 @@ def continue_by(qtbot, window, press):
     return blocker.args[0]
 
 
+@pytest.mark.slow
 def test_continue_equals_one_longer_greedy_reply_and_keeps_one_message(qtbot, open_window, dense_target):
     window = open_window(dense_target, max_tokens=FIRST)
     first = send(qtbot, window, QUESTION)
@@ -67,6 +69,7 @@ def test_continue_equals_one_longer_greedy_reply_and_keeps_one_message(qtbot, op
     assert again.transcript.views[-1].continue_button.isEnabled()
 
 
+@pytest.mark.slow
 def test_continue_from_the_keyboard_and_greyed_with_the_reason_elsewhere(qtbot, open_window, dense_target):
     window = open_window(dense_target, max_tokens=6)
     send(qtbot, window, "first")
@@ -135,6 +138,8 @@ def reply(stats, cancelled=False, complete=True, tokens=(1, 2)):
     ("message", "last", "busy", "why"),
     [
         (reply({"stop_reason": "length"}), True, False, None),
+        (reply({"stop_reason": "length", "max_tokens": 8, "generated_tokens": 8}), True, False, None),
+        (reply({"stop_reason": "length", "max_tokens": 8, "generated_tokens": 5}), True, False, CONTEXT_WAS_FULL),
         (reply({"stop_reason": "length"}), True, True, BUSY),
         (reply({"stop_reason": "length"}), False, False, NOT_LAST),
         (reply({"stop_reason": "length"}, complete=False), True, False, INTERRUPTED),

@@ -11,6 +11,7 @@ from .engine_jobs import (
     LoadedPair,
     LoadMessage,
     adopt_job,
+    context_length_job,
     knowledge_job,
     learn_job,
     load_pair_job,
@@ -57,4 +58,5 @@ __all__ = [
     "prompt_job",
     "learn_job",
     "knowledge_job",
+    "context_length_job",
 ]

@@ -13,7 +13,7 @@ from ..engine import Engine
 from ..errors import IncompatibleDraftError
 from ..events import Event
 from ..json_types import JSONObject, JSONValue
-from ..loading import LoadedModel, load_model
+from ..loading import LoadedModel, fitted_context_length, load_model
 from ..prompt import chat_prompt_ids
 from .handle import JobContext
 
@@ -148,5 +148,21 @@ def knowledge_job() -> Callable[[JobContext], JSONObject]:
     def work(ctx: JobContext) -> JSONObject:
         engine = ctx.engine
         return engine.knowledge() if isinstance(engine, Engine) else {}
+
+    return work
+
+
+def context_length_job(cap: int | None, fit: bool = False) -> Callable[[JobContext], int | None]:
+    """A job that caps the loaded engine's context at cap tokens (None: the model's own limit): ConfigError when
+    the model holds fewer, or with fit (a setting kept across models) the model's own limit then. It returns the
+    window's size; nothing is done, and None returned, with no engine or a remote one (it keeps its own)."""
+
+    def work(ctx: JobContext) -> int | None:
+        engine = ctx.host.engine
+        if not isinstance(engine, Engine):
+            return None
+        engine.context_length = fitted_context_length(cap, engine.target.config) if fit else cap
+        window = engine.context_window()
+        return window[0] if window is not None else None
 
     return work

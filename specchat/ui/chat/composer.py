@@ -241,12 +241,12 @@ class Composer(QFrame):
         self._show_notice()
         self.refused.emit(why)
 
-    def show_fill(self, text: str, warning: str = "", tip: str = "") -> None:
+    def show_fill(self, text: str, warning: str = "", tip: str = "", near: bool = False) -> None:
         """How full the context is ('1,234 / 32,768 tokens', empty: hidden); a warning (the message would not
-        fit) turns it red and is said above the text box until it no longer holds."""
+        fit) turns it red and is said above the text box until it no longer holds; near (nearly full) amber."""
         self.fill_label.setText(text)
         self.fill_label.setToolTip(tip)
-        self.fill_label.setObjectName("fillOver" if warning else "footer")
+        self.fill_label.setObjectName("fillOver" if warning else "fillNear" if near else "footer")
         self.fill_label.setVisible(bool(text))
         self._warning = warning
         self._show_notice()
@@ -311,7 +311,8 @@ class Composer(QFrame):
     def _restyle(self) -> None:
         p = theme.palette()
         self.notice.setStyleSheet(f"color: {p.reject};")
-        self.fill_label.setStyleSheet(f"color: {p.reject if self.fill_label.objectName() == 'fillOver' else p.muted};")
+        fill_colors = {"fillOver": p.reject, "fillNear": p.banner_warning[1]}
+        self.fill_label.setStyleSheet(f"color: {fill_colors.get(self.fill_label.objectName(), p.muted)};")
         self.attach_button.setIcon(paperclip_icon(p.text, self.devicePixelRatioF()))
 
     def keyPressEvent(self, event):

@@ -1,6 +1,6 @@
 """How full the open chat's context is ('1,234 / 32,768 tokens' beside Send), counted with the loaded tokenizer
-on the worker pool; files attached past what the context can hold are refused, and so is a message that would
-not fit, before anything is sent."""
+on the worker pool against the model's maximum or the user's context length setting; files attached past what
+the context can hold are refused, and so is a message that would not fit, before anything is sent."""
 
 from __future__ import annotations
 
@@ -11,16 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from specchat.engine.loading import context_limit
 from specchat.engine.owner.hosted import HostedEngine, HostedTokenizer
 from specchat.engine.prompt import chat_prompt_ids
 
+from ..job_events import JobHandlers
 from ..tasks import TaskRunner
 from .attachments import Attachment, with_attachments
 from .composer import Composer
+from .context_words import ContextLimit, context_of, fill_tip, fill_words, near_full, refusal, too_long
 
 if TYPE_CHECKING:
+    from ..engine_client import EngineClient
     from ..main_window import MainWindow
+
+__all__ = ["ContextFill", "FillCount", "PromptParts", "byte_bound", "fill_for", "fill_words", "prompt_tokens"]
 
 DEBOUNCE_MS = 300  # typing is counted once it pauses this long
 # what a chat template may add beyond the text it is given: its framing around each message, and once its own
@@ -101,36 +105,6 @@ def byte_bound(parts: PromptParts, message: str) -> int:
     return size + TEMPLATE_TOKENS_PER_MESSAGE * len(texts) + TEMPLATE_TOKENS
 
 
-def fill_words(count: FillCount, limit: int | None) -> tuple[str, str]:
-    """The label's words, and the warning when the prompt does not fit ('' when it does)."""
-    if limit is None:
-        return f"{count.tokens:,} tokens", ""
-    words = f"{count.tokens:,} / {limit:,} tokens"
-    if count.tokens < limit:
-        return words, ""
-    if count.message:
-        return words, too_long(count.tokens, limit)
-    return words, f"This chat has {count.tokens:,} tokens; the model holds {limit:,}: start a new chat"
-
-
-def too_long(tokens: int, limit: int) -> str:
-    """Why a message is not sent."""
-    return f"This message would need {tokens:,} tokens; the model holds {limit:,}"
-
-
-def refusal(attachment: Attachment, needed: int, room: int, limit: int) -> str:
-    """Why a file was not attached, with the sizes."""
-    left = f"room for {room:,} more" if room > 0 else "no room left"
-    return f"{attachment.name} was not attached: it needs {needed:,} tokens and the context has {left} (of {limit:,})"
-
-
-def context_size(engine: HostedEngine | None) -> int | None:
-    """The model's context length (max_position_embeddings in its config.json); None when it gives none."""
-    config = getattr(engine.target, "config", None) if engine is not None else None
-    limit = context_limit(config) if isinstance(config, Mapping) else None
-    return limit[0] if limit else None
-
-
 class ContextFill(QObject):
     """Counts the open chat's prompt after each change (debounced) and shows it in the composer; gates Send."""
 
@@ -140,7 +114,8 @@ class ContextFill(QObject):
         super().__init__(parent)
         self.composer, self.tasks, self.parts = composer, tasks, parts
         self.engine: HostedEngine | None = None
-        self.limit: int | None = None
+        self.window: ContextLimit | None = None  # the context counted against (None: unknown)
+        self.client: EngineClient | None = None  # applies the context length setting to the engine (fill_for)
         self.latest: FillCount | None = None
         self.checked: set[Attachment] = set()  # files known to fit
         self._generation = 0  # counts of an earlier engine are dropped
@@ -153,12 +128,27 @@ class ContextFill(QObject):
         composer.tray.changed.connect(self.schedule)
         composer.send_gate = self.check_send
 
+    @property
+    def limit(self) -> int | None:
+        """The tokens the context holds (None: unknown)."""
+        return self.window.size if self.window is not None else None
+
     def set_engine(self, engine: HostedEngine | None) -> None:
         """A pair was loaded (or went): count with its tokenizer against its context."""
-        self.engine, self.limit = engine, context_size(engine)
+        setting = self.client.context_length if self.client is not None else None
+        self.engine, self.window = engine, context_of(engine, setting)
         self._generation += 1
         self.latest = None
         self.count_now()
+
+    def set_context_length(self, cap: int | None) -> None:
+        """The user's context length (None: the model's maximum): the engine takes it after the jobs queued
+        before (and each pair loaded later takes it as it loads); then the fill counts against it."""
+        client = self.client
+        if client is None or cap == client.context_length:
+            return
+        job = client.set_context_length(cap)
+        job.event.connect(JobHandlers(ended=lambda: self.set_engine(client.engine)))
 
     def schedule(self, *_args: object) -> None:
         """Count again once the changes pause."""
@@ -195,8 +185,8 @@ class ContextFill(QObject):
         self._refuse(count)
         self.latest = count
         self.checked |= set(count.admitted)
-        words, warning = fill_words(count, self.limit)
-        self.composer.show_fill(words, warning, self._tip(count))
+        words, warning = fill_words(count, self.window)
+        self.composer.show_fill(words, warning, fill_tip(count, self.window), near_full(count.tokens, self.window))
         self._decide_pending(count)
         if self._again or count.message != self.composer.message() or count.parts != self.parts():
             self.count_now()
@@ -204,12 +194,13 @@ class ContextFill(QObject):
 
     def _refuse(self, count: FillCount) -> None:
         """Take off the files that did not fit, saying why."""
-        if not count.refused or self.limit is None:
+        window = self.window
+        if not count.refused or window is None:
             return
-        room = self.limit - count.tokens
+        room = window.size - count.tokens
         for attachment, _needed in count.refused:
             self.composer.tray.remove(attachment)
-        self.composer.say(*(refusal(a, needed, room, self.limit) for a, needed in count.refused))
+        self.composer.say(*(refusal(a, needed, room, window) for a, needed in count.refused))
 
     def _failed(self, message: str) -> None:
         """The template refused the chat: the label says so, and a waiting Send goes (the reply will say it too)."""
@@ -218,13 +209,6 @@ class ContextFill(QObject):
         pending, self._pending = self._pending, None
         if pending is not None:
             pending[1](pending[0])
-
-    def _tip(self, count: FillCount) -> str:
-        what = "the chat, its system prompt and the message being written" if count.message else "the chat so far"
-        tip = f"Tokens of {what}, as the model reads them"
-        if self.limit is not None and count.tokens < self.limit:
-            tip += f"; {self.limit - count.tokens:,} left for the reply (max_position_embeddings in config.json)"
-        return tip
 
     # --- Send ---
 
@@ -254,8 +238,8 @@ class ContextFill(QObject):
             self._pending = pending  # the count was of an earlier text: the next one decides
 
     def _decide(self, tokens: int, message: str, deliver: Callable[[str], None]) -> None:
-        if self.limit is not None and tokens >= self.limit:
-            self.composer.refuse_send(too_long(tokens, self.limit))
+        if self.window is not None and tokens >= self.window.size:
+            self.composer.refuse_send(too_long(tokens, self.window))
         else:
             deliver(message)
 
@@ -276,6 +260,7 @@ def window_parts(window: MainWindow) -> PromptParts:
 def fill_for(window: MainWindow) -> ContextFill:
     """The window's context fill, counting again whenever what the next reply reads may have changed."""
     fill = ContextFill(window.composer, window.client.tasks, lambda: window_parts(window), window)
+    fill.client = window.client
     window.client.loaded.connect(lambda _pair: fill.set_engine(window.client.engine))
     for signal in (
         window.chat.replyStarted,

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from specchat.engine.engine import whole_characters
 from specchat.engine.events import Rejection, RoundResult, TextChunk
+from specchat.engine.summary import CONTEXT_FULL, stop_text
 from specchat.store import StoredMessage
 from specchat.store.conversations import TRACE_TOKENS
 
@@ -31,6 +32,10 @@ ENDED = {  # why a reply that did not stop at Max tokens is not continued, by it
     "error": "This reply ended with an error: regenerate it instead",
     "interrupted": INTERRUPTED,
 }
+CONTEXT_WAS_FULL = (
+    "This reply stopped because the context was full: there is no room to continue it. Raise the context "
+    "length in Preferences and regenerate it, or start a new chat"
+)
 NO_REPLY = "There is no reply to continue: only a reply cut off at Max tokens can be continued"
 EDITED = (
     "This reply was edited by hand, so the tokens it was written with no longer match its text: "
@@ -65,6 +70,8 @@ def why_not_continued(message: StoredMessage | None, last: bool, busy: bool) -> 
         reason = "cancelled"
     if reason != "length":
         return ENDED.get(reason or ("cancelled" if message.cancelled else ""), NO_REPLY)
+    if stop_text(message.stats) == CONTEXT_FULL:
+        return CONTEXT_WAS_FULL
     if message.token_ids is None:
         return NO_TOKENS
     return None
