@@ -44,6 +44,9 @@ class RequestRecord:
     batch_rows_max: int = 0  # the most in one round
     batch_rows_mean: float = 0.0  # the mean per round
     error: str = ""  # what went wrong: the error body's message, an engine failure, a hang-up
+    # the engine host's ids of the request's generation jobs, to match the record to their engine events; only
+    # in memory (ids start again with each app), not in the JSON line
+    job_ids: tuple[int, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -53,6 +56,7 @@ class RequestRecord:
     def to_json(self) -> dict[str, object]:
         """The record as a JSON object, its time in local ISO 8601."""
         fields = asdict(self)
+        del fields["job_ids"]
         fields["time"] = datetime.fromtimestamp(self.time).astimezone().isoformat(timespec="milliseconds")
         return fields
 

@@ -49,6 +49,7 @@ class RequestTrace:
         self.completed = self.client_gone = self.http_done = self.committed = False
         self.crash = ""  # an exception the app raised instead of answering
         self.jobs: set[int] = set()  # the request's job ids not yet ended
+        self.job_ids: list[int] = []  # every job id it claimed, in order
         self.stats: list[GenerationStats] = []
         self.engine_error = ""
         self._lock = threading.Lock()
@@ -92,6 +93,7 @@ class RequestTrace:
             if isinstance(event, JobQueued):
                 if _current.get() is self:
                     self.jobs.add(job_id)
+                    self.job_ids.append(job_id)
                 return
             if job_id not in self.jobs or not isinstance(event, (JobFinished, JobCancelled, JobFailed)):
                 return
@@ -144,6 +146,7 @@ class RequestTrace:
             batch_rows_max=figures.batch_rows_max if figures else 0,
             batch_rows_mean=figures.batch_rows_mean if figures else 0.0,
             error=self._error(),
+            job_ids=tuple(self.job_ids),
         )
 
     def _error(self) -> str:

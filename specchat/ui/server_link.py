@@ -1,6 +1,7 @@
 """The main window's link to the API server: the Server menu, the status-bar address and request
 count, API requests on the dashboard, the server log window, and "Connect to server…" (a server elsewhere
-as the engine)."""
+as the engine). The API's totals have one source, the server log's records (RequestLogModel.summary): the
+status bar and the dashboard's API line both read them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from specchat.engine.errors import RemoteError
 from specchat.server.connect import connect_job
 from specchat.server.remote import RemoteEngine, RemoteStatus
 from specchat.server.request_log import REQUEST_LOG_NAME
+from specchat.server.request_summary import summary_tooltip
 
 from .server_log_model import RequestLogModel
 from .server_log_window import ServerLogWindow
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from .main_window import MainWindow
 
 
+LABEL_TIP = "The local API: what it listens on and the requests it served this session, from the server log"
 STATUS_POLL_MS = 5000  # how often a connected server's ranks and memory are read
 
 log = logging.getLogger(__name__)
@@ -93,17 +96,21 @@ class ServerLink(QObject):
         self.requests = RequestLogModel(parent=self)  # fed from the start: the window may open any time
         self.log_window: ServerLogWindow | None = None
         self.label = QLabel(objectName="footer")  # type: ignore[call-overload]
-        self.label.setToolTip("The local API: what it listens on and how many requests it has served")
+        self.label.setToolTip(LABEL_TIP)
         window.statusBar().addPermanentWidget(self.label)
         self.label.hide()
         self.menu.serveToggled.connect(self._serve_toggled)
         self.menu.connectRequested.connect(self.connect_to)
         self.menu.localRequested.connect(self._use_local)
         self.menu.logRequested.connect(self.show_log)
+        dashboard = window.docks.dashboard
         self.controller.requestLogged.connect(self.requests.add)
+        self.requests.summaryChanged.connect(self.controller.show_summary)
+        self.requests.summaryChanged.connect(dashboard.on_api_summary)
         self.controller.stateChanged.connect(self._state)
         self.controller.failed.connect(self._failed)
-        self.controller.requestEvent.connect(window.docks.dashboard.on_api_event)
+        self.controller.requestEvent.connect(dashboard.on_api_event)
+        dashboard.api_line.logRequested.connect(self.show_log)
         self.poller = RemoteStatusPoller(window.client.tasks, self)
         self.poller.status.connect(lambda st: window.docks.dashboard.set_cluster(st.ranks, st.degraded))
 
@@ -170,7 +177,9 @@ class ServerLink(QObject):
 
     def _state(self, text: str) -> None:
         self.label.setText(text)
+        self.label.setToolTip(f"{LABEL_TIP}.\n\n{summary_tooltip(self.requests.summary)}")
         self.label.setVisible(bool(text))
+        self.window.docks.dashboard.api_line.set_serving(bool(text))
 
     def _failed(self, message: str) -> None:
         self.menu.serve_action.setChecked(False)

@@ -1,5 +1,6 @@
 """The server log's table: one row per finished API request, newest first, failures in the error colour,
-and a filter that keeps the rows whose any column holds the text typed."""
+and a filter that keeps the rows whose any column holds the text typed. Its summary (RequestSummary) is the
+one source of the API's totals: the status bar's count and the dashboard's API line."""
 
 from __future__ import annotations
 
@@ -8,10 +9,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+    Signal,
+)
 from PySide6.QtGui import QColor
 
 from specchat.server.request_log import DEFAULT_CAPACITY, RequestRecord
+from specchat.server.request_summary import RequestSummary
 
 from . import theme
 
@@ -89,12 +98,16 @@ def record_line(record: RequestRecord) -> str:
 
 
 class RequestLogModel(QAbstractTableModel):
-    """The records, newest first; `add` puts a new one on top."""
+    """The records, newest first; `add` puts a new one on top. `summary` totals every record added, those
+    past the capacity included (set_records starts it again from the records given)."""
+
+    summaryChanged = Signal(object)  # the new RequestSummary, after each record and each set_records
 
     def __init__(self, records: Sequence[RequestRecord] = (), parent=None, capacity: int = DEFAULT_CAPACITY):
         super().__init__(parent)
         self.capacity = capacity  # as many as the server's log keeps: the oldest row goes when a new one comes
         self.rows: list[RequestRecord] = list(records)[:capacity]
+        self.summary = RequestSummary.of(reversed(self.rows))
 
     def rowCount(self, parent: Index = ROOT) -> int:  # noqa: N802 (Qt's name)
         """Rows under the root; none under a row."""
@@ -133,7 +146,8 @@ class RequestLogModel(QAbstractTableModel):
         return None
 
     def add(self, record: RequestRecord) -> None:
-        """A request that just finished: the new top row."""
+        """A request that just finished: the new top row, then the new summary."""
+        self.summary = self.summary.plus(record)  # first: a view told of the row may read the totals
         self.beginInsertRows(ROOT, 0, 0)
         self.rows.insert(0, record)
         self.endInsertRows()
@@ -141,12 +155,15 @@ class RequestLogModel(QAbstractTableModel):
             self.beginRemoveRows(ROOT, self.capacity, len(self.rows) - 1)
             del self.rows[self.capacity :]
             self.endRemoveRows()
+        self.summaryChanged.emit(self.summary)
 
     def set_records(self, records: Sequence[RequestRecord]) -> None:
         """Show these records (newest first) in place of the current ones."""
         self.beginResetModel()
         self.rows = list(records)[: self.capacity]
+        self.summary = RequestSummary.of(reversed(self.rows))
         self.endResetModel()
+        self.summaryChanged.emit(self.summary)
 
     def restyle(self) -> None:
         """Repaint the colours after a theme switch."""

@@ -24,6 +24,7 @@ from specchat.engine.config import GenerationConfig
 from specchat.server.app import ServerOptions
 from specchat.server.backend import EngineBackend
 from specchat.server.request_log import RequestLog, RequestRecord
+from specchat.server.request_summary import RequestSummary, count_text
 from specchat.server.running import BackgroundServer
 
 from .engine_client import EngineClient
@@ -65,9 +66,11 @@ class ServeChoice:
 
 class ServerController(QObject):
     """Runs the API server on the client's engine host; relays its requests' events and records to the views.
-    One request log serves every start of the server this session (written to log_file when given)."""
+    One request log serves every start of the server this session (written to log_file when given). The
+    status bar's count is `summary`'s, the server log's totals (show_summary), not the backend's own count:
+    it counts every request the log records, those refused before any generation included."""
 
-    stateChanged = Signal(str)  # the status-bar text: "API http://127.0.0.1:8080 · 3 requests", or ""
+    stateChanged = Signal(str)  # the status-bar text: "API http://127.0.0.1:8080/v1 · 3 requests · 1 failed", or ""
     failed = Signal(str)  # why the server could not start
     requestEvent = Signal(int, object)  # (job id, engine event) of an API request, on the UI thread
     requestLogged = Signal(object)  # a finished request's RequestRecord, on the UI thread
@@ -80,6 +83,7 @@ class ServerController(QObject):
         self.server: BackgroundServer | None = None
         self.backend: EngineBackend | None = None
         self.request_log = RequestLog(path=log_file)
+        self.summary = RequestSummary()
         self._relay.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
         self._logged.connect(self.requestLogged, Qt.ConnectionType.QueuedConnection)
         self.request_log.subscribe(self._record_added)
@@ -120,17 +124,20 @@ class ServerController(QObject):
         self.stop()
         self.request_log.unsubscribe(self._record_added)
 
+    def show_summary(self, summary: RequestSummary) -> None:
+        """The server log's new totals (RequestLogModel.summaryChanged): the status bar says them."""
+        self.summary = summary
+        self._announce()
+
     def _record_added(self, record: RequestRecord) -> None:  # on the server's or the engine's thread
         self._logged.emit(record)
 
     def _on_event(self, job_id: int, event) -> None:
         self.requestEvent.emit(job_id, event)
-        self._announce()
 
     def _announce(self) -> None:
-        if self.server is not None and self.backend is not None:  # set and cleared together
-            count = self.backend.requests_served
-            self.stateChanged.emit(f"API {self.server.url}/v1 · {count} request{'s' if count != 1 else ''}")
+        if self.server is not None:
+            self.stateChanged.emit(f"API {self.server.url}/v1 · {count_text(self.summary)}")
 
 
 class ServerMenu(QMenu):

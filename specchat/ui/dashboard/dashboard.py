@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from specchat.engine.events import Failed, Finished, GenerationStats, RoundResult
 from specchat.engine.summary import speculation_text, stop_text
 from specchat.paths import AppPaths
+from specchat.server.request_summary import RequestSummary, figures_text
 from specchat.system.machine import chip_name
 from specchat.system.memory import MemorySample
 from specchat.system.power import PowerStatus
@@ -42,6 +43,7 @@ from ..banner import Banner
 from ..plain_words import this_machine
 from ..tasks import TaskRunner
 from ..theme_switch import follow
+from .api_line import ApiLine
 from .bandwidth_line import BandwidthInputs, BandwidthLine, bandwidth_file, weight_bytes_of
 from .charts import BLUE, GREEN, ORANGE, PURPLE, TEAL, ChartCard
 from .confidence import ConfidenceHistory
@@ -176,9 +178,16 @@ class Dashboard(QWidget):
             "read from the server every few seconds"
         )
         self.cluster.hide()
+        self.api_line = ApiLine()  # what the local API served (the server log's records), shown while it serves
+        beside = QVBoxLayout()  # the API line under the button: beside a wrapped status line, no taller
+        beside.setSpacing(2)
+        beside.addStretch(1)
+        beside.addWidget(self.remeasure)
+        beside.addWidget(self.api_line)
+        beside.addStretch(1)
         footer = QHBoxLayout()
         footer.addWidget(self.status, 1)
-        footer.addWidget(self.remeasure)
+        footer.addLayout(beside)
         body = QWidget(objectName="dashboardBody")  # type: ignore[call-arg]
         column = self.column = QVBoxLayout(body)
         column.setContentsMargins(8, 8, 8, 8)
@@ -270,6 +279,15 @@ class Dashboard(QWidget):
     def on_api_event(self, job_id: int, event) -> None:
         """An API request's event (the server's requestEvent: job id, event)."""
         self.on_event(event, API, job_id)
+
+    @Slot(object)
+    def on_api_summary(self, summary: RequestSummary) -> None:
+        """The server log's totals (RequestLogModel.summaryChanged) for the API line; when its last record is the
+        followed API request's, now ended, the status line says the record's figures, as the log window does."""
+        self.api_line.show_summary(summary)
+        last = summary.last
+        if last is not None and self.source == API and self.job_id in last.job_ids and not self.generating:
+            self.status.setText(f"Last {self.source_name}: {figures_text(last)}")
 
     @Slot(object)
     def on_memory(self, sample: MemorySample) -> None:
