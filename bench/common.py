@@ -150,18 +150,49 @@ def lockstep(steps_a, steps_b) -> tuple[float, float]:
     their generations throughout and share every slowdown of the machine, so their ratio is far steadier
     than that of separate runs. Only for loops that leave nothing running when they yield (a speculative
     round ends with a wait; plain decoding pipelines and must be timed in separate runs)."""
-    sides = [[iter(steps_a), 0, 0.0], [iter(steps_b), 0, 0.0]]  # generator, tokens, seconds
+    a, b = lockstep_sides(steps_a, steps_b)
+    return a.speed, b.speed
+
+
+@dataclass
+class Side:
+    """One generator's tokens and seconds in a lockstep run, and those of its first step (prefill included)."""
+
+    tokens: int = 0
+    seconds: float = 0.0
+    first_tokens: int = 0
+    first_seconds: float = 0.0
+
+    @property
+    def speed(self) -> float:
+        """Tokens per second over the whole generation."""
+        return self.tokens / self.seconds
+
+    def speed_after(self, first_round: int) -> float:
+        """Tokens per second past the first step, the first round's `first_round` tokens left out: the rounds alone,
+        without the prompt's prefill. A loop that yields a round's tokens one at a time (mlx-lm) makes its first
+        step the prefill and one token, the rest of that round costing nothing, so both sides leave out the
+        same first round's tokens (a loop that yields whole rounds tells how many)."""
+        return (self.tokens - first_round) / (self.seconds - self.first_seconds)
+
+
+def lockstep_sides(steps_a, steps_b) -> tuple[Side, Side]:
+    """lockstep's run, keeping each side's first step apart."""
+    sides = [(iter(steps_a), Side()), (iter(steps_b), Side())]
     live = list(sides)
     while live:
-        side = min(live, key=lambda s: s[1])
+        steps, side = min(live, key=lambda s: s[1].tokens)
         start = time.perf_counter()
-        produced = next(side[0], None)
-        side[2] += time.perf_counter() - start
+        produced = next(steps, None)
+        elapsed = time.perf_counter() - start
+        side.seconds += elapsed
         if produced is None:
-            live = [s for s in live if s is not side]
-        else:
-            side[1] += produced
-    return sides[0][1] / sides[0][2], sides[1][1] / sides[1][2]
+            live = [s for s in live if s[1] is not side]
+            continue
+        if side.tokens == 0:
+            side.first_tokens, side.first_seconds = produced, elapsed
+        side.tokens += produced
+    return sides[0][1], sides[1][1]
 
 
 def engine_steps(engine, ids: list[int], cfg, reference: list[int]):
@@ -179,15 +210,20 @@ def engine_steps(engine, ids: list[int], cfg, reference: list[int]):
 
 def lockstep_pairs(make_a, make_b, pairs: int) -> Paired:
     """`pairs` lockstep runs of fresh generators from make_a() and make_b(), which goes first alternating."""
-    a, b = [], []
+    runs = lockstep_runs(make_a, make_b, pairs)
+    return Paired([a.speed for a, _ in runs], [b.speed for _, b in runs])
+
+
+def lockstep_runs(make_a, make_b, pairs: int) -> list[tuple[Side, Side]]:
+    """`pairs` lockstep runs as (a, b) sides, which goes first alternating."""
+    runs = []
     for i in range(pairs):
         if i % 2 == 0:
-            x, y = lockstep(make_a(), make_b())
+            runs.append(lockstep_sides(make_a(), make_b()))
         else:
-            y, x = lockstep(make_b(), make_a())
-        a.append(x)
-        b.append(y)
-    return Paired(a, b)
+            b, a = lockstep_sides(make_b(), make_a())
+            runs.append((a, b))
+    return runs
 
 
 def paired_runs(run_a: Callable[[], float], run_b: Callable[[], float], pairs: int) -> Paired:
