@@ -84,12 +84,12 @@ def _num_predict(value: object) -> int:
 
 
 def _num_ctx(value: object, context: int | None) -> None:
-    """num_ctx is accepted within the model's context (SpecChat runs every model at its full context)."""
+    """num_ctx is accepted within the served context window (the model's own, or the --context-length cap)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise bad_request(f"options.num_ctx must be a positive whole number, got {value!r}", "options.num_ctx")
     if context is not None and value > context:
         raise bad_request(
-            f"options.num_ctx is {value} but the model's context holds {context} tokens", "options.num_ctx"
+            f"options.num_ctx is {value} but the served context holds {context} tokens", "options.num_ctx"
         )
 
 

@@ -53,4 +53,5 @@ def test_ps_and_show_report_the_cap_and_the_models_own_length(capped):
     over = post(
         capped, "/api/generate", {"model": "dense_target", "prompt": "hi", "stream": False, "options": {"num_ctx": 300}}
     )
-    assert over.status_code == 400 and "options.num_ctx" in over.text
+    assert over.status_code == 400
+    assert over.json()["error"] == f"options.num_ctx is 300 but the served context holds {CAP} tokens"
