@@ -143,17 +143,6 @@ class Paired:
         return f"{median(self.a):.1f} | {median(self.b):.1f} | {self.ratio:.4f} | {low:.3f}-{high:.3f}"
 
 
-def lockstep(steps_a, steps_b) -> tuple[float, float]:
-    """Advance two token generators in turn, always the one behind, timing each step; tokens/s of each.
-
-    Each generator yields the number of tokens it just produced. Both sides sit at the same point of
-    their generations throughout and share every slowdown of the machine, so their ratio is far steadier
-    than that of separate runs. Only for loops that leave nothing running when they yield (a speculative
-    round ends with a wait; plain decoding pipelines and must be timed in separate runs)."""
-    a, b = lockstep_sides(steps_a, steps_b)
-    return a.speed, b.speed
-
-
 @dataclass
 class Side:
     """One generator's tokens and seconds in a lockstep run, and those of its first step (prefill included)."""
@@ -177,7 +166,13 @@ class Side:
 
 
 def lockstep_sides(steps_a, steps_b) -> tuple[Side, Side]:
-    """lockstep's run, keeping each side's first step apart."""
+    """Advance two token generators in turn, always the one behind, timing each step; each side's tokens and
+    seconds, its first step (prefill included) kept apart as well.
+
+    Each generator yields the number of tokens it just produced. Both sides sit at the same point of
+    their generations throughout and share every slowdown of the machine, so their ratio is far steadier
+    than that of separate runs. Only for loops that leave nothing running when they yield (a speculative
+    round ends with a wait; plain decoding pipelines and must be timed in separate runs)."""
     sides = [(iter(steps_a), Side()), (iter(steps_b), Side())]
     live = list(sides)
     while live:

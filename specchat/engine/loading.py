@@ -104,9 +104,10 @@ def context_window(config: Mapping[str, JSONValue], cap: int | None) -> tuple[in
     """The tokens a prompt and its reply may fill, and where that number comes from: the user's cap where it is
     below the model's limit, else the model's limit ('max_position_embeddings in config.json'); None when neither
     is known."""
+    fitted = fitted_context_length(cap, config)
+    if fitted is not None:
+        return fitted, SETTING_SOURCE
     limit = context_limit(config)
-    if cap is not None and (limit is None or cap < limit[0]):
-        return cap, SETTING_SOURCE
     return (limit[0], f"{limit[1]} in config.json") if limit is not None else None
 
 

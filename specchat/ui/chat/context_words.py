@@ -37,6 +37,10 @@ class ContextLimit:
         """What a refusal names as the limit: 'the model holds' or 'your context length setting allows'."""
         return f"{SETTING_SOURCE} allows" if self.by_setting else "the model holds"
 
+    def way_out(self) -> str:
+        """What the user can do once the chat no longer fits."""
+        return f"start a new chat or {RAISE_IT}" if self.by_setting else "start a new chat"
+
     def where(self) -> str:
         """Where the size comes from, for the tooltip."""
         if self.by_setting:
@@ -82,8 +86,7 @@ def fill_words(count: FillCount, limit: ContextLimit | int | None) -> tuple[str,
         return words, ""
     if count.message:
         return words, too_long(count.tokens, window)
-    way_out = f"start a new chat or {RAISE_IT}" if window.by_setting else "start a new chat"
-    return words, f"This chat has {count.tokens:,} tokens; {window.holds()} {window.size:,}: {way_out}"
+    return words, f"This chat has {count.tokens:,} tokens; {window.holds()} {window.size:,}: {window.way_out()}"
 
 
 def too_long(tokens: int, limit: ContextLimit | int) -> str:
@@ -112,6 +115,5 @@ def fill_tip(count: FillCount, limit: ContextLimit | None) -> str:
         return tip
     tip += f"; {limit.size - count.tokens:,} left for the reply ({limit.where()})"
     if near_full(count.tokens, limit):
-        way_out = f"start a new chat or {RAISE_IT}" if limit.by_setting else "start a new chat"
-        tip += f". Nearly full: a reply stops when the context is full; {way_out}"
+        tip += f". Nearly full: a reply stops when the context is full; {limit.way_out()}"
     return tip
