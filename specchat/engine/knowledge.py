@@ -26,6 +26,14 @@ def controller_knowledge(auto: AutoK) -> JSONObject:
         "verify_rounds": {str(k): v for k, v in auto.verify_rounds.items()},
         "plain_s": auto.plain_s,
         "confidence": confidence_knowledge(auto.confidence),
+        # the rate early-stopping rounds reached, and when plain decoding was last measured against them
+        "rounds": [auto.round_count, auto.round_tokens, auto.round_s],
+        "probe": {
+            "costs": {str(k): v for k, v in (auto.probe.costs or {}).items()} if auto.probe.costs else None,
+            "rounds": {str(k): v for k, v in auto.probe.rounds.items()},
+            "tokens": auto.probe.tokens,
+            "spent": auto.probe.spent,
+        },
     }
 
 
@@ -40,6 +48,16 @@ def learn_controller(auto: AutoK, data: Mapping[str, JSONValue]) -> None:
     confidence = data.get("confidence")
     if isinstance(confidence, dict):
         learn_confidence(auto.confidence, confidence)
+    rounds = data.get("rounds")
+    if isinstance(rounds, list) and len(rounds) == 3:
+        auto.round_count, auto.round_tokens, auto.round_s = int(_float(rounds[0])), _float(rounds[1]), _float(rounds[2])
+    probe = _map(data.get("probe"))
+    if probe:
+        costs = probe.get("costs")
+        auto.probe.costs = {int(k): _float(v) for k, v in costs.items()} if isinstance(costs, dict) else None
+        auto.probe.rounds = {int(k): int(_float(v)) for k, v in _map(probe.get("rounds")).items()}
+        auto.probe.tokens = int(_float(probe.get("tokens"), 0))
+        auto.probe.spent = int(_float(probe.get("spent"), 0))
 
 
 def confidence_knowledge(model: ConfidenceModel) -> JSONObject:

@@ -27,6 +27,7 @@ from .suite_data import SEED, SuiteDataError, SuiteItem, sources
 
 DEFAULT_K = 4
 PLAIN = "plain"
+KS = ("fixed", "auto")  # a cell's K: the prompt's fixed K, or Auto K
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,11 @@ class Cell:
             return PLAIN
         return f"{self.mode} {'auto K' if self.k == AUTO else 'fixed K'}"
 
+    @property
+    def key(self) -> str:
+        """The cell as SuiteConfig.cells names it: "draft:fixed", "auto:auto"."""
+        return f"{self.mode}:{'auto' if self.k == AUTO else 'fixed'}"
+
 
 @dataclass(frozen=True)
 class SuiteConfig:
@@ -52,11 +58,19 @@ class SuiteConfig:
     k: int | None = None
     best: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     modes: tuple[str, ...] = tuple(SPECULATIVE_MODES)
+    cells: tuple[str, ...] = ()  # "mode:fixed" / "mode:auto" to run beside plain; () runs every available one
+    session: bool = False  # controllers keep what each generation learned (the app's session), not start afresh
 
     def __post_init__(self) -> None:
         GenerationConfig(max_tokens=self.max_tokens)  # the shared limit, as a ConfigError
         if self.k is not None and self.k < 1:
             raise ConfigError(f"the fixed K must be at least 1, got {self.k}")
+        bad = [c for c in self.cells if c.partition(":")[0] not in SPECULATIVE_MODES or c.partition(":")[2] not in KS]
+        if bad:
+            raise ConfigError(
+                f"unknown cells {', '.join(bad)}: write mode:fixed or mode:auto, mode one of "
+                f"{', '.join(SPECULATIVE_MODES)}"
+            )
 
     def fixed_k(self, mode: str, kind: str) -> int:
         """The fixed K of a mode on a kind of prompt: --k, else the saved best K (not Off), else 4."""
@@ -139,15 +153,19 @@ class SuiteRun:
     sources: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
 
-def cells_for(engine: TuningEngine, modes: tuple[str, ...]) -> tuple[list[Cell], dict[str, str]]:
-    """Plain, then each available mode at a fixed K and at Auto K; and the reason for each unavailable mode."""
+def cells_for(
+    engine: TuningEngine, modes: tuple[str, ...], wanted: tuple[str, ...] = ()
+) -> tuple[list[Cell], dict[str, str]]:
+    """Plain, then each available mode at a fixed K and at Auto K (only the `wanted` ones when given); and the
+    reason for each unavailable mode."""
     reasons = engine.available_modes()
     cells, missing = [Cell(SpecMode.BASELINE)], {}
     for mode in modes:
         if reasons.get(mode):
             missing[str(mode)] = str(reasons[mode])
         else:
-            cells += [Cell(mode, 0), Cell(mode, AUTO)]  # k 0 stands for "the fixed K of this prompt"
+            both = [Cell(mode, 0), Cell(mode, AUTO)]  # k 0 stands for "the fixed K of this prompt"
+            cells += [c for c in both if not wanted or c.key in wanted]
     return cells, missing
 
 
@@ -162,9 +180,13 @@ def run_suite(
 ) -> Generator[SuiteProgress, None, SuiteRun]:
     """Run every item's turns under every cell (a generator of progress; returns the SuiteRun)."""
     cancel = cancel or threading.Event()
-    cells, missing = cells_for(engine, config.modes)
-    settings = {"max_tokens": config.max_tokens, "k": config.k, "default_k": DEFAULT_K, "temperature": 0.0}
+    modes = tuple(dict.fromkeys([*config.modes, *(c.partition(":")[0] for c in config.cells)]))
+    cells, missing = cells_for(engine, modes, config.cells)
+    settings: dict[str, Any] = {"max_tokens": config.max_tokens, "k": config.k, "default_k": DEFAULT_K}
+    settings["temperature"] = 0.0
+    settings["learning"] = "session" if config.session else "fresh"
     run = SuiteRun(target, drafter, settings, missing)
+    start = _knowledge(engine)
     known = sources()
     total = sum(len(i.turns) for i in items) * len(cells)
     done = 0
@@ -188,6 +210,8 @@ def run_suite(
                 tally = tallies.setdefault(cell.label, Tally(cell.label, cell.mode))
                 if isinstance(k, int) and k not in tally.ks:
                     tally.ks = sorted([*tally.ks, k])
+                if not config.session:
+                    _relearn(engine, start)
                 tokens, answer = _generate(engine, ids, cell, k, config.max_tokens, tally, cancel)
                 if cancel.is_set():
                     run.cancelled = True
@@ -217,11 +241,8 @@ def _generate(
     tally: Tally,
     cancel: threading.Event,
 ) -> tuple[list[int], str | Failed]:
-    """One generation from empty caches and a fresh Auto K; its tokens and text (or its Failed event)."""
+    """One generation from empty caches; its tokens and text (or its Failed event)."""
     engine.reset()
-    auto_k = getattr(engine, "auto_k", None)
-    if isinstance(auto_k, dict):
-        auto_k.clear()
     draft_k = DEFAULT_K if k is None else k
     cfg = GenerationConfig(SpecMode(cell.mode), draft_k, max_tokens, 0.0)
     for event in engine.stream(ids, cfg, cancel):
@@ -235,6 +256,23 @@ def _generate(
             tally.decode_s += event.stats.decode_s
             return list(event.tokens), event.text
     return [], Failed("the generation ended without a result", ErrorKind.INTERNAL)
+
+
+def _knowledge(engine: TuningEngine) -> dict[str, Any] | None:
+    """What the engine's controllers know as the suite starts (None: an engine that does not say)."""
+    knowledge = getattr(engine, "knowledge", None)
+    return knowledge() if callable(knowledge) else None
+
+
+def _relearn(engine: TuningEngine, start: dict[str, Any] | None) -> None:
+    """Put the controllers back to what they knew as the suite started: a generation learns nothing from the
+    cells before it (Auto K's costs and acceptance, Auto's sources)."""
+    auto_k = getattr(engine, "auto_k", None)
+    if isinstance(auto_k, dict):
+        auto_k.clear()
+    learn = getattr(engine, "learn", None)
+    if start is not None and callable(learn):
+        learn(start)
 
 
 def select(items: list[SuiteItem], categories: Iterable[str] | None, per_category: int | None) -> list[SuiteItem]:

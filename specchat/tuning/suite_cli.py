@@ -47,6 +47,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--k", type=LIMITS["num_draft_tokens"].arg_type(), help="the fixed K (default: the pair's saved best K, else 4)"
     )
     p.add_argument(
+        "--cells",
+        help="comma-separated cells to run beside plain, as mode:fixed or mode:auto (draft:fixed,auto:auto; "
+        "default: every available drafter at a fixed K and at Auto K)",
+    )
+    p.add_argument(
+        "--session",
+        action="store_true",
+        help="the controllers keep what each generation learned, as in the app's session "
+        "(default: every generation starts from what they knew when the suite began)",
+    )
+    p.add_argument(
         "--no-fetch", action="store_true", help="never download: use the built-in categories and the cache only"
     )
     p.add_argument("--refresh", action="store_true", help="download MT-Bench and HumanEval again (pinned versions)")
@@ -121,7 +132,8 @@ def run_suite_command(args: argparse.Namespace) -> int:
         "draft": (best_k(paths, args.target, args.draft) or {}) if args.draft else {},
         "mtp": best_k(paths, args.target, "mtp") or {},
     }
-    config = SuiteConfig(max_tokens=args.tokens, k=args.k, best=best)
+    cells = tuple(c.strip() for c in (args.cells or "").split(",") if c.strip())
+    config = SuiteConfig(max_tokens=args.tokens, k=args.k, best=best, cells=cells, session=args.session)
     for path, what in ((args.json, "the JSON report"), (args.markdown, "the Markdown report")):
         if path:
             check_writable(path, what)  # before any model loads: an unwritable path must not cost a run

@@ -8,6 +8,7 @@ import pytest
 
 from specchat.cli import main
 from specchat.engine import Engine
+from specchat.engine.errors import ConfigError
 from specchat.engine.events import Finished, RoundResult
 from specchat.tuning.suite import PLAIN, SuiteConfig, SuiteProgress, Tally, run_suite
 from specchat.tuning.suite_data import BUILTIN_WHAT, PSF, SuiteItem
@@ -148,3 +149,37 @@ def test_a_cancelled_run_stops_and_says_so(engine):
     cancel.set()
     events, run = drain(run_suite(engine, [ONE_TURN], SuiteConfig(max_tokens=4), cancel=cancel))
     assert events == [] and run.cancelled and "**Cancelled**" in to_markdown(run)
+
+
+def test_cells_choose_what_runs_beside_plain(engine):
+    config = SuiteConfig(max_tokens=5, cells=("lookup:fixed", "auto:auto"))
+    _, run = drain(run_suite(engine, [ONE_TURN], config))
+    assert list(run.tallies["doc_summary"]) == ["plain", "lookup fixed K", "auto auto K"]
+    assert run.errors == [] and run.settings["learning"] == "fresh"
+
+
+def test_an_unknown_cell_is_refused_by_name():
+    with pytest.raises(ConfigError, match="unknown cells draft:sometimes: write mode:fixed or mode:auto"):
+        SuiteConfig(cells=("draft:fixed", "draft:sometimes"))
+
+
+def verify_rounds(engine) -> int:
+    controller = engine.auto_k.get("draft")
+    return sum(controller.verify_rounds.values()) if controller is not None else 0
+
+
+@pytest.mark.parametrize("session", [True, False])
+def test_a_session_keeps_what_each_generation_learned_and_fresh_starts_each_from_the_start(
+    dense_target, dense_draft_partial, session
+):
+    engine = Engine.load(dense_target, dense_draft_partial)  # nothing learned yet
+    items = [ONE_TURN, SuiteItem("doc_summary", "shlex", ("Summarise: split a shell line.",))]
+    start = verify_rounds(engine)
+    _, run = drain(run_suite(engine, items, SuiteConfig(max_tokens=12, cells=("draft:auto",), session=session)))
+    drafting = run.tallies["doc_summary"]["draft auto K"].drafting_rounds
+    learned = verify_rounds(engine) - start
+    assert run.settings["learning"] == ("session" if session else "fresh") and drafting > 0
+    if session:
+        assert learned == drafting  # both generations' rounds
+    else:
+        assert learned < drafting  # the last generation's alone, on top of what the engine knew at the start
