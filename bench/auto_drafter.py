@@ -7,7 +7,7 @@ Auto's first reply in a new session against its tenth in the old one.
 
 Part 1 runs `specchat suite` in the app's session mode (the controllers keep what each generation learned,
 after one warm-up reply per drafter on a prompt outside the measured set): plain decoding, the draft model
-and prompt lookup each at a fixed K and at Auto K, and Auto. Every output is checked against plain
+and prompt lookup at a fixed K (`--cells` adds their Auto K cells), and Auto. Every output is checked against plain
 decoding's. Per category it prints each cell's decode speed over plain's, Auto over the best single drafter
 (the faster of each drafter's two cells), and the issue's goals: the geometric mean over categories of Auto
 over the best single drafter, Auto over plain on every category, and Auto against the better of lookup and
@@ -41,7 +41,7 @@ from specchat.tuning.suite import SuiteConfig, SuiteRun, run_suite, select
 from specchat.tuning.suite_data import builtin_categories, cached_suite, fetch_suite
 from specchat.tuning.suite_report import cell_summary
 
-CELLS = ("draft:fixed", "draft:auto", "lookup:fixed", "lookup:auto", "auto:auto")
+CELLS = ("draft:fixed", "lookup:fixed", "auto:auto")  # the issue compares Auto with each drafter at a fixed K
 SINGLE = {"draft": ("draft fixed K", "draft auto K"), "lookup": ("lookup fixed K", "lookup auto K")}
 AUTO_CELL = "auto auto K"
 COPY_HEAVY = ("code_edit", "doc_extract", "doc_summary")
@@ -88,9 +88,9 @@ def warm_up(engine: Engine, every, chosen, tokens: int) -> None:
     print(f"warm-up: {spare.category} {spare.id}, one reply each of draft, lookup and auto", file=sys.stderr)
 
 
-def suite_part(engine: Engine, chosen, tokens: int) -> SuiteRun:
+def suite_part(engine: Engine, chosen, tokens: int, cells: tuple[str, ...]) -> SuiteRun:
     """The suite in session mode, with progress on stderr."""
-    gen = run_suite(engine, chosen, SuiteConfig(max_tokens=tokens, cells=CELLS, session=True))
+    gen = run_suite(engine, chosen, SuiteConfig(max_tokens=tokens, cells=cells, session=True))
     while True:
         try:
             p = next(gen)
@@ -126,7 +126,8 @@ def goals(run: SuiteRun) -> dict:
 
 
 def print_goals(g: dict) -> None:
-    labels = [c for c in ("draft fixed K", "draft auto K", "lookup fixed K", "lookup auto K", AUTO_CELL)]
+    ran = {label for r in g["rows"] for label in r["vs_plain"]}
+    labels = [c for c in ("draft fixed K", "draft auto K", "lookup fixed K", "lookup auto K", AUTO_CELL) if c in ran]
     print("| category | " + " | ".join(labels) + " | Auto / best single |")
     print("|---|" + "---:|" * (len(labels) + 1))
     for r in g["rows"]:
@@ -208,6 +209,7 @@ def main() -> None:
     parser.add_argument("--categories", help="comma-separated (default: every category)")
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--pairs", type=int, default=3, help="lockstep rounds of part 2")
+    parser.add_argument("--cells", default=",".join(CELLS), help="beside plain (specchat suite --cells)")
     parser.add_argument("--skip-suite", action="store_true")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
@@ -219,7 +221,7 @@ def main() -> None:
     report: dict = {"target": str(args.target), "draft": str(args.draft), "tokens": args.tokens}
     if not args.skip_suite:
         warm_up(engine, every, chosen, args.tokens)
-        run = suite_part(engine, chosen, args.tokens)
+        run = suite_part(engine, chosen, args.tokens, tuple(args.cells.split(",")))
         print(file=sys.stderr)
         report["suite"] = goals(run)
         print_goals(report["suite"])

@@ -1,13 +1,15 @@
 """The physical limit of plain decoding: each token reads every weight once, so plain decoding cannot beat
-memory bandwidth. This measures the machine's copy bandwidth once (kept per machine), and turns a plain
-decoding speed into the bandwidth it reached, as a share of that limit; speculation's speed is then a
-multiple of the one-token-per-pass limit.
+memory bandwidth. This measures the machine's copy bandwidth once (kept per machine), on the device that
+decodes (a Mac's GPU reaches far more of its memory than its CPU cores do, so a CPU copy there would read
+plain decoding at over 100%), and turns a plain decoding speed into the bandwidth it reached, as a share of
+that limit; speculation's speed is then a multiple of the one-token-per-pass limit.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -24,6 +26,7 @@ class Bandwidth:
     machine: str
     bytes_per_s: float
     measured_at: float  # seconds since the epoch
+    device: str = "cpu"  # where the copy ran: "gpu" (MLX's, as it decodes there) or "cpu"
 
     @property
     def gb_per_s(self) -> float:
@@ -31,16 +34,50 @@ class Bandwidth:
         return self.bytes_per_s / 1e9
 
 
-def measure_copy_bandwidth(machine: str, size: int = COPY_BYTES, reps: int = COPY_REPS) -> Bandwidth:
-    """Copy a buffer larger than every cache `reps` times; the best run's (read + write) bytes per second."""
+def decoding_device() -> str:
+    """ "gpu" when MLX decodes on a GPU (Metal on a Mac, CUDA), else "cpu"."""
+    import mlx.core as mx
+
+    return "gpu" if mx.default_device() == mx.gpu else "cpu"
+
+
+def measure_copy_bandwidth(
+    machine: str, size: int = COPY_BYTES, reps: int = COPY_REPS, device: str | None = None
+) -> Bandwidth:
+    """Copy a buffer larger than every cache `reps` times on the device that decodes (None: MLX's default);
+    the best run's (read + write) bytes per second."""
+    device = device or decoding_device()
+    copy = _mlx_copy(size) if device == "gpu" else _cpu_copy(size)
+    best = min(copy() for _ in range(reps))
+    return Bandwidth(machine, 2 * (size // 8 * 8) / best, time.time(), device)
+
+
+def _cpu_copy(size: int) -> Callable[[], float]:
+    """One timed copy of `size` bytes by the CPU (numpy: MLX's CPU element-wise ops use one core)."""
     source = np.ones(size // 8, dtype=np.float64)
     target = np.empty_like(source)
-    best = float("inf")
-    for _ in range(reps):
+
+    def run() -> float:
         start = time.perf_counter()
         np.copyto(target, source)
-        best = min(best, time.perf_counter() - start)
-    return Bandwidth(machine, 2 * source.nbytes / best, time.time())
+        return time.perf_counter() - start
+
+    return run
+
+
+def _mlx_copy(size: int) -> Callable[[], float]:
+    """One timed copy of `size` bytes by MLX on its default device (the GPU where it decodes there)."""
+    import mlx.core as mx
+
+    source = mx.ones((size // 8 * 2,), dtype=mx.float32)
+    mx.eval(source)
+
+    def run() -> float:
+        start = time.perf_counter()
+        mx.eval(source * 1.0)
+        return time.perf_counter() - start
+
+    return run
 
 
 def plain_decode_bandwidth(weight_bytes: int, tokens_per_s: float) -> float:
@@ -67,9 +104,11 @@ def load_bandwidth(file: Path, machine: str) -> Bandwidth | None:
     """The bandwidth measured on this machine before, None when there is none (or another machine's)."""
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
-        found = Bandwidth(str(data["machine"]), float(data["bytes_per_s"]), float(data["measured_at"]))
+        found = Bandwidth(
+            str(data["machine"]), float(data["bytes_per_s"]), float(data["measured_at"]), str(data["device"])
+        )
     except (OSError, ValueError, KeyError, TypeError):
-        return None
+        return None  # none, or measured before the device was recorded (a CPU copy even on a Mac): measure again
     return found if found.machine == machine else None
 
 
