@@ -3,16 +3,25 @@ speculation on (mode draft, auto K) and with plain decoding (mode baseline), sid
 
     source ../shared/tools/real-qwen-pair.env        # QWEN_TARGET, QWEN_DRAFT
     python bench/concurrent_clients.py --clients 1 2 4 8 --tokens 64 --reps 3
+    python bench/concurrent_clients.py --clients 1 2 4 8 --reps 3 --mix lengths,modes
+    python bench/concurrent_clients.py --solo-vs-server --tokens 256 --reps 6
     python bench/concurrent_clients.py --tiny --reps 1  # a quick smoke on the test fixtures
 
 The server runs in-process on loopback (`EngineBackend` with --max-batch, default the largest N). For
 each N, client i streams prompt i (code and prose, greedy, max_tokens --tokens); all N send at once.
+--mix lengths gives the clients prompts of 50 to 2,000 tokens instead (stdlib source with a task) and
+--mix modes has the speculating clients take draft, lookup and mtp in turn (bench/batch_prompts.py).
 Each rep runs both sides back to back, the side that goes first alternating, so a slow spell of the
 machine hits both. Per N it prints the aggregate tok/s (every client's tokens / the wall time from the
 first send to the last token) of each side, speculation's aggregate over N=1's, the per-client tok/s
 (tokens / that client's own wall time) min and median, and each client's rate over its rate in the
-plain batch (median [min-max] over clients and reps). Every greedy output must equal its solo output
-(asserted; solo = the engine alone on the same prompt), and usage.speculation's batch size is shown.
+plain batch (median [min-max] over clients and reps), then whether speculation / plain >= 1.00x held.
+Every greedy output must equal its solo output (asserted; solo = the engine alone on the same prompt).
+
+--solo-vs-server instead times one client through the server against the engine's own loop (Engine.stream
+on the engine thread, same prompt, mode draft auto K) in pairs run back to back, which goes first
+alternating (both use the one engine thread, so they cannot step in lockstep); it prints server / solo of
+the decode tok/s (past the first visible text) as seen by the caller, and as the engine reports it.
 """
 
 from __future__ import annotations
@@ -29,36 +38,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from common import ROOT
+from batch_prompts import PROMPTS, Client, chat_ids, client_plans, messages, parse_mix, solo_replies
+from common import ROOT, paired_runs
 
-from specchat.engine import GenerationConfig, TextChunk
+from specchat.engine import Failed, Finished, GenerationConfig, TextChunk
+from specchat.engine.modes import SpecMode
 from specchat.engine.owner import EngineHost, load_pair_job
 from specchat.server.app import ServerOptions
 from specchat.server.backend import EngineBackend
 from specchat.server.running import BackgroundServer, free_port
 
-PROMPTS = [
-    "Write a Python function that merges two sorted lists into one sorted list, with a docstring.",
-    "Tell me a short story about a lighthouse keeper who finds a message in a bottle.",
-    "Write a JavaScript function that debounces another function, with comments.",
-    "Describe a walk through an autumn forest in a few sentences.",
-    "Write a SQL query that finds the ten customers with the largest total order value.",
-    "Explain to a child why the sky is blue.",
-    "Write a Rust function that reverses the words of a sentence.",
-    "Write a letter to a friend about a trip to the mountains.",
-]
-SIDES = {"speculation": {"mode": "draft", "num_draft_tokens": "auto"}, "plain": {"mode": "baseline"}}
+SIDES = ("speculation", "plain")
+SERVER_OVER_SOLO_GOAL = 0.98
 
 
 @dataclass(frozen=True)
 class ClientRun:
-    """One client's streamed reply: its text, tokens, its own wall time and the batch size it ran at."""
+    """One client's streamed reply: text, tokens, times from its send (first visible text, last text, end),
+    the batch size it ran at and the decode tok/s the engine reported."""
 
     text: str
     tokens: int
     seconds: float
+    first_text: str
+    first_s: float
+    last_s: float
     rows_max: int
     rows_mean: float
+    engine_decode: float
 
     @property
     def rate(self) -> float:
@@ -75,70 +82,63 @@ def tiny_pair() -> tuple[Path, Path]:
     return target, tm.build_dense(root / "dense_draft_partial", seed=1, base=target)
 
 
-def messages(i: int) -> list[dict[str, str]]:
-    return [{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}]
+def speculation(side: str, client: Client) -> dict[str, str]:
+    """The request's speculation object: the client's mode with auto K, or plain decoding."""
+    return {"mode": client.mode, "num_draft_tokens": "auto"} if side == "speculation" else {"mode": "baseline"}
 
 
-def solo_text(host: EngineHost, i: int, tokens: int) -> str:
-    """The greedy reply to prompt i from the engine alone (plain decoding; speculation gives the same)."""
-
-    def work(ctx) -> str:
-        engine = ctx.engine
-        ids = list(engine.tokenizer.apply_chat_template(messages(i), add_generation_prompt=True))
-        cfg = GenerationConfig(mode="baseline", max_tokens=tokens)
-        return "".join(e.text for e in engine.stream(ids, cfg) if isinstance(e, TextChunk))
-
-    text: str = host.submit("bench-solo", work).result()
-    return text
-
-
-def stream_one(url: str, model: str, i: int, tokens: int, side: str, start: threading.Barrier) -> ClientRun:
+def stream_one(url: str, model: str, client: Client, side: str, tokens: int, start: threading.Barrier) -> ClientRun:
     """One client: wait for the others, then stream its chat and time it."""
     body = {
         "model": model,
-        "messages": messages(i),
+        "messages": messages(client.content),
         "max_tokens": tokens,
         "temperature": 0,
         "stream": True,
         "stream_options": {"include_usage": True},
-        "speculation": SIDES[side],
+        "speculation": speculation(side, client),
     }
-    text, usage = [], None
-    with httpx.Client(timeout=600) as client:
+    text: list[str] = []
+    usage, first_s, last_s = None, 0.0, 0.0
+    with httpx.Client(timeout=600) as http:
         start.wait()
         began = time.perf_counter()
-        with client.stream("POST", url + "/v1/chat/completions", json=body) as response:
+        with http.stream("POST", url + "/v1/chat/completions", json=body) as response:
             response.raise_for_status()
             for line in response.iter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
                 chunk = json.loads(line[6:])
                 if "error" in chunk:
-                    raise RuntimeError(f"client {i}: {chunk['error']}")
-                if chunk.get("choices"):
-                    text.append(chunk["choices"][0]["delta"].get("content") or "")
+                    raise RuntimeError(f"{client.mode} client: {chunk['error']}")
+                content = chunk["choices"][0]["delta"].get("content") if chunk.get("choices") else None
+                if content:
+                    last_s = time.perf_counter() - began
+                    first_s = first_s or last_s
+                    text.append(content)
                 if chunk.get("usage"):
                     usage = chunk["usage"]
         seconds = time.perf_counter() - began
-    assert usage is not None, "no usage chunk"
+    assert usage is not None and text, "no usage chunk or no text"
     spec = usage["speculation"]
     return ClientRun(
-        "".join(text), usage["completion_tokens"], seconds, spec["batch_rows_max"], spec["batch_rows_mean"]
-    )
+        "".join(text), usage["completion_tokens"], seconds, text[0], first_s, last_s,
+        spec["batch_rows_max"], spec["batch_rows_mean"], spec["decode_tokens_per_s"],
+    )  # fmt: skip
 
 
-def run_side(url: str, model: str, n: int, tokens: int, side: str) -> tuple[float, list[ClientRun]]:
-    """n clients at once on one side: (aggregate tok/s, each client's run)."""
-    start = threading.Barrier(n + 1)
+def run_side(url: str, model: str, clients: list[Client], tokens: int, side: str) -> tuple[float, list[ClientRun]]:
+    """The clients at once on one side: (aggregate tok/s, each client's run)."""
+    start = threading.Barrier(len(clients) + 1)
     runs: dict[int, ClientRun | BaseException] = {}
 
     def client(i: int) -> None:
         try:
-            runs[i] = stream_one(url, model, i, tokens, side, start)
+            runs[i] = stream_one(url, model, clients[i], side, tokens, start)
         except BaseException as exc:  # re-raised below, in the main thread
             runs[i] = exc
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(len(clients))]
     for thread in threads:
         thread.start()
     start.wait()
@@ -146,12 +146,12 @@ def run_side(url: str, model: str, n: int, tokens: int, side: str) -> tuple[floa
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - began
-    for outcome in runs.values():
+    ordered = [runs[i] for i in range(len(clients))]
+    for outcome in ordered:
         if isinstance(outcome, BaseException):
             raise outcome
-    ordered = [runs[i] for i in range(n)]
-    assert all(isinstance(r, ClientRun) for r in ordered)
-    return sum(r.tokens for r in ordered) / wall, ordered  # type: ignore[union-attr]
+    done = [r for r in ordered if isinstance(r, ClientRun)]
+    return sum(r.tokens for r in done) / wall, done
 
 
 def spread(values: list[float]) -> str:
@@ -160,61 +160,33 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} [{values[0]:.2f}-{values[-1]:.2f}]"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--target", default=os.environ.get("QWEN_TARGET"))
-    parser.add_argument("--draft", default=os.environ.get("QWEN_DRAFT"))
-    parser.add_argument("--tiny", action="store_true", help="the tests' tiny dense pair (a quick smoke)")
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8])
-    parser.add_argument("--tokens", type=int, default=64, help="max_tokens of every request")
-    parser.add_argument("--reps", type=int, default=1, help="paired reps per N")
-    parser.add_argument("--max-batch", type=int, default=None, help="default: the largest --clients")
-    args = parser.parse_args()
-    if args.tiny:
-        target, draft = tiny_pair()
-    elif args.target and args.draft and Path(args.target).is_dir() and Path(args.draft).is_dir():
-        target, draft = Path(args.target), Path(args.draft)
-    else:
-        sys.exit("no pair: give --target and --draft (or QWEN_TARGET / QWEN_DRAFT), or --tiny")
-    host = EngineHost()
-    host.submit("load", load_pair_job(target, draft, keep_target_on_bad_draft=False)).result()
-    max_batch = args.max_batch or max(args.clients)
-    backend = EngineBackend(host, max_queue=max(args.clients), max_batch=max_batch)
-    defaults = GenerationConfig(mode="draft", num_draft_tokens="auto", max_tokens=args.tokens)
-    server = BackgroundServer(backend, ServerOptions(defaults), port=free_port())
-    server.start()
-    model = backend.models()[0]
-    try:
-        solo = {i: solo_text(host, i, args.tokens) for i in range(max(args.clients))}
-        for side in SIDES:  # warm-up: kernels, the auto-K controller's first figures
-            run_side(server.url, model, 1, args.tokens, side)
-        print(
-            f"pair: {target.name} + {draft.name}; max_batch {max_batch}; {args.tokens} tokens; reps {args.reps}; "
-            "tok/s = tokens / wall time from the send (prefill included)\n",
-            flush=True,
-        )
-        results = {}
-        for n in args.clients:
-            agg: dict[str, list[float]] = {side: [] for side in SIDES}
-            clients: dict[str, list[ClientRun]] = {side: [] for side in SIDES}
-            for rep in range(args.reps):
-                order = list(SIDES) if rep % 2 == 0 else list(SIDES)[::-1]
-                for side in order:
-                    rate, runs = run_side(server.url, model, n, args.tokens, side)
-                    for i, run in enumerate(runs):
-                        assert run.text == solo[i], f"N={n} {side} client {i}: output differs from its solo output"
-                    agg[side].append(rate)
-                    clients[side].extend(runs)
-                    print(f"  N={n} {side}: {rate:.1f} tok/s aggregate", file=sys.stderr, flush=True)
-            results[n] = (agg, clients)
-        print_table(results)
-    finally:
-        server.stop()
-        host.shutdown()
+def many_clients(args, host: EngineHost, url: str, model: str, label: str) -> None:
+    """The N-clients table: both sides per rep, every output checked against its solo output."""
+    plan, header = client_plans(host, args.clients, args.mix, args.tokens)
+    solo = solo_replies(host, {c.content for clients in plan.values() for c in clients}, args.tokens)
+    for side in SIDES:  # warm-up: kernels, the auto-K controller's first figures
+        run_side(url, model, plan[min(plan)][:1], args.tokens, side)
+    mix = ",".join(sorted(args.mix)) or "none (default prompts, mode draft)"
+    print(f"{label}; {args.tokens} tokens; reps {args.reps}; mix {mix}\n{header}", flush=True)
+    print("tok/s = tokens / wall time from the send (prefill included)\n", flush=True)
+    results = {}
+    for n, clients in plan.items():
+        agg: dict[str, list[float]] = {side: [] for side in SIDES}
+        runs_of: dict[str, list[ClientRun]] = {side: [] for side in SIDES}
+        for rep in range(args.reps):
+            for side in SIDES if rep % 2 == 0 else SIDES[::-1]:
+                rate, runs = run_side(url, model, clients, args.tokens, side)
+                for client, run in zip(clients, runs):
+                    assert run.text == solo[client.content][0], f"N={n} {side} {client.mode}: output differs from solo"
+                agg[side].append(rate)
+                runs_of[side].extend(runs)
+                print(f"  N={n} {side}: {rate:.1f} tok/s aggregate", file=sys.stderr, flush=True)
+        results[n] = (agg, runs_of)
+    print_table(results)
 
 
 def print_table(results: dict) -> None:
-    """One Markdown row per N."""
+    """One Markdown row per N, then one line per N on whether speculation kept up with plain decoding."""
     base = statistics.median(results[min(results)][0]["speculation"])
     print(
         "| clients | spec aggregate tok/s | plain aggregate tok/s | spec / plain aggregate | spec x N=1 spec "
@@ -226,20 +198,119 @@ def print_table(results: dict) -> None:
         spec, plain = clients["speculation"], clients["plain"]
         spec_rates, plain_rates = [r.rate for r in spec], [r.rate for r in plain]
         paired = [a.rate / b.rate for a, b in zip(spec, plain)]  # the same client, rep and prompt
-        rows = max(r.rows_max for r in spec)
-        mean_rows = statistics.mean(r.rows_mean for r in spec)
-        agg_ratio = [a / b for a, b in zip(agg["speculation"], agg["plain"])]
         cells = [
             f"{statistics.median(agg['speculation']):.1f}",
             f"{statistics.median(agg['plain']):.1f}",
-            spread(agg_ratio),
+            spread(aggregate_ratios(agg)),
             f"{statistics.median(agg['speculation']) / base:.2f}x",
             f"{min(spec_rates):.1f} / {statistics.median(spec_rates):.1f}",
             f"{min(plain_rates):.1f} / {statistics.median(plain_rates):.1f}",
             spread(paired),
-            f"{rows} ({mean_rows:.1f})",
+            f"{max(r.rows_max for r in spec)} ({statistics.mean(r.rows_mean for r in spec):.1f})",
         ]
         print(f"| {n} | " + " | ".join(cells) + " |", flush=True)
+    print()
+    for n, (agg, _) in results.items():
+        ratios = aggregate_ratios(agg)
+        held = "held" if statistics.median(ratios) >= 1.0 else "did NOT hold"
+        reps = sum(r >= 1.0 for r in ratios)
+        print(f"N={n}: speculation / plain aggregate {spread(ratios)}: >= 1.00x {held} ({reps}/{len(ratios)} reps)")
+
+
+def aggregate_ratios(agg: dict[str, list[float]]) -> list[float]:
+    return [a / b for a, b in zip(agg["speculation"], agg["plain"])]
+
+
+def solo_loop(host: EngineHost, content: str, tokens: int, reference: str) -> tuple[float, float]:
+    """The engine's own loop on the prompt (mode draft, auto K): (decode tok/s past the first visible text as
+    the caller sees it, decode tok/s as the engine reports it)."""
+
+    def work(ctx) -> tuple[float, float]:
+        cfg = GenerationConfig(mode=SpecMode.DRAFT, num_draft_tokens="auto", max_tokens=tokens)
+        text, produced, first, first_tokens, last, reported = "", 0, 0.0, 0, 0.0, 0.0
+        for event in ctx.engine.stream(chat_ids(ctx.engine, content), cfg):
+            if isinstance(event, TextChunk):
+                produced, text = produced + len(event.token_ids), text + event.text
+                if event.text:  # timed as the server's client times its content deltas
+                    last = time.perf_counter()
+                    first, first_tokens = (first, first_tokens) if first else (last, produced)
+            elif isinstance(event, Failed):
+                raise RuntimeError(event.message)
+            elif isinstance(event, Finished):
+                reported = event.stats.decode_tokens_per_s
+        assert text == reference, "solo loop: output differs from the greedy reply"
+        return (produced - first_tokens) / (last - first), reported
+
+    result: tuple[float, float] = host.submit("bench-solo-loop", work).result()
+    return result
+
+
+def solo_vs_server(args, host: EngineHost, url: str, model: str, label: str) -> None:
+    """One client through the server against the engine's own loop, in pairs; server / solo of decode tok/s."""
+    content = PROMPTS[0]
+    reference, prefixes = solo_replies(host, {content}, args.tokens)[content]
+    tokens_at = {text: produced for produced, text in reversed(prefixes)}  # a text -> the fewest tokens behind it
+    client, engine_rates = Client(content), {"server": list[float](), "solo": list[float]()}
+
+    def server() -> float:
+        _, (run,) = run_side(url, model, [client], args.tokens, "speculation")
+        assert run.text == reference, "server: output differs from the greedy reply"
+        engine_rates["server"].append(run.engine_decode)
+        return (run.tokens - tokens_at[run.first_text]) / (run.last_s - run.first_s)
+
+    def solo() -> float:
+        caller, engine = solo_loop(host, content, args.tokens, reference)
+        engine_rates["solo"].append(engine)
+        return caller
+
+    paired_runs(server, solo, 1)  # warm-up
+    for rates in engine_rates.values():
+        rates.clear()
+    paired = paired_runs(server, solo, args.reps)
+    print(f"{label}; one client, prompt 0, mode draft auto K, {args.tokens} tokens; {args.reps} pairs back to back")
+    print("decode tok/s: past the first visible text\n")
+    print("| decode tok/s | server | solo loop | server / solo median [min-max] |\n|---|---|---|---|")
+    print(f"| as the caller sees it | {statistics.median(paired.a):.1f} | {statistics.median(paired.b):.1f} "
+          f"| {spread(paired.ratios)} |")  # fmt: skip
+    engine = [a / b for a, b in zip(engine_rates["server"], engine_rates["solo"])]
+    print(f"| as the engine reports it | {statistics.median(engine_rates['server']):.1f} "
+          f"| {statistics.median(engine_rates['solo']):.1f} | {spread(engine)} |")  # fmt: skip
+    held = "held" if paired.ratio >= SERVER_OVER_SOLO_GOAL else "did NOT hold"
+    print(f"\nserver / solo decode {spread(paired.ratios)}: >= {SERVER_OVER_SOLO_GOAL:.2f}x {held}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--target", default=os.environ.get("QWEN_TARGET"))
+    parser.add_argument("--draft", default=os.environ.get("QWEN_DRAFT"))
+    parser.add_argument("--tiny", action="store_true", help="the tests' tiny dense pair (a quick smoke)")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--tokens", type=int, default=64, help="max_tokens of every request")
+    parser.add_argument("--reps", type=int, default=1, help="paired reps per N (pairs with --solo-vs-server)")
+    parser.add_argument("--max-batch", type=int, default=None, help="default: the largest --clients")
+    parser.add_argument("--mix", type=parse_mix, default=frozenset(), help="lengths, modes or lengths,modes")
+    parser.add_argument("--solo-vs-server", action="store_true", help="one client: the server vs the solo loop")
+    args = parser.parse_args()
+    if args.tiny:
+        target, draft = tiny_pair()
+    elif args.target and args.draft and Path(args.target).is_dir() and Path(args.draft).is_dir():
+        target, draft = Path(args.target), Path(args.draft)
+    else:
+        sys.exit("no pair: give --target and --draft (or QWEN_TARGET / QWEN_DRAFT), or --tiny")
+    host = EngineHost()
+    host.submit("load", load_pair_job(target, draft, keep_target_on_bad_draft=False)).result()
+    max_batch = args.max_batch or max(args.clients)
+    backend = EngineBackend(host, max_queue=max(args.clients), max_batch=max_batch)
+    defaults = GenerationConfig(mode=SpecMode.DRAFT, num_draft_tokens="auto", max_tokens=args.tokens)
+    server = BackgroundServer(backend, ServerOptions(defaults), port=free_port())
+    server.start()
+    label = f"pair: {target.name} + {draft.name}; max_batch {max_batch}"
+    try:
+        bench = solo_vs_server if args.solo_vs_server else many_clients
+        bench(args, host, server.url, backend.models()[0], label)
+    finally:
+        server.stop()
+        host.shutdown()
 
 
 if __name__ == "__main__":
