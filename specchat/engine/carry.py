@@ -12,12 +12,12 @@ if TYPE_CHECKING:  # engine/batch imports the engine: only the types come from t
 
 @dataclass
 class BatchCarry:
-    """Kept on the engine between batches; dropped with its caches (Engine.reset)."""
+    """Kept on the engine between batches: the caches are dropped with the engine's (Engine.reset), the
+    controller's measured costs are not (they are the pair's, like Auto K's, and kept on disk with them)."""
 
     prefixes: dict[str, PrefixStore] = field(default_factory=dict)  # per model: "target", "draft"
     controller: BatchK | None = None  # costs per batch size and pooled acceptance (batch_k.py)
 
     def clear(self) -> None:
-        """Forget the kept caches and what the controller measured."""
+        """Forget the kept caches."""
         self.prefixes.clear()
-        self.controller = None

@@ -21,7 +21,7 @@ from .errors import ConfigError, EngineError, EngineThreadError, error_from, err
 from .events import Event, Failed, Finished, GenerationStats, PrefillProgress, TextChunk
 from .hooks import hook_problems
 from .json_types import JSONObject
-from .knowledge import knowledge_of, learn_all
+from .knowledge import batch_knowledge, knowledge_of, learn_all, learn_batch
 from .loading import (
     SETTING_SOURCE,
     LoadedModel,
@@ -105,12 +105,18 @@ class Engine:
         return {mode: reason or self.hook_problems.get(mode) for mode, reason in modes.items()}
 
     def knowledge(self) -> JSONObject:
-        """What the controllers learned on this pair (costs, acceptance, confidence; knowledge.py)."""
-        return knowledge_of(self.auto_k, self._auto_drafter())
+        """What the controllers learned on this pair (costs, acceptance, confidence; knowledge.py), the batch
+        controller's cost table among them."""
+        return {
+            **knowledge_of(self.auto_k, self._auto_drafter()),
+            "batch": batch_knowledge(self.batch_carry.controller),
+        }
 
     def learn(self, data: JSONObject) -> None:
-        """Start the controllers from what an earlier session learned on this pair and machine."""
+        """Start the controllers from what an earlier session learned on this pair and machine (the batch
+        controller is made for it when none is yet)."""
         learn_all(self.auto_k, self._auto_drafter(), data)
+        self.batch_carry.controller = learn_batch(self.batch_carry.controller, data)
 
     def _auto_drafter(self) -> AutoDrafter | None:
         drafter = self.drafters.get("auto")

@@ -1,7 +1,8 @@
 """What the engine's controllers learned about a pair on this machine, as plain data that outlives the
-process: Auto K's measured costs and acceptance per mode, its confidence model, and what each of Auto's
-sources was worth. A new session starts from it instead of spending its first rounds learning; the file is
-kept per pair, machine and power source by tuning/knowledge_store.py (costs differ on battery).
+process: Auto K's measured costs and acceptance per mode, its confidence model, what each of Auto's
+sources was worth, and the batch controller's cost table (its "batch" part; a file without one reads as
+before). A new session starts from it instead of spending its first rounds learning; the file is kept per
+pair, machine and power source by tuning/knowledge_store.py (costs differ on battery).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from collections.abc import Mapping
 
 from .auto_drafter import AutoDrafter, SourceRecord
 from .autok import AutoK
+from .batch.batch_costs import Cell, CostTable, Curve
+from .batch.batch_k import BatchK
 from .draft_stop import ConfidenceModel
 from .json_types import JSONObject, JSONValue
 
@@ -143,3 +146,70 @@ def learn_all(controllers: dict[str, AutoK], auto: AutoDrafter | None, data: Map
     sources = data.get("sources")
     if auto is not None and isinstance(sources, dict):
         learn_sources(auto, sources)
+
+
+def batch_knowledge(batch: BatchK | None) -> JSONObject:
+    """The batch controller's measured costs (each cell's decayed sums, per batch size and per drafting rows),
+    explore state per size, last K, pooled acceptance and confidence model; {} without one."""
+    if batch is None:
+        return {}
+    sizes: JSONObject = {
+        str(rows): {"rounds": _cells(s.rounds), "verify": _cells(s.verify), "explore": [s.since, s.gap, s.tried]}
+        for rows, s in batch.costs.sizes.items()
+    }
+    return {
+        "last_k": batch.last_k,
+        "pooled": [batch.pooled.accepted, batch.pooled.checked],
+        "sizes": sizes,
+        "draft_step": _cells(batch.costs.draft),
+        "confidence": confidence_knowledge(batch.confidence),
+    }
+
+
+def learn_batch(batch: BatchK | None, data: Mapping[str, JSONValue]) -> BatchK | None:
+    """The batch controller started from saved knowledge's "batch" part: `batch` (a new BatchK when None) with
+    what was saved; `batch` as it was where nothing of this version was saved or the part does not read."""
+    saved = _map(data.get("batch")) if data.get("version") == VERSION else {}
+    if not saved:
+        return batch
+    learned = BatchK() if batch is None else batch
+    try:
+        costs, last_k, pooled = (
+            _batch_costs(learned, saved),
+            int(_float(saved.get("last_k"), learned.last_k)),
+            saved.get("pooled"),
+        )
+        accepted, checked = (_float(pooled[0]), _float(pooled[1])) if isinstance(pooled, list) else (None, None)
+        confidence = ConfidenceModel(policy=learned.policy)
+        learn_confidence(confidence, _map(saved.get("confidence")))
+    except (ValueError, TypeError, IndexError):
+        return batch
+    learned.costs, learned.last_k, learned.confidence = costs, min(last_k, learned.k_max), confidence
+    if accepted is not None and checked is not None:
+        learned.pooled.accepted, learned.pooled.checked = accepted, checked
+    return learned
+
+
+def _batch_costs(batch: BatchK, saved: Mapping[str, JSONValue]) -> CostTable:
+    """A cost table with the saved cells and explore state."""
+    table = CostTable(batch.policy)
+    for rows, part in _map(saved.get("sizes")).items():
+        size, known = table.size(int(rows)), _map(part)
+        _learn_cells(size.rounds, _map(known.get("rounds")))
+        _learn_cells(size.verify, _map(known.get("verify")))
+        explore = known.get("explore")
+        if isinstance(explore, list) and len(explore) == 3:
+            size.since, size.gap = int(_float(explore[0])), int(_float(explore[1]))
+            size.tried = None if explore[2] is None else int(_float(explore[2]))
+    _learn_cells(table.draft, _map(saved.get("draft_step")))
+    return table
+
+
+def _cells(curve: Curve) -> JSONObject:
+    return {str(x): [c.weight, c.weight_sq, c.total, c.total_sq] for x, c in curve.cells.items()}
+
+
+def _learn_cells(curve: Curve, saved: Mapping[str, JSONValue]) -> None:
+    for x, sums in saved.items():
+        if isinstance(sums, list) and len(sums) == 4:
+            curve.cells[int(x)] = Cell(*(_float(v) for v in sums))

@@ -80,6 +80,15 @@ def row_drafts(
     return out
 
 
+def model_drafters(rows: list[RowState]) -> int:
+    """The rows a round with these Ks runs draft steps for: every draft-model row once any row drafts (each is
+    fed in the draft model's run, k = 0 or not, so the draft model keeps up with its sequence), and each MTP
+    row that drafts (one whose K is 0 stays out of the head's run)."""
+    if not any(r.k for r in rows):
+        return 0
+    return sum(r.mode == SpecMode.DRAFT or (r.mode == SpecMode.MTP and r.k > 0 and r.hidden is not None) for r in rows)
+
+
 def _own_draft(row: RowState, head: MtpModel | None) -> RowDraft:
     """A lookup row's drafts from its own text; a row no drafter serves this round drafts nothing (k = 0).
     Draft-model and MTP rows get theirs from a run over all of them (_model_run)."""

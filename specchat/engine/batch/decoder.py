@@ -24,8 +24,9 @@ from ..round import LoopContext, Step
 from ..sampling import Sampler
 from ..stats import StatsRecorder
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
-from .batch_drafts import RowState, Stop, mtp_head
-from .batch_k import BatchK, checked_drafts
+from .batch_choice import batch_shape
+from .batch_drafts import RowState, Stop, model_drafters, mtp_head
+from .batch_k import BatchK, BatchPlan, checked_drafts
 from .batch_model import BatchModel, progress_events, solo_prefill
 from .batch_round import run_round
 from .prefix_store import PrefixStore, extract_row
@@ -194,9 +195,10 @@ class BatchDecoder:
             return
         stop = self._choose_ks()
         entry = [r.state.entry for r in self.rows]  # each row's outcome before this round (its stop's evidence)
+        ran = model_drafters([r.state for r in self.rows])
         timing = run_round(self.target, self.draft, [r.state for r in self.rows], mtp_head(self.target.model), stop)
         width = max(r.state.k for r in self.rows)
-        self.controller.observe(len(self.rows), width, timing.draft_s + timing.verify_s, timing.verify_s)
+        self.controller.observe(len(self.rows), width, timing.draft_s + timing.verify_s, timing.verify_s, ran)
         ended = []
         for i, row in enumerate(self.rows):
             step = row.state.step
@@ -229,22 +231,25 @@ class BatchDecoder:
             self._drop(ended)
 
     def _choose_ks(self) -> Stop | None:
-        """Every row's K this round, and the early stop for its Auto K rows (None: none)."""
+        """Every row's K this round (an Auto K row the controller leaves out: 0, a plain step), and the early stop
+        for its Auto K rows (None: none)."""
         auto = [r for r in self.rows if r.auto]
-        k_auto, stop = 0, None
+        plan = BatchPlan(0, (), None)
         if auto:
             cap = max(r.request.cfg.max_draft_tokens for r in auto)
             rates, hopeful = [r.acceptance.rate for r in auto], [r.acceptance.hopeful for r in auto]
-            k_auto, stop = self.controller.plan(rates, cap, hopeful)
+            own_k = [None if r.auto else r.request.cfg.max_draft_tokens for r in self.rows]
+            shape = batch_shape([r.state.mode for r in self.rows], own_k, [r.acceptance.rate for r in self.rows])
+            plan = self.controller.plan_rows(rates, cap, hopeful, shape)
+        drafting = dict(zip(map(id, auto), plan.drafting))
         for row in self.rows:
             cfg, state = row.request.cfg, row.state
-            k = (
-                0
-                if state.mode == SpecMode.BASELINE
-                else (min(k_auto, cfg.max_draft_tokens) if row.auto else cfg.max_draft_tokens)
-            )
+            if state.mode == SpecMode.BASELINE or (row.auto and not drafting[id(row)]):
+                k = 0
+            else:
+                k = min(plan.k, cfg.max_draft_tokens) if row.auto else cfg.max_draft_tokens
             state.k = 0 if state.ctx.grammar is not None else max(min(k, state.ctx.budget - state.generated), 0)
-        return stop
+        return plan.stop
 
     def _emit_step(self, row: Row, step: Step) -> None:
         if row.state.mode == SpecMode.BASELINE:  # plain decoding has no rounds, as alone
