@@ -211,6 +211,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3, help="lockstep rounds of part 2")
     parser.add_argument("--cells", default=",".join(CELLS), help="beside plain (specchat suite --cells)")
     parser.add_argument("--skip-suite", action="store_true")
+    parser.add_argument("--skip-session", action="store_true", help="part 1 only")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
     if args.tiny:
@@ -225,9 +226,12 @@ def main() -> None:
         print(file=sys.stderr)
         report["suite"] = goals(run)
         print_goals(report["suite"])
-    kept = Path(args.json).with_suffix(".knowledge.json") if args.json else Path(tempfile.mkdtemp()) / "knowledge.json"
-    report["session"] = session_part(engine, every, args.tokens, args.pairs, priors, kept)
-    print_session(report["session"])
+    if not args.skip_session:
+        kept = (
+            Path(args.json).with_suffix(".knowledge.json") if args.json else Path(tempfile.mkdtemp()) / "knowledge.json"
+        )
+        report["session"] = session_part(engine, every, args.tokens, args.pairs, priors, kept)
+        print_session(report["session"])
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
 

@@ -12,10 +12,12 @@ each N, client i streams prompt i (code and prose, greedy, max_tokens --tokens);
 --mix lengths gives the clients prompts of 50 to 2,000 tokens instead (stdlib source with a task) and
 --mix modes has the speculating clients take draft, lookup and mtp in turn (bench/batch_prompts.py).
 Each rep runs both sides back to back, the side that goes first alternating, so a slow spell of the
-machine hits both. Per N it prints the aggregate tok/s (every client's tokens / the wall time from the
-first send to the last token) of each side, speculation's aggregate over N=1's, the per-client tok/s
-(tokens / that client's own wall time) min and median, and each client's rate over its rate in the
-plain batch (median [min-max] over clients and reps), then whether speculation / plain >= 1.00x held.
+machine hits both; before each side the engine drops its caches (Engine.reset), so neither side's
+prompts are served from the other's prefill. Per N it prints the aggregate tok/s (every client's
+tokens / the wall time from the first send to the last token) of each side, speculation's aggregate
+over N=1's, the per-client tok/s (tokens / that client's own wall time) min and median, each client's
+rate over its rate in the plain batch (median [min-max] over clients and reps) and the median time to
+first text, then whether speculation / plain >= 1.00x held.
 Every greedy output must equal its solo output (asserted; solo = the engine alone on the same prompt).
 
 --solo-vs-server instead times one client through the server against the engine's own loop (Engine.stream
@@ -154,6 +156,12 @@ def run_side(url: str, model: str, clients: list[Client], tokens: int, side: str
     return sum(r.tokens for r in done) / wall, done
 
 
+def forget_caches(host: EngineHost) -> None:
+    """Drop every cache the engine keeps (its own loop's, finished batch rows'), what it learned stays: each
+    side's requests are new to the engine, both pay their prefill."""
+    host.submit("bench-forget-caches", lambda ctx: ctx.engine.reset()).result()
+
+
 def spread(values: list[float]) -> str:
     """'median [min-max]' of ratios."""
     values = sorted(values)
@@ -175,12 +183,16 @@ def many_clients(args, host: EngineHost, url: str, model: str, label: str) -> No
         runs_of: dict[str, list[ClientRun]] = {side: [] for side in SIDES}
         for rep in range(args.reps):
             for side in SIDES if rep % 2 == 0 else SIDES[::-1]:
+                forget_caches(host)
                 rate, runs = run_side(url, model, clients, args.tokens, side)
                 for client, run in zip(clients, runs):
                     assert run.text == solo[client.content][0], f"N={n} {side} {client.mode}: output differs from solo"
                 agg[side].append(rate)
                 runs_of[side].extend(runs)
-                print(f"  N={n} {side}: {rate:.1f} tok/s aggregate", file=sys.stderr, flush=True)
+                firsts = " ".join(f"{r.first_s:.1f}" for r in runs)
+                print(
+                    f"  N={n} {side}: {rate:.1f} tok/s aggregate, first text at s {firsts}", file=sys.stderr, flush=True
+                )
         results[n] = (agg, runs_of)
     print_table(results)
 
@@ -191,9 +203,9 @@ def print_table(results: dict) -> None:
     print(
         "| clients | spec aggregate tok/s | plain aggregate tok/s | spec / plain aggregate | spec x N=1 spec "
         "| spec per-client tok/s min / median | plain per-client min / median | client spec / plain "
-        "| rows max (mean) |"
+        "| first text s spec / plain | rows max (mean) |"
     )
-    print("|---" * 9 + "|")
+    print("|---" * 10 + "|")
     for n, (agg, clients) in results.items():
         spec, plain = clients["speculation"], clients["plain"]
         spec_rates, plain_rates = [r.rate for r in spec], [r.rate for r in plain]
@@ -206,6 +218,7 @@ def print_table(results: dict) -> None:
             f"{min(spec_rates):.1f} / {statistics.median(spec_rates):.1f}",
             f"{min(plain_rates):.1f} / {statistics.median(plain_rates):.1f}",
             spread(paired),
+            f"{statistics.median(r.first_s for r in spec):.1f} / {statistics.median(r.first_s for r in plain):.1f}",
             f"{max(r.rows_max for r in spec)} ({statistics.mean(r.rows_mean for r in spec):.1f})",
         ]
         print(f"| {n} | " + " | ".join(cells) + " |", flush=True)

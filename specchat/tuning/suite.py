@@ -98,9 +98,12 @@ class Tally:
     kept: list[int] = field(default_factory=list)  # per position: of those, rounds that kept it
     mismatches: int = 0
     failures: int = 0
+    by_drafter: dict[str, int] = field(default_factory=dict)  # Auto: rounds each drafter drafted
 
     def add_round(self, r: RoundResult) -> None:
         self.rounds += 1
+        if r.drafter:
+            self.by_drafter[r.drafter] = self.by_drafter.get(r.drafter, 0) + 1
         if r.num_draft_tokens <= 0:
             return  # Auto K's plain burst: no drafts
         self.drafting_rounds += 1

@@ -51,6 +51,8 @@ def _merged(tallies: list[Tally]) -> Tally:
         out.mismatches += t.mismatches
         out.failures += t.failures
         out.ks = sorted({*out.ks, *t.ks})
+        for name, n in t.by_drafter.items():
+            out.by_drafter[name] = out.by_drafter.get(name, 0) + n
         for i, (n, k) in enumerate(zip(t.tried, t.kept)):
             if i == len(out.tried):
                 out.tried.append(0)

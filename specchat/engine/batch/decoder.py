@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import mlx.core as mx
 
+from ..config import GenerationConfig
 from ..engine import Engine, step_events
 from ..errors import EngineError, error_kind, user_message
 from ..events import Event, Failed, Finished
@@ -27,8 +28,9 @@ from .admission import batch_refusal as batch_refusal  # the decoder module is t
 from .batch_choice import batch_shape
 from .batch_drafts import RowState, Stop, model_drafters, mtp_head
 from .batch_k import BatchK, BatchPlan, checked_drafts
-from .batch_model import BatchModel, progress_events, solo_prefill
+from .batch_model import BatchModel
 from .batch_round import run_round
+from .newcomer_prefill import Reads, newcomer_prefill
 from .prefix_store import PrefixStore, extract_row
 from .requests import BatchRequest as BatchRequest
 from .requests import Newcomer, Prefilled, Row, Start
@@ -83,25 +85,16 @@ class BatchDecoder:
         target_start = self.stores["target"].start(head)
         stats = StatsRecorder(request.cfg, len(request.prompt), target_start[0])
         draft_start = self.stores["draft"].start(head) if request.cfg.mode == SpecMode.DRAFT else (0, None)
-        prefill = self._prefill(head, request.cfg.mode, target_start, draft_start)
+        prefill = self._prefill(head, request.cfg, target_start, draft_start, budget)
         self.waiting.append(Newcomer(request, budget, stats, prefill, grammar=grammar))
 
     def _prefill(
-        self, head: list[int], mode: str, target_start: Start, draft_start: Start
+        self, head: list[int], cfg: GenerationConfig, target_start: Start, draft_start: Start, reply: int
     ) -> Generator[Event, None, Prefilled]:
-        """The target, then the draft model (in draft mode), read `head` (all of the sequence but its last
-        token), from what the given caches already hold; in MTP mode the target's last hidden state too."""
-        chunk, mtp = self.prefill_chunk, mode == SpecMode.MTP
-        target_pace = self.engine.runner.pace  # the engine's runners measure the same models: one pace each
-        target_read = solo_prefill(self.target.model, head, chunk, target_start, hidden=mtp, pace=target_pace)
-        target, hidden = yield from progress_events(target_read, "target")
-        draft = None
-        if mode == SpecMode.DRAFT and self.draft is not None:
-            draft_runner = self.engine.draft_runner
-            pace = draft_runner.pace if draft_runner is not None else None
-            draft_read = solo_prefill(self.draft.model, head, chunk, draft_start, pace=pace)
-            draft, _ = yield from progress_events(draft_read, "draft")
-        return target, draft, hidden
+        """The newcomer's prefill (newcomer_prefill.py), a chunk per step."""
+        draft = self.draft.model if self.draft is not None else None
+        reads = Reads(self.target.model, draft, self.prefill_chunk)
+        return newcomer_prefill(self.engine, reads, head, cfg, (target_start, draft_start), reply)
 
     def _lead_step(self, lead: SoloLead) -> None:
         """The lead's next round on the engine's loop; once another request waits, it moves into the batch."""
@@ -114,7 +107,8 @@ class BatchDecoder:
         handed = lead.hand_over()
         request = lead.origin
         budget, grammar = self.engine.admit(request.prompt, request.cfg)
-        prefill = self._prefill(handed.seq[:-1], request.cfg.mode, handed.target, handed.draft)
+        reply = budget - len(handed.emitted)
+        prefill = self._prefill(handed.seq[:-1], request.cfg, handed.target, handed.draft, reply)
         if grammar is not None:
             grammar.consume(handed.emitted)  # the lead's reply so far, forced tokens included
         moved = Newcomer(replace(request, prompt=handed.seq), budget, handed.stats, prefill, handed.emitted, grammar)

@@ -1,0 +1,85 @@
+"""What a newcomer reads before it joins: the target its prompt, then the draft model, where that pays.
+
+A draft-model row pays twice before its first token: the target reads the prompt, then the draft model does.
+Where prefill is slow next to decoding (a CPU; a long prompt with a short reply anywhere), the draft model's
+read costs more than its drafts can save over the reply: 2,000 tokens into a 0.5B draft cost 18 s on this
+project's CI machine, while its rounds save about 0.2 s a token, 13 s over a 64-token reply. Such a row
+decodes plainly in the batch (exact either way) and the draft model never reads its prompt. Only Auto K
+rows are left plain so: a fixed K asks for that drafter at that K.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+
+from ..autok import AutoK
+from ..config import GenerationConfig
+from ..engine import Engine
+from ..events import Event
+from ..model_types import LanguageModel
+from ..modes import SpecMode
+from ..runner import PrefillPace
+from .batch_model import progress_events, solo_prefill
+from .requests import Prefilled, Start
+
+
+@dataclass(frozen=True)
+class Reads:
+    """The models a newcomer's prompt is read into, and the prefill chunk (None: sized from each one's pace)."""
+
+    target: LanguageModel
+    draft: LanguageModel | None
+    chunk: int | None
+
+
+def newcomer_prefill(
+    engine: Engine, reads: Reads, head: list[int], cfg: GenerationConfig, starts: tuple[Start, Start], reply: int
+) -> Generator[Event, None, Prefilled]:
+    """The target, then the draft model (in draft mode; with Auto K only where its read pays over a reply of up
+    to `reply` tokens), read `head` (all of the sequence but its last token) from what the `starts` caches
+    (target, draft) already hold; in MTP mode the target's last hidden state too."""
+    target_start, draft_start = starts
+    target_pace = engine.runner.pace  # the engine's runners measure the same models: one pace each
+    read = solo_prefill(reads.target, head, reads.chunk, target_start, cfg.mode == SpecMode.MTP, target_pace)
+    target, hidden = yield from progress_events(read, "target")
+    runner = engine.draft_runner
+    pace = runner.pace if runner is not None else None
+    if cfg.mode != SpecMode.DRAFT or reads.draft is None:
+        return target, None, hidden
+    missing = len(head) - draft_start[0]
+    if cfg.auto_k and not draft_prefill_pays(missing, reply, pace, engine.auto_k.get(SpecMode.DRAFT)):
+        return target, None, hidden
+    draft, _ = yield from progress_events(solo_prefill(reads.draft, head, reads.chunk, draft_start, pace=pace), "draft")
+    return target, draft, hidden
+
+
+def prefill_seconds(pace: PrefillPace | None, tokens: int) -> float | None:
+    """Seconds to read `tokens` at the pace's measured seconds per token (None: nothing measured yet)."""
+    if pace is None or not pace.samples:
+        return None
+    read, spent = sum(n for n, _ in pace.samples), sum(s for _, s in pace.samples)
+    return tokens * spent / read if read else None
+
+
+def saving_per_token(auto: AutoK | None) -> float | None:
+    """Seconds a token costs less with the draft model's rounds than plainly, from the solo loop's measured
+    costs (an upper bound on a batch's, where a verify pass is shared); None before a round was measured."""
+    if auto is None or auto.draft_step_s is None or not auto.verify_s:
+        return None
+    plain = auto.verify_cost(0)  # plain decoding's measured cost per token, else a one-token pass on the verify line
+    best = auto.measured_rate() or max(auto.rate(k) for k in range(1, auto.k_max + 1))
+    return plain - 1 / best if best > 0 else None
+
+
+def draft_prefill_pays(tokens: int, reply: int, pace: PrefillPace | None, auto: AutoK | None) -> bool:
+    """Whether the draft model should read `tokens` for a reply of up to `reply` tokens: what its rounds save
+    over the reply against its prefill's cost."""
+    if tokens <= 0:
+        return True
+    cost, saving = prefill_seconds(pace, tokens), saving_per_token(auto)
+    if cost is None or saving is None or saving <= 0:
+        # unmeasured, or the solo loop's rounds saved nothing: that says little of a batch, whose controller
+        # decides each round whether the rows draft, so the draft model reads as before
+        return True
+    return saving * reply > cost

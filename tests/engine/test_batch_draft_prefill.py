@@ -1,0 +1,89 @@
+"""A draft-mode Auto K newcomer whose draft-model prefill costs more than its drafts can save decodes plainly."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from specchat.engine import Engine
+from specchat.engine.autok import AutoK
+from specchat.engine.batch.decoder import BatchDecoder
+from specchat.engine.batch.newcomer_prefill import draft_prefill_pays, prefill_seconds, saving_per_token
+from specchat.engine.events import PrefillProgress, RoundResult
+from specchat.engine.runner import PrefillPace
+
+from .batch_helpers import run_all, solo_tokens
+from .helpers import greedy, prompt_ids
+
+
+def measured(plain_s: float = 0.1, verify_s: float = 0.1, draft_s: float = 0.01) -> AutoK:
+    """A solo controller that measured plain decoding, a flat verify pass and a draft step."""
+    auto = AutoK(k_max=4)
+    auto.plain_s, auto.draft_step_s = plain_s, draft_s
+    auto.verify_s = dict.fromkeys(range(1, 5), verify_s)
+    auto.verify_rounds = dict.fromkeys(range(1, 5), 20)
+    return auto
+
+
+def pace(tokens: int, seconds: float) -> PrefillPace:
+    out = PrefillPace()
+    out.add(tokens, seconds)
+    return out
+
+
+def test_the_prefill_is_priced_at_its_measured_seconds_per_token():
+    assert prefill_seconds(None, 100) is None and prefill_seconds(PrefillPace(), 100) is None
+    assert prefill_seconds(pace(256, 2.56), 2000) == pytest.approx(20.0)
+
+
+def test_the_saving_per_token_is_plain_cost_less_the_best_rounds_cost():
+    auto = measured()
+    best = max(auto.rate(k) for k in range(1, 5))
+    assert saving_per_token(auto) == pytest.approx(0.1 - 1 / best)
+    assert saving_per_token(AutoK()) is None  # nothing measured
+
+
+def test_a_long_prompt_with_a_short_reply_is_not_read_by_the_draft_model():
+    auto, slow = measured(), pace(256, 2.56)  # 10 ms a token
+    saving = saving_per_token(auto)
+    assert saving is not None and saving > 0
+    short, long = int(20.0 / saving) - 1, int(20.0 / saving) + 1  # 2,000 tokens cost 20 s
+    assert not draft_prefill_pays(2000, short, slow, auto)
+    assert draft_prefill_pays(2000, long, slow, auto)
+    assert draft_prefill_pays(50, short, slow, auto)  # a short prompt pays over the same reply
+
+
+def test_unmeasured_or_unpaying_drafts_leave_the_read_to_the_batch_controller():
+    slow = pace(256, 256.0)
+    assert draft_prefill_pays(2000, 8, None, measured())
+    assert draft_prefill_pays(2000, 8, slow, None)
+    assert draft_prefill_pays(2000, 8, slow, measured(plain_s=0.01))  # drafting measured slower than plain
+    assert draft_prefill_pays(0, 8, slow, measured())  # nothing to read
+
+
+@pytest.fixture(scope="module")
+def engine(dense_target, dense_draft_partial):
+    return Engine.load(dense_target, dense_draft_partial)
+
+
+@pytest.mark.parametrize("seconds_per_token,reads", [(1.0, False), (1e-6, True)])
+def test_a_row_the_draft_model_does_not_read_decodes_plainly_with_its_solo_output(engine, seconds_per_token, reads):
+    cfg = replace(greedy("draft", 3, n=12), num_draft_tokens="auto")
+    prompts = [prompt_ids(engine, t) for t in ("def fib(n):", "Once upon a time")]
+    solo = [solo_tokens(engine, p, cfg) for p in prompts]
+    engine.reset()
+    engine.auto_k["draft"] = measured()  # saves a few ms a token: 12 tokens repay a read at 1 us, not at 1 s
+    runner = engine.draft_runner
+    assert runner is not None
+    runner.pace.samples.clear()
+    runner.pace.add(100, 100 * seconds_per_token)
+    decoder = BatchDecoder(engine, max_batch=2)
+    decoder.solo_lead = False
+    decoder.controller.choose = lambda rates, top=None, hopeful=None: 2  # a row the draft model read drafts
+    got = run_all(decoder, {0: [(p, cfg) for p in prompts]})[0]
+    assert [g.tokens for g in got] == solo
+    for g in got:
+        draft_reads = [e for e in g.events if isinstance(e, PrefillProgress) and e.model == "draft"]
+        drafted = sum(e.drafted for e in g.events if isinstance(e, RoundResult))
+        assert bool(draft_reads) == reads and (drafted > 0) == reads, (draft_reads, drafted)
