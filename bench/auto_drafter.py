@@ -109,7 +109,16 @@ def goals(run: SuiteRun) -> dict:
         auto = vs.get(AUTO_CELL) or 0.0
         best_single = max(best_of.values())
         ratios.append(auto / best_single if best_single else float("nan"))
-        rows.append({"category": cat, "vs_plain": vs, "best_of": best_of, "auto_vs_best": ratios[-1]})
+        auto_rounds = tallies[AUTO_CELL].by_drafter if AUTO_CELL in tallies else {}
+        rows.append(
+            {
+                "category": cat,
+                "vs_plain": vs,
+                "best_of": best_of,
+                "auto_vs_best": ratios[-1],
+                "auto_rounds": auto_rounds,
+            }
+        )
     geo = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else float("nan")
     return {
         "rows": rows,
@@ -128,11 +137,12 @@ def goals(run: SuiteRun) -> dict:
 def print_goals(g: dict) -> None:
     ran = {label for r in g["rows"] for label in r["vs_plain"]}
     labels = [c for c in ("draft fixed K", "draft auto K", "lookup fixed K", "lookup auto K", AUTO_CELL) if c in ran]
-    print("| category | " + " | ".join(labels) + " | Auto / best single |")
-    print("|---|" + "---:|" * (len(labels) + 1))
+    print("| category | " + " | ".join(labels) + " | Auto / best single | Auto's rounds by drafter |")
+    print("|---|" + "---:|" * (len(labels) + 1) + "---|")
     for r in g["rows"]:
         cells = [f"{r['vs_plain'].get(c) or 0:.2f}x" for c in labels]
-        print(f"| {r['category']} | " + " | ".join(cells) + f" | {r['auto_vs_best']:.2f} |")
+        mix = ", ".join(f"{name} {n}" for name, n in sorted(r["auto_rounds"].items())) or "-"
+        print(f"| {r['category']} | " + " | ".join(cells) + f" | {r['auto_vs_best']:.2f} | {mix} |")
     print()
     print(
         f"Auto / best single drafter, geometric mean over categories: {g['geomean_auto_vs_best_single']:.3f} "

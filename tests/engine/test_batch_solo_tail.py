@@ -34,7 +34,7 @@ def step_until(decoder: BatchDecoder, done, limit: int = 10_000) -> None:
 def test_the_row_left_alone_finishes_on_the_solo_loop_with_its_solo_output(request, target_name, draft_name, mode):
     engine = Engine.load(request.getfixturevalue(target_name), request.getfixturevalue(draft_name))
     long_cfg = replace(greedy(mode, 4, n=48), num_draft_tokens="auto") if mode != "baseline" else greedy(n=48)
-    short_cfg = greedy("draft", 3, n=6)
+    short_cfg = greedy("draft", 3, n=12)  # read first (the shorter prompt), still running when the long one joins
     long_prompt, short_prompt = prompt_ids(engine, TEXTS[0]), prompt_ids(engine, TEXTS[1])
     solo_events = list(engine.stream(long_prompt, long_cfg))
     expected_short = solo_tokens(engine, short_prompt, short_cfg)

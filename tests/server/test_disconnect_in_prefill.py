@@ -5,7 +5,7 @@ import threading
 import httpx
 import pytest
 
-from specchat.engine.batch import decoder as batch_decoder
+from specchat.engine.batch import newcomer_prefill as batch_prefill
 
 from .conftest import API_KEY, start_server
 
@@ -35,7 +35,7 @@ def slow_prefill(host, monkeypatch):
             go.acquire(timeout=30)  # the test lets one chunk through at a time
 
     runner.prefill_chunk, runner.prefill_chunks = CHUNK, gated
-    original_solo = batch_decoder.solo_prefill
+    original_solo = batch_prefill.solo_prefill
 
     def gated_solo(model, tokens, _chunk, *args, **kwargs):  # a batch's newcomer, read alone before it joins
         steps = original_solo(model, tokens, CHUNK, *args, **kwargs)
@@ -48,7 +48,7 @@ def slow_prefill(host, monkeypatch):
             yield done, total
             go.acquire(timeout=30)
 
-    monkeypatch.setattr(batch_decoder, "solo_prefill", gated_solo)
+    monkeypatch.setattr(batch_prefill, "solo_prefill", gated_solo)
     yield chunks_done, go
     runner.prefill_chunk, runner.prefill_chunks = original_chunk, original_chunks
     for _ in range(1000):

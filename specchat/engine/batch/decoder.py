@@ -86,7 +86,8 @@ class BatchDecoder:
         stats = StatsRecorder(request.cfg, len(request.prompt), target_start[0])
         draft_start = self.stores["draft"].start(head) if request.cfg.mode == SpecMode.DRAFT else (0, None)
         prefill = self._prefill(head, request.cfg, target_start, draft_start, budget)
-        self.waiting.append(Newcomer(request, budget, stats, prefill, grammar=grammar))
+        unread = len(head) - target_start[0]
+        self.waiting.append(Newcomer(request, budget, stats, prefill, grammar=grammar, unread=unread))
 
     def _prefill(
         self, head: list[int], cfg: GenerationConfig, target_start: Start, draft_start: Start, reply: int
@@ -111,7 +112,10 @@ class BatchDecoder:
         prefill = self._prefill(handed.seq[:-1], request.cfg, handed.target, handed.draft, reply)
         if grammar is not None:
             grammar.consume(handed.emitted)  # the lead's reply so far, forced tokens included
-        moved = Newcomer(replace(request, prompt=handed.seq), budget, handed.stats, prefill, handed.emitted, grammar)
+        unread = len(handed.seq) - 1 - handed.target[0]
+        moved = Newcomer(
+            replace(request, prompt=handed.seq), budget, handed.stats, prefill, handed.emitted, grammar, unread
+        )
         self.waiting.insert(0, moved)
 
     def step(self) -> None:
@@ -142,18 +146,21 @@ class BatchDecoder:
         self.lead = solo_tail(self.engine, row, target, draft)
 
     def _prefill_step(self) -> None:
-        if not self.waiting:
-            return
-        newcomer = self.waiting[0]
-        if newcomer.request.cancel.is_set():
-            self.waiting.pop(0)
+        """End the cancelled newcomers, then one prefill chunk for the one with the least to read (first come
+        on a tie): a short prompt does not wait for a long one to be read whole."""
+        flags = [n.request.cancel.is_set() for n in self.waiting]  # read once: a cancel may come meanwhile
+        cancelled = [n for n, flag in zip(self.waiting, flags) if flag]
+        self.waiting = [n for n, flag in zip(self.waiting, flags) if not flag]
+        for newcomer in cancelled:
             newcomer.stats.prefill_done()
             newcomer.request.emit(Finished((), "", newcomer.stats.finish(0, StopReason.CANCELLED), True))
+        if not self.waiting:
             return
+        newcomer = min(self.waiting, key=lambda n: n.unread)
         try:
             newcomer.request.emit(next(newcomer.prefill))
         except StopIteration as done:
-            self.waiting.pop(0)
+            self.waiting = [n for n in self.waiting if n is not newcomer]
             self._join(newcomer, *done.value)
 
     def _join(

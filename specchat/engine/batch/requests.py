@@ -65,3 +65,4 @@ class Newcomer:
     prefill: Generator[Event, None, Prefilled]
     emitted: list[int] = field(default_factory=list)  # a lead's tokens from before it joined
     grammar: GrammarState | None = None  # structured output: the grammar where the row's reply stands
+    unread: int = 0  # prompt tokens the target had left to read when it came: the shortest is read first
