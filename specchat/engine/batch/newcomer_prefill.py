@@ -43,10 +43,10 @@ def newcomer_prefill(
     target_pace = engine.runner.pace  # the engine's runners measure the same models: one pace each
     read = solo_prefill(reads.target, head, reads.chunk, target_start, cfg.mode == SpecMode.MTP, target_pace)
     target, hidden = yield from progress_events(read, "target")
-    runner = engine.draft_runner
-    pace = runner.pace if runner is not None else None
     if cfg.mode != SpecMode.DRAFT or reads.draft is None:
         return target, None, hidden
+    runner = engine.draft_runner
+    pace = runner.pace if runner is not None else None
     missing = len(head) - draft_start[0]
     if cfg.auto_k and not draft_prefill_pays(missing, reply, pace, engine.auto_k.get(SpecMode.DRAFT)):
         return target, None, hidden

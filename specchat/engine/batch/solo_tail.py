@@ -38,7 +38,7 @@ def solo_tail(
     if engine.draft_runner is not None and draft is not None:
         engine.draft_runner.take_over(draft[1], seq[: draft[0]])
     left = row.state.ctx.budget - row.state.generated
-    # a draft-mode row the draft model never read (draft_prefill.py) goes on plainly there too
+    # a draft-mode row the draft model never read (newcomer_prefill.py) goes on plainly there too
     cfg = replace(row.request.cfg, max_tokens=max(left, 1), mode=SpecMode(row.state.mode))
     relay = TailRelay(engine, row)
     request = BatchRequest(list(row.state.ctx.seq), cfg, row.request.cancel, relay)
