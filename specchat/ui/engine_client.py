@@ -10,6 +10,7 @@ as a Failed engine event on `event`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ KIND_NAMES = {
     "context": "context length change",
 }
 KEEP_TIMEOUT_MS = 3000  # at close: a queued job that ignores cancel must not hold the quit up (its learning is lost)
+KEEP_WRITE_S = 60.0  # once the keep runs it is one small file's write, which a busy disk may hold up for seconds
 
 
 def loaded_dflash(pair: LoadedPair | None) -> str | None:
@@ -336,9 +338,18 @@ class EngineClient(QObject):
         """Save what the loaded pair's controllers learned, after the queued jobs (at close); True when saved."""
         if self.memory is None or self.closed:
             return False
+        memory, started = self.memory, threading.Event()
+
+        def keep(ctx: JobContext) -> bool:
+            started.set()
+            return memory.keep(ctx)
+
         try:
-            handle = self.host.submit("keep", self.memory.keep)
-            return bool(handle.result(timeout_ms / 1000))
+            handle = self.host.submit("keep", keep)
+            if not started.wait(timeout_ms / 1000):
+                self.host.cancel(handle)
+                raise TimeoutError(f"a job ahead of it did not end within {timeout_ms / 1000} s")
+            return bool(handle.result(KEEP_WRITE_S))
         except (EngineError, TimeoutError) as exc:
             log.warning("could not keep what the speculation controllers learned: %s", exc)
             return False
