@@ -8,8 +8,17 @@ import pytest
 
 from specchat.engine import Engine
 from specchat.engine.autok import AutoK
+from specchat.engine.batch.batch_costs import CostTable
+from specchat.engine.batch.batch_k import BatchK
 from specchat.engine.batch.decoder import BatchDecoder
-from specchat.engine.batch.newcomer_prefill import draft_prefill_pays, prefill_seconds, saving_per_token
+from specchat.engine.batch.newcomer_prefill import (
+    Peer,
+    batch_saving_per_token,
+    draft_prefill_pays,
+    prefill_seconds,
+    saving_per_token,
+)
+from specchat.engine.policy import DEFAULT_POLICY
 from specchat.engine.events import PrefillProgress, RoundResult
 from specchat.engine.runner import PrefillPace
 
@@ -62,6 +71,47 @@ def test_unmeasured_or_unpaying_drafts_leave_the_read_to_the_batch_controller():
     assert draft_prefill_pays(0, 8, slow, measured())  # nothing to read
 
 
+def batch_costs(rows: int, plain_s: float, verify_slope: float, draft_s: float = 0.01) -> CostTable:
+    """A table that measured a batch size's plain round and drafting rounds at K = 1..4 (verify = plain_s +
+    verify_slope * K, every row drafting)."""
+    table = CostTable(DEFAULT_POLICY)
+    for _ in range(3):
+        table.observe(rows, 0, plain_s, None, None)
+        for k in range(1, 5):
+            verify = plain_s + verify_slope * k
+            table.observe(rows, k, verify + k * draft_s, verify, rows)
+    return table
+
+
+DRAFTING = Peer("draft", None, 0.8)
+
+
+def test_the_batch_saving_is_priced_at_the_size_the_row_joins():
+    costs = batch_costs(2, plain_s=0.1, verify_slope=0.002)  # a verify pass flat in depth: drafts pay
+    costs.sizes.update(batch_costs(8, plain_s=0.4, verify_slope=0.4).sizes)  # each draft costs a plain round
+    small = batch_saving_per_token(costs, [DRAFTING], 0.8, top=4)
+    big = batch_saving_per_token(costs, [DRAFTING] * 7, 0.8, top=4)
+    assert small is not None and small > 0.0
+    assert big is not None and big <= 0.0
+    assert batch_saving_per_token(costs, [DRAFTING] * 3, 0.8, top=4) is None  # four rows never ran
+
+
+def test_a_size_that_never_drafted_or_never_ran_plain_is_not_priced():
+    plain_only, drafting_only = CostTable(DEFAULT_POLICY), CostTable(DEFAULT_POLICY)
+    plain_only.observe(2, 0, 0.1, None, None)
+    drafting_only.observe(2, 2, 0.12, 0.1, 2)
+    assert batch_saving_per_token(plain_only, [DRAFTING], 0.8, top=4) is None
+    assert batch_saving_per_token(drafting_only, [DRAFTING], 0.8, top=4) is None
+
+
+def test_a_batch_where_drafts_save_nothing_reads_no_draft_prefill_whatever_the_solo_loop_saves():
+    auto, cheap = measured(), pace(256, 0.0256)  # the solo loop's saving repays 2,000 tokens at 0.1 ms each
+    assert draft_prefill_pays(2000, 64, cheap, auto)
+    assert not draft_prefill_pays(2000, 64, cheap, auto, batch=0.0)
+    assert not draft_prefill_pays(2000, 64, cheap, auto, batch=-0.05)
+    assert draft_prefill_pays(2000, 64, cheap, None, batch=0.01)  # 0.64 s saved against 0.2 s read
+
+
 @pytest.fixture(scope="module")
 def engine(dense_target, dense_draft_partial):
     return Engine.load(dense_target, dense_draft_partial)
@@ -78,6 +128,7 @@ def test_a_row_the_draft_model_does_not_read_decodes_plainly_with_its_solo_outpu
     assert runner is not None
     runner.pace.samples.clear()
     runner.pace.add(100, 100 * seconds_per_token)
+    engine.batch_carry.controller = BatchK()  # no batch size priced: the solo loop's saving decides
     decoder = BatchDecoder(engine, max_batch=2)
     decoder.solo_lead = False
     decoder.controller.choose = lambda rates, top=None, hopeful=None: 2  # a row the draft model read drafts
@@ -87,3 +138,24 @@ def test_a_row_the_draft_model_does_not_read_decodes_plainly_with_its_solo_outpu
         draft_reads = [e for e in g.events if isinstance(e, PrefillProgress) and e.model == "draft"]
         drafted = sum(e.drafted for e in g.events if isinstance(e, RoundResult))
         assert bool(draft_reads) == reads and (drafted > 0) == reads, (draft_reads, drafted)
+
+
+def test_rows_joining_a_batch_whose_drafts_do_not_pay_skip_the_draft_prefill_and_keep_their_output(engine):
+    cfg = replace(greedy("draft", 3, n=12), num_draft_tokens="auto")
+    prompts = [prompt_ids(engine, t) for t in ("def fib(n):", "Once upon a time")]
+    solo = [solo_tokens(engine, p, cfg) for p in prompts]
+    engine.reset()
+    engine.auto_k["draft"] = measured()  # alone, the drafts repay a read at 1 us a token
+    runner = engine.draft_runner
+    assert runner is not None
+    runner.pace.samples.clear()
+    runner.pace.add(100, 100e-6)
+    controller = engine.batch_carry.controller = BatchK()
+    controller.costs = batch_costs(2, plain_s=0.1, verify_slope=0.5)  # two rows: a draft costs 5 plain rounds
+    decoder = BatchDecoder(engine, max_batch=2)
+    decoder.solo_lead = False
+    got = run_all(decoder, {0: [(p, cfg) for p in prompts]})[0]
+    assert [g.tokens for g in got] == solo
+    for g in got:
+        assert not [e for e in g.events if isinstance(e, PrefillProgress) and e.model == "draft"]
+        assert not [e for e in g.events if isinstance(e, RoundResult)]  # plain rows report no rounds

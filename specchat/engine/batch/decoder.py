@@ -30,7 +30,7 @@ from .batch_drafts import RowState, Stop, model_drafters, mtp_head
 from .batch_k import BatchK, BatchPlan, checked_drafts
 from .batch_model import BatchModel
 from .batch_round import run_round
-from .newcomer_prefill import Reads, newcomer_prefill
+from .newcomer_prefill import Reads, batch_peers, batch_saving_per_token, newcomer_prefill
 from .prefix_store import PrefixStore, extract_row
 from .requests import BatchRequest as BatchRequest
 from .requests import Newcomer, Prefilled, Row, Start
@@ -49,6 +49,7 @@ class BatchDecoder:
         self.draft = BatchModel(engine.draft.model, engine.draft.name) if engine.draft is not None else None
         self.rows: list[Row] = []
         self.waiting: list[Newcomer] = []
+        self.reading: Newcomer | None = None  # the newcomer whose prefill runs now
         self.lead: SoloLead | None = None  # the first request of an empty batch, on the engine's own loop
         self.solo_lead = True
         self.prefill_chunk: int | None = None  # None: sized from each model's measured pace (runner.py)
@@ -95,7 +96,15 @@ class BatchDecoder:
         """The newcomer's prefill (newcomer_prefill.py), a chunk per step."""
         draft = self.draft.model if self.draft is not None else None
         reads = Reads(self.target.model, draft, self.prefill_chunk)
-        return newcomer_prefill(self.engine, reads, head, cfg, (target_start, draft_start), reply)
+        starts = (target_start, draft_start)
+        return newcomer_prefill(self.engine, reads, head, cfg, starts, reply, lambda: self._batch_saving(cfg))
+
+    def _batch_saving(self, cfg: GenerationConfig) -> float | None:
+        """What the batch saves per token of the newcomer being read if it drafts (newcomer_prefill.py)."""
+        pooled = self.controller.pooled.rate
+        peers = batch_peers(self.rows, [n for n in self.waiting if n is not self.reading], pooled)
+        top = min(self.controller.k_max, cfg.max_draft_tokens)
+        return batch_saving_per_token(self.controller.costs, peers[: self.max_batch - 1], pooled, top)
 
     def _lead_step(self, lead: SoloLead) -> None:
         """The lead's next round on the engine's loop; once another request waits, it moves into the batch."""
@@ -156,7 +165,7 @@ class BatchDecoder:
             newcomer.request.emit(Finished((), "", newcomer.stats.finish(0, StopReason.CANCELLED), True))
         if not self.waiting:
             return
-        newcomer = min(self.waiting, key=lambda n: n.unread)
+        newcomer = self.reading = min(self.waiting, key=lambda n: n.unread)
         try:
             newcomer.request.emit(next(newcomer.prefill))
         except StopIteration as done:

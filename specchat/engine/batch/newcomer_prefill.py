@@ -6,11 +6,16 @@ read costs more than its drafts can save over the reply: 2,000 tokens into a 0.5
 project's CI machine, while its rounds save about 0.2 s a token, 13 s over a 64-token reply. Such a row
 decodes plainly in the batch (exact either way) and the draft model never reads its prompt. Only Auto K
 rows are left plain so: a fixed K asks for that drafter at that K.
+
+What a row's drafts save is priced at the batch it joins (every running and waiting row), from the batch's
+measured costs: the batch's best round with the row drafting against its best with the row plain. A big
+batch on a CPU verifies many rows at depth K near the compute roof, where drafts save little or nothing.
+Before that size was measured (plainly and drafting), the solo loop's saving stands in: an upper bound.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 from ..autok import AutoK
@@ -20,8 +25,10 @@ from ..events import Event
 from ..model_types import LanguageModel
 from ..modes import SpecMode
 from ..runner import PrefillPace
+from .batch_choice import batch_shape, best_choice
+from .batch_costs import CostTable
 from .batch_model import progress_events, solo_prefill
-from .requests import Prefilled, Start
+from .requests import Newcomer, Prefilled, Row, Start
 
 
 @dataclass(frozen=True)
@@ -33,12 +40,40 @@ class Reads:
     chunk: int | None
 
 
+@dataclass(frozen=True)
+class Peer:
+    """Another row of the batch a newcomer joins: its mode, its own K (None: Auto K's) and its acceptance."""
+
+    mode: str
+    own_k: int | None
+    rate: float
+
+
+def batch_peers(rows: list[Row], newcomers: list[Newcomer], pooled: float) -> list[Peer]:
+    """The running rows and the other waiting newcomers as peers (a newcomer's acceptance: the pooled rate)."""
+    peers = [Peer(r.state.mode, None if r.auto else r.request.cfg.max_draft_tokens, r.acceptance.rate) for r in rows]
+    for cfg in (n.request.cfg for n in newcomers):
+        auto = cfg.auto_k and cfg.mode != SpecMode.BASELINE
+        peers.append(Peer(cfg.mode, None if auto else cfg.max_draft_tokens, pooled))
+    return peers
+
+
+BatchSaving = Callable[[], float | None]  # the batch's saving per token of a drafting newcomer (None: unpriced)
+
+
 def newcomer_prefill(
-    engine: Engine, reads: Reads, head: list[int], cfg: GenerationConfig, starts: tuple[Start, Start], reply: int
+    engine: Engine,
+    reads: Reads,
+    head: list[int],
+    cfg: GenerationConfig,
+    starts: tuple[Start, Start],
+    reply: int,
+    batch_saving: BatchSaving | None = None,
 ) -> Generator[Event, None, Prefilled]:
     """The target, then the draft model (in draft mode; with Auto K only where its read pays over a reply of up
-    to `reply` tokens), read `head` (all of the sequence but its last token) from what the `starts` caches
-    (target, draft) already hold; in MTP mode the target's last hidden state too."""
+    to `reply` tokens, priced by batch_saving, else by the solo loop's saving), read `head` (all of the sequence
+    but its last token) from what the `starts` caches (target, draft) already hold; in MTP mode the target's
+    last hidden state too."""
     target_start, draft_start = starts
     target_pace = engine.runner.pace  # the engine's runners measure the same models: one pace each
     read = solo_prefill(reads.target, head, reads.chunk, target_start, cfg.mode == SpecMode.MTP, target_pace)
@@ -47,9 +82,11 @@ def newcomer_prefill(
         return target, None, hidden
     runner = engine.draft_runner
     pace = runner.pace if runner is not None else None
-    missing = len(head) - draft_start[0]
-    if cfg.auto_k and not draft_prefill_pays(missing, reply, pace, engine.auto_k.get(SpecMode.DRAFT)):
-        return target, None, hidden
+    if cfg.auto_k:
+        batch = batch_saving() if batch_saving is not None else None
+        auto = engine.auto_k.get(SpecMode.DRAFT)
+        if not draft_prefill_pays(len(head) - draft_start[0], reply, pace, auto, batch):
+            return target, None, hidden
     draft, _ = yield from progress_events(solo_prefill(reads.draft, head, reads.chunk, draft_start, pace=pace), "draft")
     return target, draft, hidden
 
@@ -72,13 +109,39 @@ def saving_per_token(auto: AutoK | None) -> float | None:
     return plain - 1 / best if best > 0 else None
 
 
-def draft_prefill_pays(tokens: int, reply: int, pace: PrefillPace | None, auto: AutoK | None) -> bool:
+def batch_saving_per_token(costs: CostTable, peers: list[Peer], rate: float, top: int) -> float | None:
+    """Seconds the batch's time falls per token of a newcomer's reply when it drafts (acceptance `rate`) rather
+    than decodes plainly beside `peers`, from the measured costs at that batch size (up to K = top); None before
+    that size ran both a plain and a drafting round. Over the newcomer's reply every row yields about as many
+    tokens, so the batch makes (peers + 1) tokens per token of it."""
+    rows = len(peers) + 1
+    size = costs.sizes.get(rows)
+    if size is None or 0 not in size.rounds.cells or not any(k > 0 for k in size.rounds.cells):
+        return None
+    drafting = _best_rate(costs, [*peers, Peer(SpecMode.DRAFT, None, rate)], top)
+    plain = _best_rate(costs, [*peers, Peer(SpecMode.BASELINE, 0, rate)], top)
+    if drafting is None or plain is None:
+        return None
+    return rows * (1 / plain - 1 / drafting)
+
+
+def _best_rate(costs: CostTable, rows: list[Peer], top: int) -> float | None:
+    """The batch's best expected tokens per second, these rows in it."""
+    shape = batch_shape([r.mode for r in rows], [r.own_k for r in rows], [r.rate for r in rows])
+    best = best_choice(costs, [r.rate for r in rows if r.own_k is None], shape, top)
+    return best.rate if best is not None else None
+
+
+def draft_prefill_pays(
+    tokens: int, reply: int, pace: PrefillPace | None, auto: AutoK | None, batch: float | None = None
+) -> bool:
     """Whether the draft model should read `tokens` for a reply of up to `reply` tokens: what its rounds save
-    over the reply against its prefill's cost."""
+    over the reply against its prefill's cost. The saving is `batch` (per token, in the batch the row joins:
+    batch_saving_per_token) where that is priced, else the solo loop's (`auto`)."""
     if tokens <= 0:
         return True
-    cost, saving = prefill_seconds(pace, tokens), saving_per_token(auto)
-    if cost is None or saving is None or saving <= 0:
+    cost, saving = prefill_seconds(pace, tokens), batch if batch is not None else saving_per_token(auto)
+    if cost is None or saving is None or (batch is None and saving <= 0):
         # unmeasured, or the solo loop's rounds saved nothing: that says little of a batch, whose controller
         # decides each round whether the rows draft, so the draft model reads as before
         return True
