@@ -18,8 +18,8 @@ from specchat.engine.batch.newcomer_prefill import (
     prefill_seconds,
     saving_per_token,
 )
-from specchat.engine.policy import DEFAULT_POLICY
 from specchat.engine.events import PrefillProgress, RoundResult
+from specchat.engine.policy import DEFAULT_POLICY
 from specchat.engine.runner import PrefillPace
 
 from .batch_helpers import run_all, solo_tokens

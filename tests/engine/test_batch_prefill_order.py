@@ -1,4 +1,5 @@
-"""Newcomers are read shortest first, a chunk per step, and a cancelled one ends at the next step wherever it waits."""
+"""Newcomers are read shortest first, for as long as the last round took (a chunk at least) per step, and a
+cancelled one ends at the next step wherever it waits."""
 
 from __future__ import annotations
 
@@ -65,3 +66,48 @@ def test_a_cancelled_newcomer_ends_at_the_next_step_behind_a_shorter_one(engine)
     while decoder.active:
         decoder.step()
     assert len([e for tag, e in log if tag == "long" and isinstance(e, Finished)]) == 1
+
+
+def rounds_taking(decoder: BatchDecoder, seconds: float) -> None:
+    """Make every round of the decoder count as `seconds` long, as the next prefill step reads it."""
+    run = decoder._round
+
+    def timed() -> None:
+        run()
+        decoder.round_s = seconds
+
+    decoder._round = timed
+
+
+def test_a_step_reads_newcomers_for_as_long_as_the_last_round_took(engine):
+    cfg = greedy("draft", 3, n=24)  # the short row still runs when the long ones come
+    prompts = {
+        "short": prompt_ids(engine, "Hi"),
+        "dear": prompt_ids(engine, LONG),
+        "cheap": prompt_ids(engine, LONG[3:]),
+    }
+    solo = {tag: solo_tokens(engine, prompt, cfg) for tag, prompt in prompts.items()}
+    engine.reset()
+    decoder = BatchDecoder(engine, max_batch=4)
+    decoder.solo_lead, decoder.prefill_chunk = False, 4
+    log: list = []
+
+    def reads(tag: str) -> int:
+        return len([e for t, e in log if t == tag and isinstance(e, PrefillProgress)])
+
+    decoder.add(BatchRequest(prompts["short"], cfg, threading.Event(), tagged(log, "short")))
+    rounds_taking(decoder, 3600.0)  # a round dearer than any prefill: a step reads until nobody waits
+    while not decoder.rows:
+        decoder.step()
+    decoder.add(BatchRequest(prompts["dear"], cfg, threading.Event(), tagged(log, "dear")))
+    decoder.step()
+    assert not decoder.waiting and reads("dear") > 8  # every chunk in one step
+    rounds_taking(decoder, 0.0)  # a round cheaper than any chunk: one chunk a step
+    decoder.step()
+    decoder.add(BatchRequest(prompts["cheap"], cfg, threading.Event(), tagged(log, "cheap")))
+    decoder.step()
+    assert reads("cheap") == 1
+    while decoder.active:
+        decoder.step()
+    ends = {tag: list(e.tokens) for tag, e in log if isinstance(e, Finished)}
+    assert ends == solo

@@ -7,6 +7,7 @@ Each request gets the same events an Engine.stream gives, ending in one Finished
 
 from __future__ import annotations
 
+import time
 from collections.abc import Generator
 from dataclasses import replace
 
@@ -50,6 +51,7 @@ class BatchDecoder:
         self.rows: list[Row] = []
         self.waiting: list[Newcomer] = []
         self.reading: Newcomer | None = None  # the newcomer whose prefill runs now
+        self.round_s = 0.0  # the last round's seconds: what a prefill step may take
         self.lead: SoloLead | None = None  # the first request of an empty batch, on the engine's own loop
         self.solo_lead = True
         self.prefill_chunk: int | None = None  # None: sized from each model's measured pace (runner.py)
@@ -155,22 +157,25 @@ class BatchDecoder:
         self.lead = solo_tail(self.engine, row, target, draft)
 
     def _prefill_step(self) -> None:
-        """End the cancelled newcomers, then one prefill chunk for the one with the least to read (first come
-        on a tie): a short prompt does not wait for a long one to be read whole."""
+        """End the cancelled newcomers, then read prefill chunks, each for the newcomer with the least to read
+        (first come on a tie), until they took as long as the last round (one chunk at least): a short prompt
+        does not wait for a long one, and newcomers get half the engine's time however dear the rounds are."""
         flags = [n.request.cancel.is_set() for n in self.waiting]  # read once: a cancel may come meanwhile
         cancelled = [n for n, flag in zip(self.waiting, flags) if flag]
         self.waiting = [n for n, flag in zip(self.waiting, flags) if not flag]
         for newcomer in cancelled:
             newcomer.stats.prefill_done()
             newcomer.request.emit(Finished((), "", newcomer.stats.finish(0, StopReason.CANCELLED), True))
-        if not self.waiting:
-            return
-        newcomer = self.reading = min(self.waiting, key=lambda n: n.unread)
-        try:
-            newcomer.request.emit(next(newcomer.prefill))
-        except StopIteration as done:
-            self.waiting = [n for n in self.waiting if n is not newcomer]
-            self._join(newcomer, *done.value)
+        started = time.perf_counter()
+        while self.waiting:
+            newcomer = self.reading = min(self.waiting, key=lambda n: n.unread)
+            try:
+                newcomer.request.emit(next(newcomer.prefill))
+            except StopIteration as done:
+                self.waiting = [n for n in self.waiting if n is not newcomer]
+                self._join(newcomer, *done.value)
+            if time.perf_counter() - started >= self.round_s or newcomer.request.cancel.is_set():
+                return
 
     def _join(
         self, newcomer: Newcomer, target: list[Cache], draft: list[Cache] | None, hidden: mx.array | None
@@ -208,7 +213,8 @@ class BatchDecoder:
         ran = model_drafters([r.state for r in self.rows])
         timing = run_round(self.target, self.draft, [r.state for r in self.rows], mtp_head(self.target.model), stop)
         width = max(r.state.k for r in self.rows)
-        self.controller.observe(len(self.rows), width, timing.draft_s + timing.verify_s, timing.verify_s, ran)
+        self.round_s = timing.draft_s + timing.verify_s
+        self.controller.observe(len(self.rows), width, self.round_s, timing.verify_s, ran)
         ended = []
         for i, row in enumerate(self.rows):
             step = row.state.step
