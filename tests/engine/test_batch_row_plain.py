@@ -51,6 +51,18 @@ def test_rows_with_their_own_k_count_in_the_shape():
     assert shape.others == pytest.approx((1 + 0.5 + 0.25 + 0.125) + 1 + 1)  # K = 3 at 0.5; two plain rows
 
 
+def test_a_lookup_row_without_a_match_is_priced_as_a_plain_row():
+    """A lookup row drafts no deeper than its match on its own text: with none this round, the round's worth is
+    what the other rows' drafts give (here: a draft pass that costs more than a weak draft row returns)."""
+    controller = seeded(sizes=(2,), verify=0.1, per_row=(0.03, 0.03))
+    rates = [0.3, 0.95]  # a draft-model row that seldom matches, a lookup row that copies well
+    matched = batch_shape(["draft", "lookup"], [None, None], rates, [None, 8])
+    unmatched = batch_shape(["draft", "lookup"], [None, None], rates, [None, 0])
+    assert unmatched.reach == (None, 0) and unmatched.depth(1, 4) == 0 and matched.depth(1, 4) == 4
+    assert controller.plan_rows(rates, 8, rates, matched).k > 0
+    assert controller.plan_rows(rates, 8, rates, unmatched).k == 0
+
+
 @pytest.fixture(scope="module")
 def engine(mtp_partial):
     """A hybrid target whose attached head agrees with it on part of its drafts."""

@@ -4,7 +4,7 @@ A round of K drafts yields each drafting row expected_tokens(rate, K) tokens and
 costs a verify pass over every row at depth K plus K draft steps for the rows the drafter runs for
 (CostTable.cost). Whether a row's own K = 0 saves anything depends on its drafter: a draft-model row is fed
 in the draft model's run whenever the round drafts (so the draft model keeps up with its sequence), and a
-lookup row drafts for free, so both always draft; an MTP row with K = 0 leaves the head's run, so those rows
+lookup row drafts for free (no deeper than its match), so both always draft; an MTP row with K = 0 leaves the head's run, so those rows
 draft by acceptance: for every K, the best first m of them, m = 0 .. all.
 """
 
@@ -26,6 +26,12 @@ class BatchShape:
     alone: tuple[bool, ...]  # per Auto K row: its K = 0 takes it out of the draft steps (else it costs nothing)
     shared: int = 0  # rows the draft steps run for whenever the round drafts, whatever their own K
     others: float = 0.0  # tokens a round yields from the rows whose K is not the controller's
+    reach: tuple[int | None, ...] = ()  # per Auto K row: the most drafts it can take this round (None: any)
+
+    def depth(self, i: int, k: int) -> int:
+        """How many drafts Auto K row i takes in a round of K (a lookup row: no more than its match offers)."""
+        most = self.reach[i] if i < len(self.reach) else None
+        return k if most is None else min(k, most)
 
     @classmethod
     def uniform(cls, rows: int) -> BatchShape:
@@ -63,7 +69,8 @@ def choices(costs: CostTable, rates: list[float], shape: BatchShape, top: int) -
             seconds = costs.cost(shape.rows, k, shape.shared + m)
             if not members or seconds is None or seconds <= 0:
                 continue
-            tokens = sum(expected_tokens(rates[i], k) for i in members) + n - len(members) + shape.others
+            tokens = sum(expected_tokens(rates[i], shape.depth(i, k)) for i in members) + n - len(members)
+            tokens += shape.others
             yield Choice(k, tuple(i in members for i in range(n)), tokens, seconds)
 
 
@@ -72,14 +79,18 @@ def best_choice(costs: CostTable, rates: list[float], shape: BatchShape, top: in
     return max(choices(costs, rates, shape, top), key=lambda c: c.rate, default=None)
 
 
-def batch_shape(modes: list[str], own_k: list[int | None], rates: list[float]) -> BatchShape:
-    """A batch's shape from every row's mode, own K (None: an Auto K row's, the controller's) and acceptance."""
+def batch_shape(
+    modes: list[str], own_k: list[int | None], rates: list[float], reach: list[int | None] | None = None
+) -> BatchShape:
+    """A batch's shape from every row's mode, own K (None: an Auto K row's, the controller's), acceptance and the
+    most drafts each row can take this round (None: any; a lookup row's match)."""
     auto = [i for i, k in enumerate(own_k) if k is None]
     own = [(i, 0 if modes[i] == SpecMode.BASELINE else k) for i, k in enumerate(own_k) if k is not None]
     shared = sum(modes[i] == SpecMode.DRAFT for i in auto)
     shared += sum(modes[i] == SpecMode.DRAFT or (modes[i] == SpecMode.MTP and k > 0) for i, k in own)
     others = sum(expected_tokens(rates[i], k) for i, k in own)
-    return BatchShape(len(modes), tuple(modes[i] == SpecMode.MTP for i in auto), shared, others)
+    reaches = tuple(reach[i] for i in auto) if reach is not None else ()
+    return BatchShape(len(modes), tuple(modes[i] == SpecMode.MTP for i in auto), shared, others, reaches)
 
 
 def drafted_for(shape: BatchShape, drafting: tuple[bool, ...]) -> int:

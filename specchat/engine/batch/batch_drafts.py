@@ -17,7 +17,7 @@ import mlx.core as mx
 
 from ..draft_stop import ConfidenceModel, StopCosts
 from ..drafters import DraftRequest
-from ..lookup import PromptLookupDrafter
+from ..lookup import PromptLookupDrafter, match_continuation
 from ..model_types import LanguageModel, MtpModel
 from ..modes import DraftOutcome, SpecMode
 from ..round import LoopContext, Step
@@ -87,6 +87,13 @@ def model_drafters(rows: list[RowState]) -> int:
     if not any(r.k for r in rows):
         return 0
     return sum(r.mode == SpecMode.DRAFT or (r.mode == SpecMode.MTP and r.k > 0 and r.hidden is not None) for r in rows)
+
+
+def draft_reach(row: RowState, k: int) -> int | None:
+    """The most drafts a row can take in a round of K: a lookup row's match on its own text (None: any)."""
+    if row.mode != SpecMode.LOOKUP or row.lookup is None:
+        return None
+    return len(match_continuation(row.ctx.seq, k, row.lookup.ngram_max)[0])
 
 
 def _own_draft(row: RowState, head: MtpModel | None) -> RowDraft:

@@ -27,7 +27,7 @@ from ..sampling import Sampler
 from ..stats import StatsRecorder
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
 from .batch_choice import batch_shape
-from .batch_drafts import RowState, Stop, model_drafters, mtp_head
+from .batch_drafts import RowState, Stop, draft_reach, model_drafters, mtp_head
 from .batch_k import BatchK, BatchPlan, checked_drafts
 from .batch_model import BatchModel
 from .batch_round import run_round
@@ -255,7 +255,8 @@ class BatchDecoder:
             cap = max(r.request.cfg.max_draft_tokens for r in auto)
             rates, hopeful = [r.acceptance.rate for r in auto], [r.acceptance.hopeful for r in auto]
             own_k = [None if r.auto else r.request.cfg.max_draft_tokens for r in self.rows]
-            shape = batch_shape([r.state.mode for r in self.rows], own_k, [r.acceptance.rate for r in self.rows])
+            modes, rates_all = [r.state.mode for r in self.rows], [r.acceptance.rate for r in self.rows]
+            shape = batch_shape(modes, own_k, rates_all, [draft_reach(r.state, cap) for r in self.rows])
             plan = self.controller.plan_rows(rates, cap, hopeful, shape)
         drafting = dict(zip(map(id, auto), plan.drafting))
         for row in self.rows:
