@@ -90,12 +90,14 @@ class SharedBatchK(BatchK):
 
 
 def shared_decoder(group: ClusterGroup, engine: Engine, max_batch: int) -> BatchDecoder:
-    """A BatchDecoder whose BatchK is a SharedBatchK (kept on the engine between batches, as its own is)."""
+    """A BatchDecoder whose BatchK is a SharedBatchK (kept on the engine between batches, as its own is) and
+    that steps in lockstep (decoder.lockstep)."""
     if not isinstance(engine.batch_carry.controller, SharedBatchK):
         engine.batch_carry.controller = SharedBatchK(group)
     decoder = BatchDecoder(engine, max_batch)
     if not isinstance(decoder.controller, SharedBatchK):  # the decoder no longer reads it from there
         decoder.controller = SharedBatchK(group)
+    decoder.lockstep = True  # what a step reads must not hang on each rank's own clock
     return decoder
 
 

@@ -159,3 +159,18 @@ def test_rows_joining_a_batch_whose_drafts_do_not_pay_skip_the_draft_prefill_and
     for g in got:
         assert not [e for e in g.events if isinstance(e, PrefillProgress) and e.model == "draft"]
         assert not [e for e in g.events if isinstance(e, RoundResult)]  # plain rows report no rounds
+
+
+def test_in_lockstep_the_draft_model_reads_every_draft_row_whatever_the_prices(engine):
+    """A cluster's ranks price with their own clocks: in lockstep the read is never skipped."""
+    cfg = replace(greedy("draft", 3, n=12), num_draft_tokens="auto")
+    prompts = [prompt_ids(engine, t) for t in ("def fib(n):", "Once upon a time")]
+    engine.reset()
+    engine.auto_k["draft"] = measured()
+    controller = engine.batch_carry.controller = BatchK()
+    controller.costs = batch_costs(2, plain_s=0.1, verify_slope=0.5)  # unlocked, these rows would not read
+    decoder = BatchDecoder(engine, max_batch=2)
+    decoder.solo_lead, decoder.lockstep = False, True
+    got = run_all(decoder, {0: [(p, cfg) for p in prompts]})[0]
+    for g in got:
+        assert [e for e in g.events if isinstance(e, PrefillProgress) and e.model == "draft"]

@@ -111,3 +111,19 @@ def test_a_step_reads_newcomers_for_as_long_as_the_last_round_took(engine):
         decoder.step()
     ends = {tag: list(e.tokens) for tag, e in log if isinstance(e, Finished)}
     assert ends == solo
+
+
+def test_a_lockstep_decoder_reads_one_chunk_a_step_however_dear_the_rounds(engine):
+    """A cluster's ranks step together: how much a step reads must not hang on a rank's own clock."""
+    cfg = greedy("draft", 3, n=24)
+    engine.reset()
+    decoder = BatchDecoder(engine, max_batch=4)
+    decoder.solo_lead, decoder.prefill_chunk, decoder.lockstep = False, 4, True
+    log: list = []
+    decoder.add(BatchRequest(prompt_ids(engine, "Hi"), cfg, threading.Event(), tagged(log, "short")))
+    rounds_taking(decoder, 3600.0)
+    while not decoder.rows:
+        decoder.step()
+    decoder.add(BatchRequest(prompt_ids(engine, LONG), cfg, threading.Event(), tagged(log, "long")))
+    decoder.step()
+    assert len([e for t, e in log if t == "long" and isinstance(e, PrefillProgress)]) == 1

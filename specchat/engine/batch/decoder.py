@@ -52,6 +52,9 @@ class BatchDecoder:
         self.waiting: list[Newcomer] = []
         self.reading: Newcomer | None = None  # the newcomer whose prefill runs now
         self.round_s = 0.0  # the last round's seconds: what a prefill step may take
+        # a cluster's ranks step together: nothing a step does may hang on a rank's own clock, so a step reads one
+        # chunk and the draft model reads every draft row's prompt (its pace and the solo saving are the rank's)
+        self.lockstep = False
         self.lead: SoloLead | None = None  # the first request of an empty batch, on the engine's own loop
         self.solo_lead = True
         self.prefill_chunk: int | None = None  # None: sized from each model's measured pace (runner.py)
@@ -97,7 +100,7 @@ class BatchDecoder:
     ) -> Generator[Event, None, Prefilled]:
         """The newcomer's prefill (newcomer_prefill.py), a chunk per step."""
         draft = self.draft.model if self.draft is not None else None
-        reads = Reads(self.target.model, draft, self.prefill_chunk)
+        reads = Reads(self.target.model, draft, self.prefill_chunk, priced=not self.lockstep)
         starts = (target_start, draft_start)
         return newcomer_prefill(self.engine, reads, head, cfg, starts, reply, lambda: self._batch_saving(cfg))
 
@@ -174,7 +177,8 @@ class BatchDecoder:
             except StopIteration as done:
                 self.waiting = [n for n in self.waiting if n is not newcomer]
                 self._join(newcomer, *done.value)
-            if time.perf_counter() - started >= self.round_s or newcomer.request.cancel.is_set():
+            spent = time.perf_counter() - started
+            if self.lockstep or spent >= self.round_s or newcomer.request.cancel.is_set():
                 return
 
     def _join(

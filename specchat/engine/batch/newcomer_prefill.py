@@ -33,11 +33,13 @@ from .requests import Newcomer, Prefilled, Row, Start
 
 @dataclass(frozen=True)
 class Reads:
-    """The models a newcomer's prompt is read into, and the prefill chunk (None: sized from each one's pace)."""
+    """The models a newcomer's prompt is read into, the prefill chunk (None: sized from each one's pace), and
+    whether an Auto K row's draft-model read is priced (else it is always read)."""
 
     target: LanguageModel
     draft: LanguageModel | None
     chunk: int | None
+    priced: bool = True
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def newcomer_prefill(
         return target, None, hidden
     runner = engine.draft_runner
     pace = runner.pace if runner is not None else None
-    if cfg.auto_k:
+    if cfg.auto_k and reads.priced:
         batch = batch_saving() if batch_saving is not None else None
         auto = engine.auto_k.get(SpecMode.DRAFT)
         if not draft_prefill_pays(len(head) - draft_start[0], reply, pace, auto, batch):
