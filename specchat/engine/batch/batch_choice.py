@@ -4,8 +4,8 @@ A round of K drafts yields each drafting row expected_tokens(rate, K) tokens and
 costs a verify pass over every row at depth K plus K draft steps for the rows the drafter runs for
 (CostTable.cost). Whether a row's own K = 0 saves anything depends on its drafter: a draft-model row is fed
 in the draft model's run whenever the round drafts (so the draft model keeps up with its sequence), and a
-lookup row drafts for free (no deeper than its match), so both always draft; an MTP row with K = 0 leaves the head's run, so those rows
-draft by acceptance: for every K, the best first m of them, m = 0 .. all.
+lookup row drafts for free (no deeper than its match), so both always draft; an MTP row with K = 0 leaves
+the head's run, so those rows draft by acceptance: for every K, the best first m of them, m = 0 .. all.
 """
 
 from __future__ import annotations

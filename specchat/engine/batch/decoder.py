@@ -26,12 +26,11 @@ from ..round import LoopContext, Step
 from ..sampling import Sampler
 from ..stats import StatsRecorder
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
-from .batch_choice import batch_shape
 from .batch_drafts import RowState, Stop, draft_reach, model_drafters, mtp_head
 from .batch_k import BatchK, BatchPlan, checked_drafts
 from .batch_model import BatchModel
 from .batch_round import run_round
-from .newcomer_prefill import Reads, batch_peers, batch_saving_per_token, newcomer_prefill
+from .newcomer_prefill import Reads, batch_peers, batch_saving_per_token, newcomer_prefill, peers_shape
 from .prefix_store import PrefixStore, extract_row
 from .requests import BatchRequest as BatchRequest
 from .requests import Newcomer, Prefilled, Row, Start
@@ -98,7 +97,7 @@ class BatchDecoder:
     def _prefill(
         self, head: list[int], cfg: GenerationConfig, target_start: Start, draft_start: Start, reply: int
     ) -> Generator[Event, None, Prefilled]:
-        """The newcomer's prefill (newcomer_prefill.py), a chunk per step."""
+        """The newcomer's prefill (newcomer_prefill.py), read a chunk at a time by _prefill_step."""
         draft = self.draft.model if self.draft is not None else None
         reads = Reads(self.target.model, draft, self.prefill_chunk, priced=not self.lockstep)
         starts = (target_start, draft_start)
@@ -258,9 +257,8 @@ class BatchDecoder:
         if auto:
             cap = max(r.request.cfg.max_draft_tokens for r in auto)
             rates, hopeful = [r.acceptance.rate for r in auto], [r.acceptance.hopeful for r in auto]
-            own_k = [None if r.auto else r.request.cfg.max_draft_tokens for r in self.rows]
-            modes, rates_all = [r.state.mode for r in self.rows], [r.acceptance.rate for r in self.rows]
-            shape = batch_shape(modes, own_k, rates_all, [draft_reach(r.state, cap) for r in self.rows])
+            reach = [draft_reach(r.state, cap) if r.auto else None for r in self.rows]
+            shape = peers_shape(batch_peers(self.rows, [], self.controller.pooled.rate), reach)
             plan = self.controller.plan_rows(rates, cap, hopeful, shape)
         drafting = dict(zip(map(id, auto), plan.drafting))
         for row in self.rows:

@@ -25,7 +25,7 @@ from ..events import Event
 from ..model_types import LanguageModel
 from ..modes import SpecMode
 from ..runner import PrefillPace
-from .batch_choice import batch_shape, best_choice
+from .batch_choice import BatchShape, batch_shape, best_choice
 from .batch_costs import CostTable
 from .batch_model import progress_events, solo_prefill
 from .requests import Newcomer, Prefilled, Row, Start
@@ -58,6 +58,11 @@ def batch_peers(rows: list[Row], newcomers: list[Newcomer], pooled: float) -> li
         auto = cfg.auto_k and cfg.mode != SpecMode.BASELINE
         peers.append(Peer(cfg.mode, None if auto else cfg.max_draft_tokens, pooled))
     return peers
+
+
+def peers_shape(peers: list[Peer], reach: list[int | None] | None = None) -> BatchShape:
+    """The shape of a batch of these rows (batch_choice.batch_shape), with each row's reach this round."""
+    return batch_shape([p.mode for p in peers], [p.own_k for p in peers], [p.rate for p in peers], reach)
 
 
 BatchSaving = Callable[[], float | None]  # the batch's saving per token of a drafting newcomer (None: unpriced)
@@ -129,8 +134,7 @@ def batch_saving_per_token(costs: CostTable, peers: list[Peer], rate: float, top
 
 def _best_rate(costs: CostTable, rows: list[Peer], top: int) -> float | None:
     """The batch's best expected tokens per second, these rows in it."""
-    shape = batch_shape([r.mode for r in rows], [r.own_k for r in rows], [r.rate for r in rows])
-    best = best_choice(costs, [r.rate for r in rows if r.own_k is None], shape, top)
+    best = best_choice(costs, [r.rate for r in rows if r.own_k is None], peers_shape(rows), top)
     return best.rate if best is not None else None
 
 
