@@ -87,7 +87,7 @@ class AutoDrafter(Drafter):
     def choose(self, request: DraftRequest) -> str:
         """The source with more expected tokens per verify-pass time: lookup where it has a match, else the
         model drafter, whose drafting costs its draft passes (one per token, or one for a block drafter)."""
-        if self.model is None:
+        if self.model is None or request.costless:
             return LOOKUP
         match, _ = match_continuation(request.seq, request.k, self.lookup.ngram_max)
         if len(match) < self.policy.lookup_min_match:
@@ -98,6 +98,13 @@ class AutoDrafter(Drafter):
             1 + self.draft_share(request) * passes
         )
         return LOOKUP if copied >= modelled else self.model.name
+
+    def costless(self, seq: list[int], k: int) -> tuple[int, float]:
+        """Lookup's match here, if long enough to trust, and the rate its copies have been accepted at."""
+        match, _ = match_continuation(seq, k, self.lookup.ngram_max)
+        if len(match) < self.policy.lookup_min_match:
+            return 0, 0.0
+        return len(match), self.records[LOOKUP].rate
 
     def draft_share(self, request: DraftRequest) -> float:
         """A model draft pass's cost as a share of a verify pass: Auto K's measurement on this pair when the round

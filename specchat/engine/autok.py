@@ -164,6 +164,20 @@ class AutoK:
             return StopCosts(rate * slope, 0.0)
         return StopCosts(rate * slope, rate * ((self.draft_step_s or 0.0) + slope))
 
+    @property
+    def measuring_plain(self) -> bool:
+        """Whether the next plain burst measures plain decoding (none yet, or a probe): it runs its full length."""
+        return self.plain_s is None or self.probe.pending
+
+    def costless_k(self, depth: int, rate: float) -> int:
+        """How many of a draft's depth tokens that cost no model pass (each accepted at rate) to verify: the K with
+        the most expected tokens per second, if that beats plain decoding (both measured), else 0."""
+        if not depth or self.measuring_plain or not self.verify_s:
+            return 0
+        rates = {k: expected_tokens(rate, k) / self.verify_cost(k) for k in range(1, depth + 1)}
+        best = max(rates, key=lambda k: rates[k])
+        return best if rates[best] * self.verify_cost(0) > 1 else 0
+
     def _plain_or_probe(self) -> int:
         if not self.probe_gap:
             self.probe_gap, self.plain_since_probe = self.probe_every, 0
@@ -250,6 +264,14 @@ class AutoK:
         if not self.probe_gap:  # decoding plainly now (a probe's burst too): speculation resumes only well ahead
             self.probe_gap, self.plain_since_probe = self.probe_every, 0
         self.probe.burst_done(tokens, self.verify_s, self.verify_rounds)
+
+    def observe_costless(self, k: int, accepted: int, verify_s: float) -> None:
+        """Fold in a round drafted at no model pass amid plain decoding: its verify pass is a cost at K like any
+        other, but its acceptance and drafting are not the model drafter's; its tokens count toward the next probe."""
+        if k:
+            self.verify_s[k] = _ema(self.verify_s.get(k), verify_s, self.decay)
+            self.verify_rounds[k] = self.verify_rounds.get(k, 0) + 1
+        self.plain_since_probe += accepted + 1
 
     def observe(
         self,

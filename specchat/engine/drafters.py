@@ -90,6 +90,7 @@ class DraftRequest:
     sampler: Sampler  # how to pick each token (greedy, or sampled with the reply's settings)
     plan: RoundPlan | None = None  # Auto K's early stop: call plan.take(confidence) after each token
     constraint: DraftConstraint | None = None  # a grammar: draft only what it allows, pushing each token on
+    costless: bool = False  # draft only from a source that runs no model pass (Auto's rounds amid plain decoding)
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,12 @@ class Drafter(Protocol):
 
     def reset(self) -> None:
         """Forget all state (after an error)."""
+
+    def costless(self, seq: list[int], k: int) -> tuple[int, float]:
+        """A draft of up to k tokens after seq that runs no model pass (a copy from the conversation): its length
+        and the chance each of its tokens is accepted. (0, 0.0), by default: none. Auto K weighs it where it
+        would decode plainly (speculative.py), and asks for it with DraftRequest.costless."""
+        return 0, 0.0
 
 
 class DraftModelDrafter(Drafter):

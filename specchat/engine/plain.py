@@ -3,7 +3,7 @@ a grammar (each step masked; forced tokens cost no pass), and the grammar's forc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import mlx.core as mx
 
@@ -15,10 +15,11 @@ from .round import LoopContext, Step
 from .runner import ModelRunner, token_id
 
 
-def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
-    """Plain decoding, one token per step, the next step dispatched before the last is read."""
+def baseline_steps(target: ModelRunner, ctx: LoopContext, until: Callable[[], bool] | None = None) -> Iterator[Step]:
+    """Plain decoding, one token per step, the next step dispatched before the last is read; once `until()` holds
+    after a token, the step already in flight is the last (no pass is thrown away)."""
     if ctx.grammar is not None:
-        yield from constrained_steps(target, ctx, ctx.grammar)
+        yield from constrained_steps(target, ctx, ctx.grammar, until)
         return
     feed = mx.array(target.prepare(ctx.seq), dtype=mx.uint32)
     target.begin()
@@ -26,11 +27,11 @@ def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
     y, _ = ctx.sampler.pick(logits)
     lp = ctx.step_logprobs(logits, y)
     mx.async_eval(y, *pass_arrays(lp))
-    generated = 0
+    generated, limit = 0, ctx.budget
     try:
         while True:
             target.commit_keep(feed.shape[0])
-            if generated + 1 < ctx.budget and not ctx.cancel.is_set():
+            if generated + 1 < limit and not ctx.cancel.is_set():
                 feed = y.reshape(1)
                 target.begin()
                 logits = target.forward(feed)[-1]
@@ -47,6 +48,10 @@ def baseline_steps(target: ModelRunner, ctx: LoopContext) -> Iterator[Step]:
                 yield Step(emitted, [False] * len(emitted), stop=stop, logprobs=logprobs)
                 return
             yield Step(emitted, [False], logprobs=logprobs)
+            if generated >= limit:
+                return
+            if until is not None and limit == ctx.budget and until():
+                limit = generated + 1
             y, lp = next_y, next_lp
     finally:
         target.abort()
@@ -71,8 +76,11 @@ def _grammar_end(grammar: GrammarState) -> StopReason | None:
     return StopReason.EOS if grammar.finished else None
 
 
-def constrained_steps(target: ModelRunner, ctx: LoopContext, grammar: GrammarState) -> Iterator[Step]:
-    """Plain decoding under a grammar: each step's logits masked to what it allows; forced tokens cost no pass."""
+def constrained_steps(
+    target: ModelRunner, ctx: LoopContext, grammar: GrammarState, until: Callable[[], bool] | None = None
+) -> Iterator[Step]:
+    """Plain decoding under a grammar: each step's logits masked to what it allows; forced tokens cost no pass;
+    it ends after a step where `until()` holds."""
     generated = 0
     try:
         while True:
@@ -93,7 +101,7 @@ def constrained_steps(target: ModelRunner, ctx: LoopContext, grammar: GrammarSta
                 step = Step(emitted, [False] * len(emitted), stop=stop, logprobs=read_logprobs(lp, emitted))
             generated += len(step.tokens)
             yield step
-            if step.stop is not None:
+            if step.stop is not None or (until is not None and until()):
                 return
     finally:
         target.abort()

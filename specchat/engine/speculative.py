@@ -8,7 +8,7 @@ implements drafters.Drafter.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 
 import mlx.core as mx
@@ -64,11 +64,21 @@ class SpeculativeLoop:
             yield forced
             return
         plan, k = self.plan()
-        if self.auto is not None and k == 0:
-            yield from plain_burst(self.target, ctx, self.auto, self.index, self.generated)
+        if self.auto is not None and k == 0 and (depth := self.costless_depth()):
+            yield self.round(depth, RoundPlan(depth, self.auto.entry, None), costless=True)
+        elif self.auto is not None and k == 0:
+            until = None if self.auto.measuring_plain else self.costless_depth
+            yield from plain_burst(self.target, ctx, self.auto, self.index, self.generated, until)
         else:
             yield self.round(k, plan)
         self.index += 1
+
+    def costless_depth(self) -> int:
+        """Where Auto K decodes plainly: how much of a draft that runs no model pass (Auto's lookup match) to verify,
+        if that is expected to beat plain decoding here, else 0."""
+        assert self.auto is not None
+        depth, rate = self.drafter.costless(self.ctx.seq, min(self.k_max, self.ctx.budget - self.generated))
+        return self.auto.costless_k(depth, rate)
 
     def plan(self) -> tuple[RoundPlan | None, int]:
         """This round's K (cut to the budget) and, under Auto K, its drafting plan."""
@@ -80,13 +90,14 @@ class SpeculativeLoop:
         plan.k = min(plan.k, left)
         return plan, plan.k
 
-    def round(self, k: int, plan: RoundPlan | None) -> Step:
-        """Draft, verify, accept, report."""
+    def round(self, k: int, plan: RoundPlan | None, costless: bool = False) -> Step:
+        """Draft, verify, accept, report (costless: drafted by a source that runs no model pass, amid plain
+        decoding)."""
         ctx = self.ctx
         catch_up = self.drafter.unseen(ctx.seq)
         constraint = DraftConstraint(ctx.grammar) if ctx.grammar is not None else None
         t0 = time.perf_counter()
-        draft = self.draft(k, plan, constraint)
+        draft = self.draft(k, plan, constraint, costless)
         pending, lp = _build_verify(self.target, ctx, draft, constraint)
         t1 = _dispatch_verify(draft.tokens, [pending, *pass_arrays(lp)])
         if lp is not None:
@@ -101,7 +112,9 @@ class SpeculativeLoop:
         self.drafter.observe(ctx.seq)  # a drafter that sat out plain bursts catches up at its next proposal
         timing = Timing(t1 - t0, time.perf_counter() - t1)
         drafted = _drafted(drafts, k, plan, draft.source)
-        if self.auto is not None:
+        if self.auto is not None and costless:
+            self.auto.observe_costless(len(drafts), verdict.accepted, timing.verify_s)
+        elif self.auto is not None:
             self.auto.observe(
                 len(drafts), verdict.accepted, timing.draft_s, timing.verify_s, catch_up,
                 list(drafted.confidences) if plan is not None and plan.costs is not None else None,
@@ -109,9 +122,9 @@ class SpeculativeLoop:
             )  # fmt: skip
         return round_step(ctx, self.index, drafted, verdict, accepted, self.generated, timing, lp)
 
-    def draft(self, k: int, plan: RoundPlan | None, constraint: DraftConstraint | None) -> Draft:
+    def draft(self, k: int, plan: RoundPlan | None, constraint: DraftConstraint | None, costless: bool) -> Draft:
         """The drafter's proposal, dispatched (the device drafts while Python builds the verify graph)."""
-        draft = self.drafter.propose(DraftRequest(self.ctx.seq, k, self.ctx.sampler, plan, constraint))
+        draft = self.drafter.propose(DraftRequest(self.ctx.seq, k, self.ctx.sampler, plan, constraint, costless))
         if constraint is not None:
             draft = _allowed_draft(draft, constraint, plan)
         mx.async_eval(draft.tokens)
@@ -143,13 +156,19 @@ def _drafted(drafts: list[int], k: int, plan: RoundPlan | None, source: str = ""
 
 
 def plain_burst(
-    target: ModelRunner, ctx: LoopContext, auto: AutoK, index: int, generated: int
+    target: ModelRunner,
+    ctx: LoopContext,
+    auto: AutoK,
+    index: int,
+    generated: int,
+    until: Callable[[], int] | None = None,
 ) -> Generator[Step, None, None]:
-    """Decode up to auto.burst_length() tokens plainly; yields their steps, then one K=0 RoundResult."""
+    """Decode up to auto.burst_length() tokens plainly, ending early once `until` gives a costless draft that pays
+    (the token already in flight is the last); yields their steps, then one K=0 RoundResult."""
     n = min(auto.burst_length(), ctx.budget - generated)
     start, emitted, stop = time.perf_counter(), 0, None
     clock = BurstClock()
-    for step in baseline_steps(target, replace(ctx, budget=n)):
+    for step in baseline_steps(target, replace(ctx, budget=n), None if until is None else lambda: until() > 0):
         clock.step(len(step.tokens))
         emitted += len(step.tokens)
         stop = step.stop if step.stop != StopReason.LENGTH or generated + emitted >= ctx.budget else None

@@ -29,6 +29,10 @@ class CostedAutoK(AutoK):
         draft = self.draft_cost * ((steps or k) + (catch_up if catch_up > 1 else 0))
         super().observe(k, accepted, draft, self.verify_base + self.verify_per_k * k, catch_up, confidences, steps)
 
+    def observe_costless(self, k: int, accepted: int, verify_s: float) -> None:
+        self.measured.append("costless")
+        super().observe_costless(k, accepted, self.verify_base + self.verify_per_k * k)
+
     def observe_plain(self, tokens: int, seconds: float) -> None:
         self.measured.append("plain")
         super().observe_plain(tokens, tokens * self.plain_cost)
