@@ -96,6 +96,16 @@ def test_the_batch_saving_is_priced_at_the_size_the_row_joins():
     assert batch_saving_per_token(costs, [DRAFTING] * 3, 0.8, top=4) is None  # four rows never ran
 
 
+def test_a_size_not_yet_measured_takes_the_loss_a_smaller_batch_priced():
+    losing = batch_costs(4, plain_s=0.4, verify_slope=0.4)  # at four rows each draft costs a plain round
+    at_four = batch_saving_per_token(losing, [DRAFTING] * 3, 0.8, top=4)
+    assert at_four is not None and at_four <= 0.0
+    assert batch_saving_per_token(losing, [DRAFTING] * 5, 0.8, top=4) == pytest.approx(at_four)  # six rows
+    assert batch_saving_per_token(losing, [DRAFTING], 0.8, top=4) is None  # a bigger batch says nothing of two
+    gaining = batch_costs(2, plain_s=0.1, verify_slope=0.002)
+    assert batch_saving_per_token(gaining, [DRAFTING] * 5, 0.8, top=4) is None  # a gain at two says nothing of six
+
+
 def test_a_size_that_never_drafted_or_never_ran_plain_is_not_priced():
     plain_only, drafting_only = CostTable(DEFAULT_POLICY), CostTable(DEFAULT_POLICY)
     plain_only.observe(2, 0, 0.1, None, None)

@@ -48,6 +48,18 @@ def test_each_batch_size_has_its_own_costs():
     assert controller.choose([0.7] * 8) == 0 or controller.timings[8].since == 0  # 0, or a try of another K
 
 
+def test_a_size_new_to_the_table_starts_plain_where_a_smaller_batch_decodes_plainly():
+    dear = lambda k: 1.0 if k == 0 else 2.2 + 0.1 * k  # noqa: E731
+    controller = BatchK(k_max=4)
+    run(controller, [0.6] * 4, dear)  # four rows measured: drafting loses
+    six = run(controller, [0.6] * 6, dear, rounds=40)
+    assert six[0] == 0  # six rows never ran: no drafting round is spent to measure them
+    assert any(k > 0 for k in six)  # drafting is still tried there, as the batch explores
+    cheap = BatchK(k_max=4)
+    run(cheap, [0.8] * 4, lambda k: 1.0 + 0.05 * k)  # four rows draft
+    assert cheap.choose([0.8] * 6) > 0  # a drafting round measures six rows first, as before
+
+
 def test_row_acceptance_follows_its_rounds():
     row = RowAcceptance()
     for _ in range(20):

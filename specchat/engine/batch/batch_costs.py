@@ -4,8 +4,10 @@ A round of K drafts costs a verify pass over every row, measured per (batch size
 measured per drafting rows m: the rows the draft model (or the target's MTP head) ran for (draft_s / K).
 A plain round (K = 0) is measured on its own: one token a row, nothing to roll back, no point on the line
 in K. A K not measured at a size is read off the line in K through the measured ones, a row count not
-measured off the line in rows (while one count is measured: in proportion to the rows). Whole round times are kept per (size, K) too: they decide for callers that
-time no verify pass (then no draft step is measured either), and give the early stop its slope before one is.
+measured off the line in rows (while one count is measured: in proportion to the rows). Whole round times are
+kept per (size, K) too: they decide for callers that time no verify pass (then no draft step is measured
+either), and give the early stop its slope before one is. A size not yet measured is judged, where drafts lost,
+by the largest smaller size that was (`measured_below`): drafts save less as a batch grows.
 
 Every cell keeps decayed sums of its measurements (each decays by policy.batch_decay when its cell measures
 again: about the last ten), so it gives a mean and a 95% interval, mean ± 1.96 sd / √n, n the decayed
@@ -126,6 +128,11 @@ class SizeCosts:
         self.since = 0
         return True
 
+    @property
+    def measured(self) -> bool:
+        """Whether this size ran both a plain round and a drafting round (its choice is priced, not guessed)."""
+        return 0 in self.rounds.cells and any(k > 0 for k in self.rounds.cells)
+
     def round_cost(self, k: int) -> float | None:
         """A whole round's expected time at K: measured, else (K >= 1) off round_line(); None for a plain
         round never measured."""
@@ -181,6 +188,11 @@ class CostTable:
     def size(self, rows: int) -> SizeCosts:
         """The costs at this batch size (made empty the first time)."""
         return self.sizes.setdefault(rows, SizeCosts(self.policy))
+
+    def measured_below(self, rows: int) -> int | None:
+        """The largest batch size under `rows` that ran both a plain and a drafting round (None: none). A bigger
+        batch verifies nearer the compute roof, so drafts save there no more than at this size."""
+        return max((n for n, size in self.sizes.items() if n < rows and size.measured), default=None)
 
     def observe(self, rows: int, k: int, seconds: float, verify_s: float | None, drafters: int | None) -> None:
         """Add one round: `rows` rows, K drafts, `seconds` in all, `verify_s` of them its verify pass (None:

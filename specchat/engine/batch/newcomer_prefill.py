@@ -10,13 +10,14 @@ rows are left plain so: a fixed K asks for that drafter at that K.
 What a row's drafts save is priced at the batch it joins (every running and waiting row), from the batch's
 measured costs: the batch's best round with the row drafting against its best with the row plain. A big
 batch on a CPU verifies many rows at depth K near the compute roof, where drafts save little or nothing.
-Before that size was measured (plainly and drafting), the solo loop's saving stands in: an upper bound.
+Before that size was measured (plainly and drafting), a loss at the largest smaller size that was measured
+stands (drafts save no more in a bigger batch); else the solo loop's saving stands in: an upper bound.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..autok import AutoK
 from ..config import GenerationConfig
@@ -118,23 +119,32 @@ def saving_per_token(auto: AutoK | None) -> float | None:
 
 def batch_saving_per_token(costs: CostTable, peers: list[Peer], rate: float, top: int) -> float | None:
     """Seconds the batch's time falls per token of a newcomer's reply when it drafts (acceptance `rate`) rather
-    than decodes plainly beside `peers`, from the measured costs at that batch size (up to K = top); None before
-    that size ran both a plain and a drafting round. Over the newcomer's reply every row yields about as many
-    tokens, so the batch makes (peers + 1) tokens per token of it."""
+    than decodes plainly beside `peers`, from the measured costs at that batch size (up to K = top). Before that
+    size ran both a plain and a drafting round: a loss priced at the largest smaller size that did (a bigger
+    batch saves no more), else None. Over the newcomer's reply every row yields about as many tokens, so the
+    batch makes (peers + 1) tokens per token of it."""
     rows = len(peers) + 1
     size = costs.sizes.get(rows)
-    if size is None or 0 not in size.rounds.cells or not any(k > 0 for k in size.rounds.cells):
-        return None
-    drafting = _best_rate(costs, [*peers, Peer(SpecMode.DRAFT, None, rate)], top)
-    plain = _best_rate(costs, [*peers, Peer(SpecMode.BASELINE, 0, rate)], top)
+    if size is not None and size.measured:
+        return _saving_at(costs, rows, peers, rate, top)
+    below = costs.measured_below(rows)  # drafts save no more in a bigger batch: a loss there is one here
+    saving = None if below is None else _saving_at(costs, below, peers, rate, top)
+    return saving if saving is not None and saving <= 0 else None
+
+
+def _saving_at(costs: CostTable, size: int, peers: list[Peer], rate: float, top: int) -> float | None:
+    """batch_saving_per_token's figure for these rows priced at the costs of a batch of `size` rows."""
+    drafting = _best_rate(costs, [*peers, Peer(SpecMode.DRAFT, None, rate)], top, size)
+    plain = _best_rate(costs, [*peers, Peer(SpecMode.BASELINE, 0, rate)], top, size)
     if drafting is None or plain is None:
         return None
-    return rows * (1 / plain - 1 / drafting)
+    return (len(peers) + 1) * (1 / plain - 1 / drafting)
 
 
-def _best_rate(costs: CostTable, rows: list[Peer], top: int) -> float | None:
-    """The batch's best expected tokens per second, these rows in it."""
-    best = best_choice(costs, [r.rate for r in rows if r.own_k is None], peers_shape(rows), top)
+def _best_rate(costs: CostTable, rows: list[Peer], top: int, size: int) -> float | None:
+    """The batch's best expected tokens per second, these rows in it, at the costs of a batch of `size` rows."""
+    shape = replace(peers_shape(rows), rows=size)
+    best = best_choice(costs, [r.rate for r in rows if r.own_k is None], shape, top)
     return best.rate if best is not None else None
 
 
