@@ -3,6 +3,12 @@ has a match it expects to pay at least as well as the model drafter; the model d
 else the target's MTP head) drafts everywhere else. What each source's drafts were worth on this pair is
 learned from the rounds themselves (drafts checked and accepted, decayed) and kept across replies.
 
+Lookup's copies are worth very different amounts by how long a tail matched (a four-token tail in a code edit
+is copied on; a one-token tail in new code is a guess), so its acceptance is learned per tail length, falling
+back to lookup's pooled rate where a length has little evidence. A source never picked would never be learned,
+and lookup costs nothing to ask: in a round the model drafter drafts, lookup's match is checked against what the
+target then emitted (the first token that differs is where the target would have refused it) and counts too.
+
 It is a drafter like the others (drafters.Drafter): the loop verifies, accepts and rolls back as ever, so
 the output is exactly the target's whichever source drafted.
 """
@@ -17,7 +23,7 @@ import mlx.core as mx
 
 from .autok import expected_tokens
 from .drafters import NO_TAPS, Draft, Drafter, DraftRequest, TargetTaps
-from .lookup import PromptLookupDrafter, match_continuation
+from .lookup import PromptLookupDrafter, longest_match
 from .modes import SpecMode
 from .policy import DEFAULT_POLICY, SpeculationPolicy
 from .runner import common_prefix_len, token_ids
@@ -26,6 +32,21 @@ if TYPE_CHECKING:
     from .config import GenerationConfig
 
 LOOKUP = SpecMode.LOOKUP  # the name Auto marks prompt lookup's rounds with
+TAIL_EVIDENCE = 2.0  # checked drafts of lookup's pooled rate a tail length's own record starts from
+
+
+def tail_name(tail: int) -> str:
+    """The record of lookup's copies after a matched tail of this many tokens."""
+    return f"{LOOKUP}@{tail}"
+
+
+@dataclass(frozen=True)
+class Shadow:
+    """Lookup's match in a round it did not draft: its tokens, where they start, the tail that matched."""
+
+    tokens: list[int]
+    start: int
+    tail: int
 
 
 @dataclass
@@ -59,9 +80,11 @@ class AutoDrafter(Drafter):
         self.records: dict[str, SourceRecord] = {
             LOOKUP: SourceRecord(0.6, 1.0, decay)
         }  # a match is usually copied on (priors: one round each)
+        self.records.update({tail_name(n): SourceRecord(0.0, 0.0, decay) for n in range(1, lookup.ngram_max + 1)})
         if model is not None:
             self.records[model.name] = SourceRecord(0.5, 1.0, decay)
-        self.pending: tuple[str, mx.array, int] | None = None  # the last proposal: source, drafts, where
+        self.pending: tuple[str, mx.array, int, int] | None = None  # the last proposal: source, drafts, where, tail
+        self.shadow: Shadow | None = None  # lookup's match in a round another source drafts, checked afterwards
 
     def begin(self, cfg: GenerationConfig) -> TargetTaps:
         """A generation begins: the model drafter's taps (the MTP head's hidden states, DFlash's layers)."""
@@ -78,33 +101,51 @@ class AutoDrafter(Drafter):
 
     def propose(self, request: DraftRequest) -> Draft:
         """The chosen source's drafts, marked with its name."""
-        source = self.choose(request)
+        self._settle_shadow(request.seq, force=True)
+        match, _, tail = longest_match(request.seq, request.k, self.lookup.ngram_max)
+        source = self.choose(request, match, tail)
         drafter = self.lookup if source == LOOKUP or self.model is None else self.model
         draft = replace(drafter.propose(request), source=source)
-        self.pending = (source, draft.tokens, len(request.seq))
+        self.pending = (source, draft.tokens, len(request.seq), tail)
+        if source != LOOKUP and len(match) >= self.policy.lookup_min_match:
+            self.shadow = Shadow(match, len(request.seq), tail)
         return draft
 
-    def choose(self, request: DraftRequest) -> str:
+    def choose(self, request: DraftRequest, match: list[int] | None = None, tail: int = 0) -> str:
         """The source with more expected tokens per verify-pass time: lookup where it has a match, else the
-        model drafter, whose drafting costs its draft passes (one per token, or one for a block drafter)."""
+        model drafter, whose drafting costs its draft passes (one per token, or one for a block drafter).
+        `match` and `tail`: lookup's match here (None: found now)."""
         if self.model is None or request.costless:
             return LOOKUP
-        match, _ = match_continuation(request.seq, request.k, self.lookup.ngram_max)
+        if match is None:
+            match, _, tail = longest_match(request.seq, request.k, self.lookup.ngram_max)
         if len(match) < self.policy.lookup_min_match:
             return self.model.name
-        copied = expected_tokens(self.records[LOOKUP].rate, len(match))
+        copied = expected_tokens(self.lookup_rate(tail), len(match))
         passes = min(request.k, 1) if self.model.one_pass_draft else request.k
         modelled = expected_tokens(self.records[self.model.name].rate, request.k) / (
             1 + self.draft_share(request) * passes
         )
         return LOOKUP if copied >= modelled else self.model.name
 
+    def lookup_rate(self, tail: int) -> float:
+        """The chance a copy after a matched tail of this length is accepted: that length's record, started from
+        lookup's pooled rate weighing TAIL_EVIDENCE drafts."""
+        pooled, own = self.records[LOOKUP], self.records.get(tail_name(tail))
+        if own is None:
+            return pooled.rate
+        return (own.accepted + pooled.rate * TAIL_EVIDENCE) / (own.checked + TAIL_EVIDENCE)
+
     def costless(self, seq: list[int], k: int) -> tuple[int, float]:
-        """Lookup's match here, if long enough to trust, and the rate its copies have been accepted at."""
-        match, _ = match_continuation(seq, k, self.lookup.ngram_max)
+        """Lookup's match here, if long enough to trust, and the rate copies after such a tail are accepted at
+        (asked after every plain token: the match it saw at the last one is checked against the token since)."""
+        self._settle_shadow(seq, force=False)
+        match, _, tail = longest_match(seq, k, self.lookup.ngram_max)
         if len(match) < self.policy.lookup_min_match:
             return 0, 0.0
-        return len(match), self.records[LOOKUP].rate
+        if self.shadow is None:
+            self.shadow = Shadow(match, len(seq), tail)
+        return len(match), self.lookup_rate(tail)
 
     def draft_share(self, request: DraftRequest) -> float:
         """A model draft pass's cost as a share of a verify pass: Auto K's measurement on this pair when the round
@@ -115,18 +156,44 @@ class AutoDrafter(Drafter):
     def observe(self, seq: list[int]) -> None:
         """Learn what the last proposal was worth, then let both sources roll back to seq."""
         if self.pending is not None:
-            source, tokens, start = self.pending
+            source, tokens, start, tail = self.pending
             drafts = token_ids(tokens)
             accepted = common_prefix_len(drafts, seq[start:])
-            self.records[source].add(accepted, min(len(drafts), accepted + 1))
+            if source == LOOKUP:
+                self._learn_lookup(tail, accepted, min(len(drafts), accepted + 1))
+            else:
+                self.records[source].add(accepted, min(len(drafts), accepted + 1))
             self.pending = None
+        self._settle_shadow(seq, force=True)
         if self.model is not None:
             self.model.observe(seq)
         self.lookup.observe(seq)
 
+    def _learn_lookup(self, tail: int, accepted: int, checked: int) -> None:
+        """Count copies after a tail of this length: in its own record and lookup's pooled one."""
+        self.records[LOOKUP].add(accepted, checked)
+        if (own := self.records.get(tail_name(tail))) is not None:
+            own.add(accepted, checked)
+
+    def _settle_shadow(self, seq: list[int], force: bool) -> None:
+        """Count the shadow match once seq shows where the target would have refused it or that it took it all;
+        `force`: now, counting only the tokens seen (none seen: dropped)."""
+        if self.shadow is None:
+            return
+        tokens, start, tail = self.shadow.tokens, self.shadow.start, self.shadow.tail
+        seen = seq[start:]
+        if not seen:  # nothing emitted since it was found: nothing to learn from it
+            self.shadow = None if force else self.shadow
+            return
+        agree = common_prefix_len(tokens, seen)
+        refused = agree < len(seen) and agree < len(tokens)
+        if refused or agree == len(tokens) or force:
+            self._learn_lookup(tail, agree, agree + 1 if refused else agree)
+            self.shadow = None
+
     def reset(self) -> None:
         """Forget both sources' state (what their drafts were worth is kept: it is the pair's)."""
-        self.pending = None
+        self.pending = self.shadow = None
         if self.model is not None:
             self.model.reset()
         self.lookup.reset()

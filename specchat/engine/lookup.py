@@ -21,13 +21,19 @@ def find_continuation(seq: list[int], k: int, ngram_max: int = 4, ngram_min: int
 def match_continuation(seq: list[int], k: int, ngram_max: int = 4, ngram_min: int = 1) -> tuple[list[int], list[float]]:
     """find_continuation's tokens, and a confidence for each: how long the matched tail is (of ngram_max)
     times the share of the tail's earlier occurrences that continue with the same tokens up to there."""
+    tokens, confidences, _ = longest_match(seq, k, ngram_max, ngram_min)
+    return tokens, confidences
+
+
+def longest_match(seq: list[int], k: int, ngram_max: int = 4, ngram_min: int = 1) -> tuple[list[int], list[float], int]:
+    """match_continuation's tokens and confidences, and the length of the tail that matched (0: no match)."""
     for n in range(min(ngram_max, len(seq) - 1), ngram_min - 1, -1):
         tail = seq[-n:]
         starts = list(islice((s for s in range(len(seq) - n - 1, -1, -1) if seq[s : s + n] == tail), OCCURRENCES))
         if starts:
             tokens = seq[starts[0] + n : starts[0] + n + k]
-            return tokens, _agreement(seq, starts, n, tokens, n / ngram_max)
-    return [], []
+            return tokens, _agreement(seq, starts, n, tokens, n / ngram_max), n
+    return [], [], 0
 
 
 def _agreement(seq: list[int], starts: list[int], n: int, tokens: list[int], length: float) -> list[float]:

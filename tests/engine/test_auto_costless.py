@@ -3,6 +3,7 @@ match, no model pass) is still verified when it is expected to beat a plain toke
 the burst it ends throws no pass away, and the model drafter's acceptance is not learned from the copies."""
 
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -26,10 +27,12 @@ def engine(dense_target, dense_draft_unrelated):
 
 
 def auto_run(engine: Engine, ids: list[int], lookup: SourceRecord) -> tuple[CostedAutoK, list[RoundResult], list[int]]:
-    """Two Auto replies (the second from what the first learned) with lookup's copies held at the given record."""
+    """Two Auto replies (the second from what the first learned), lookup's records (pooled and per tail) set to
+    the given one at the start of each."""
     controller = engine.auto_k[CFG.mode] = CostedAutoK(k_max=CFG.max_draft_tokens)
     for _ in range(2):
-        engine.drafters["auto"].records["lookup"] = lookup
+        records = engine.drafters["auto"].records
+        records.update({name: replace(lookup) for name in records if name.startswith("lookup")})
         events = list(engine.stream(ids, CFG))
     return controller, [e for e in events if isinstance(e, RoundResult)], list(events[-1].tokens)
 
@@ -42,7 +45,7 @@ def test_amid_plain_decoding_a_copy_that_has_held_is_verified(engine):
     copies = [r for r in rounds if r.drafter == "lookup" and r.num_draft_tokens]
     assert len(copies) >= 3 and "costless" in controller.measured
     assert any(r.num_draft_tokens == 0 for r in rounds)  # Auto K did turn the draft model off
-    ignored, _, tokens = auto_run(engine, ids, SourceRecord(0.0, 10.0))  # copies that never held
+    ignored, _, tokens = auto_run(engine, ids, SourceRecord(0.0, 1e6))  # copies that never held, on much evidence
     assert tokens == plain and "costless" not in ignored.measured
     assert controller.alpha == pytest.approx(ignored.alpha)  # the draft model's acceptance is its own
 

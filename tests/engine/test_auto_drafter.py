@@ -13,7 +13,8 @@ from specchat.engine import Engine, Finished, GenerationConfig, RoundResult
 from specchat.engine.auto_drafter import AutoDrafter, SourceRecord
 from specchat.engine.autok import expected_tokens
 from specchat.engine.draft_stop import RoundPlan
-from specchat.engine.drafters import DraftRequest
+from specchat.engine.drafters import Draft, DraftRequest
+from specchat.engine.lookup import PromptLookupDrafter
 from specchat.engine.policy import DEFAULT_POLICY
 from specchat.engine.sampling import Sampler
 from specchat.engine.summary import speculation_text
@@ -124,3 +125,62 @@ def test_auto_keeps_the_target_distribution_when_sampling(dense_target, dense_dr
     se = math.sqrt(var_p / runs)
     assert abs(np.mean([log_p[t] for t in firsts]) - mean_p) < 4 * se
     assert abs(log_p[copy[0]] - mean_p) > 8 * se, "copying lookup's token would pass: the test would be vacuous"
+
+
+class EchoModel:
+    """A model drafter stand-in that proposes given tokens."""
+
+    name = "draft"
+    one_pass_draft = False
+
+    def __init__(self, tokens: list[int]):
+        self.tokens = tokens
+
+    def propose(self, request):
+        return Draft(mx.array(self.tokens[: request.k], dtype=mx.uint32), None)
+
+    def observe(self, seq):
+        pass
+
+
+COPYABLE = [1, 2, 3, 4, 5, 9, 8, 7, 1, 2, 3, 4]  # lookup's match: 5, 9, 8, 7 after a four-token tail
+
+
+def model_favoured(model: EchoModel) -> AutoDrafter:
+    auto = AutoDrafter(model, PromptLookupDrafter(64))  # type: ignore[arg-type]
+    auto.records["lookup"], auto.records["draft"] = SourceRecord(1.0, 10.0), SourceRecord(9.5, 10.0)
+    return auto
+
+
+def test_lookup_learns_from_rounds_the_model_drafted_where_the_target_would_have_refused_its_copy():
+    auto = model_favoured(EchoModel([5, 9, 6, 6]))
+    draft = auto.propose(DraftRequest(list(COPYABLE), 4, Sampler(GenerationConfig())))
+    assert draft.source == "draft"
+    auto.observe([*COPYABLE, 5, 9, 6])  # the target kept 5, 9 and put 6 where lookup had 8
+    four = auto.records["lookup@4"]
+    assert (four.accepted, four.checked) == (2.0, 3.0)  # two of its copies taken, the third refused
+    assert auto.records["lookup@1"].checked == 0.0  # other tail lengths learn nothing from it
+    assert auto.records["lookup"].checked == pytest.approx(10.0 * 0.95 + 3.0)  # the pooled record counts it
+    assert auto.lookup_rate(4) == pytest.approx((2.0 + auto.records["lookup"].rate * 2.0) / 5.0)
+
+
+def test_a_match_weighed_between_plain_tokens_is_learned_once_the_target_shows_where_it_ends():
+    auto = model_favoured(EchoModel([]))
+    seq = list(COPYABLE)
+    depth, _ = auto.costless(seq, 8)
+    assert depth >= 2
+    seq.append(5)  # the first copied token held
+    auto.costless(seq, 8)
+    assert auto.records["lookup@4"].checked == 0.0  # undecided: the copy may hold on
+    seq.append(6)  # the target wrote 6 where lookup had 9
+    auto.costless(seq, 8)
+    four = auto.records["lookup@4"]
+    assert (four.accepted, four.checked) == (1.0, 2.0)
+
+
+def test_lookup_is_taken_after_the_tails_whose_copies_held():
+    auto = model_favoured(EchoModel([5, 9, 8, 7]))
+    auto.records["lookup@4"] = SourceRecord(19.0, 20.0)  # four-token tails copied on
+    request = DraftRequest(list(COPYABLE), 4, Sampler(GenerationConfig()))
+    assert auto.choose(request) == "lookup"
+    assert auto.choose(DraftRequest([1, 2, 3, 4, 5, 9, 8, 7, 6, 5, 2], 4, Sampler(GenerationConfig()))) == "draft"
