@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from .config import GenerationConfig
 
 LOOKUP = SpecMode.LOOKUP  # the name Auto marks prompt lookup's rounds with
-TAIL_EVIDENCE = 2.0  # checked drafts of lookup's pooled rate a tail length's own record starts from
 
 
 def tail_name(tail: int) -> str:
@@ -130,11 +129,12 @@ class AutoDrafter(Drafter):
 
     def lookup_rate(self, tail: int) -> float:
         """The chance a copy after a matched tail of this length is accepted: that length's record, started from
-        lookup's pooled rate weighing TAIL_EVIDENCE drafts."""
+        lookup's pooled rate weighing policy.lookup_tail_evidence drafts."""
         pooled, own = self.records[LOOKUP], self.records.get(tail_name(tail))
         if own is None:
             return pooled.rate
-        return (own.accepted + pooled.rate * TAIL_EVIDENCE) / (own.checked + TAIL_EVIDENCE)
+        evidence = self.policy.lookup_tail_evidence
+        return (own.accepted + pooled.rate * evidence) / (own.checked + evidence)
 
     def costless(self, seq: list[int], k: int) -> tuple[int, float]:
         """Lookup's match here, if long enough to trust, and the rate copies after such a tail are accepted at

@@ -99,6 +99,12 @@ class SpeculationPolicy:
         },
     )
     # Auto's choice of drafter (auto_drafter.py)
+    lookup_tail_evidence: float = field(
+        default=2.0,
+        metadata={
+            "doc": "lookup's copies after a tail length start from its pooled rate as if this many were checked (drafts)"
+        },
+    )
     lookup_min_match: int = field(
         default=2,
         metadata={"doc": "a prompt-lookup match shorter than this is a guess, not a copy (tokens)"},
@@ -223,6 +229,13 @@ class SpeculationPolicy:
         default=2,
         metadata={
             "doc": "with the early stop measured, a batched round may draft this much deeper than the best K (drafts)"
+        },
+    )
+    smaller_size_margin: float = field(
+        default=0.15,
+        metadata={
+            "doc": "a batch size not yet measured starts plain (and skips the draft model's prefill) only where the "
+            "largest smaller measured size decodes plainly this much faster than drafting (fraction)"
         },
     )
     pooled_weight: float = field(

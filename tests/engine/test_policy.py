@@ -33,6 +33,7 @@ TODAY = {
     "measured_rounds": 4,
     "round_decay": 0.97,
     "normal_catch_up": 2,
+    "lookup_tail_evidence": 2.0,
     "lookup_min_match": 2,
     "source_decay": 0.95,
     "confidence_edges": (0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95, 0.98),
@@ -58,6 +59,7 @@ TODAY = {
     "row_prior": (1.0, 2.0),
     "row_decay": 0.97,
     "stop_reach": 2,
+    "smaller_size_margin": 0.15,
     "pooled_weight": 6.0,
 }
 

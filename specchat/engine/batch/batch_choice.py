@@ -79,6 +79,14 @@ def best_choice(costs: CostTable, rates: list[float], shape: BatchShape, top: in
     return max(choices(costs, rates, shape, top), key=lambda c: c.rate, default=None)
 
 
+def plain_lead(costs: CostTable, rates: list[float], shape: BatchShape, top: int) -> float | None:
+    """How many times faster plain decoding is expected to be than the best drafting round (None: either unpriced)."""
+    every = list(choices(costs, rates, shape, top))
+    plain = next((c.rate for c in every if c.k == 0), None)
+    drafting = max((c.rate for c in every if c.k > 0), default=None)
+    return None if plain is None or not drafting else plain / drafting
+
+
 def batch_shape(
     modes: list[str], own_k: list[int | None], rates: list[float], reach: list[int | None] | None = None
 ) -> BatchShape:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from ..autok import expected_tokens
 from ..draft_stop import ConfidenceModel, StopCosts
 from ..policy import DEFAULT_POLICY, SpeculationPolicy
-from .batch_choice import BatchShape, best_choice, drafted_for
+from .batch_choice import BatchShape, best_choice, drafted_for, plain_lead
 from .batch_costs import CostRow, CostTable, SizeCosts
 
 
@@ -185,12 +185,12 @@ class BatchK:
         return k
 
     def _plain_below(self, rates: list[float], shape: BatchShape, top: int) -> bool:
-        """Whether these rows would decode plainly in the largest smaller batch that was measured: a size new to
-        the table then starts plain (drafts save no more in a bigger batch), and tries drafting only as it
+        """Whether these rows would decode plainly in the largest smaller batch that was measured, by
+        policy.smaller_size_margin (one size's noise must not decide the next): a size new to the table then starts plain (drafts save no more in a bigger batch), and tries drafting only as it
         explores, instead of spending its first round drafting to measure it."""
         below = self.costs.measured_below(shape.rows)
-        choice = None if below is None else best_choice(self.costs, rates, replace(shape, rows=below), top)
-        return choice is not None and choice.k == 0
+        lead = None if below is None else plain_lead(self.costs, rates, replace(shape, rows=below), top)
+        return lead is not None and lead >= 1 + self.policy.smaller_size_margin
 
     def _explore(self, size: SizeCosts, best: int, hopeful: list[float], shape: BatchShape, top: int) -> int:
         """The K a round that explores tries instead of `best`."""

@@ -10,8 +10,8 @@ rows are left plain so: a fixed K asks for that drafter at that K.
 What a row's drafts save is priced at the batch it joins (every running and waiting row), from the batch's
 measured costs: the batch's best round with the row drafting against its best with the row plain. A big
 batch on a CPU verifies many rows at depth K near the compute roof, where drafts save little or nothing.
-Before that size was measured (plainly and drafting), a loss at the largest smaller size that was measured
-stands (drafts save no more in a bigger batch); else the solo loop's saving stands in: an upper bound.
+Before that size was measured (plainly and drafting), a clear loss at the largest smaller size that was
+measured stands (drafts save no more in a bigger batch); else the solo loop's saving stands in: an upper bound.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..events import Event
 from ..model_types import LanguageModel
 from ..modes import SpecMode
 from ..runner import PrefillPace
-from .batch_choice import BatchShape, batch_shape, best_choice
+from .batch_choice import BatchShape, batch_shape, best_choice, plain_lead
 from .batch_costs import CostTable
 from .batch_model import progress_events, solo_prefill
 from .requests import Newcomer, Prefilled, Row, Start
@@ -120,25 +120,23 @@ def saving_per_token(auto: AutoK | None) -> float | None:
 def batch_saving_per_token(costs: CostTable, peers: list[Peer], rate: float, top: int) -> float | None:
     """Seconds the batch's time falls per token of a newcomer's reply when it drafts (acceptance `rate`) rather
     than decodes plainly beside `peers`, from the measured costs at that batch size (up to K = top). Before that
-    size ran both a plain and a drafting round: a loss priced at the largest smaller size that did (a bigger
-    batch saves no more), else None. Over the newcomer's reply every row yields about as many tokens, so the
-    batch makes (peers + 1) tokens per token of it."""
+    size ran both a plain and a drafting round: nothing saved (0) where the largest smaller size that did decodes
+    this batch plainly, ahead of drafting by policy.smaller_size_margin (a bigger batch saves no more), else None.
+    Over the newcomer's reply every row yields about as many tokens, so the batch makes (peers + 1) tokens per
+    token of it."""
     rows = len(peers) + 1
     size = costs.sizes.get(rows)
     if size is not None and size.measured:
-        return _saving_at(costs, rows, peers, rate, top)
-    below = costs.measured_below(rows)  # drafts save no more in a bigger batch: a loss there is one here
-    saving = None if below is None else _saving_at(costs, below, peers, rate, top)
-    return saving if saving is not None and saving <= 0 else None
-
-
-def _saving_at(costs: CostTable, size: int, peers: list[Peer], rate: float, top: int) -> float | None:
-    """batch_saving_per_token's figure for these rows priced at the costs of a batch of `size` rows."""
-    drafting = _best_rate(costs, [*peers, Peer(SpecMode.DRAFT, None, rate)], top, size)
-    plain = _best_rate(costs, [*peers, Peer(SpecMode.BASELINE, 0, rate)], top, size)
-    if drafting is None or plain is None:
+        drafting = _best_rate(costs, [*peers, Peer(SpecMode.DRAFT, None, rate)], top, rows)
+        plain = _best_rate(costs, [*peers, Peer(SpecMode.BASELINE, 0, rate)], top, rows)
+        return None if drafting is None or plain is None else rows * (1 / plain - 1 / drafting)
+    below = costs.measured_below(rows)  # drafts save no more in a bigger batch: a clear loss there is one here
+    if below is None:
         return None
-    return (len(peers) + 1) * (1 / plain - 1 / drafting)
+    joined = [*peers, Peer(SpecMode.DRAFT, None, rate)]
+    shape = replace(peers_shape(joined), rows=below)
+    lead = plain_lead(costs, [p.rate for p in joined if p.own_k is None], shape, top)
+    return 0.0 if lead is not None and lead >= 1 + costs.policy.smaller_size_margin else None
 
 
 def _best_rate(costs: CostTable, rows: list[Peer], top: int, size: int) -> float | None:
