@@ -61,6 +61,9 @@ def test_a_size_new_to_the_table_starts_plain_where_a_smaller_batch_decodes_plai
     close = BatchK(k_max=4)
     run(close, [0.6] * 4, lambda k: 1.0 if k == 0 else 1.55 + 0.25 * k)  # plain ahead at four rows by 5%
     assert close.choose([0.6] * 6) > 0  # within the margin: four rows' noise does not decide six
+    alone = BatchK(k_max=4)
+    run(alone, [0.6], dear)  # one row measured, drafting dear
+    assert alone.choose([0.6] * 2) > 0  # a batch of one says nothing of two
 
 
 def test_row_acceptance_follows_its_rounds():

@@ -190,9 +190,10 @@ class CostTable:
         return self.sizes.setdefault(rows, SizeCosts(self.policy))
 
     def measured_below(self, rows: int) -> int | None:
-        """The largest batch size under `rows` that ran both a plain and a drafting round (None: none). A bigger
-        batch verifies nearer the compute roof, so drafts save there no more than at this size."""
-        return max((n for n, size in self.sizes.items() if n < rows and size.measured), default=None)
+        """The largest batch size under `rows`, of two rows or more, that ran both a plain and a drafting round
+        (None: none). A bigger batch verifies nearer the compute roof, so drafts save there no more than at this
+        size. A batch of one shares nothing and runs mostly while a newcomer is read: it says nothing of two."""
+        return max((n for n, size in self.sizes.items() if 2 <= n < rows and size.measured), default=None)
 
     def observe(self, rows: int, k: int, seconds: float, verify_s: float | None, drafters: int | None) -> None:
         """Add one round: `rows` rows, K drafts, `seconds` in all, `verify_s` of them its verify pass (None:
