@@ -67,7 +67,7 @@ class SpeculativeLoop:
         if self.auto is not None and k == 0 and (depth := self.costless_depth()):
             yield self.round(depth, RoundPlan(depth, self.auto.entry, None), costless=True)
         elif self.auto is not None and k == 0:
-            until = None if self.auto.measuring_plain else self.costless_depth
+            until = None if self.auto.measuring_plain else lambda: self.costless_depth() > 0
             yield from plain_burst(self.target, ctx, self.auto, self.index, self.generated, until)
         else:
             yield self.round(k, plan)
@@ -161,14 +161,14 @@ def plain_burst(
     auto: AutoK,
     index: int,
     generated: int,
-    until: Callable[[], int] | None = None,
+    until: Callable[[], bool] | None = None,
 ) -> Generator[Step, None, None]:
-    """Decode up to auto.burst_length() tokens plainly, ending early once `until` gives a costless draft that pays
-    (the token already in flight is the last); yields their steps, then one K=0 RoundResult."""
+    """Decode up to auto.burst_length() tokens plainly, ending early once `until()` holds (a costless draft pays:
+    the token already in flight is the last); yields their steps, then one K=0 RoundResult."""
     n = min(auto.burst_length(), ctx.budget - generated)
     start, emitted, stop = time.perf_counter(), 0, None
     clock = BurstClock()
-    for step in baseline_steps(target, replace(ctx, budget=n), None if until is None else lambda: until() > 0):
+    for step in baseline_steps(target, replace(ctx, budget=n), until):
         clock.step(len(step.tokens))
         emitted += len(step.tokens)
         stop = step.stop if step.stop != StopReason.LENGTH or generated + emitted >= ctx.budget else None

@@ -11,7 +11,7 @@ the head's run, so those rows draft by acceptance: for every K, the best first m
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..autok import expected_tokens
 from ..modes import SpecMode
@@ -85,6 +85,15 @@ def plain_lead(costs: CostTable, rates: list[float], shape: BatchShape, top: int
     plain = next((c.rate for c in every if c.k == 0), None)
     drafting = max((c.rate for c in every if c.k > 0), default=None)
     return None if plain is None or not drafting else plain / drafting
+
+
+def plain_below(costs: CostTable, rates: list[float], shape: BatchShape, top: int) -> bool:
+    """Whether the largest smaller batch measured (CostTable.measured_below) would decode these rows plainly,
+    ahead of drafting by policy.smaller_size_margin: drafts save no more in a bigger batch, and one size's noise
+    must not decide the next."""
+    below = costs.measured_below(shape.rows)
+    lead = None if below is None else plain_lead(costs, rates, replace(shape, rows=below), top)
+    return lead is not None and lead >= 1 + costs.policy.smaller_size_margin
 
 
 def batch_shape(

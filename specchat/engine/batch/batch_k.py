@@ -17,12 +17,12 @@ line keeps being measured. A try drafts every Auto K row, so a row left plain is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..autok import expected_tokens
 from ..draft_stop import ConfidenceModel, StopCosts
 from ..policy import DEFAULT_POLICY, SpeculationPolicy
-from .batch_choice import BatchShape, best_choice, drafted_for, plain_lead
+from .batch_choice import BatchShape, best_choice, drafted_for, plain_below
 from .batch_costs import CostRow, CostTable, SizeCosts
 
 
@@ -167,14 +167,14 @@ class BatchK:
         is measured, not guessed (a size whose costs were learned, knowledge.py, needs neither). `hopeful`:
         each row's rate one standard error up (RowAcceptance.hopeful), for the rounds that explore. A batch
         drafts at most its own k_max, whatever its rows allow alone. A size new to the table starts plain where
-        the largest smaller measured size would decode these rows plainly (_plain_below)."""
+        the largest smaller measured size would decode these rows plainly (batch_choice.plain_below)."""
         top = self.k_max if k_max is None else min(k_max, self.k_max)
         shape, every = self._shape_of(rates), (True,) * len(rates)
         size = self.costs.sizes.get(shape.rows)
         best = best_choice(self.costs, rates, shape, top) if size is not None and 0 in size.rounds.cells else None
         if size is None or not size.rounds.cells or best is None:
             measuring = size is not None and size.rounds.cells
-            k = 0 if measuring or self._plain_below(rates, shape, top) else min(self.last_k, top)
+            k = 0 if measuring or plain_below(self.costs, rates, shape, top) else min(self.last_k, top)
             self.last_rows = every if k else (False,) * len(rates)
             return k
         k, self.last_rows = best.k, best.drafting
@@ -183,14 +183,6 @@ class BatchK:
             self.last_rows = every if k else (False,) * len(rates)
         self.last_k = k if k > 0 else self.last_k
         return k
-
-    def _plain_below(self, rates: list[float], shape: BatchShape, top: int) -> bool:
-        """Whether these rows would decode plainly in the largest smaller batch that was measured, by
-        policy.smaller_size_margin (one size's noise must not decide the next): a size new to the table then starts plain (drafts save no more in a bigger batch), and tries drafting only as it
-        explores, instead of spending its first round drafting to measure it."""
-        below = self.costs.measured_below(shape.rows)
-        lead = None if below is None else plain_lead(self.costs, rates, replace(shape, rows=below), top)
-        return lead is not None and lead >= 1 + self.policy.smaller_size_margin
 
     def _explore(self, size: SizeCosts, best: int, hopeful: list[float], shape: BatchShape, top: int) -> int:
         """The K a round that explores tries instead of `best`."""

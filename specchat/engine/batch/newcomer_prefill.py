@@ -26,7 +26,7 @@ from ..events import Event
 from ..model_types import LanguageModel
 from ..modes import SpecMode
 from ..runner import PrefillPace
-from .batch_choice import BatchShape, batch_shape, best_choice, plain_lead
+from .batch_choice import BatchShape, batch_shape, best_choice, plain_below
 from .batch_costs import CostTable
 from .batch_model import progress_events, solo_prefill
 from .requests import Newcomer, Prefilled, Row, Start
@@ -130,13 +130,9 @@ def batch_saving_per_token(costs: CostTable, peers: list[Peer], rate: float, top
         drafting = _best_rate(costs, [*peers, Peer(SpecMode.DRAFT, None, rate)], top, rows)
         plain = _best_rate(costs, [*peers, Peer(SpecMode.BASELINE, 0, rate)], top, rows)
         return None if drafting is None or plain is None else rows * (1 / plain - 1 / drafting)
-    below = costs.measured_below(rows)  # drafts save no more in a bigger batch: a clear loss there is one here
-    if below is None:
-        return None
     joined = [*peers, Peer(SpecMode.DRAFT, None, rate)]
-    shape = replace(peers_shape(joined), rows=below)
-    lead = plain_lead(costs, [p.rate for p in joined if p.own_k is None], shape, top)
-    return 0.0 if lead is not None and lead >= 1 + costs.policy.smaller_size_margin else None
+    auto = [p.rate for p in joined if p.own_k is None]
+    return 0.0 if plain_below(costs, auto, peers_shape(joined), top) else None
 
 
 def _best_rate(costs: CostTable, rows: list[Peer], top: int, size: int) -> float | None:
