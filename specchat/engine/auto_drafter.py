@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import mlx.core as mx
 
-from .autok import expected_tokens
 from .drafters import NO_TAPS, Draft, Drafter, DraftRequest, TargetTaps
 from .lookup import PromptLookupDrafter, longest_match
 from .modes import SpecMode
+from .pass_costs import PassCosts
 from .policy import DEFAULT_POLICY, SpeculationPolicy
 from .runner import common_prefix_len, token_ids
 
@@ -46,6 +46,13 @@ class Shadow:
     tokens: list[int]
     start: int
     tail: int
+
+
+class Pick(NamedTuple):
+    """Auto's choice for a round: the source that drafts, and at most how many tokens."""
+
+    source: str
+    k: int
 
 
 @dataclass
@@ -99,33 +106,53 @@ class AutoDrafter(Drafter):
         return self.model.unseen(seq) if self.model is not None else 0
 
     def propose(self, request: DraftRequest) -> Draft:
-        """The chosen source's drafts, marked with its name."""
+        """The chosen source's drafts, marked with its name (lookup's as costless: the model drafter sat out)."""
         self._settle_shadow(request.seq, force=True)
         match, _, tail = longest_match(request.seq, request.k, self.lookup.ngram_max)
-        source = self.choose(request, match, tail)
-        drafter = self.lookup if source == LOOKUP or self.model is None else self.model
-        draft = replace(drafter.propose(request), source=source)
-        self.pending = (source, draft.tokens, len(request.seq), tail)
-        if source != LOOKUP and len(match) >= self.policy.lookup_min_match:
+        pick = self.choose(request, match, tail)
+        if pick.source == LOOKUP:
+            draft = replace(self.lookup.propose(self._lookup_request(request, pick.k)), costless=self.model is not None)
+        else:
+            assert self.model is not None
+            draft = self.model.propose(request)
+        draft = replace(draft, source=pick.source)
+        self.pending = (pick.source, draft.tokens, len(request.seq), tail)
+        if pick.source != LOOKUP and len(match) >= self.policy.lookup_min_match:
             self.shadow = Shadow(match, len(request.seq), tail)
         return draft
 
-    def choose(self, request: DraftRequest, match: list[int] | None = None, tail: int = 0) -> str:
-        """The source with more expected tokens per verify-pass time: lookup where it has a match, else the
-        model drafter, whose drafting costs its draft passes (one per token, or one for a block drafter).
-        `match` and `tail`: lookup's match here (None: found now)."""
+    def choose(self, request: DraftRequest, match: list[int] | None = None, tail: int = 0) -> Pick:
+        """The source, and how many it drafts, with the most expected tokens per second: lookup's copy (verify
+        passes only) where it has a match that beats the model drafter (its draft passes too) and a plain token,
+        else the model drafter, from each one's acceptance and this pair's measured passes. `match` and `tail`:
+        lookup's match here (None: found now)."""
         if self.model is None or request.costless:
-            return LOOKUP
+            return Pick(LOOKUP, request.k)
         if match is None:
             match, _, tail = longest_match(request.seq, request.k, self.lookup.ngram_max)
         if len(match) < self.policy.lookup_min_match:
-            return self.model.name
-        copied = expected_tokens(self.lookup_rate(tail), len(match))
-        passes = min(request.k, 1) if self.model.one_pass_draft else request.k
-        modelled = expected_tokens(self.records[self.model.name].rate, request.k) / (
-            1 + self.draft_share(request) * passes
-        )
-        return LOOKUP if copied >= modelled else self.model.name
+            return Pick(self.model.name, request.k)
+        costs = self.pass_costs(request)
+        depth, copied = costs.best(self.lookup_rate(tail), len(match), drafted=False)
+        _, modelled = costs.best(self.records[self.model.name].rate, request.k, drafted=True)
+        beats_plain = copied * costs.verify[0] > 1  # else Auto K's call stands (it may be probing the model drafter)
+        return Pick(LOOKUP, depth) if beats_plain and copied >= modelled else Pick(self.model.name, request.k)
+
+    def pass_costs(self, request: DraftRequest) -> PassCosts:
+        """The passes Auto K measured on this pair when the round has them, else the policy's prior (flat verify
+        passes, a draft pass policy.prior_draft_share of one)."""
+        measured = request.plan.passes if request.plan is not None else None
+        if measured is not None:
+            return measured
+        one_pass = self.model is not None and self.model.one_pass_draft
+        return PassCosts.flat(request.k, self.policy.prior_draft_share, one_pass)
+
+    def _lookup_request(self, request: DraftRequest, depth: int) -> DraftRequest:
+        """Lookup's round: as deep as the costs chose, without the model drafter's early stop (its confidences
+        are a model's; lookup's depth was chosen from its own acceptance)."""
+        if self.model is None or request.costless:
+            return request
+        return replace(request, k=depth, plan=None)
 
     def lookup_rate(self, tail: int) -> float:
         """The chance a copy after a matched tail of this length is accepted: that length's record, started from
@@ -146,12 +173,6 @@ class AutoDrafter(Drafter):
         if self.shadow is None:
             self.shadow = Shadow(match, len(seq), tail)
         return len(match), self.lookup_rate(tail)
-
-    def draft_share(self, request: DraftRequest) -> float:
-        """A model draft pass's cost as a share of a verify pass: Auto K's measurement on this pair when the round
-        has one, else the policy's prior."""
-        measured = request.plan.draft_share if request.plan is not None else None
-        return measured if measured is not None else self.policy.prior_draft_share
 
     def observe(self, seq: list[int]) -> None:
         """Learn what the last proposal was worth, then let both sources roll back to seq."""

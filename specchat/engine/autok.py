@@ -36,18 +36,12 @@ from typing import TYPE_CHECKING
 
 from .draft_stop import ConfidenceModel, RoundPlan, StopCosts
 from .modes import DraftOutcome
+from .pass_costs import PassCosts, expected_tokens
 from .plain_probe import PlainProbe
 from .policy import DEFAULT_POLICY, SpeculationPolicy
 
 if TYPE_CHECKING:
     from .drafters import Drafter
-
-
-def expected_tokens(alpha: float, k: int) -> float:
-    """Tokens one round yields with k drafts accepted i.i.d. with probability alpha."""
-    if alpha >= 1.0:
-        return k + 1.0
-    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
 
 
 @dataclass
@@ -144,16 +138,16 @@ class AutoK:
         """The next round: its longest draft (K = 0: plain decoding) and where drafting stops early."""
         k = self.choose()
         if k == 0 or not self.early_stop or self.draft_step_s is None:
-            return RoundPlan(k, self.entry, None, draft_share=self.draft_share(k))
+            return RoundPlan(k, self.entry, None, passes=self.pass_costs())
         self.confidence.overall = self.alpha
-        return RoundPlan(self.k_max, self.entry, self.stop_costs(), self.confidence, draft_share=self.draft_share(k))
+        return RoundPlan(self.k_max, self.entry, self.stop_costs(), self.confidence, passes=self.pass_costs())
 
-    def draft_share(self, k: int) -> float | None:
-        """A draft step's measured cost as a share of a verify pass with k drafts (None before both are measured)."""
-        if self.draft_step_s is None or not self.verify_s or k == 0:
+    def pass_costs(self) -> PassCosts | None:
+        """The passes as measured on this pair (None before a round measured them)."""
+        if self.draft_step_s is None or not self.verify_s:
             return None
-        verify = self.verify_cost(k)
-        return self.draft_step_s / verify if verify > 0 else None
+        verify = tuple(self.verify_cost(k) for k in range(self.k_max + 1))
+        return PassCosts(verify, self.draft_step_s, self.one_pass_draft)
 
     def stop_costs(self) -> StopCosts:
         """A token's keep and go-on thresholds: its costs in seconds times the rate the controller expects. A block
@@ -174,9 +168,9 @@ class AutoK:
         the most expected tokens per second, if that beats plain decoding (both measured), else 0."""
         if not depth or self.measuring_plain or not self.verify_s:
             return 0
-        rates = {k: expected_tokens(rate, k) / self.verify_cost(k) for k in range(1, depth + 1)}
-        best = max(rates, key=lambda k: rates[k])
-        return best if rates[best] * self.verify_cost(0) > 1 else 0
+        costs = PassCosts(tuple(self.verify_cost(k) for k in range(depth + 1)), 0.0)  # nothing drafted by a model
+        best, best_rate = costs.best(rate, depth, drafted=False)
+        return best if best_rate * self.verify_cost(0) > 1 else 0
 
     def _plain_or_probe(self) -> int:
         if not self.probe_gap:

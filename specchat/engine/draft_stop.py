@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .modes import DraftOutcome
+from .pass_costs import PassCosts
 from .policy import DEFAULT_POLICY, SpeculationPolicy
 
 STATES = tuple(DraftOutcome)  # before this token: a draft the target took, a draft it refused, a full round
@@ -158,9 +159,7 @@ class RoundPlan:
     prefix: float = 1.0  # the chance every token kept so far is accepted
     stopped_early: bool = False
     stop_confidence: float | None = None  # the confidence of the token where drafting stopped early
-    draft_share: float | None = (
-        None  # a draft step's measured cost as a share of this K's verify pass (None: unmeasured)
-    )
+    passes: PassCosts | None = None  # this pair's passes as measured (None: unmeasured)
 
     def take(self, confidence: float) -> tuple[bool, bool]:
         """The drafter drafted a token with this confidence: (keep it, draft another)."""

@@ -28,6 +28,7 @@ class Draft:
     probs: mx.array | None
     steps: int = 0
     source: str = ""  # which drafter proposed them, when one drafter picks among others (auto_drafter.py)
+    costless: bool = False  # drafted without a model pass where a model drafter sits out (Auto's lookup rounds)
 
     @classmethod
     def from_steps(

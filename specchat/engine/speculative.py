@@ -112,7 +112,7 @@ class SpeculativeLoop:
         self.drafter.observe(ctx.seq)  # a drafter that sat out plain bursts catches up at its next proposal
         timing = Timing(t1 - t0, time.perf_counter() - t1)
         drafted = _drafted(drafts, k, plan, draft.source)
-        if self.auto is not None and costless:
+        if self.auto is not None and (costless or draft.costless):  # the model drafter's estimates sat it out
             self.auto.observe_costless(len(drafts), verdict.accepted, timing.verify_s)
         elif self.auto is not None:
             self.auto.observe(

@@ -11,10 +11,10 @@ import pytest
 
 from specchat.engine import Engine, Finished, GenerationConfig, RoundResult
 from specchat.engine.auto_drafter import AutoDrafter, SourceRecord
-from specchat.engine.autok import expected_tokens
 from specchat.engine.draft_stop import RoundPlan
 from specchat.engine.drafters import Draft, DraftRequest
 from specchat.engine.lookup import PromptLookupDrafter
+from specchat.engine.pass_costs import PassCosts, expected_tokens
 from specchat.engine.policy import DEFAULT_POLICY
 from specchat.engine.sampling import Sampler
 from specchat.engine.summary import speculation_text
@@ -65,10 +65,10 @@ def test_the_choice_follows_what_each_source_was_worth():
     auto = AutoDrafter(Model(), Lookup())  # type: ignore[arg-type]
     request = DraftRequest([1, 2, 3, 9, 1, 2, 3], 4, Sampler(GenerationConfig()))  # lookup's match: 9, 1, 2, 3
     auto.records = {"lookup": SourceRecord(0.0, 10.0), "draft": SourceRecord(9.0, 10.0)}
-    assert auto.choose(request) == "draft"  # its matches never held: the model drafts
+    assert auto.choose(request).source == "draft"  # its matches never held: the model drafts
     auto.records = {"lookup": SourceRecord(9.0, 10.0), "draft": SourceRecord(5.0, 10.0)}
-    assert auto.choose(request) == "lookup"  # copies hold and cost no model pass
-    assert auto.choose(DraftRequest([5, 6, 7, 8], 4, Sampler(GenerationConfig()))) == "draft"  # no match
+    assert auto.choose(request).source == "lookup"  # copies hold and cost no model pass
+    assert auto.choose(DraftRequest([5, 6, 7, 8], 4, Sampler(GenerationConfig()))).source == "draft"  # no match
 
 
 def test_the_choice_weighs_the_draft_cost_auto_k_measured_on_this_pair():
@@ -84,16 +84,16 @@ def test_the_choice_weighs_the_draft_cost_auto_k_measured_on_this_pair():
     seq = [1, 2, 3, 9, 1, 2, 3]  # lookup's match: 9, 1, 2, 3
 
     def request(share: float | None) -> DraftRequest:
-        plan = RoundPlan(4, "start", None, draft_share=share)
+        plan = RoundPlan(4, "start", None, passes=None if share is None else PassCosts.flat(4, share))
         return DraftRequest(seq, 4, Sampler(GenerationConfig()), plan)
 
     # copied 1 + .7 + .49 + .34 + .24 = 2.77 tokens for one verify pass; drafted 1 + .9 + .81 + .73 + .66 = 4.10
-    assert auto.choose(request(0.05)) == "draft"  # draft steps measured cheap (a Mac's GPU): 4.10 / 1.2 > 2.77
-    assert auto.choose(request(0.4)) == "lookup"  # measured dear: 4.10 / 2.6 < 2.77
-    assert auto.choose(request(None)) == "lookup"  # unmeasured: the policy's prior share (0.3): 4.10 / 2.2
+    assert auto.choose(request(0.05)).source == "draft"  # draft steps measured cheap (a Mac's GPU): 4.10 / 1.2 > 2.77
+    assert auto.choose(request(0.4)).source == "lookup"  # measured dear: 4.10 / 2.6 < 2.77
+    assert auto.choose(request(None)).source == "lookup"  # unmeasured: the policy's prior share (0.3): 4.10 / 2.2
     cheap_prior = AutoDrafter(Model(), Lookup(), replace(DEFAULT_POLICY, prior_draft_share=0.05))  # type: ignore[arg-type]
     cheap_prior.records = auto.records
-    assert cheap_prior.choose(request(None)) == "draft"
+    assert cheap_prior.choose(request(None)).source == "draft"
 
 
 def test_expected_tokens_and_the_footer_words():
@@ -182,5 +182,30 @@ def test_lookup_is_taken_after_the_tails_whose_copies_held():
     auto = model_favoured(EchoModel([5, 9, 8, 7]))
     auto.records["lookup@4"] = SourceRecord(19.0, 20.0)  # four-token tails copied on
     request = DraftRequest(list(COPYABLE), 4, Sampler(GenerationConfig()))
-    assert auto.choose(request) == "lookup"
-    assert auto.choose(DraftRequest([1, 2, 3, 4, 5, 9, 8, 7, 6, 5, 2], 4, Sampler(GenerationConfig()))) == "draft"
+    assert auto.choose(request).source == "lookup"
+    assert (
+        auto.choose(DraftRequest([1, 2, 3, 4, 5, 9, 8, 7, 6, 5, 2], 4, Sampler(GenerationConfig()))).source == "draft"
+    )
+
+
+def test_a_copy_is_as_deep_as_pays_at_the_measured_verify_costs_and_only_where_it_beats_a_plain_token():
+    class Model:
+        name = "draft"
+        one_pass_draft = False
+
+    auto = AutoDrafter(Model(), PromptLookupDrafter(vocab_size=16))  # type: ignore[arg-type]
+    seq = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3]  # lookup's match: 4 .. 10, 1
+    steep = PassCosts(tuple(0.5 + 0.1 * k for k in range(9)), 0.2)  # a CPU: each token verified costs more
+
+    def request(costs: PassCosts) -> DraftRequest:
+        return DraftRequest(seq, 8, Sampler(GenerationConfig()), RoundPlan(8, "start", None, passes=costs))
+
+    auto.records = {"lookup": SourceRecord(8.0, 10.0), "draft": SourceRecord(2.0, 10.0)}
+    # copies accepted at 0.8: 3.36 tokens for 0.9 s at depth 4 (3.73/s), 3.69 for 1.0 s at 5, 3.49 for 0.7 s at 2
+    assert auto.choose(request(steep)) == ("lookup", 4)
+    draft = auto.propose(request(steep))
+    assert np.array(draft.tokens).tolist() == [4, 5, 6, 7] and draft.source == "lookup" and draft.costless
+    assert auto.choose(request(PassCosts.flat(8, 0.2))) == ("lookup", 8)  # flat verify passes: the whole match
+    # copies accepted at 0.1: 1.1 tokens for 0.6 s, a plain token costs 0.5 s; Auto K's round goes to the model
+    auto.records = {"lookup": SourceRecord(1.0, 10.0), "draft": SourceRecord(0.0, 10.0)}
+    assert auto.choose(request(steep)).source == "draft"

@@ -5,10 +5,11 @@ import random
 import mlx.core as mx
 import pytest
 
-from specchat.engine.autok import AutoK, expected_tokens
+from specchat.engine.autok import AutoK
 from specchat.engine.config import AUTO_MAX_DRAFT_TOKENS, GenerationConfig
 from specchat.engine.drafters import DraftRequest
 from specchat.engine.lookup import PromptLookupDrafter, find_continuation
+from specchat.engine.pass_costs import expected_tokens
 from specchat.engine.sampling import Sampler
 
 from .costed_autok import CostedAutoK

@@ -8,12 +8,12 @@ import random
 import pytest
 
 from specchat.engine import Engine
-from specchat.engine.autok import expected_tokens
 from specchat.engine.batch.batch_choice import BatchShape
 from specchat.engine.batch.batch_costs import Cell, CostRow, CostTable
 from specchat.engine.batch.batch_k import BatchK
 from specchat.engine.batch.decoder import BatchDecoder
 from specchat.engine.knowledge import VERSION, batch_knowledge, learn_batch
+from specchat.engine.pass_costs import expected_tokens
 from specchat.engine.policy import DEFAULT_POLICY
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from ..autok import expected_tokens
 from ..modes import SpecMode
+from ..pass_costs import expected_tokens
 from .batch_costs import CostTable
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..autok import expected_tokens
 from ..draft_stop import ConfidenceModel, StopCosts
+from ..pass_costs import expected_tokens
 from ..policy import DEFAULT_POLICY, SpeculationPolicy
 from .batch_choice import BatchShape, best_choice, drafted_for, plain_below
 from .batch_costs import CostRow, CostTable, SizeCosts

@@ -1,0 +1,39 @@
+"""What a round is expected to bring per second: tokens from per-token acceptance, seconds from this pair's
+measured passes (a verify pass by how many drafts it checks, a draft pass)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def expected_tokens(alpha: float, k: int) -> float:
+    """Tokens one round yields with k drafts accepted i.i.d. with probability alpha."""
+    if alpha >= 1.0:
+        return k + 1.0
+    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+
+
+@dataclass(frozen=True)
+class PassCosts:
+    """This pair's passes: a verify pass with k drafts by k (k = 0: one plain token) and one draft pass, in
+    seconds as measured (or in verify passes, for a prior); one_pass_draft: any K drafts in one pass."""
+
+    verify: tuple[float, ...]
+    draft_step: float
+    one_pass_draft: bool = False
+
+    @classmethod
+    def flat(cls, k_max: int, draft_share: float, one_pass_draft: bool = False) -> PassCosts:
+        """Nothing measured: every verify pass costs one, a draft pass draft_share of that."""
+        return cls((1.0,) * (k_max + 1), draft_share, one_pass_draft)
+
+    def round_s(self, k: int, drafted: bool) -> float:
+        """A round checking k drafts: its verify pass, and the draft passes when a model drafted them."""
+        passes = (min(k, 1) if self.one_pass_draft else k) if drafted else 0
+        return self.verify[min(k, len(self.verify) - 1)] + passes * self.draft_step
+
+    def best(self, alpha: float, depth: int, drafted: bool) -> tuple[int, float]:
+        """The k in 1..depth with the most expected tokens per second at acceptance alpha, and that rate."""
+        rates = {k: expected_tokens(alpha, k) / self.round_s(k, drafted) for k in range(1, max(depth, 1) + 1)}
+        k = max(rates, key=rates.__getitem__)
+        return k, rates[k]
