@@ -48,6 +48,11 @@ class Shadow:
     tail: int
 
 
+def copy_reach(request: DraftRequest) -> int:
+    """How far a copy may go this round: the request's reach past the model drafter's K."""
+    return max(request.k, request.reach)
+
+
 class Pick(NamedTuple):
     """Auto's choice for a round: the source that drafts, and at most how many tokens."""
 
@@ -108,7 +113,7 @@ class AutoDrafter(Drafter):
     def propose(self, request: DraftRequest) -> Draft:
         """The chosen source's drafts, marked with its name (lookup's as costless: the model drafter sat out)."""
         self._settle_shadow(request.seq, force=True)
-        match, _, tail = longest_match(request.seq, request.k, self.lookup.ngram_max)
+        match, _, tail = longest_match(request.seq, copy_reach(request), self.lookup.ngram_max)
         pick = self.choose(request, match, tail)
         if pick.source == LOOKUP:
             draft = replace(self.lookup.propose(self._lookup_request(request, pick.k)), costless=self.model is not None)
@@ -129,7 +134,7 @@ class AutoDrafter(Drafter):
         if self.model is None or request.costless:
             return Pick(LOOKUP, request.k)
         if match is None:
-            match, _, tail = longest_match(request.seq, request.k, self.lookup.ngram_max)
+            match, _, tail = longest_match(request.seq, copy_reach(request), self.lookup.ngram_max)
         if len(match) < self.policy.lookup_min_match:
             return Pick(self.model.name, request.k)
         costs = self.pass_costs(request)
@@ -145,7 +150,7 @@ class AutoDrafter(Drafter):
         if measured is not None:
             return measured
         one_pass = self.model is not None and self.model.one_pass_draft
-        return PassCosts.flat(request.k, self.policy.prior_draft_share, one_pass)
+        return PassCosts.flat(copy_reach(request), self.policy.prior_draft_share, one_pass)
 
     def _lookup_request(self, request: DraftRequest, depth: int) -> DraftRequest:
         """Lookup's round: as deep as the costs chose, without the model drafter's early stop (its confidences

@@ -290,7 +290,7 @@ class AutoK:
             return
         self.verify_s[k] = _ema(self.verify_s.get(k), verify_s, self.decay)
         self.verify_rounds[k] = self.verify_rounds.get(k, 0) + 1
-        if catch_up <= self.policy.normal_catch_up or self.draft_step_s is None:
+        if catch_up <= self.policy.normal_catch_up:  # else unmeasured: a fresh controller's rounds stay short
             per_step = draft_s if self.one_pass_draft else draft_s / max(steps or k, 1)
             self.draft_step_s = _ema(self.draft_step_s, per_step, self.decay)
         self._count(accepted, 1 if accepted < k else 0)

@@ -92,6 +92,7 @@ class DraftRequest:
     plan: RoundPlan | None = None  # Auto K's early stop: call plan.take(confidence) after each token
     constraint: DraftConstraint | None = None  # a grammar: draft only what it allows, pushing each token on
     costless: bool = False  # draft only from a source that runs no model pass (Auto's rounds amid plain decoding)
+    reach: int = 0  # the most a source that runs no model pass may copy, past k (0: k)
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,8 @@ class SpeculativeLoop:
 
     def draft(self, k: int, plan: RoundPlan | None, constraint: DraftConstraint | None, costless: bool) -> Draft:
         """The drafter's proposal, dispatched (the device drafts while Python builds the verify graph)."""
-        draft = self.drafter.propose(DraftRequest(self.ctx.seq, k, self.ctx.sampler, plan, constraint, costless))
+        reach = min(self.k_max, self.ctx.budget - self.generated)  # a copy is not held to the model drafter's K
+        draft = self.drafter.propose(DraftRequest(self.ctx.seq, k, self.ctx.sampler, plan, constraint, costless, reach))
         if constraint is not None:
             draft = _allowed_draft(draft, constraint, plan)
         mx.async_eval(draft.tokens)

@@ -206,6 +206,8 @@ def test_a_copy_is_as_deep_as_pays_at_the_measured_verify_costs_and_only_where_i
     draft = auto.propose(request(steep))
     assert np.array(draft.tokens).tolist() == [4, 5, 6, 7] and draft.source == "lookup" and draft.costless
     assert auto.choose(request(PassCosts.flat(8, 0.2))) == ("lookup", 8)  # flat verify passes: the whole match
+    short = replace(request(PassCosts.flat(8, 0.2)), k=2, reach=8)  # Auto K holds the model drafter to two tokens
+    assert auto.choose(short) == ("lookup", 8)  # a copy is not held to the model drafter's K
     # copies accepted at 0.1: 1.1 tokens for 0.6 s, a plain token costs 0.5 s; Auto K's round goes to the model
     auto.records = {"lookup": SourceRecord(1.0, 10.0), "draft": SourceRecord(0.0, 10.0)}
     assert auto.choose(request(steep)).source == "draft"

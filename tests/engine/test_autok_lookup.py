@@ -234,3 +234,13 @@ def test_a_new_reply_keeps_alpha_but_must_earn_long_drafts_again():
     assert controller.choose() == 2
     controller.observe(2, 0, 0.004, 0.014)  # the first round says no: alpha falls fast, not over many rounds
     assert controller.alpha < alpha - 0.1  # with the whole reply behind it: 0.96
+
+
+def test_a_round_that_caught_up_on_many_tokens_does_not_measure_a_draft_step():
+    """After rounds another source drafted, the model drafter first reads what it missed: that round's drafting
+    time is mostly reading, and a fresh controller that took it as a draft step's cost would think drafting dear."""
+    controller = AutoK(k_max=8)
+    controller.observe(1, 1, 0.70, 0.53, catch_up=60)
+    assert controller.draft_step_s is None and controller.choose() == controller.policy.start_k
+    controller.observe(2, 2, 0.38, 0.55, catch_up=1)
+    assert controller.draft_step_s == pytest.approx(0.19)
