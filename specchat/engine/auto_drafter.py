@@ -4,8 +4,10 @@ else the target's MTP head) drafts everywhere else. What each source's drafts we
 learned from the rounds themselves (drafts checked and accepted, decayed) and kept across replies.
 
 Lookup's copies are worth very different amounts by how long a tail matched (a four-token tail in a code edit
-is copied on; a one-token tail in new code is a guess), so its acceptance is learned per tail length, falling
-back to lookup's pooled rate where a length has little evidence. A source never picked would never be learned,
+is copied on; a one-token tail in new code is a guess), and a copy in prose is often refused at its first token
+but, once taken, copied on. So a copy's first token is learned per tail length (falling back to lookup's pooled
+first tokens where a length has little evidence), its later tokens apart, and each round's source and depth
+are priced in this pair's measured seconds (pass_costs.py). A source never picked would never be learned,
 and lookup costs nothing to ask: in a round the model drafter drafts, lookup's match is checked against what the
 target then emitted (the first token that differs is where the target would have refused it) and counts too.
 
@@ -24,7 +26,7 @@ import mlx.core as mx
 from .drafters import NO_TAPS, Draft, Drafter, DraftRequest, TargetTaps
 from .lookup import PromptLookupDrafter, longest_match
 from .modes import SpecMode
-from .pass_costs import PassCosts
+from .pass_costs import Acceptance, PassCosts
 from .policy import DEFAULT_POLICY, SpeculationPolicy
 from .runner import common_prefix_len, token_ids
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from .config import GenerationConfig
 
 LOOKUP = SpecMode.LOOKUP  # the name Auto marks prompt lookup's rounds with
+CONTINUED = f"{LOOKUP}+"  # the record of a copy's tokens after its first, each given the ones before held
 
 
 def tail_name(tail: int) -> str:
@@ -92,6 +95,7 @@ class AutoDrafter(Drafter):
             LOOKUP: SourceRecord(0.6, 1.0, decay)
         }  # a match is usually copied on (priors: one round each)
         self.records.update({tail_name(n): SourceRecord(0.0, 0.0, decay) for n in range(1, lookup.ngram_max + 1)})
+        self.records[CONTINUED] = SourceRecord(0.8, 1.0, decay)  # a copy under way is usually copied on
         if model is not None:
             self.records[model.name] = SourceRecord(0.5, 1.0, decay)
         self.pending: tuple[str, mx.array, int, int] | None = None  # the last proposal: source, drafts, where, tail
@@ -138,8 +142,8 @@ class AutoDrafter(Drafter):
         if len(match) < self.policy.lookup_min_match:
             return Pick(self.model.name, request.k)
         costs = self.pass_costs(request)
-        depth, copied = costs.best(self.lookup_rate(tail), len(match), drafted=False)
-        _, modelled = costs.best(self.records[self.model.name].rate, request.k, drafted=True)
+        depth, copied = costs.best(self.lookup_odds(tail), len(match), drafted=False)
+        _, modelled = costs.best(Acceptance.iid(self.records[self.model.name].rate), request.k, drafted=True)
         beats_plain = copied * costs.verify[0] > 1  # else Auto K's call stands (it may be probing the model drafter)
         return Pick(LOOKUP, depth) if beats_plain and copied >= modelled else Pick(self.model.name, request.k)
 
@@ -159,25 +163,27 @@ class AutoDrafter(Drafter):
             return request
         return replace(request, k=depth, plan=None)
 
-    def lookup_rate(self, tail: int) -> float:
-        """The chance a copy after a matched tail of this length is accepted: that length's record, started from
-        lookup's pooled rate weighing policy.lookup_tail_evidence drafts."""
+    def lookup_odds(self, tail: int) -> Acceptance:
+        """How a copy after a matched tail of this length is accepted: its first token as that length's record says
+        (started from lookup's pooled first tokens, weighing policy.lookup_tail_evidence copies), the rest as
+        every copy's tokens after the first were."""
         pooled, own = self.records[LOOKUP], self.records.get(tail_name(tail))
-        if own is None:
-            return pooled.rate
-        evidence = self.policy.lookup_tail_evidence
-        return (own.accepted + pooled.rate * evidence) / (own.checked + evidence)
+        first = pooled.rate
+        if own is not None:
+            evidence = self.policy.lookup_tail_evidence
+            first = (own.accepted + pooled.rate * evidence) / (own.checked + evidence)
+        return Acceptance(first, self.records[CONTINUED].rate)
 
-    def costless(self, seq: list[int], k: int) -> tuple[int, float]:
-        """Lookup's match here, if long enough to trust, and the rate copies after such a tail are accepted at
+    def costless(self, seq: list[int], k: int) -> tuple[int, Acceptance]:
+        """Lookup's match here, if long enough to trust, and how copies after such a tail are accepted
         (asked after every plain token: the match it saw at the last one is checked against the token since)."""
         self._settle_shadow(seq, force=False)
         match, _, tail = longest_match(seq, k, self.lookup.ngram_max)
         if len(match) < self.policy.lookup_min_match:
-            return 0, 0.0
+            return 0, Acceptance.iid(0.0)
         if self.shadow is None:
             self.shadow = Shadow(match, len(seq), tail)
-        return len(match), self.lookup_rate(tail)
+        return len(match), self.lookup_odds(tail)
 
     def observe(self, seq: list[int]) -> None:
         """Learn what the last proposal was worth, then let both sources roll back to seq."""
@@ -196,10 +202,16 @@ class AutoDrafter(Drafter):
         self.lookup.observe(seq)
 
     def _learn_lookup(self, tail: int, accepted: int, checked: int) -> None:
-        """Count copies after a tail of this length: in its own record and lookup's pooled one."""
-        self.records[LOOKUP].add(accepted, checked)
+        """Count a copy after a tail of this length: its first token in that length's record and lookup's pooled
+        one, the tokens after it (if it was taken) in the record of copies under way."""
+        if not checked:
+            return
+        first = min(accepted, 1)
+        self.records[LOOKUP].add(first, 1)
         if (own := self.records.get(tail_name(tail))) is not None:
-            own.add(accepted, checked)
+            own.add(first, 1)
+        if first and checked > 1:
+            self.records[CONTINUED].add(accepted - 1, checked - 1)
 
     def _settle_shadow(self, seq: list[int], force: bool) -> None:
         """Count the shadow match once seq shows where the target would have refused it or that it took it all;

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from .draft_stop import ConfidenceModel, RoundPlan, StopCosts
 from .modes import DraftOutcome
-from .pass_costs import PassCosts, expected_tokens
+from .pass_costs import Acceptance, PassCosts, expected_tokens
 from .plain_probe import PlainProbe
 from .policy import DEFAULT_POLICY, SpeculationPolicy
 
@@ -143,11 +143,13 @@ class AutoK:
         return RoundPlan(self.k_max, self.entry, self.stop_costs(), self.confidence, passes=self.pass_costs())
 
     def pass_costs(self) -> PassCosts | None:
-        """The passes as measured on this pair (None before a round measured them)."""
-        if self.draft_step_s is None or not self.verify_s:
+        """The passes as measured on this pair (None before a verify pass was): a draft pass not yet measured is
+        policy.prior_draft_share of a one-draft verify pass."""
+        if not self.verify_s:
             return None
         verify = tuple(self.verify_cost(k) for k in range(self.k_max + 1))
-        return PassCosts(verify, self.draft_step_s, self.one_pass_draft)
+        step = self.draft_step_s if self.draft_step_s is not None else self.policy.prior_draft_share * verify[1]
+        return PassCosts(verify, step, self.one_pass_draft)
 
     def stop_costs(self) -> StopCosts:
         """A token's keep and go-on thresholds: its costs in seconds times the rate the controller expects. A block
@@ -163,13 +165,13 @@ class AutoK:
         """Whether the next plain burst measures plain decoding (none yet, or a probe): it runs its full length."""
         return self.plain_s is None or self.probe.pending
 
-    def costless_k(self, depth: int, rate: float) -> int:
-        """How many of a draft's depth tokens that cost no model pass (each accepted at rate) to verify: the K with
-        the most expected tokens per second, if that beats plain decoding (both measured), else 0."""
+    def costless_k(self, depth: int, acceptance: Acceptance) -> int:
+        """How many of a draft's depth tokens that cost no model pass (accepted as `acceptance` says) to verify: the
+        K with the most expected tokens per second, if that beats plain decoding (both measured), else 0."""
         if not depth or self.measuring_plain or not self.verify_s:
             return 0
         costs = PassCosts(tuple(self.verify_cost(k) for k in range(depth + 1)), 0.0)  # nothing drafted by a model
-        best, best_rate = costs.best(rate, depth, drafted=False)
+        best, best_rate = costs.best(acceptance, depth, drafted=False)
         return best if best_rate * self.verify_cost(0) > 1 else 0
 
     def _plain_or_probe(self) -> int:

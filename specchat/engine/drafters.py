@@ -10,6 +10,7 @@ import mlx.core as mx
 
 from .constraint import DraftConstraint
 from .draft_stop import RoundPlan
+from .pass_costs import Acceptance
 from .runner import LayerCapture, ModelRunner, token_id
 from .sampling import Sampler
 
@@ -134,11 +135,11 @@ class Drafter(Protocol):
     def reset(self) -> None:
         """Forget all state (after an error)."""
 
-    def costless(self, seq: list[int], k: int) -> tuple[int, float]:
+    def costless(self, seq: list[int], k: int) -> tuple[int, Acceptance]:
         """A draft of up to k tokens after seq that runs no model pass (a copy from the conversation): its length
-        and the chance each of its tokens is accepted. (0, 0.0), by default: none. Auto K weighs it where it
-        would decode plainly (speculative.py), and asks for it with DraftRequest.costless."""
-        return 0, 0.0
+        and how its tokens are accepted. Length 0, by default: none. Auto K weighs it where it would decode
+        plainly (speculative.py), and asks for it with DraftRequest.costless."""
+        return 0, Acceptance.iid(0.0)
 
 
 class DraftModelDrafter(Drafter):

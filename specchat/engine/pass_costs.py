@@ -14,6 +14,24 @@ def expected_tokens(alpha: float, k: int) -> float:
 
 
 @dataclass(frozen=True)
+class Acceptance:
+    """A draft's per-token acceptance: its first token's chance, then each next one's given the ones before were
+    accepted (a copy from the conversation is often refused at once but, once on, copied on)."""
+
+    first: float
+    then: float
+
+    @classmethod
+    def iid(cls, alpha: float) -> Acceptance:
+        """Every token at the same chance."""
+        return cls(alpha, alpha)
+
+    def tokens(self, k: int) -> float:
+        """Tokens a round with k drafts yields."""
+        return 1.0 + self.first * expected_tokens(self.then, k - 1) if k else 1.0
+
+
+@dataclass(frozen=True)
 class PassCosts:
     """This pair's passes: a verify pass with k drafts by k (k = 0: one plain token) and one draft pass, in
     seconds as measured (or in verify passes, for a prior); one_pass_draft: any K drafts in one pass."""
@@ -32,8 +50,8 @@ class PassCosts:
         passes = (min(k, 1) if self.one_pass_draft else k) if drafted else 0
         return self.verify[min(k, len(self.verify) - 1)] + passes * self.draft_step
 
-    def best(self, alpha: float, depth: int, drafted: bool) -> tuple[int, float]:
-        """The k in 1..depth with the most expected tokens per second at acceptance alpha, and that rate."""
-        rates = {k: expected_tokens(alpha, k) / self.round_s(k, drafted) for k in range(1, max(depth, 1) + 1)}
+    def best(self, acceptance: Acceptance, depth: int, drafted: bool) -> tuple[int, float]:
+        """The k in 1..depth with the most expected tokens per second at this acceptance, and that rate."""
+        rates = {k: acceptance.tokens(k) / self.round_s(k, drafted) for k in range(1, max(depth, 1) + 1)}
         k = max(rates, key=rates.__getitem__)
         return k, rates[k]

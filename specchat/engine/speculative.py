@@ -77,8 +77,8 @@ class SpeculativeLoop:
         """Where Auto K decodes plainly: how much of a draft that runs no model pass (Auto's lookup match) to verify,
         if that is expected to beat plain decoding here, else 0."""
         assert self.auto is not None
-        depth, rate = self.drafter.costless(self.ctx.seq, min(self.k_max, self.ctx.budget - self.generated))
-        return self.auto.costless_k(depth, rate)
+        depth, acceptance = self.drafter.costless(self.ctx.seq, min(self.k_max, self.ctx.budget - self.generated))
+        return self.auto.costless_k(depth, acceptance)
 
     def plan(self) -> tuple[RoundPlan | None, int]:
         """This round's K (cut to the budget) and, under Auto K, its drafting plan."""

@@ -10,6 +10,7 @@ import pytest
 from specchat.engine import Engine, GenerationConfig, RoundResult
 from specchat.engine.auto_drafter import SourceRecord
 from specchat.engine.autok import AutoK
+from specchat.engine.pass_costs import Acceptance
 from specchat.engine.plain import baseline_steps
 from specchat.engine.round import LoopContext
 from specchat.engine.sampling import Sampler
@@ -57,13 +58,13 @@ def test_the_depth_verified_is_the_one_with_most_tokens_per_second():
     controller = AutoK(k_max=16)
     controller.observe(2, 0, 0.2, 0.60, catch_up=1)
     controller.observe(8, 0, 1.6, 0.84, catch_up=1)  # verify passes: 0.52 + 0.04 K seconds
-    assert controller.costless_k(6, 0.9) == 0  # plain decoding not measured yet: no copy is weighed
+    assert controller.costless_k(6, Acceptance.iid(0.9)) == 0  # plain decoding not measured yet: no copy is weighed
     controller.observe_plain(4, 4 * 0.55)  # 1.82 tokens/s
-    assert controller.costless_k(6, 0.9) == 6  # 5.2 tokens for 0.76 s: 6.9 tokens/s
-    assert controller.costless_k(16, 0.5) == 3  # 2.93 tokens/s; 2.92 at K=2, 2.85 at K=4, 1.72 at K=16
-    assert controller.costless_k(6, 0.1) == 1  # 1.96 tokens/s: one token of the copy beats a plain one
-    assert controller.costless_k(6, 0.0) == 0  # one token for a pass dearer than a plain step
-    assert controller.costless_k(0, 0.9) == 0
+    assert controller.costless_k(6, Acceptance.iid(0.9)) == 6  # 5.2 tokens for 0.76 s: 6.9 tokens/s
+    assert controller.costless_k(16, Acceptance.iid(0.5)) == 3  # 2.93 tokens/s; 2.92 at K=2, 2.85 at K=4, 1.72 at K=16
+    assert controller.costless_k(6, Acceptance.iid(0.1)) == 1  # 1.96 tokens/s: one token of the copy beats a plain one
+    assert controller.costless_k(6, Acceptance.iid(0.0)) == 0  # one token for a pass dearer than a plain step
+    assert controller.costless_k(0, Acceptance.iid(0.9)) == 0
 
 
 def test_a_copy_does_not_teach_the_controller_the_model_drafters_acceptance():

@@ -14,7 +14,7 @@ from specchat.engine.auto_drafter import AutoDrafter, SourceRecord
 from specchat.engine.draft_stop import RoundPlan
 from specchat.engine.drafters import Draft, DraftRequest
 from specchat.engine.lookup import PromptLookupDrafter
-from specchat.engine.pass_costs import PassCosts, expected_tokens
+from specchat.engine.pass_costs import Acceptance, PassCosts, expected_tokens
 from specchat.engine.policy import DEFAULT_POLICY
 from specchat.engine.sampling import Sampler
 from specchat.engine.summary import speculation_text
@@ -64,9 +64,9 @@ def test_the_choice_follows_what_each_source_was_worth():
 
     auto = AutoDrafter(Model(), Lookup())  # type: ignore[arg-type]
     request = DraftRequest([1, 2, 3, 9, 1, 2, 3], 4, Sampler(GenerationConfig()))  # lookup's match: 9, 1, 2, 3
-    auto.records = {"lookup": SourceRecord(0.0, 10.0), "draft": SourceRecord(9.0, 10.0)}
+    auto.records.update({"lookup": SourceRecord(0.0, 10.0), "draft": SourceRecord(9.0, 10.0)})
     assert auto.choose(request).source == "draft"  # its matches never held: the model drafts
-    auto.records = {"lookup": SourceRecord(9.0, 10.0), "draft": SourceRecord(5.0, 10.0)}
+    auto.records.update({"lookup": SourceRecord(9.0, 10.0), "draft": SourceRecord(5.0, 10.0)})
     assert auto.choose(request).source == "lookup"  # copies hold and cost no model pass
     assert auto.choose(DraftRequest([5, 6, 7, 8], 4, Sampler(GenerationConfig()))).source == "draft"  # no match
 
@@ -80,7 +80,8 @@ def test_the_choice_weighs_the_draft_cost_auto_k_measured_on_this_pair():
         ngram_max = 4
 
     auto = AutoDrafter(Model(), Lookup())  # type: ignore[arg-type]
-    auto.records = {"lookup": SourceRecord(7.0, 10.0), "draft": SourceRecord(9.0, 10.0)}
+    copies = SourceRecord(7.0, 10.0)  # first tokens and the tokens after them alike
+    auto.records.update({"lookup": copies, "lookup+": copies, "draft": SourceRecord(9.0, 10.0)})
     seq = [1, 2, 3, 9, 1, 2, 3]  # lookup's match: 9, 1, 2, 3
 
     def request(share: float | None) -> DraftRequest:
@@ -158,10 +159,13 @@ def test_lookup_learns_from_rounds_the_model_drafted_where_the_target_would_have
     assert draft.source == "draft"
     auto.observe([*COPYABLE, 5, 9, 6])  # the target kept 5, 9 and put 6 where lookup had 8
     four = auto.records["lookup@4"]
-    assert (four.accepted, four.checked) == (2.0, 3.0)  # two of its copies taken, the third refused
+    assert (four.accepted, four.checked) == (1.0, 1.0)  # its first token taken
     assert auto.records["lookup@1"].checked == 0.0  # other tail lengths learn nothing from it
-    assert auto.records["lookup"].checked == pytest.approx(10.0 * 0.95 + 3.0)  # the pooled record counts it
-    assert auto.lookup_rate(4) == pytest.approx((2.0 + auto.records["lookup"].rate * 2.0) / 5.0)
+    assert auto.records["lookup"].checked == pytest.approx(10.0 * 0.95 + 1.0)  # the pooled record counts it
+    on = auto.records["lookup+"]  # the copy under way: the second token taken, the third refused
+    assert (on.accepted, on.checked) == (pytest.approx(0.8 * 0.95 + 1.0), pytest.approx(0.95 + 2.0))
+    odds = auto.lookup_odds(4)
+    assert odds.first == pytest.approx((1.0 + auto.records["lookup"].rate * 2.0) / 3.0) and odds.then == on.rate
 
 
 def test_a_match_weighed_between_plain_tokens_is_learned_once_the_target_shows_where_it_ends():
@@ -174,8 +178,9 @@ def test_a_match_weighed_between_plain_tokens_is_learned_once_the_target_shows_w
     assert auto.records["lookup@4"].checked == 0.0  # undecided: the copy may hold on
     seq.append(6)  # the target wrote 6 where lookup had 9
     auto.costless(seq, 8)
-    four = auto.records["lookup@4"]
-    assert (four.accepted, four.checked) == (1.0, 2.0)
+    four, on = auto.records["lookup@4"], auto.records["lookup+"]
+    assert (four.accepted, four.checked) == (1.0, 1.0)  # its first token held
+    assert on.checked == pytest.approx(0.95 + 1.0) and on.accepted == pytest.approx(0.8 * 0.95)  # its second did not
 
 
 def test_lookup_is_taken_after_the_tails_whose_copies_held():
@@ -200,7 +205,8 @@ def test_a_copy_is_as_deep_as_pays_at_the_measured_verify_costs_and_only_where_i
     def request(costs: PassCosts) -> DraftRequest:
         return DraftRequest(seq, 8, Sampler(GenerationConfig()), RoundPlan(8, "start", None, passes=costs))
 
-    auto.records = {"lookup": SourceRecord(8.0, 10.0), "draft": SourceRecord(2.0, 10.0)}
+    copies = SourceRecord(8.0, 10.0)
+    auto.records.update({"lookup": copies, "lookup+": copies, "draft": SourceRecord(2.0, 10.0)})
     # copies accepted at 0.8: 3.36 tokens for 0.9 s at depth 4 (3.73/s), 3.69 for 1.0 s at 5, 3.49 for 0.7 s at 2
     assert auto.choose(request(steep)) == ("lookup", 4)
     draft = auto.propose(request(steep))
@@ -209,5 +215,16 @@ def test_a_copy_is_as_deep_as_pays_at_the_measured_verify_costs_and_only_where_i
     short = replace(request(PassCosts.flat(8, 0.2)), k=2, reach=8)  # Auto K holds the model drafter to two tokens
     assert auto.choose(short) == ("lookup", 8)  # a copy is not held to the model drafter's K
     # copies accepted at 0.1: 1.1 tokens for 0.6 s, a plain token costs 0.5 s; Auto K's round goes to the model
-    auto.records = {"lookup": SourceRecord(1.0, 10.0), "draft": SourceRecord(0.0, 10.0)}
+    auto.records.update({"lookup": SourceRecord(1.0, 10.0), "draft": SourceRecord(0.0, 10.0)})
     assert auto.choose(request(steep)).source == "draft"
+
+
+def test_a_copy_refused_at_once_or_copied_on_is_priced_deeper_than_the_same_rate_spread_evenly():
+    costs = PassCosts(tuple(0.5 + 0.02 * k for k in range(17)), 0.2)
+    for alpha in (0.0, 0.5, 0.9, 1.0):
+        assert [Acceptance.iid(alpha).tokens(k) for k in range(5)] == pytest.approx(
+            [expected_tokens(alpha, k) for k in range(5)]
+        )
+    # prose: three copies in ten taken at their first token, and then copied on at 0.95
+    assert costs.best(Acceptance(0.3, 0.95), 16, drafted=False)[0] == 16  # 4.4 tokens for 0.82 s
+    assert costs.best(Acceptance.iid(0.5), 16, drafted=False)[0] == 3  # 1.88 tokens for 0.56 s

@@ -100,7 +100,7 @@ def test_no_knob_is_left_as_a_module_constant(module):
         for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(target, ast.Name) and target.id.isupper()
     }
-    assert names <= {"STATES", "TENTHS", "LOOKUP"}
+    assert names <= {"STATES", "TENTHS", "LOOKUP", "CONTINUED"}  # the last two: names of records
 
 
 def mean_k(pair: Pair, acceptance: float, seed: int, policy: SpeculationPolicy = DEFAULT_POLICY) -> float:
