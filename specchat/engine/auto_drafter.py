@@ -6,7 +6,7 @@ learned from the rounds themselves (drafts checked and accepted, decayed) and ke
 Lookup's copies are worth very different amounts by how long a tail matched (a four-token tail in a code edit
 is copied on; a one-token tail in new code is a guess), and a copy in prose is often refused at its first token
 but, once taken, copied on. So a copy's first token is learned per tail length (falling back to lookup's pooled
-first tokens where a length has little evidence), its later tokens apart, and each round's source and depth
+first tokens where a length has little evidence), its later tokens by position, and each round's source and depth
 are priced in this pair's measured seconds (pass_costs.py). A source never picked would never be learned,
 and lookup costs nothing to ask: in a round the model drafter drafts, lookup's match is checked against what the
 target then emitted (the first token that differs is where the target would have refused it) and counts too.
@@ -34,7 +34,13 @@ if TYPE_CHECKING:
     from .config import GenerationConfig
 
 LOOKUP = SpecMode.LOOKUP  # the name Auto marks prompt lookup's rounds with
-CONTINUED = f"{LOOKUP}+"  # the record of a copy's tokens after its first, each given the ones before held
+
+
+def position_name(position: int) -> str:
+    """The record of copied tokens at this position (2 on; 1 is the first token's, by tail), each given the ones
+    before it held: positions 2, 3 and 4 apart, then 5-8 and 9 on."""
+    start = position if position <= 4 else 5 if position <= 8 else 9
+    return f"{LOOKUP}+{start}"
 
 
 def tail_name(tail: int) -> str:
@@ -95,7 +101,8 @@ class AutoDrafter(Drafter):
             LOOKUP: SourceRecord(0.6, 1.0, decay)
         }  # a match is usually copied on (priors: one round each)
         self.records.update({tail_name(n): SourceRecord(0.0, 0.0, decay) for n in range(1, lookup.ngram_max + 1)})
-        self.records[CONTINUED] = SourceRecord(0.8, 1.0, decay)  # a copy under way is usually copied on
+        for name in {position_name(n) for n in range(2, 10)}:
+            self.records[name] = SourceRecord(0.8, 1.0, decay)  # a copy under way is usually copied on
         if model is not None:
             self.records[model.name] = SourceRecord(0.5, 1.0, decay)
         self.pending: tuple[str, mx.array, int, int] | None = None  # the last proposal: source, drafts, where, tail
@@ -172,7 +179,8 @@ class AutoDrafter(Drafter):
         if own is not None:
             evidence = self.policy.lookup_tail_evidence
             first = (own.accepted + pooled.rate * evidence) / (own.checked + evidence)
-        return Acceptance(first, self.records[CONTINUED].rate)
+        then = tuple(self.records[position_name(n)].rate for n in range(2, 10))
+        return Acceptance(first, then)
 
     def costless(self, seq: list[int], k: int) -> tuple[int, Acceptance]:
         """Lookup's match here, if long enough to trust, and how copies after such a tail are accepted
@@ -203,15 +211,20 @@ class AutoDrafter(Drafter):
 
     def _learn_lookup(self, tail: int, accepted: int, checked: int) -> None:
         """Count a copy after a tail of this length: its first token in that length's record and lookup's pooled
-        one, the tokens after it (if it was taken) in the record of copies under way."""
+        one, the tokens after it (if it was taken) in the records of their positions."""
         if not checked:
             return
         first = min(accepted, 1)
         self.records[LOOKUP].add(first, 1)
         if (own := self.records.get(tail_name(tail))) is not None:
             own.add(first, 1)
-        if first and checked > 1:
-            self.records[CONTINUED].add(accepted - 1, checked - 1)
+        counts: dict[str, list[int]] = {}  # by position record: accepted, checked
+        for position in range(2, checked + 1 if first else 2):
+            count = counts.setdefault(position_name(position), [0, 0])
+            count[0] += position <= accepted
+            count[1] += 1
+        for name, (taken, seen) in counts.items():
+            self.records[name].add(taken, seen)
 
     def _settle_shadow(self, seq: list[int], force: bool) -> None:
         """Count the shadow match once seq shows where the target would have refused it or that it took it all;

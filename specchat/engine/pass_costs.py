@@ -16,19 +16,25 @@ def expected_tokens(alpha: float, k: int) -> float:
 @dataclass(frozen=True)
 class Acceptance:
     """A draft's per-token acceptance: its first token's chance, then each next one's given the ones before were
-    accepted (a copy from the conversation is often refused at once but, once on, copied on)."""
+    accepted, by position from the second (the last one holds on): a copy from the conversation is often refused
+    at once, and once on, copied a few tokens further (a phrase) more surely than many."""
 
     first: float
-    then: float
+    then: tuple[float, ...]
 
     @classmethod
     def iid(cls, alpha: float) -> Acceptance:
         """Every token at the same chance."""
-        return cls(alpha, alpha)
+        return cls(alpha, (alpha,))
 
     def tokens(self, k: int) -> float:
         """Tokens a round with k drafts yields."""
-        return 1.0 + self.first * expected_tokens(self.then, k - 1) if k else 1.0
+        total, chance = 1.0, self.first
+        for i in range(k):
+            if i:
+                chance *= self.then[min(i - 1, len(self.then) - 1)]
+            total += chance
+        return total
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,8 @@ def test_the_choice_weighs_the_draft_cost_auto_k_measured_on_this_pair():
 
     auto = AutoDrafter(Model(), Lookup())  # type: ignore[arg-type]
     copies = SourceRecord(7.0, 10.0)  # first tokens and the tokens after them alike
-    auto.records.update({"lookup": copies, "lookup+": copies, "draft": SourceRecord(9.0, 10.0)})
+    auto.records.update({name: copies for name in auto.records if name.startswith("lookup")})
+    auto.records["draft"] = SourceRecord(9.0, 10.0)
     seq = [1, 2, 3, 9, 1, 2, 3]  # lookup's match: 9, 1, 2, 3
 
     def request(share: float | None) -> DraftRequest:
@@ -162,10 +163,13 @@ def test_lookup_learns_from_rounds_the_model_drafted_where_the_target_would_have
     assert (four.accepted, four.checked) == (1.0, 1.0)  # its first token taken
     assert auto.records["lookup@1"].checked == 0.0  # other tail lengths learn nothing from it
     assert auto.records["lookup"].checked == pytest.approx(10.0 * 0.95 + 1.0)  # the pooled record counts it
-    on = auto.records["lookup+"]  # the copy under way: the second token taken, the third refused
-    assert (on.accepted, on.checked) == (pytest.approx(0.8 * 0.95 + 1.0), pytest.approx(0.95 + 2.0))
+    second, third = auto.records["lookup+2"], auto.records["lookup+3"]  # the second token taken, the third refused
+    assert (second.accepted, second.checked) == (pytest.approx(0.8 * 0.95 + 1.0), pytest.approx(0.95 + 1.0))
+    assert (third.accepted, third.checked) == (pytest.approx(0.8 * 0.95), pytest.approx(0.95 + 1.0))
+    assert auto.records["lookup+4"].checked == 1.0  # no token seen there
     odds = auto.lookup_odds(4)
-    assert odds.first == pytest.approx((1.0 + auto.records["lookup"].rate * 2.0) / 3.0) and odds.then == on.rate
+    assert odds.first == pytest.approx((1.0 + auto.records["lookup"].rate * 2.0) / 3.0)
+    assert odds.then[:3] == (second.rate, third.rate, 0.8)
 
 
 def test_a_match_weighed_between_plain_tokens_is_learned_once_the_target_shows_where_it_ends():
@@ -178,7 +182,7 @@ def test_a_match_weighed_between_plain_tokens_is_learned_once_the_target_shows_w
     assert auto.records["lookup@4"].checked == 0.0  # undecided: the copy may hold on
     seq.append(6)  # the target wrote 6 where lookup had 9
     auto.costless(seq, 8)
-    four, on = auto.records["lookup@4"], auto.records["lookup+"]
+    four, on = auto.records["lookup@4"], auto.records["lookup+2"]
     assert (four.accepted, four.checked) == (1.0, 1.0)  # its first token held
     assert on.checked == pytest.approx(0.95 + 1.0) and on.accepted == pytest.approx(0.8 * 0.95)  # its second did not
 
@@ -206,7 +210,8 @@ def test_a_copy_is_as_deep_as_pays_at_the_measured_verify_costs_and_only_where_i
         return DraftRequest(seq, 8, Sampler(GenerationConfig()), RoundPlan(8, "start", None, passes=costs))
 
     copies = SourceRecord(8.0, 10.0)
-    auto.records.update({"lookup": copies, "lookup+": copies, "draft": SourceRecord(2.0, 10.0)})
+    auto.records.update({name: copies for name in auto.records if name.startswith("lookup")})
+    auto.records["draft"] = SourceRecord(2.0, 10.0)
     # copies accepted at 0.8: 3.36 tokens for 0.9 s at depth 4 (3.73/s), 3.69 for 1.0 s at 5, 3.49 for 0.7 s at 2
     assert auto.choose(request(steep)) == ("lookup", 4)
     draft = auto.propose(request(steep))
@@ -215,7 +220,8 @@ def test_a_copy_is_as_deep_as_pays_at_the_measured_verify_costs_and_only_where_i
     short = replace(request(PassCosts.flat(8, 0.2)), k=2, reach=8)  # Auto K holds the model drafter to two tokens
     assert auto.choose(short) == ("lookup", 8)  # a copy is not held to the model drafter's K
     # copies accepted at 0.1: 1.1 tokens for 0.6 s, a plain token costs 0.5 s; Auto K's round goes to the model
-    auto.records.update({"lookup": SourceRecord(1.0, 10.0), "draft": SourceRecord(0.0, 10.0)})
+    auto.records.update({name: SourceRecord(1.0, 10.0) for name in auto.records if name.startswith("lookup")})
+    auto.records["draft"] = SourceRecord(0.0, 10.0)
     assert auto.choose(request(steep)).source == "draft"
 
 
@@ -226,5 +232,7 @@ def test_a_copy_refused_at_once_or_copied_on_is_priced_deeper_than_the_same_rate
             [expected_tokens(alpha, k) for k in range(5)]
         )
     # prose: three copies in ten taken at their first token, and then copied on at 0.95
-    assert costs.best(Acceptance(0.3, 0.95), 16, drafted=False)[0] == 16  # 4.4 tokens for 0.82 s
+    assert costs.best(Acceptance(0.3, (0.95,)), 16, drafted=False)[0] == 16  # 4.4 tokens for 0.82 s
+    # a phrase: copied on at 0.95 to its fourth token, then at 0.1
+    assert costs.best(Acceptance(0.3, (0.95, 0.95, 0.95, 0.1)), 16, drafted=False)[0] == 4
     assert costs.best(Acceptance.iid(0.5), 16, drafted=False)[0] == 3  # 1.88 tokens for 0.56 s
