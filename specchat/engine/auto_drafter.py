@@ -87,6 +87,11 @@ class SourceRecord:
         self.accepted = self.accepted * self.decay + accepted
         self.checked = self.checked * self.decay + checked
 
+    def weigh_at_most(self, evidence: float) -> None:
+        """Keep the rate, weighing no more than this many drafts."""
+        if self.checked > evidence:
+            self.accepted, self.checked = self.accepted * evidence / self.checked, evidence
+
 
 class AutoDrafter(Drafter):
     """Drafts each round with prompt lookup or the model drafter, whichever is expected to give more tokens
@@ -109,7 +114,10 @@ class AutoDrafter(Drafter):
         self.shadow: Shadow | None = None  # lookup's match in a round another source drafts, checked afterwards
 
     def begin(self, cfg: GenerationConfig) -> TargetTaps:
-        """A generation begins: the model drafter's taps (the MTP head's hidden states, DFlash's layers)."""
+        """A generation begins: what each source was worth is kept but weighs only policy.reply_evidence drafts (code
+        before, prose now?); the model drafter's taps (the MTP head's hidden states, DFlash's layers)."""
+        for record in self.records.values():
+            record.weigh_at_most(self.policy.reply_evidence)
         return self.model.begin(cfg) if self.model is not None else NO_TAPS
 
     def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:
