@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from specchat.engine import Engine, GenerationConfig, RoundResult
-from specchat.engine.auto_drafter import SourceRecord
+from specchat.engine.auto_drafter import AutoDrafter, SourceRecord
 from specchat.engine.autok import AutoK
 from specchat.engine.pass_costs import Acceptance
 from specchat.engine.plain import baseline_steps
@@ -47,7 +47,14 @@ def test_amid_plain_decoding_a_copy_that_has_held_is_verified(engine):
     copies = [r for r in rounds if r.drafter == "lookup" and r.num_draft_tokens]
     assert len(copies) >= 3 and "costless" in controller.measured
     assert any(r.num_draft_tokens == 0 for r in rounds)  # Auto K did turn the draft model off
-    ignored, _, tokens = auto_run(engine, ids, SourceRecord(0.0, 1e6))  # copies that never held, on much evidence
+    # copies that never held, on much evidence (a policy that lets it outweigh a reply's own copies)
+    auto = engine.drafters["auto"]
+    assert isinstance(auto, AutoDrafter)
+    kept, auto.policy = auto.policy, replace(auto.policy, reply_evidence=1e6)
+    try:
+        ignored, _, tokens = auto_run(engine, ids, SourceRecord(0.0, 1e6))
+    finally:
+        auto.policy = kept
     assert tokens == plain and "costless" not in ignored.measured
     # the draft model's acceptance and draft cost are its own: Auto K measured only the verify pass of a copy
     assert controller.measured.count("costless") == len(copies)

@@ -12,7 +12,7 @@ import pytest
 from specchat.engine import Engine, Finished, GenerationConfig, RoundResult
 from specchat.engine.auto_drafter import AutoDrafter, SourceRecord
 from specchat.engine.draft_stop import RoundPlan
-from specchat.engine.drafters import Draft, DraftRequest
+from specchat.engine.drafters import NO_TAPS, Draft, DraftRequest
 from specchat.engine.lookup import PromptLookupDrafter
 from specchat.engine.pass_costs import Acceptance, PassCosts, expected_tokens
 from specchat.engine.policy import DEFAULT_POLICY
@@ -144,6 +144,9 @@ class EchoModel:
     def observe(self, seq):
         pass
 
+    def begin(self, cfg):
+        return NO_TAPS
+
 
 COPYABLE = [1, 2, 3, 4, 5, 9, 8, 7, 1, 2, 3, 4]  # lookup's match: 5, 9, 8, 7 after a four-token tail
 
@@ -236,3 +239,15 @@ def test_a_copy_refused_at_once_or_copied_on_is_priced_deeper_than_the_same_rate
     # a phrase: copied on at 0.95 to its fourth token, then at 0.1
     assert costs.best(Acceptance(0.3, (0.95, 0.95, 0.95, 0.1)), 16, drafted=False)[0] == 4
     assert costs.best(Acceptance.iid(0.5), 16, drafted=False)[0] == 3  # 1.88 tokens for 0.56 s
+
+
+def test_a_new_reply_keeps_what_each_source_was_worth_but_lets_its_own_rounds_move_it():
+    auto = model_favoured(EchoModel([]))
+    auto.records["lookup@4"] = SourceRecord(90.0, 100.0)  # code: four-token tails copied on
+    auto.begin(GenerationConfig(mode="auto"))
+    four = auto.records["lookup@4"]
+    assert four.rate == pytest.approx(0.9) and four.checked == DEFAULT_POLICY.reply_evidence
+    assert auto.records["lookup@1"].checked == 0.0  # nothing learned: nothing to weigh
+    for _ in range(3):
+        four.add(0, 1)  # prose: this reply's copies refused
+    assert four.rate < 0.6
