@@ -147,7 +147,8 @@ class AutoK:
         policy.prior_draft_share of a one-draft verify pass."""
         if not self.verify_s:
             return None
-        verify = tuple(self.verify_cost(k) for k in range(self.k_max + 1))
+        fit = self._verify_line()  # once for every K
+        verify = tuple(self.verify_cost(k, fit) for k in range(self.k_max + 1))
         step = self.draft_step_s if self.draft_step_s is not None else self.policy.prior_draft_share * verify[1]
         return PassCosts(verify, step, self.one_pass_draft)
 
@@ -168,11 +169,11 @@ class AutoK:
     def costless_k(self, depth: int, acceptance: Acceptance) -> int:
         """How many of a draft's depth tokens that cost no model pass (accepted as `acceptance` says) to verify: the
         K with the most expected tokens per second, if that beats plain decoding (both measured), else 0."""
-        if not depth or self.measuring_plain or not self.verify_s:
+        costs = self.pass_costs()
+        if not depth or self.measuring_plain or costs is None:
             return 0
-        costs = PassCosts(tuple(self.verify_cost(k) for k in range(depth + 1)), 0.0)  # nothing drafted by a model
         best, best_rate = costs.best(acceptance, depth, drafted=False)
-        return best if best_rate * self.verify_cost(0) > 1 else 0
+        return best if best_rate * costs.verify[0] > 1 else 0
 
     def _plain_or_probe(self) -> int:
         if not self.probe_gap:
@@ -222,12 +223,13 @@ class AutoK:
         passes = min(k, 1) if self.one_pass_draft else k
         return passes * (self.draft_step_s or 0.0)
 
-    def verify_cost(self, k: int) -> float:
+    def verify_cost(self, k: int, fit: tuple[float, float] | None = None) -> float:
         """Cost of a round's target pass for k drafts (plain decoding's per token at k = 0, once measured):
-        its own measurements shrunk towards the straight line through every K's (never sloping down)."""
+        its own measurements shrunk towards the straight line through every K's (never sloping down); `fit`:
+        that line's intercept and slope, when the caller already has them."""
         if k == 0 and self.plain_s is not None:
             return self.plain_s * self.plain_drift()  # moved as the verify passes did since it was measured
-        intercept, slope = self._verify_line()
+        intercept, slope = self._verify_line() if fit is None else fit
         line = intercept + slope * k
         rounds = min(self.verify_rounds.get(k, 0), self.policy.max_rounds_weight)
         return (rounds * self.verify_s.get(k, 0.0) + self.policy.line_weight * line) / (

@@ -77,8 +77,12 @@ class SpeculativeLoop:
         """Where Auto K decodes plainly: how much of a draft that runs no model pass (Auto's lookup match) to verify,
         if that is expected to beat plain decoding here, else 0."""
         assert self.auto is not None
-        depth, acceptance = self.drafter.costless(self.ctx.seq, min(self.k_max, self.ctx.budget - self.generated))
+        depth, acceptance = self.drafter.costless(self.ctx.seq, self.copy_room())
         return self.auto.costless_k(depth, acceptance)
+
+    def copy_room(self) -> int:
+        """The most a draft that runs no model pass may hold: the longest draft, cut to the tokens left."""
+        return min(self.k_max, self.ctx.budget - self.generated)
 
     def plan(self) -> tuple[RoundPlan | None, int]:
         """This round's K (cut to the budget) and, under Auto K, its drafting plan."""
@@ -124,7 +128,7 @@ class SpeculativeLoop:
 
     def draft(self, k: int, plan: RoundPlan | None, constraint: DraftConstraint | None, costless: bool) -> Draft:
         """The drafter's proposal, dispatched (the device drafts while Python builds the verify graph)."""
-        reach = min(self.k_max, self.ctx.budget - self.generated)  # a copy is not held to the model drafter's K
+        reach = self.copy_room()  # a copy is not held to the model drafter's K
         draft = self.drafter.propose(DraftRequest(self.ctx.seq, k, self.ctx.sampler, plan, constraint, costless, reach))
         if constraint is not None:
             draft = _allowed_draft(draft, constraint, plan)
