@@ -181,14 +181,21 @@ class AutoDrafter(Drafter):
     def lookup_odds(self, tail: int) -> Acceptance:
         """How a copy after a matched tail of this length is accepted: its first token as that length's record says
         (started from lookup's pooled first tokens, weighing policy.lookup_tail_evidence copies), the rest as
-        every copy's tokens after the first were."""
+        every copy's tokens at that position were (started from the position before's)."""
         pooled, own = self.records[LOOKUP], self.records.get(tail_name(tail))
-        first = pooled.rate
-        if own is not None:
-            evidence = self.policy.lookup_tail_evidence
-            first = (own.accepted + pooled.rate * evidence) / (own.checked + evidence)
-        then = tuple(self.records[position_name(n)].rate for n in range(2, 10))
-        return Acceptance(first, then)
+        first = pooled.rate if own is None else self._leaning(own, pooled.rate)
+        rates: dict[str, float] = {}
+        for position in range(2, 10):  # a later position with little evidence of its own is like the one before
+            name = position_name(position)
+            if name not in rates:
+                before = rates[position_name(position - 1)] if rates else None
+                rates[name] = self.records[name].rate if before is None else self._leaning(self.records[name], before)
+        return Acceptance(first, tuple(rates[position_name(n)] for n in range(2, 10)))
+
+    def _leaning(self, record: SourceRecord, broader: float) -> float:
+        """A narrow record's rate, started from a broader rate weighing policy.lookup_tail_evidence drafts."""
+        evidence = self.policy.lookup_tail_evidence
+        return (record.accepted + broader * evidence) / (record.checked + evidence)
 
     def costless(self, seq: list[int], k: int) -> tuple[int, Acceptance]:
         """Lookup's match here, if long enough to trust, and how copies after such a tail are accepted
@@ -226,12 +233,12 @@ class AutoDrafter(Drafter):
         self.records[LOOKUP].add(first, 1)
         if (own := self.records.get(tail_name(tail))) is not None:
             own.add(first, 1)
-        counts: dict[str, list[int]] = {}  # by position record: accepted, checked
+        counts = {position_name(n): [0, 0] for n in range(2, 10)}  # by position record: accepted, checked
         for position in range(2, checked + 1 if first else 2):
-            count = counts.setdefault(position_name(position), [0, 0])
+            count = counts[position_name(position)]
             count[0] += position <= accepted
             count[1] += 1
-        for name, (taken, seen) in counts.items():
+        for name, (taken, seen) in counts.items():  # a position this copy did not reach ages all the same
             self.records[name].add(taken, seen)
 
     def _settle_shadow(self, seq: list[int], force: bool) -> None:

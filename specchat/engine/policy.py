@@ -102,7 +102,8 @@ class SpeculationPolicy:
     lookup_tail_evidence: float = field(
         default=2.0,
         metadata={
-            "doc": "lookup's copies after a tail length start from its pooled rate as if this many were checked (drafts)"
+            "doc": "a narrow record of lookup's copies (a tail length, a later position) starts from the broader one's "
+            "rate (pooled first tokens, the position before) as if this many were checked (drafts)"
         },
     )
     lookup_min_match: int = field(

@@ -169,10 +169,13 @@ def test_lookup_learns_from_rounds_the_model_drafted_where_the_target_would_have
     second, third = auto.records["lookup+2"], auto.records["lookup+3"]  # the second token taken, the third refused
     assert (second.accepted, second.checked) == (pytest.approx(0.8 * 0.95 + 1.0), pytest.approx(0.95 + 1.0))
     assert (third.accepted, third.checked) == (pytest.approx(0.8 * 0.95), pytest.approx(0.95 + 1.0))
-    assert auto.records["lookup+4"].checked == 1.0  # no token seen there
+    fourth = auto.records["lookup+4"]
+    assert (fourth.accepted, fourth.checked) == (pytest.approx(0.8 * 0.95), pytest.approx(0.95))  # no token: aged
     odds = auto.lookup_odds(4)
     assert odds.first == pytest.approx((1.0 + auto.records["lookup"].rate * 2.0) / 3.0)
-    assert odds.then[:3] == (second.rate, third.rate, 0.8)
+    third_odds = (third.accepted + second.rate * 2.0) / (third.checked + 2.0)  # each leans on the one before
+    fourth_odds = (fourth.accepted + third_odds * 2.0) / (fourth.checked + 2.0)
+    assert odds.then[:3] == pytest.approx((second.rate, third_odds, fourth_odds))
 
 
 def test_a_match_weighed_between_plain_tokens_is_learned_once_the_target_shows_where_it_ends():
@@ -251,3 +254,20 @@ def test_a_new_reply_keeps_what_each_source_was_worth_but_lets_its_own_rounds_mo
     for _ in range(3):
         four.add(0, 1)  # prose: this reply's copies refused
     assert four.rate < 0.6
+
+
+def test_positions_prose_never_reaches_lean_on_the_ones_it_does_so_its_copies_stay_shallow():
+    auto = model_favoured(EchoModel([]))
+    code = {name: SourceRecord(0.95 * 6, 6.0) for name in auto.records if name.startswith("lookup+")}
+    auto.records.update(code)  # the last reply, code: copies ran on
+    costs = PassCosts(tuple(0.5 + 0.025 * k for k in range(17)), 0.2)  # this CPU: a 16-draft verify 0.9 s
+    for _ in range(10):  # prose: two copies refused at once, six phrases that end by their seventh token
+        auto._learn_lookup(4, 0, 1)
+        auto._learn_lookup(4, 0, 1)
+        for accepted in range(1, 7):
+            auto._learn_lookup(4, accepted, accepted + 1)
+    odds = auto.lookup_odds(4)
+    assert odds.then[-1] < 0.6  # +9, never reached, aged and leaning on +5
+    assert costs.best(odds, 16, drafted=False)[0] == 5
+    unaged = Acceptance(odds.first, (*odds.then[:4], 0.95))  # positions 6 on kept at code's rate
+    assert costs.best(unaged, 16, drafted=False)[0] == 12
