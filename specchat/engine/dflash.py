@@ -57,6 +57,17 @@ class DFlashDrafter(Drafter):
         """How many context positions the cache holds."""
         return int(self.cache[0].offset) if self.cache else 0
 
+    def fresh(self) -> DFlashDrafter:
+        """Another drafter of the same network with a context cache of its own (a batch row's)."""
+        return DFlashDrafter(self.target, self.weights)
+
+    def hand_over(self) -> DFlashDrafter:
+        """A drafter holding this one's context cache, given away: this one starts afresh."""
+        moved = self.fresh()
+        moved.cache, moved.seen = self.cache, list(self.seen)
+        self.reset()
+        return moved
+
     def begin(self, cfg: GenerationConfig) -> TargetTaps:
         """A generation begins: rows captured before it may belong to another sequence (a cancelled prefill,
         a pass of another mode since); forget them, and have the target's passes capture its layers."""

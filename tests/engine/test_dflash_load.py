@@ -126,12 +126,14 @@ def test_without_a_drafter_the_mode_says_why_and_is_refused(dense_target):
         engine.generate(prompt_ids(engine), greedy("dflash", 3, n=4))
 
 
-def test_dflash_runs_alone_in_a_batch_and_has_its_own_k_limit(root, dense_target):
+def test_dflash_joins_a_batch_and_has_its_own_k_limit(root, dense_target, mtp_partial):
     engine = Engine.load(dense_target, dflash=build_dflash(root / "batch", dense_target))
     assert engine.available_modes()["dflash"] is None
-    reason = batch_refusal(engine, greedy("dflash", 3))
+    assert batch_refusal(engine, greedy("dflash", 3)) is None
+    headed = Engine.load(mtp_partial, dflash=build_dflash(root / "headed", mtp_partial))
+    reason = batch_refusal(headed, greedy("dflash", 3))  # one pass cannot give both the head's and DFlash's taps
     assert reason is not None and "DFlash" in reason and "one request at a time" in reason
-    assert batch_refusal(engine, greedy("lookup", 3)) is None
+    assert batch_refusal(headed, greedy("mtp", 3)) is None
     check_draft_tokens("dflash", 15)
     with pytest.raises(ConfigError, match="DFlash draft tokens"):
         check_draft_tokens("dflash", 16)

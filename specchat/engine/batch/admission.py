@@ -7,17 +7,18 @@ from ..engine import Engine
 from ..errors import EngineError
 from ..modes import SpecMode
 from ..owner.hosted import HostedEngine
+from .batch_drafts import mtp_head
 from .row_cache import row_caches
 
-BATCH_MODES = ("baseline", "draft", "lookup", "mtp")
+BATCH_MODES = ("baseline", "draft", "lookup", "mtp", "dflash")
 
 
 def batch_refusal(engine: HostedEngine, cfg: GenerationConfig) -> str | None:
     """Why this engine and config cannot decode in a batch; None when they can."""
     if not isinstance(engine, Engine):
         return "this engine runs one request at a time"
-    if cfg.mode == SpecMode.DFLASH:
-        return "DFlash drafting runs one request at a time (its context cache follows one sequence)"
+    if cfg.mode == SpecMode.DFLASH and mtp_head(engine.target.model) is not None:
+        return "DFlash drafting on a target with its own MTP head runs one request at a time"
     if cfg.mode not in BATCH_MODES:
         return f"mode {cfg.mode!r} runs one request at a time"
     if cfg.mode == SpecMode.MTP and cfg.mtp_history:

@@ -1,5 +1,6 @@
 """Every row's drafts for one batched round: draft-model rows in one draft-model run, MTP rows in one
-run of the target's head, lookup rows from their own text.
+run of the target's head, lookup rows from their own text, DFlash rows from one block pass each (each row
+has its own context cache, fed the target's layers as the batch's verify pass captures them: batch_round.py).
 
 The MTP head drafts as the solo loop does by default (`MtpDrafter.history = False`): each head step
 reads only its own position, the target's final hidden state before the row's last token and that
@@ -11,7 +12,7 @@ pass brings it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import mlx.core as mx
 
@@ -25,13 +26,16 @@ from ..runner import token_ids
 from .batch_model import BatchModel
 from .batch_stop import BatchStop
 
+if TYPE_CHECKING:
+    from ..dflash import DFlashDrafter
+
 
 @dataclass
 class RowState:
     """What a round needs of one row: its loop context, mode, K this round and its count of tokens so far."""
 
     ctx: LoopContext
-    mode: str  # "draft", "mtp", "lookup" or "baseline"
+    mode: str  # "draft", "mtp", "lookup", "dflash" or "baseline"
     generated: int = 0
     rounds: int = 0
     k: int = 0  # drafts this round (set by the decoder before each round)
@@ -43,6 +47,7 @@ class RowState:
     entry: DraftOutcome = DraftOutcome.FULL  # the outcome before its next round's first draft: "full" or "miss"
     confidences: list[float] = field(default_factory=list)  # the drafter's confidence in each draft this round
     stopped_early: bool = False  # this round's drafting stopped before its K: the drafter was unsure
+    dflash: DFlashDrafter | None = None  # DFlash rows: the row's own drafter (its context cache)
 
 
 @dataclass
@@ -83,10 +88,15 @@ def row_drafts(
 def model_drafters(rows: list[RowState]) -> int:
     """The rows a round with these Ks runs draft steps for: every draft-model row once any row drafts (each is
     fed in the draft model's run, k = 0 or not, so the draft model keeps up with its sequence), and each MTP
-    row that drafts (one whose K is 0 stays out of the head's run)."""
+    or DFlash row that drafts (one whose K is 0 stays out of its drafter's run)."""
     if not any(r.k for r in rows):
         return 0
-    return sum(r.mode == SpecMode.DRAFT or (r.mode == SpecMode.MTP and r.k > 0 and r.hidden is not None) for r in rows)
+    return sum(r.mode == SpecMode.DRAFT or (r.k > 0 and _alone_drafts(r)) for r in rows)
+
+
+def _alone_drafts(row: RowState) -> bool:
+    """An MTP row with its hidden state at hand, or a DFlash row: drafted for only while its own K is not 0."""
+    return (row.mode == SpecMode.MTP and row.hidden is not None) or row.mode == SpecMode.DFLASH
 
 
 def draft_reach(row: RowState, k: int) -> int | None:
@@ -97,10 +107,11 @@ def draft_reach(row: RowState, k: int) -> int | None:
 
 
 def _own_draft(row: RowState, head: MtpModel | None) -> RowDraft:
-    """A lookup row's drafts from its own text; a row no drafter serves this round drafts nothing (k = 0).
-    Draft-model and MTP rows get theirs from a run over all of them (_model_run)."""
-    if row.mode == SpecMode.LOOKUP and row.k and row.lookup is not None:
-        d = row.lookup.propose(DraftRequest(row.ctx.seq, row.k, row.ctx.sampler))
+    """A lookup row's drafts from its own text, a DFlash row's from its own block pass; a row no drafter serves
+    this round drafts nothing (k = 0). Draft-model and MTP rows get theirs from a run over all of them (_model_run)."""
+    own = row.lookup if row.mode == SpecMode.LOOKUP else row.dflash if row.mode == SpecMode.DFLASH else None
+    if row.k and own is not None:
+        d = own.propose(DraftRequest(row.ctx.seq, row.k, row.ctx.sampler))
         made = RowDraft(token_ids(d.tokens), d.probs)
         row.k = len(made.tokens_list)
         return made

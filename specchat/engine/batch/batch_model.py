@@ -7,13 +7,14 @@ from typing import cast
 
 import mlx.core as mx
 
+from specchat.upstream.hidden_capture import capture_forward
 from specchat.upstream.mlx_lm import ArraysCache
 
 from .. import gdn_capture
 from ..events import Event, PrefillProgress
 from ..model_types import Cache, HiddenModel, LanguageModel
 from ..rollback import linear_layers
-from ..runner import ModelRunner, PrefillPace, fresh_caches
+from ..runner import LayerCapture, ModelRunner, PrefillPace, fresh_caches
 from .row_cache import BatchCache, append_row, keep_rows, row_caches
 from .row_rollback import RowTransaction
 
@@ -25,12 +26,15 @@ def solo_prefill(
     start: tuple[int, list[Cache] | None] = (0, None),
     hidden: bool = False,
     pace: PrefillPace | None = None,
+    capture: LayerCapture | None = None,
 ) -> Generator[tuple[int, int], None, tuple[list[Cache], mx.array | None]]:
     """Read one newcomer's tokens alone, `chunk` at a time (None: sized from `pace`, the model's measured
     prefill costs, which this prefill adds to), yielding (done, total); returns its caches and, with `hidden`,
     the model's final hidden state (H,) at its last token (None when every token was held).
-    `start`: caches that already hold the first n tokens (a finished row's, see prefix_store)."""
+    `start`: caches that already hold the first n tokens (a finished row's, see prefix_store); `capture`: the
+    layers a DFlash drafter reads, handed to it as they are read."""
     solo = ModelRunner(model)
+    solo.layer_capture = capture
     if pace is not None:
         solo.pace = pace
     solo.prefill_chunk = chunk
@@ -57,6 +61,8 @@ class BatchModel:
         self.held: list[int] = []  # per row: tokens of its sequence the caches hold
         self.want_hidden = False  # set while MTP rows run: forward() keeps the final hidden states too
         self.hidden: mx.array | None = None  # (B, L, H) of the last forward() with want_hidden, lazily
+        self.capture: tuple[int, ...] = ()  # set while DFlash rows run: forward() keeps these layers' outputs too
+        self.layers: mx.array | None = None  # (B, L, n * H) of the last forward() with capture, lazily
         self._txn: RowTransaction | None = None
 
     def add_row(self, solo: Sequence[Cache], held: int) -> None:
@@ -100,6 +106,13 @@ class BatchModel:
         return logits
 
     def _call(self, tokens: mx.array) -> mx.array:
+        self.layers = None
+        if self.capture:
+            assert not self.want_hidden, "admission keeps DFlash rows off a target with its own MTP head"
+            self.hidden = None
+            captured, layers = capture_forward(self.model, tokens, self.caches, self.capture)
+            self.layers = layers[0] if len(layers) == 1 else mx.concatenate(layers, axis=-1)
+            return captured
         if not self.want_hidden:
             self.hidden = None
             out: mx.array = self.model(tokens, cache=self.caches)

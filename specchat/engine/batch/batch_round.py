@@ -53,6 +53,9 @@ def run_round(
         _emit(r, v, lp)
     _keep_hidden(target, rows, unseen, verdicts)
     target.commit([len(u) + v.accepted for u, v in zip(unseen, verdicts)])
+    for r in rows:
+        if r.dflash is not None:
+            r.dflash.observe(r.ctx.seq)  # the kept positions' layers go into its context cache
     if draft is not None and any(d.base >= 0 for d in drafted):
         _commit_draft(draft, rows, drafted)
     return RoundTiming(t1 - t0, time.perf_counter() - t1)
@@ -64,7 +67,11 @@ def _verify(
     """One target pass over every row's unseen tokens and drafts; each row's verdict and logprobs."""
     target.begin()
     target.want_hidden = any(r.mode == SpecMode.MTP for r in rows)
+    readers = [r.dflash for r in rows if r.dflash is not None]
+    target.capture = tuple(readers[0].config.target_layer_ids) if readers else ()
+    starts = list(target.held)
     logits = target.forward([u + r.drafts for u, r in zip(unseen, rows)])
+    _hand_layers(target, rows, unseen, starts)
     # row b's logits from its last unseen token on: one position per draft, and one after them
     mine = [_row_logits(logits[b, len(u) - 1 : len(u) + r.k], r) for b, (u, r) in enumerate(zip(unseen, rows))]
     choices = [mx.argmax(m, axis=-1) if r.ctx.sampler.greedy else None for m, r in zip(mine, rows)]
@@ -72,6 +79,14 @@ def _verify(
     mx.eval([c for c in choices if c is not None], *[a for lp in lps if lp for a in lp.arrays()])
     verdicts = [_verdict(r, d, m, c) for r, d, m, c in zip(rows, drafted, mine, choices)]
     return verdicts, lps
+
+
+def _hand_layers(target: BatchModel, rows: list[RowState], unseen: list[list[int]], starts: list[int]) -> None:
+    """Each DFlash row gets the target's captured layers at the positions it fed (lazily: its drafter keeps
+    the ones the round accepts)."""
+    for b, (r, u) in enumerate(zip(rows, unseen)):
+        if r.dflash is not None and target.layers is not None:
+            r.dflash.receive_layers(starts[b], target.layers[b, : len(u) + len(r.drafts)])
 
 
 def _row_logits(logits: mx.array, row: RowState) -> mx.array:

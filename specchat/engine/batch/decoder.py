@@ -10,16 +10,15 @@ from __future__ import annotations
 import time
 from collections.abc import Generator
 from dataclasses import replace
-
-import mlx.core as mx
+from functools import partial
 
 from ..config import GenerationConfig
+from ..dflash import DFlashDrafter
 from ..engine import Engine, step_events
 from ..errors import EngineError, error_kind, user_message
 from ..events import Event, Failed, Finished
 from ..loading import vocab_size
 from ..lookup import PromptLookupDrafter
-from ..model_types import Cache
 from ..modes import SpecMode, StopReason
 from ..plain import forced_step
 from ..round import LoopContext, Step
@@ -30,6 +29,7 @@ from .batch_drafts import RowState, Stop, draft_reach, model_drafters, mtp_head
 from .batch_k import BatchK, BatchPlan, checked_drafts
 from .batch_model import BatchModel
 from .batch_round import run_round
+from .dflash_rows import lead_dflash, newcomer_dflash
 from .newcomer_prefill import Reads, batch_peers, batch_saving_per_token, newcomer_prefill, peers_shape
 from .prefix_store import PrefixStore, extract_row
 from .requests import BatchRequest as BatchRequest
@@ -87,21 +87,27 @@ class BatchDecoder:
             request.emit(Failed(user_message(exc), error_kind(exc)))
             return
         head = request.prompt[:-1]
-        target_start = self.stores["target"].start(head)
+        dflash, target_start = newcomer_dflash(self.engine, request.cfg.mode, self.stores["target"].start(head))
         stats = StatsRecorder(request.cfg, len(request.prompt), target_start[0])
         draft_start = self.stores["draft"].start(head) if request.cfg.mode == SpecMode.DRAFT else (0, None)
-        prefill = self._prefill(head, request.cfg, target_start, draft_start, budget)
+        prefill = self._prefill(head, request.cfg, (target_start, draft_start), budget, dflash)
         unread = len(head) - target_start[0]
         self.waiting.append(Newcomer(request, budget, stats, prefill, grammar=grammar, unread=unread))
 
     def _prefill(
-        self, head: list[int], cfg: GenerationConfig, target_start: Start, draft_start: Start, reply: int
+        self,
+        head: list[int],
+        cfg: GenerationConfig,
+        starts: tuple[Start, Start],
+        reply: int,
+        dflash: DFlashDrafter | None,
     ) -> Generator[Event, None, Prefilled]:
-        """The newcomer's prefill (newcomer_prefill.py), read a chunk at a time by _prefill_step."""
+        """The newcomer's prefill (newcomer_prefill.py) from what the (target, draft) `starts` hold, read a chunk
+        at a time by _prefill_step; `dflash`: a DFlash row's drafter."""
         draft = self.draft.model if self.draft is not None else None
         reads = Reads(self.target.model, draft, self.prefill_chunk, priced=not self.lockstep)
-        starts = (target_start, draft_start)
-        return newcomer_prefill(self.engine, reads, head, cfg, starts, reply, lambda: self._batch_saving(cfg))
+        saving = partial(self._batch_saving, cfg)  # asked only where the draft model's read is priced
+        return newcomer_prefill(self.engine, reads, head, cfg, starts, reply, saving, dflash)
 
     def _batch_saving(self, cfg: GenerationConfig) -> float | None:
         """What the batch saves per token of the newcomer being read if it drafts (newcomer_prefill.py)."""
@@ -122,10 +128,11 @@ class BatchDecoder:
         request = lead.origin
         budget, grammar = self.engine.admit(request.prompt, request.cfg)
         reply = budget - len(handed.emitted)
-        prefill = self._prefill(handed.seq[:-1], request.cfg, handed.target, handed.draft, reply)
+        dflash, target_start = lead_dflash(self.engine, request.cfg.mode, handed.seq, handed.target)
+        prefill = self._prefill(handed.seq[:-1], request.cfg, (target_start, handed.draft), reply, dflash)
         if grammar is not None:
             grammar.consume(handed.emitted)  # the lead's reply so far, forced tokens included
-        unread = len(handed.seq) - 1 - handed.target[0]
+        unread = len(handed.seq) - 1 - target_start[0]
         moved = Newcomer(
             replace(request, prompt=handed.seq), budget, handed.stats, prefill, handed.emitted, grammar, unread
         )
@@ -175,14 +182,14 @@ class BatchDecoder:
                 newcomer.request.emit(next(newcomer.prefill))
             except StopIteration as done:
                 self.waiting = [n for n in self.waiting if n is not newcomer]
-                self._join(newcomer, *done.value)
+                self._join(newcomer, done.value)
             spent = time.perf_counter() - started
             if self.lockstep or spent >= self.round_s or newcomer.request.cancel.is_set():
                 return
 
-    def _join(
-        self, newcomer: Newcomer, target: list[Cache], draft: list[Cache] | None, hidden: mx.array | None
-    ) -> None:
+    def _join(self, newcomer: Newcomer, prefilled: Prefilled) -> None:
+        """The newcomer, its prompt read, becomes a row of the batch."""
+        target, draft, hidden, dflash = prefilled
         request, cfg = newcomer.request, newcomer.request.cfg
         held = len(request.prompt) - 1
         self.target.add_row(target, held)
@@ -196,7 +203,7 @@ class BatchDecoder:
         mode = cfg.mode if cfg.mode != SpecMode.DRAFT or draft is not None else SpecMode.BASELINE
         lookup = PromptLookupDrafter(vocab_size(self.engine.target)) if mode == SpecMode.LOOKUP else None
         auto = cfg.auto_k and mode != SpecMode.BASELINE
-        state = RowState(ctx, mode, generated=len(newcomer.emitted), lookup=lookup, hidden=hidden, auto=auto)
+        state = RowState(ctx, mode, len(newcomer.emitted), lookup=lookup, hidden=hidden, auto=auto, dflash=dflash)
         detok = self.engine.tokenizer.detokenizer
         detok.reset()
         for token in newcomer.emitted:  # the lead streamed their text already

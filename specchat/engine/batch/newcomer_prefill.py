@@ -21,8 +21,9 @@ from dataclasses import dataclass, replace
 
 from ..autok import AutoK
 from ..config import GenerationConfig
+from ..dflash import DFlashDrafter
 from ..engine import Engine
-from ..events import Event
+from ..events import Event, PrefillProgress
 from ..model_types import LanguageModel
 from ..modes import SpecMode
 from ..runner import PrefillPace
@@ -77,26 +78,37 @@ def newcomer_prefill(
     starts: tuple[Start, Start],
     reply: int,
     batch_saving: BatchSaving | None = None,
+    dflash: DFlashDrafter | None = None,
 ) -> Generator[Event, None, Prefilled]:
     """The target, then the draft model (in draft mode; with Auto K only where its read pays over a reply of up
     to `reply` tokens, priced by batch_saving, else by the solo loop's saving), read `head` (all of the sequence
     but its last token) from what the `starts` caches (target, draft) already hold; in MTP mode the target's
-    last hidden state too."""
+    last hidden state too. A DFlash row's drafter (`dflash`, its cache holding what the target's start holds)
+    gets the target's layers as they are read, then puts them in its context cache."""
     target_start, draft_start = starts
     target_pace = engine.runner.pace  # the engine's runners measure the same models: one pace each
-    read = solo_prefill(reads.target, head, reads.chunk, target_start, cfg.mode == SpecMode.MTP, target_pace)
+    capture = None
+    if dflash is not None:
+        dflash.begin(cfg)
+        capture = dflash.layer_capture
+    mtp = cfg.mode == SpecMode.MTP
+    read = solo_prefill(reads.target, head, reads.chunk, target_start, mtp, target_pace, capture)
     target, hidden = yield from progress_events(read, "target")
+    if dflash is not None:
+        for done, total in dflash.prefill_steps([*head, 0]):  # its context: every position but the last token's
+            yield PrefillProgress(done, total, "draft")
+        return Prefilled(target, None, hidden, dflash)
     if cfg.mode != SpecMode.DRAFT or reads.draft is None:
-        return target, None, hidden
+        return Prefilled(target, None, hidden)
     runner = engine.draft_runner
     pace = runner.pace if runner is not None else None
     if cfg.auto_k and reads.priced:
         batch = batch_saving() if batch_saving is not None else None
         auto = engine.auto_k.get(SpecMode.DRAFT)
         if not draft_prefill_pays(len(head) - draft_start[0], reply, pace, auto, batch):
-            return target, None, hidden
+            return Prefilled(target, None, hidden)
     draft, _ = yield from progress_events(solo_prefill(reads.draft, head, reads.chunk, draft_start, pace=pace), "draft")
-    return target, draft, hidden
+    return Prefilled(target, draft, hidden)
 
 
 def prefill_seconds(pace: PrefillPace | None, tokens: int) -> float | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 import mlx.core as mx
 
@@ -19,10 +20,21 @@ from ..tokenizer import Detokenizer
 from .batch_drafts import RowState
 from .batch_k import RowAcceptance
 
+if TYPE_CHECKING:
+    from ..dflash import DFlashDrafter
+
 Start = tuple[int, list[Cache] | None]  # caches that already hold the first n tokens (None: start empty)
-# what a newcomer's prefill leaves: the target's caches, the draft model's (draft rows), and the target's
-# final hidden state at the last token read (MTP rows; None when nothing was left to read)
-Prefilled = tuple[list[Cache], list[Cache] | None, mx.array | None]
+
+
+class Prefilled(NamedTuple):
+    """What a newcomer's prefill leaves: the target's caches, the draft model's (draft rows), the target's final
+    hidden state at the last token read (MTP rows; None when nothing was left to read), the row's DFlash
+    drafter with the prompt in its context cache (DFlash rows)."""
+
+    target: list[Cache]
+    draft: list[Cache] | None
+    hidden: mx.array | None
+    dflash: DFlashDrafter | None = None
 
 
 @dataclass
