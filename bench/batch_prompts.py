@@ -3,8 +3,8 @@
 The default prompts are short chat requests (code and prose). `--mix lengths` gives the N clients prompts
 spread evenly from 50 to 2,000 tokens (counted with the pair's tokenizer, chat template included), built
 from Python's own standard-library source (real code and docstrings, cut at a line) with a task: summarise
-it, continue it, or answer about it. `--mix modes` gives the speculating clients draft, lookup and mtp in
-turn (those the pair offers); the plain side stays baseline for every client.
+it, continue it, or answer about it. `--mix modes` gives the speculating clients draft, lookup, mtp and dflash
+in turn (those the pair offers); the plain side stays baseline for every client.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ TASKS = (
 )
 SHORTEST, LONGEST = 50, 2000
 CHARS_PER_TOKEN_MAX = 8  # no tokenizer packs more characters in a token of source: bounds the bisection
-SPECULATION_MODES = ("draft", "lookup", "mtp")
+SPECULATION_MODES = ("draft", "lookup", "mtp", "dflash")
 MIXES = ("lengths", "modes")
 
 CountTokens = Callable[[str], int]  # a user message's content -> its chat prompt's token count
@@ -61,8 +61,8 @@ def parse_mix(value: str) -> frozenset[str]:
 
 
 def speculation_modes(available: dict[str, str | None], mixed: bool) -> list[str]:
-    """The modes the speculating clients take in turn: draft alone, or every one of draft / lookup / mtp the pair
-    offers (available maps a mode to why it is off, None when it is on)."""
+    """The modes the speculating clients take in turn: draft alone, or every one of draft / lookup / mtp / dflash
+    the pair offers (available maps a mode to why it is off, None when it is on)."""
     if not mixed:
         return ["draft"]
     return [mode for mode in SPECULATION_MODES if available.get(mode, "unknown") is None]

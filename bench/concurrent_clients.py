@@ -74,14 +74,16 @@ class ClientRun:
         return self.tokens / self.seconds
 
 
-def tiny_pair() -> tuple[Path, Path]:
-    """The tests' tiny dense target and its partly agreeing draft, built in a temp folder."""
+def tiny_pair() -> tuple[Path, Path, Path]:
+    """The tests' tiny dense target, its partly agreeing draft and a random DFlash drafter, in a temp folder."""
     sys.path.insert(0, str(ROOT))
     from tests.fixtures import tiny_models as tm
+    from tests.fixtures.dflash_models import build_dflash
 
     root = Path(tempfile.mkdtemp(prefix="specchat-bench-clients-"))
     target = tm.build_dense(root / "dense_target", seed=0)
-    return target, tm.build_dense(root / "dense_draft_partial", seed=1, base=target)
+    draft = tm.build_dense(root / "dense_draft_partial", seed=1, base=target)
+    return target, draft, build_dflash(root / "dflash", target)
 
 
 def speculation(side: str, client: Client) -> dict[str, str]:
@@ -296,6 +298,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default=os.environ.get("QWEN_TARGET"))
     parser.add_argument("--draft", default=os.environ.get("QWEN_DRAFT"))
+    parser.add_argument("--dflash", help="a DFlash drafter folder for the target (--mix modes gives it clients too)")
     parser.add_argument("--tiny", action="store_true", help="the tests' tiny dense pair (a quick smoke)")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--tokens", type=int, default=64, help="max_tokens of every request")
@@ -304,14 +307,15 @@ def main() -> None:
     parser.add_argument("--mix", type=parse_mix, default=frozenset(), help="lengths, modes or lengths,modes")
     parser.add_argument("--solo-vs-server", action="store_true", help="one client: the server vs the solo loop")
     args = parser.parse_args()
+    dflash = Path(args.dflash) if args.dflash else None
     if args.tiny:
-        target, draft = tiny_pair()
+        target, draft, dflash = tiny_pair()
     elif args.target and args.draft and Path(args.target).is_dir() and Path(args.draft).is_dir():
         target, draft = Path(args.target), Path(args.draft)
     else:
         sys.exit("no pair: give --target and --draft (or QWEN_TARGET / QWEN_DRAFT), or --tiny")
     host = EngineHost()
-    host.submit("load", load_pair_job(target, draft, keep_target_on_bad_draft=False)).result()
+    host.submit("load", load_pair_job(target, draft, keep_target_on_bad_draft=False, dflash=dflash)).result()
     max_batch = args.max_batch or max(args.clients)
     backend = EngineBackend(host, max_queue=max(args.clients), max_batch=max_batch)
     defaults = GenerationConfig(mode=SpecMode.DRAFT, num_draft_tokens="auto", max_tokens=args.tokens)
