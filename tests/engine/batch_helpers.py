@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from specchat.engine import Engine, GenerationConfig
 from specchat.engine.batch.decoder import BatchDecoder, BatchRequest
-from specchat.engine.events import Event, Failed, Finished
+from specchat.engine.events import Event, Failed, Finished, RoundResult
 
 
 @dataclass
@@ -56,6 +57,32 @@ def run_all(
         step += 1
         assert step < limit, "the batch never emptied"
     return added
+
+
+def lead_then_joiner(
+    engine: Engine,
+    prompts: tuple[list[int], list[int]],
+    cfg: GenerationConfig,
+    lead_steps: int,
+    joining: AbstractContextManager[object] | None = None,
+) -> tuple[Collected, Collected]:
+    """The first prompt alone (the lead, on the engine's loop) for lead_steps steps, then the second joins and
+    both run to their ends (inside `joining`, when given); their runs."""
+    engine.reset()
+    decoder = BatchDecoder(engine, max_batch=4)
+    lead = submit(decoder, prompts[0], cfg)
+    for _ in range(lead_steps):
+        decoder.step()
+    assert decoder.lead is not None and any(isinstance(e, RoundResult) for e in lead.events)
+    with joining or nullcontext():
+        other = submit(decoder, prompts[1], cfg)
+        run_all(decoder)
+    return lead, other
+
+
+def verdicts(events: list[Event]) -> list[tuple[int, int]]:
+    """Each round's (drafted, accepted)."""
+    return [(e.drafted, e.accepted) for e in events if isinstance(e, RoundResult)]
 
 
 def solo_tokens(engine: Engine, prompt: list[int], cfg: GenerationConfig) -> list[int]:

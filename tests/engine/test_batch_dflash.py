@@ -15,28 +15,12 @@ from specchat.engine import Engine, GenerationConfig
 from specchat.engine import dflash as dflash_module
 from specchat.engine.batch.decoder import BatchDecoder, batch_refusal
 from specchat.engine.dflash import DFlashDrafter
-from specchat.engine.events import PrefillProgress, RoundResult, TextChunk
-from tests.fixtures.dflash_models import build_dflash
+from specchat.engine.events import PrefillProgress, TextChunk
 
-from .batch_helpers import assert_samples_follow, run_all, solo_tokens, submit
+from .batch_helpers import assert_samples_follow, lead_then_joiner, run_all, solo_tokens, verdicts
 from .helpers import greedy, prompt_ids
 
 TEXTS = ["Hello there, how are you", "Write a function", "Once upon a time", "def fib(n):", "The quick brown fox"]
-
-
-@pytest.fixture(scope="module")
-def dflash_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("batch_dflash")
-
-
-@pytest.fixture(scope="module")
-def dense_engine(dense_target, dflash_root):
-    return Engine.load(dense_target, dflash=build_dflash(dflash_root / "dense", dense_target))
-
-
-@pytest.fixture(scope="module")
-def hybrid_engine(hybrid_target, dflash_root):
-    return Engine.load(hybrid_target, dflash=build_dflash(dflash_root / "hybrid", hybrid_target, layer_ids=[1, 3]))
 
 
 class RowsOracle:
@@ -66,10 +50,6 @@ class RowsOracle:
             right = full[position] if position < len(full) else 0
             rows[i, (right + 1) % self.vocab if self.wrong(position) else right] = 30.0
         return mx.array(rows)
-
-
-def verdicts(events) -> list[tuple[int, int]]:
-    return [(e.drafted, e.accepted) for e in events if isinstance(e, RoundResult)]
 
 
 def mixed_configs() -> list[GenerationConfig]:
@@ -137,15 +117,7 @@ def test_a_dflash_lead_moves_into_the_batch_with_its_context(monkeypatch, dense_
     fulls = [p + solo_tokens(engine, p, greedy(n=36)) for p in (lead_prompt, other_prompt)]
     RowsOracle(monkeypatch, engine, fulls, wrong=lambda position: position % 7 == 0)
     expected = [solo_tokens(engine, p, cfg) for p in (lead_prompt, other_prompt)]
-    engine.reset()
-    decoder = BatchDecoder(engine, max_batch=4)
-    lead = submit(decoder, lead_prompt, cfg)
-    for _ in range(4):
-        decoder.step()
-    assert decoder.lead is not None and any(isinstance(e, RoundResult) for e in lead.events)
-    with no_replay(engine):
-        other = submit(decoder, other_prompt, cfg)
-        run_all(decoder)
+    lead, other = lead_then_joiner(engine, (lead_prompt, other_prompt), cfg, lead_steps=4, joining=no_replay(engine))
     assert [lead.tokens, other.tokens] == expected
     first_text = next(i for i, e in enumerate(lead.events) if isinstance(e, TextChunk))
     reread = [e.total for e in lead.events[first_text:] if isinstance(e, PrefillProgress) and e.model == "target"]

@@ -12,7 +12,7 @@ from specchat.engine import Engine, GenerationConfig
 from specchat.engine.batch.decoder import BatchDecoder, batch_refusal
 from specchat.engine.events import RoundResult
 
-from .batch_helpers import assert_samples_follow, run_all, solo_tokens, submit
+from .batch_helpers import assert_samples_follow, lead_then_joiner, run_all, solo_tokens, verdicts
 from .helpers import greedy, prompt_ids
 
 TEXTS = ["Hello there, how are you", "Write a function", "Once upon a time", "def fib(n):", "The quick brown fox"]
@@ -52,22 +52,11 @@ def test_mtp_rows_joining_and_leaving_give_their_solo_output(engine):
             assert verdicts(g.events) == verdicts(alone)
 
 
-def verdicts(events) -> list[tuple[int, int]]:
-    return [(e.drafted, e.accepted) for e in events if isinstance(e, RoundResult)]
-
-
 def test_a_lead_on_mtp_moves_into_the_batch_and_keeps_its_solo_output(engine):
     cfg = replace(greedy("mtp", 3, n=36), num_draft_tokens="auto")
     lead_prompt, other_prompt = prompt_ids(engine, TEXTS[0]), prompt_ids(engine, TEXTS[2])
     expected = [solo_tokens(engine, p, cfg) for p in (lead_prompt, other_prompt)]
-    engine.reset()
-    decoder = BatchDecoder(engine, max_batch=4)
-    lead = submit(decoder, lead_prompt, cfg)
-    for _ in range(3):
-        decoder.step()
-    assert decoder.lead is not None
-    other = submit(decoder, other_prompt, cfg)
-    run_all(decoder)
+    lead, other = lead_then_joiner(engine, (lead_prompt, other_prompt), cfg, lead_steps=3)
     assert [lead.tokens, other.tokens] == expected
     rounds = [e for e in other.events if isinstance(e, RoundResult)]
     assert sum(r.drafted for r in rounds) > 0 and lead.end.stats.batch_rows_max == 2

@@ -23,21 +23,6 @@ EOS_ROW_GAIN = 6.0  # the dense target with its EOS row scaled so: greedy stops 
 
 
 @pytest.fixture(scope="module")
-def dflash_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("dflash")
-
-
-@pytest.fixture(scope="module")
-def dense_engine(dense_target, dflash_root):
-    return Engine.load(dense_target, dflash=build_dflash(dflash_root / "dense", dense_target))
-
-
-@pytest.fixture(scope="module")
-def hybrid_engine(hybrid_target, dflash_root):
-    return Engine.load(hybrid_target, dflash=build_dflash(dflash_root / "hybrid", hybrid_target, layer_ids=[1, 3]))
-
-
-@pytest.fixture(scope="module")
 def eos_engine(dense_target, dflash_root):
     folder = dflash_root / "eos_target"
     shutil.copytree(dense_target, folder)
