@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
 
 import mlx.core as mx
@@ -41,6 +42,12 @@ def position_name(position: int) -> str:
     before it held: positions 2, 3 and 4 apart, then 5-8 and 9 on."""
     start = position if position <= 4 else 5 if position <= 8 else 9
     return f"{LOOKUP}+{start}"
+
+
+@cache
+def position_names() -> tuple[str, ...]:
+    """Every position record's name, in the order of the positions (2 to 9: the last holds on)."""
+    return tuple(dict.fromkeys(position_name(n) for n in range(2, 10)))
 
 
 def tail_name(tail: int) -> str:
@@ -106,7 +113,7 @@ class AutoDrafter(Drafter):
             LOOKUP: SourceRecord(0.6, 1.0, decay)
         }  # a match is usually copied on (priors: one round each)
         self.records.update({tail_name(n): SourceRecord(0.0, 0.0, decay) for n in range(1, lookup.ngram_max + 1)})
-        for name in {position_name(n) for n in range(2, 10)}:
+        for name in position_names():
             self.records[name] = SourceRecord(0.8, 1.0, decay)  # a copy under way is usually copied on
         if model is not None:
             self.records[model.name] = SourceRecord(0.5, 1.0, decay)
@@ -185,11 +192,10 @@ class AutoDrafter(Drafter):
         pooled, own = self.records[LOOKUP], self.records.get(tail_name(tail))
         first = pooled.rate if own is None else self._leaning(own, pooled.rate)
         rates: dict[str, float] = {}
-        for position in range(2, 10):  # a later position with little evidence of its own is like the one before
-            name = position_name(position)
-            if name not in rates:
-                before = rates[position_name(position - 1)] if rates else None
-                rates[name] = self.records[name].rate if before is None else self._leaning(self.records[name], before)
+        before: float | None = None
+        for name in position_names():  # a later position with little evidence of its own is like the one before
+            record = self.records[name]
+            before = rates[name] = record.rate if before is None else self._leaning(record, before)
         return Acceptance(first, tuple(rates[position_name(n)] for n in range(2, 10)))
 
     def _leaning(self, record: SourceRecord, broader: float) -> float:
@@ -233,7 +239,7 @@ class AutoDrafter(Drafter):
         self.records[LOOKUP].add(first, 1)
         if (own := self.records.get(tail_name(tail))) is not None:
             own.add(first, 1)
-        counts = {position_name(n): [0, 0] for n in range(2, 10)}  # by position record: accepted, checked
+        counts = {name: [0, 0] for name in position_names()}  # by position record: accepted, checked
         for position in range(2, checked + 1 if first else 2):
             count = counts[position_name(position)]
             count[0] += position <= accepted

@@ -5,7 +5,8 @@ costs a verify pass over every row at depth K plus K draft steps for the rows th
 (CostTable.cost). Whether a row's own K = 0 saves anything depends on its drafter: a draft-model row is fed
 in the draft model's run whenever the round drafts (so the draft model keeps up with its sequence), and a
 lookup row drafts for free (no deeper than its match), so both always draft; an MTP row with K = 0 leaves
-the head's run (a DFlash row its block pass), so those rows draft by acceptance: for every K, the best first m of them, m = 0 .. all.
+the head's run (a DFlash row its block pass), so those rows draft by acceptance: for every K, the best first
+m of them, m = 0 .. all.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass, replace
 from ..modes import SpecMode
 from ..pass_costs import expected_tokens
 from .batch_costs import CostTable
+
+ALONE_MODES = (SpecMode.MTP, SpecMode.DFLASH)  # a row of these with K = 0 leaves its drafter's run
 
 
 @dataclass(frozen=True)
@@ -103,12 +106,11 @@ def batch_shape(
     most drafts each row can take this round (None: any; a lookup row's match)."""
     auto = [i for i, k in enumerate(own_k) if k is None]
     own = [(i, 0 if modes[i] == SpecMode.BASELINE else k) for i, k in enumerate(own_k) if k is not None]
-    alone = (SpecMode.MTP, SpecMode.DFLASH)  # their K = 0 takes them out of the draft steps
     shared = sum(modes[i] == SpecMode.DRAFT for i in auto)
-    shared += sum(modes[i] == SpecMode.DRAFT or (modes[i] in alone and k > 0) for i, k in own)
+    shared += sum(modes[i] == SpecMode.DRAFT or (modes[i] in ALONE_MODES and k > 0) for i, k in own)
     others = sum(expected_tokens(rates[i], k) for i, k in own)
     reaches = tuple(reach[i] for i in auto) if reach is not None else ()
-    return BatchShape(len(modes), tuple(modes[i] in alone for i in auto), shared, others, reaches)
+    return BatchShape(len(modes), tuple(modes[i] in ALONE_MODES for i in auto), shared, others, reaches)
 
 
 def drafted_for(shape: BatchShape, drafting: tuple[bool, ...]) -> int:

@@ -23,6 +23,7 @@ from ..model_types import LanguageModel, MtpModel
 from ..modes import DraftOutcome, SpecMode
 from ..round import LoopContext, Step
 from ..runner import token_ids
+from .batch_choice import ALONE_MODES
 from .batch_model import BatchModel
 from .batch_stop import BatchStop
 
@@ -95,8 +96,9 @@ def model_drafters(rows: list[RowState]) -> int:
 
 
 def _alone_drafts(row: RowState) -> bool:
-    """An MTP row with its hidden state at hand, or a DFlash row: drafted for only while its own K is not 0."""
-    return (row.mode == SpecMode.MTP and row.hidden is not None) or row.mode == SpecMode.DFLASH
+    """A row drafted for only while its own K is not 0 (batch_choice.ALONE_MODES; an MTP row once its hidden
+    state is at hand)."""
+    return row.mode in ALONE_MODES and (row.mode != SpecMode.MTP or row.hidden is not None)
 
 
 def draft_reach(row: RowState, k: int) -> int | None:
