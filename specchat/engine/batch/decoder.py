@@ -17,19 +17,17 @@ from ..dflash import DFlashDrafter
 from ..engine import Engine, step_events
 from ..errors import EngineError, error_kind, user_message
 from ..events import Event, Failed, Finished
-from ..loading import vocab_size
-from ..lookup import PromptLookupDrafter
 from ..modes import SpecMode, StopReason
 from ..plain import forced_step
-from ..round import LoopContext, Step
-from ..sampling import Sampler
+from ..round import Step
 from ..stats import StatsRecorder
 from .admission import batch_refusal as batch_refusal  # the decoder module is the batch API (owner/batch_job.py)
-from .batch_drafts import RowState, Stop, draft_reach, model_drafters, mtp_head
-from .batch_k import BatchK, BatchPlan, checked_drafts
+from .batch_drafts import Stop, draft_reach, model_drafters, mtp_head
+from .batch_k import BatchK, BatchPlan
 from .batch_model import BatchModel
 from .batch_round import run_round
-from .dflash_rows import lead_dflash, newcomer_dflash
+from .dflash_rows import newcomer_dflash
+from .joining import joined_row, moved_lead
 from .newcomer_prefill import Reads, batch_peers, batch_saving_per_token, newcomer_prefill, peers_shape
 from .prefix_store import PrefixStore, extract_row
 from .requests import BatchRequest as BatchRequest
@@ -57,7 +55,6 @@ class BatchDecoder:
         self.lead: SoloLead | None = None  # the first request of an empty batch, on the engine's own loop
         self.solo_lead = True
         self.prefill_chunk: int | None = None  # None: sized from each model's measured pace (runner.py)
-        self._stop_ids = frozenset(engine.tokenizer.eos_token_ids)
         # what outlives the batch, kept on the engine: finished rows' caches for follow-ups, round costs
         carry = engine.batch_carry
         self.stores: dict[str, PrefixStore] = {m: carry.prefixes.setdefault(m, PrefixStore()) for m in MODELS}
@@ -124,19 +121,7 @@ class BatchDecoder:
                 self.lead = None
             return
         self.lead = None
-        handed = lead.hand_over()
-        request = lead.origin
-        budget, grammar = self.engine.admit(request.prompt, request.cfg)
-        reply = budget - len(handed.emitted)
-        dflash, target_start = lead_dflash(self.engine, request.cfg.mode, handed.seq, handed.target)
-        prefill = self._prefill(handed.seq[:-1], request.cfg, (target_start, handed.draft), reply, dflash)
-        if grammar is not None:
-            grammar.consume(handed.emitted)  # the lead's reply so far, forced tokens included
-        unread = len(handed.seq) - 1 - target_start[0]
-        moved = Newcomer(
-            replace(request, prompt=handed.seq), budget, handed.stats, prefill, handed.emitted, grammar, unread
-        )
-        self.waiting.insert(0, moved)
+        self.waiting.insert(0, moved_lead(self.engine, lead, self._prefill))
 
     def step(self) -> None:
         """At most one prefill chunk for the first newcomer, then one round for the running rows."""
@@ -189,30 +174,11 @@ class BatchDecoder:
 
     def _join(self, newcomer: Newcomer, prefilled: Prefilled) -> None:
         """The newcomer, its prompt read, becomes a row of the batch."""
-        target, draft, hidden, dflash = prefilled
-        request, cfg = newcomer.request, newcomer.request.cfg
-        held = len(request.prompt) - 1
-        self.target.add_row(target, held)
-        if draft is not None and self.draft is not None:
-            self.draft.add_row(draft, held)
-        if not newcomer.emitted:  # a lead that moved in keeps its own prefill time
-            newcomer.stats.prefill_done()
-        prompt = list(request.prompt)
-        stops, grammar = self._stop_ids, newcomer.grammar
-        ctx = LoopContext(prompt, Sampler(cfg), newcomer.budget, stops, request.cancel, grammar, cfg.logprobs)
-        mode = cfg.mode if cfg.mode != SpecMode.DRAFT or draft is not None else SpecMode.BASELINE
-        lookup = PromptLookupDrafter(vocab_size(self.engine.target)) if mode == SpecMode.LOOKUP else None
-        auto = cfg.auto_k and mode != SpecMode.BASELINE
-        state = RowState(ctx, mode, len(newcomer.emitted), lookup=lookup, hidden=hidden, auto=auto, dflash=dflash)
-        detok = self.engine.tokenizer.detokenizer
-        detok.reset()
-        for token in newcomer.emitted:  # the lead streamed their text already
-            detok.add_token(token)
-        _ = detok.last_segment
-        row = Row(request, state, newcomer.stats, detok, auto, list(newcomer.emitted))
-        stats = newcomer.stats  # a lead's own rounds
-        row.acceptance = self.controller.new_row(*checked_drafts(stats.accepted, stats.drafted, stats.rounds))
-        self.rows.append(row)
+        held = len(newcomer.request.prompt) - 1
+        self.target.add_row(prefilled.target, held)
+        if prefilled.draft is not None and self.draft is not None:
+            self.draft.add_row(prefilled.draft, held)
+        self.rows.append(joined_row(self.engine, newcomer, prefilled, self.controller))
 
     def _round(self) -> None:
         self._force()
