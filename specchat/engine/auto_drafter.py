@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import mlx.core as mx
 
+from .copy_on import appended, copy_depth, found_copy
 from .drafters import NO_TAPS, Draft, Drafter, DraftRequest, TargetTaps
 from .lookup import PromptLookupDrafter, longest_match
 from .modes import SpecMode
@@ -67,6 +68,18 @@ class Shadow:
 def copy_reach(request: DraftRequest) -> int:
     """How far a copy may go this round: the request's reach past the model drafter's K."""
     return max(request.k, request.reach)
+
+
+class Pending(NamedTuple):
+    """The last proposal, until the round shows what was kept: its source, tokens, where they start, lookup's tail
+    (a lookup round's), and for a model draft copied on, how many tokens were copied and after what tail."""
+
+    source: str
+    tokens: mx.array
+    start: int
+    tail: int
+    copied: int = 0
+    copy_tail: int = 0
 
 
 class Pick(NamedTuple):
@@ -117,7 +130,7 @@ class AutoDrafter(Drafter):
             self.records[name] = SourceRecord(0.8, 1.0, decay)  # a copy under way is usually copied on
         if model is not None:
             self.records[model.name] = SourceRecord(0.5, 1.0, decay)
-        self.pending: tuple[str, mx.array, int, int] | None = None  # the last proposal: source, drafts, where, tail
+        self.pending: Pending | None = None
         self.shadow: Shadow | None = None  # lookup's match in a round another source drafts, checked afterwards
 
     def begin(self, cfg: GenerationConfig) -> TargetTaps:
@@ -145,12 +158,33 @@ class AutoDrafter(Drafter):
             draft = replace(self.lookup.propose(self._lookup_request(request, pick.k)), costless=self.model is not None)
         else:
             assert self.model is not None
-            draft = self.model.propose(request)
+            draft, copy_tail = self._copy_on(request, self.model.propose(request))
         draft = replace(draft, source=pick.source)
-        self.pending = (pick.source, draft.tokens, len(request.seq), tail)
-        if pick.source != LOOKUP and len(match) >= self.policy.lookup_min_match:
+        copied = (draft.copied, copy_tail) if pick.source != LOOKUP else ()
+        self.pending = Pending(pick.source, draft.tokens, len(request.seq), tail, *copied)
+        if pick.source != LOOKUP and not draft.copied and len(match) >= self.policy.lookup_min_match:
             self.shadow = Shadow(match, len(request.seq), tail)
         return draft
+
+    def _copy_on(self, request: DraftRequest, draft: Draft) -> tuple[Draft, int]:
+        """The model's draft, with what followed its end in the conversation appended where that pays (copy_on.py),
+        and the tail the copy followed (0: none appended). A constrained draft is not copied on (the grammar
+        checks the model's tokens as they come). Lookup's match from before the model's tokens is not learned
+        as well: the copy's own outcome is."""
+        assert self.model is not None
+        drafts = token_ids(draft.tokens)
+        if request.constraint is not None or not drafts:
+            return draft, 0
+        copy = found_copy(request, drafts, self.lookup.ngram_max, self.policy.copy_on_min_tail)
+        if copy is None:
+            return draft, 0
+        plan = request.plan
+        reached = plan.prefix if plan is not None and plan.costs is not None else None  # Auto K's estimate
+        rate, odds = self.records[self.model.name].rate, self.lookup_odds(copy.tail)
+        depth = copy_depth(self.pass_costs(request), rate, len(drafts), odds, len(copy.tokens), reached)
+        if not depth:
+            return draft, 0
+        return appended(draft, copy.tokens[:depth]), copy.tail
 
     def choose(self, request: DraftRequest, match: list[int] | None = None, tail: int = 0) -> Pick:
         """The source, and how many it drafts, with the most expected tokens per second: lookup's copy (verify
@@ -217,18 +251,25 @@ class AutoDrafter(Drafter):
     def observe(self, seq: list[int]) -> None:
         """Learn what the last proposal was worth, then let both sources roll back to seq."""
         if self.pending is not None:
-            source, tokens, start, tail = self.pending
-            drafts = token_ids(tokens)
-            accepted = common_prefix_len(drafts, seq[start:])
-            if source == LOOKUP:
-                self._learn_lookup(tail, accepted, min(len(drafts), accepted + 1))
-            else:
-                self.records[source].add(accepted, min(len(drafts), accepted + 1))
+            self._learn(self.pending, seq)
             self.pending = None
         self._settle_shadow(seq, force=True)
         if self.model is not None:
             self.model.observe(seq)
         self.lookup.observe(seq)
+
+    def _learn(self, pending: Pending, seq: list[int]) -> None:
+        """Count what the target kept of a proposal: a lookup copy's tokens in lookup's records; a model draft's
+        own tokens in its source's, and a copy after them (if they were all kept) in lookup's."""
+        drafts = token_ids(pending.tokens)
+        accepted = common_prefix_len(drafts, seq[pending.start :])
+        if pending.source == LOOKUP:
+            self._learn_lookup(pending.tail, accepted, min(len(drafts), accepted + 1))
+            return
+        own = len(drafts) - pending.copied
+        self.records[pending.source].add(min(accepted, own), min(own, accepted + 1))
+        if pending.copied and accepted >= own:
+            self._learn_lookup(pending.copy_tail, accepted - own, min(pending.copied, accepted - own + 1))
 
     def _learn_lookup(self, tail: int, accepted: int, checked: int) -> None:
         """Count a copy after a tail of this length: its first token in that length's record and lookup's pooled

@@ -280,11 +280,13 @@ class AutoK:
         catch_up: int = 0,
         confidences: list[float] | None = None,
         steps: int | None = None,
+        verified: int | None = None,
     ) -> None:
-        """Fold one finished round into the estimates: k tokens verified, the first `accepted` of them
+        """Fold one finished round into the estimates: k tokens drafted, the first `accepted` of them
         accepted. catch_up is how many tokens the drafter took in before drafting (a round after a plain
         burst: its draft time is not a draft step's cost); confidences are the k tokens' (when the
-        drafter gave them), steps the draft steps run (a token dropped for low confidence took one too)."""
+        drafter gave them), steps the draft steps run (a token dropped for low confidence took one too),
+        verified the tokens the verify pass checked (None: k; more where Auto copied on past them)."""
         self.probe.counted(accepted + 1)
         if self.probe_gap and k and accepted + 1 >= self.rate(0) * (draft_s + verify_s):
             self.probe_gap = self.probe_every  # a probe from plain decoding that beat it: the next one comes soon
@@ -292,8 +294,9 @@ class AutoK:
             self._count(0, 1)
             self.entry = DraftOutcome.MISS
             return
-        self.verify_s[k] = _ema(self.verify_s.get(k), verify_s, self.decay)
-        self.verify_rounds[k] = self.verify_rounds.get(k, 0) + 1
+        checked = verified or k
+        self.verify_s[checked] = _ema(self.verify_s.get(checked), verify_s, self.decay)
+        self.verify_rounds[checked] = self.verify_rounds.get(checked, 0) + 1
         if catch_up <= self.policy.normal_catch_up:  # else unmeasured: a fresh controller's rounds stay short
             per_step = draft_s if self.one_pass_draft else draft_s / max(steps or k, 1)
             self.draft_step_s = _ema(self.draft_step_s, per_step, self.decay)

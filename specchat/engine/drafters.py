@@ -30,6 +30,7 @@ class Draft:
     steps: int = 0
     source: str = ""  # which drafter proposed them, when one drafter picks among others (auto_drafter.py)
     costless: bool = False  # drafted without a model pass where a model drafter sits out (Auto's lookup rounds)
+    copied: int = 0  # tokens copied from the conversation after the model drafter's own (copy_on.py)
 
     @classmethod
     def from_steps(

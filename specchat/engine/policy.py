@@ -110,6 +110,13 @@ class SpeculationPolicy:
         default=2,
         metadata={"doc": "a prompt-lookup match shorter than this is a guess, not a copy (tokens)"},
     )
+    copy_on_min_tail: int = field(
+        default=2,
+        metadata={
+            "doc": "a model draft is copied on from the conversation only where at least this many of its last tokens "
+            "(the draft's end among them) occurred before (tokens): a one-token tail is a guess"
+        },
+    )
     source_decay: float = field(
         default=0.95,
         metadata={

@@ -118,11 +118,12 @@ class SpeculativeLoop:
         drafted = _drafted(drafts, k, plan, draft.source)
         if self.auto is not None and (costless or draft.costless):  # the model drafter's estimates sat it out
             self.auto.observe_costless(len(drafts), verdict.accepted, timing.verify_s)
-        elif self.auto is not None:
+        elif self.auto is not None:  # a copy after the model's drafts is not the model drafter's (copy_on.py)
+            own = len(drafts) - draft.copied
             self.auto.observe(
-                len(drafts), verdict.accepted, timing.draft_s, timing.verify_s, catch_up,
+                own, min(verdict.accepted, own), timing.draft_s, timing.verify_s, catch_up,
                 list(drafted.confidences) if plan is not None and plan.costs is not None else None,
-                draft.steps or None,
+                draft.steps or None, len(drafts),
             )  # fmt: skip
         return round_step(ctx, self.index, drafted, verdict, accepted, self.generated, timing, lp)
 

@@ -24,10 +24,11 @@ class CostedAutoK(AutoK):
     plain_cost: float = 0.552  # 0.92 of a one-token verify pass
     measured: list[str] = field(default_factory=list)  # what the loop reported, by kind ("round", "plain")
 
-    def observe(self, k, accepted, draft_s, verify_s, catch_up=0, confidences=None, steps=None):  # noqa: ANN001
+    def observe(self, k, accepted, draft_s, verify_s, catch_up=0, confidences=None, steps=None, verified=None):  # noqa: ANN001
         self.measured.append("round")
         draft = self.draft_cost * ((steps or k) + (catch_up if catch_up > 1 else 0))
-        super().observe(k, accepted, draft, self.verify_base + self.verify_per_k * k, catch_up, confidences, steps)
+        verify = self.verify_base + self.verify_per_k * (verified or k)
+        super().observe(k, accepted, draft, verify, catch_up, confidences, steps, verified)
 
     def observe_costless(self, k: int, accepted: int, verify_s: float) -> None:
         self.measured.append("costless")

@@ -28,10 +28,10 @@ class BlockCostedAutoK(CostedAutoK):
 
     one_pass_draft: bool = True
 
-    def observe(self, k, accepted, draft_s, verify_s, catch_up=0, confidences=None, steps=None):  # noqa: ANN001
+    def observe(self, k, accepted, draft_s, verify_s, catch_up=0, confidences=None, steps=None, verified=None):  # noqa: ANN001
         self.measured.append("round")
-        verify = self.verify_base + self.verify_per_k * k
-        AutoK.observe(self, k, accepted, PASS_S if k else 0.0, verify, catch_up, confidences, steps)
+        verify = self.verify_base + self.verify_per_k * (verified or k)
+        AutoK.observe(self, k, accepted, PASS_S if k else 0.0, verify, catch_up, confidences, steps, verified)
 
 
 class BlockOracle(Oracle):

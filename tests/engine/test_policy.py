@@ -35,6 +35,7 @@ TODAY = {
     "normal_catch_up": 2,
     "lookup_tail_evidence": 2.0,
     "lookup_min_match": 2,
+    "copy_on_min_tail": 2,
     "source_decay": 0.95,
     "confidence_edges": (0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95, 0.98),
     "next_edges": (0.5, 0.9),

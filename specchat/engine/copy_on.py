@@ -1,0 +1,73 @@
+"""A model draft copied on: where the model drafter's tokens end in a phrase the conversation already holds,
+Auto appends what followed it there, so one verify pass checks both.
+
+A summary or an edit mostly writes new text that lands, now and then, on a phrase of its source; lookup alone is
+refused at the first token of most such copies, and the model drafter alone stops at its K. The model's draft
+is the better guess of where the reply goes next; once it is in a copied phrase, the copy goes on at the price
+of a few more verify positions (no model pass). It is priced like any round: the copy's tokens count only if
+every model token before them is accepted, and they are taken only when they add more tokens than the deeper
+verify pass costs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import NamedTuple
+
+import mlx.core as mx
+
+from .drafters import Draft, DraftRequest
+from .lookup import longest_match
+from .pass_costs import Acceptance, PassCosts
+
+
+class CopyOn(NamedTuple):
+    """A copy appended to a model draft: the copied tokens, and the tail they followed (its length)."""
+
+    tokens: list[int]
+    tail: int
+
+
+def copy_room(request: DraftRequest, drafted: int) -> int:
+    """How many tokens a copy may append to a model draft of `drafted` tokens."""
+    return max(request.k, request.reach) - drafted
+
+
+def found_copy(request: DraftRequest, drafts: list[int], ngram_max: int, min_tail: int) -> CopyOn | None:
+    """The conversation's continuation of the model draft's end, where a tail of at least min_tail tokens
+    (the draft's last token among them) occurred before; None where none did or there is no room."""
+    room = copy_room(request, len(drafts))
+    if room <= 0 or not drafts:
+        return None
+    match, _, tail = longest_match([*request.seq, *drafts], room, ngram_max, min_tail)
+    return CopyOn(match, tail) if match else None
+
+
+def copy_depth(
+    costs: PassCosts, model_rate: float, drafted: int, copy: Acceptance, room: int, reached: float | None = None
+) -> int:
+    """How many copied tokens to append to a model draft of `drafted` tokens (0: none pays): the depth with the
+    most expected tokens per second, the copy's counting only where the model's tokens all were accepted (their
+    chance: `reached`, as Auto K's plan put it, else the model's rate to the power of its tokens)."""
+    model = Acceptance.iid(model_rate)
+    base_tokens, base_s = model.tokens(drafted), costs.round_s(drafted, drafted=True)
+    reached = model_rate**drafted if reached is None else reached
+    best, best_rate = 0, base_tokens / base_s
+    for m in range(1, room + 1):
+        extra_s = max(costs.round_s(drafted + m, drafted=False) - costs.round_s(drafted, drafted=False), 0.0)
+        rate = (base_tokens + reached * (copy.tokens(m) - 1)) / (base_s + extra_s)
+        if rate > best_rate:
+            best, best_rate = m, rate
+    return best
+
+
+def appended(draft: Draft, copied: list[int]) -> Draft:
+    """The draft with the copied tokens after its own (when sampling, each with a one-hot probability)."""
+    ids = mx.array(copied, dtype=mx.uint32)
+    tokens = mx.concatenate([draft.tokens.astype(mx.uint32), ids])
+    probs = draft.probs
+    if probs is not None:
+        one_hot = mx.zeros((len(copied), probs.shape[-1]), dtype=probs.dtype)
+        one_hot[mx.arange(len(copied)), ids] = 1.0
+        probs = mx.concatenate([probs, one_hot])
+    return replace(draft, tokens=tokens, probs=probs, copied=len(copied))
