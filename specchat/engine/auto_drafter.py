@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import mlx.core as mx
 
-from .copy_on import appended, copy_depth, found_copy
+from .copy_on import copied_on
 from .drafters import NO_TAPS, Draft, Drafter, DraftRequest, TargetTaps
 from .lookup import PromptLookupDrafter, longest_match
 from .modes import SpecMode
@@ -158,33 +158,14 @@ class AutoDrafter(Drafter):
             draft = replace(self.lookup.propose(self._lookup_request(request, pick.k)), costless=self.model is not None)
         else:
             assert self.model is not None
-            draft, copy_tail = self._copy_on(request, self.model.propose(request))
+            draft, copy_tail = copied_on(self, request, self.model.propose(request))
         draft = replace(draft, source=pick.source)
         copied = (draft.copied, copy_tail) if pick.source != LOOKUP else ()
         self.pending = Pending(pick.source, draft.tokens, len(request.seq), tail, *copied)
+        # a model draft copied on teaches lookup through its copy: the match before it would count the phrase twice
         if pick.source != LOOKUP and not draft.copied and len(match) >= self.policy.lookup_min_match:
             self.shadow = Shadow(match, len(request.seq), tail)
         return draft
-
-    def _copy_on(self, request: DraftRequest, draft: Draft) -> tuple[Draft, int]:
-        """The model's draft, with what followed its end in the conversation appended where that pays (copy_on.py),
-        and the tail the copy followed (0: none appended). A constrained draft is not copied on (the grammar
-        checks the model's tokens as they come). Lookup's match from before the model's tokens is not learned
-        as well: the copy's own outcome is."""
-        assert self.model is not None
-        drafts = token_ids(draft.tokens)
-        if request.constraint is not None or not drafts:
-            return draft, 0
-        copy = found_copy(request, drafts, self.lookup.ngram_max, self.policy.copy_on_min_tail)
-        if copy is None:
-            return draft, 0
-        plan = request.plan
-        reached = plan.prefix if plan is not None and plan.costs is not None else None  # Auto K's estimate
-        rate, odds = self.records[self.model.name].rate, self.lookup_odds(copy.tail)
-        depth = copy_depth(self.pass_costs(request), rate, len(drafts), odds, len(copy.tokens), reached)
-        if not depth:
-            return draft, 0
-        return appended(draft, copy.tokens[:depth]), copy.tail
 
     def choose(self, request: DraftRequest, match: list[int] | None = None, tail: int = 0) -> Pick:
         """The source, and how many it drafts, with the most expected tokens per second: lookup's copy (verify

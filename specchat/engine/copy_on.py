@@ -12,13 +12,17 @@ verify pass costs.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import mlx.core as mx
 
 from .drafters import Draft, DraftRequest
 from .lookup import longest_match
 from .pass_costs import Acceptance, PassCosts
+from .runner import token_ids
+
+if TYPE_CHECKING:
+    from .auto_drafter import AutoDrafter
 
 
 class CopyOn(NamedTuple):
@@ -71,3 +75,21 @@ def appended(draft: Draft, copied: list[int]) -> Draft:
         one_hot[mx.arange(len(copied)), ids] = 1.0
         probs = mx.concatenate([probs, one_hot])
     return replace(draft, tokens=tokens, probs=probs, copied=len(copied))
+
+
+def copied_on(auto: AutoDrafter, request: DraftRequest, draft: Draft) -> tuple[Draft, int]:
+    """Auto's model draft, with what followed its end in the conversation appended where that pays, and the tail
+    the copy followed (0: none appended). A constrained draft is not copied on (the grammar checks the model's
+    tokens as they come)."""
+    assert auto.model is not None
+    drafts = token_ids(draft.tokens)
+    if request.constraint is not None or not drafts:
+        return draft, 0
+    copy = found_copy(request, drafts, auto.lookup.ngram_max, auto.policy.copy_on_min_tail)
+    if copy is None:
+        return draft, 0
+    plan = request.plan
+    reached = plan.prefix if plan is not None and plan.costs is not None else None  # Auto K's estimate
+    rate, odds = auto.records[auto.model.name].rate, auto.lookup_odds(copy.tail)
+    depth = copy_depth(auto.pass_costs(request), rate, len(drafts), odds, len(copy.tokens), reached)
+    return (appended(draft, copy.tokens[:depth]), copy.tail) if depth else (draft, 0)
