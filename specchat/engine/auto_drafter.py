@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import mlx.core as mx
 
-from .copy_on import copied_on
+from .copy_on import copied_on, copy_reach
 from .drafters import NO_TAPS, Draft, Drafter, DraftRequest, TargetTaps
 from .lookup import PromptLookupDrafter, longest_match
 from .modes import SpecMode
@@ -63,11 +63,6 @@ class Shadow:
     tokens: list[int]
     start: int
     tail: int
-
-
-def copy_reach(request: DraftRequest) -> int:
-    """How far a copy may go this round: the request's reach past the model drafter's K."""
-    return max(request.k, request.reach)
 
 
 class Pending(NamedTuple):
@@ -156,12 +151,12 @@ class AutoDrafter(Drafter):
         pick = self.choose(request, match, tail)
         if pick.source == LOOKUP:
             draft = replace(self.lookup.propose(self._lookup_request(request, pick.k)), costless=self.model is not None)
+            copy_tail = 0
         else:
             assert self.model is not None
             draft, copy_tail = copied_on(self, request, self.model.propose(request))
         draft = replace(draft, source=pick.source)
-        copied = (draft.copied, copy_tail) if pick.source != LOOKUP else ()
-        self.pending = Pending(pick.source, draft.tokens, len(request.seq), tail, *copied)
+        self.pending = Pending(pick.source, draft.tokens, len(request.seq), tail, draft.copied, copy_tail)
         # a model draft copied on teaches lookup through its copy: the match before it would count the phrase twice
         if pick.source != LOOKUP and not draft.copied and len(match) >= self.policy.lookup_min_match:
             self.shadow = Shadow(match, len(request.seq), tail)

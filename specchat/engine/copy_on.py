@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import mlx.core as mx
 
 from .drafters import Draft, DraftRequest
-from .lookup import longest_match
+from .lookup import longest_match, one_hot_rows
 from .pass_costs import Acceptance, PassCosts
 from .runner import token_ids
 
@@ -32,18 +32,15 @@ class CopyOn(NamedTuple):
     tail: int
 
 
-def copy_room(request: DraftRequest, drafted: int) -> int:
-    """How many tokens a copy may append to a model draft of `drafted` tokens."""
-    return max(request.k, request.reach) - drafted
+def copy_reach(request: DraftRequest) -> int:
+    """How far a copy may go this round: the request's reach past the model drafter's K."""
+    return max(request.k, request.reach)
 
 
-def found_copy(request: DraftRequest, drafts: list[int], ngram_max: int, min_tail: int) -> CopyOn | None:
-    """The conversation's continuation of the model draft's end, where a tail of at least min_tail tokens
-    (the draft's last token among them) occurred before; None where none did or there is no room."""
-    room = copy_room(request, len(drafts))
-    if room <= 0 or not drafts:
-        return None
-    match, _, tail = longest_match([*request.seq, *drafts], room, ngram_max, min_tail)
+def found_copy(seq: list[int], drafts: list[int], room: int, ngram_max: int, min_tail: int) -> CopyOn | None:
+    """Up to `room` tokens of the conversation's continuation of the model draft's end, where a tail of at least
+    min_tail tokens (the draft's last token among them) occurred before; None where none did."""
+    match, _, tail = longest_match([*seq, *drafts], room, ngram_max, min_tail)
     return CopyOn(match, tail) if match else None
 
 
@@ -55,10 +52,11 @@ def copy_depth(
     chance: `reached`, as Auto K's plan put it, else the model's rate to the power of its tokens)."""
     model = Acceptance.iid(model_rate)
     base_tokens, base_s = model.tokens(drafted), costs.round_s(drafted, drafted=True)
+    base_verify = costs.round_s(drafted, drafted=False)
     reached = model_rate**drafted if reached is None else reached
     best, best_rate = 0, base_tokens / base_s
     for m in range(1, room + 1):
-        extra_s = max(costs.round_s(drafted + m, drafted=False) - costs.round_s(drafted, drafted=False), 0.0)
+        extra_s = max(costs.round_s(drafted + m, drafted=False) - base_verify, 0.0)
         rate = (base_tokens + reached * (copy.tokens(m) - 1)) / (base_s + extra_s)
         if rate > best_rate:
             best, best_rate = m, rate
@@ -71,9 +69,7 @@ def appended(draft: Draft, copied: list[int]) -> Draft:
     tokens = mx.concatenate([draft.tokens.astype(mx.uint32), ids])
     probs = draft.probs
     if probs is not None:
-        one_hot = mx.zeros((len(copied), probs.shape[-1]), dtype=probs.dtype)
-        one_hot[mx.arange(len(copied)), ids] = 1.0
-        probs = mx.concatenate([probs, one_hot])
+        probs = mx.concatenate([probs, one_hot_rows(ids, probs.shape[-1], probs.dtype)])
     return replace(draft, tokens=tokens, probs=probs, copied=len(copied))
 
 
@@ -82,10 +78,11 @@ def copied_on(auto: AutoDrafter, request: DraftRequest, draft: Draft) -> tuple[D
     the copy followed (0: none appended). A constrained draft is not copied on (the grammar checks the model's
     tokens as they come)."""
     assert auto.model is not None
-    drafts = token_ids(draft.tokens)
-    if request.constraint is not None or not drafts:
+    room = copy_reach(request) - draft.tokens.size  # known before the draft is evaluated: a full K waits for nothing
+    if request.constraint is not None or not draft.tokens.size or room <= 0:
         return draft, 0
-    copy = found_copy(request, drafts, auto.lookup.ngram_max, auto.policy.copy_on_min_tail)
+    drafts = token_ids(draft.tokens)
+    copy = found_copy(request.seq, drafts, room, auto.lookup.ngram_max, auto.policy.copy_on_min_tail)
     if copy is None:
         return draft, 0
     plan = request.plan

@@ -45,6 +45,14 @@ def _agreement(seq: list[int], starts: list[int], n: int, tokens: list[int], len
     return out
 
 
+def one_hot_rows(ids: mx.array, width: int, dtype: mx.Dtype = mx.float32) -> mx.array:
+    """A deterministic proposal's probabilities: one row per token, all its mass on that token."""
+    rows = mx.zeros((ids.size, width), dtype=dtype)
+    if ids.size:
+        rows[mx.arange(ids.size), ids] = 1.0
+    return rows
+
+
 def _kept(plan: RoundPlan, confidences: list[float]) -> int:
     """How many of the proposed tokens the plan keeps."""
     for i, confidence in enumerate(confidences):
@@ -84,12 +92,7 @@ class PromptLookupDrafter(Drafter):
         if plan is not None and plan.costs is not None:
             tokens = tokens[: _kept(plan, confidences)]
         ids = mx.array(tokens, dtype=mx.uint32)
-        if sampler.greedy:
-            return Draft(ids, None)
-        probs = mx.zeros((len(tokens), self.vocab_size))
-        if tokens:
-            probs[mx.arange(len(tokens)), ids] = 1.0
-        return Draft(ids, probs)
+        return Draft(ids, None if sampler.greedy else one_hot_rows(ids, self.vocab_size))
 
     def observe(self, seq: list[int]) -> None:
         """Nothing to roll back."""
