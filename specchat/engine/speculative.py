@@ -234,4 +234,6 @@ def _allowed_draft(draft: Draft, constraint: DraftConstraint, plan: RoundPlan | 
         return draft
     if plan is not None:
         del plan.confidences[n:]
-    return Draft(draft.tokens[:n], None if draft.probs is None else draft.probs[:n], draft.steps)
+    copied = max(0, n - (len(drafts) - draft.copied))  # the copy is the draft's tail: what of it survives the cut
+    probs = None if draft.probs is None else draft.probs[:n]
+    return replace(draft, tokens=draft.tokens[:n], probs=probs, copied=copied)

@@ -367,3 +367,20 @@ def test_a_forced_tool_call_is_a_qwen_tool_call_with_valid_arguments(request, se
             assert set(call["arguments"]) == {"city", "days"} and call["arguments"]["days"] <= 9
         else:
             assert isinstance(call["arguments"], dict)
+
+
+def test_a_draft_cut_to_the_grammar_keeps_its_source_and_what_survives_of_its_copy():
+    """Auto's marks travel with a cut draft: the source it came from, costless, and the copied tail's length."""
+    from specchat.engine.drafters import Draft
+    from specchat.engine.speculative import _allowed_draft
+
+    class AllowsThree:
+        def settle(self, drafts: list[int]) -> int:
+            return 3
+
+    draft = Draft(mx.array([5, 6, 7, 8]), None, 2, source="lookup", costless=True, copied=2)
+    cut = _allowed_draft(draft, AllowsThree(), None)  # type: ignore[arg-type]
+    assert cut.tokens.tolist() == [5, 6, 7]
+    assert (cut.source, cut.costless, cut.copied, cut.steps) == ("lookup", True, 1, 2)
+    model_only = _allowed_draft(replace(draft, copied=0), AllowsThree(), None)  # type: ignore[arg-type]
+    assert model_only.copied == 0
