@@ -10,11 +10,12 @@ import pytest
 
 from specchat.engine import ConfigError, Engine, ErrorKind, Failed, GenerationConfig, RoundResult, TextChunk
 from specchat.engine.constraint import DraftConstraint, GrammarState, mask_logits
-from specchat.engine.drafters import DraftRequest
+from specchat.engine.drafters import Draft, DraftRequest
 from specchat.engine.grammar import Grammar, check_grammar
 from specchat.engine.loading import vocab_size
 from specchat.engine.runner import ModelRunner
 from specchat.engine.sampling import Sampler
+from specchat.engine.speculative import _allowed_draft
 from specchat.engine.verify import verify_sampled
 from specchat.server.errors import ApiError
 from specchat.server.structured import response_format_grammar, tool_call_grammar
@@ -371,8 +372,6 @@ def test_a_forced_tool_call_is_a_qwen_tool_call_with_valid_arguments(request, se
 
 def test_a_draft_cut_to_the_grammar_keeps_its_source_and_what_survives_of_its_copy():
     """Auto's marks travel with a cut draft: the source it came from, costless, and the copied tail's length."""
-    from specchat.engine.drafters import Draft
-    from specchat.engine.speculative import _allowed_draft
 
     class AllowsThree:
         def settle(self, drafts: list[int]) -> int:
