@@ -11,10 +11,10 @@ from specchat.engine.config import AUTO_MAX_DRAFT_TOKENS
 from specchat.engine.owner import EngineHost, LoadedPair, load_pair_job
 from specchat.system.power import PowerStatus
 from specchat.tuning.best_k import best_choices
+from specchat.tuning.sweep import parse_ks
 from specchat.tuning.sweep_results import AUTO, RunRecord, summarize_cell
 from specchat.ui.dashboard import SweepView
 from specchat.ui.dashboard.sweep_table import DIFFERS_BG, NOISY_BG
-from specchat.ui.dashboard.sweep_view import parse_ks
 from specchat.ui.engine_client import EngineClient
 from specchat.ui.plain_words import NO_MTP_HEAD
 
@@ -308,7 +308,7 @@ def test_saved_sweep_controls_of_the_wrong_type_are_left_at_their_defaults(qtbot
 
 @pytest.mark.slow
 def test_an_export_is_named_after_the_pair_mode_and_day(qtbot, paths, loaded):
-    from specchat.ui.dashboard.sweep_view import export_name
+    from specchat.ui.dashboard.sweep_export import export_name
 
     view = make_view(qtbot, paths, loaded)
     result = run_sweep(qtbot, view)

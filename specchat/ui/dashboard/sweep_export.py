@@ -1,9 +1,11 @@
-"""A sweep's cells as CSV rows (one row per prompt and K, k "auto" for auto K), for spreadsheets."""
+"""A sweep's cells as CSV rows (one row per prompt and K, k "auto" for auto K), for spreadsheets; the file names
+its exports are offered under."""
 
 from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 
 from specchat.tuning.sweep_report import cell_notes
@@ -77,3 +79,12 @@ def write_csv(result: SweepResult, path: str | Path) -> Path:
         for record in sweep_records(result):
             writer.writerow({k: _value(v) for k, v in record.items()})
     return path
+
+
+def export_name(result: SweepResult | None, suffix: str) -> str:
+    """A file name that says what was swept and when: 'sweep Qwen3-8B draft 2026-12-01.csv'."""
+    if result is None:
+        return f"sweep.{suffix}"
+    parts = ["sweep", Path(result.target).name, result.mode, result.started_at[:10]]
+    stem = " ".join(part for part in parts if part)
+    return re.sub(r"[^\w\-. ]+", "", stem).strip() + f".{suffix}"
