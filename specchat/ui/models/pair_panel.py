@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -11,60 +10,25 @@ from PySide6.QtWidgets import QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabe
 
 from specchat.hub.catalog import Catalog
 from specchat.hub.config import HubConfig
-from specchat.hub.memory_fit import MemoryFit, memory_fit, model_memory
-from specchat.hub.pairing import INCOMPATIBLE, OK, PairReport, pair_report
 from specchat.system.memory import MachineMemory
 
 from ..plain_words import SELF_DRAFT
 from ..tasks import TaskRunner
 from ..theme_switch import follow
-from .memory_bar import LEVEL_TONES, LEVEL_WORDS, MemoryBar, fit_legend, fit_numbers
+from .memory_bar import MemoryBar
 from .name_combo import NameCombo
-from .planned_fit import PLANNED_NOTE, PlannedFit, plan_fit
+from .pair_check import PairResult, check_pair
+from .pair_view import PairView
+from .planned_fit import PlannedFit, plan_fit
 from .rows import ModelRow
-from .style import muted, pill, tone_text
+from .style import muted
 
 NO_DRAFT = "No draft (target alone)"
 SELF_SUFFIX = " (itself: exactness check only)"
 DEFAULT_CONTEXT = 8192
-MARKS = {OK: ("✓", "good"), INCOMPATIBLE: ("✗", "bad")}  # a check's mark and its tone (style.TONES)
-WARNING_MARK = ("!", "warn")
 
 
-@dataclass(frozen=True)
-class PairResult:
-    """What one check of the builder found (report None without a draft)."""
-
-    target: str
-    draft: str | None
-    context: int
-    report: PairReport | None
-    fit: MemoryFit
-
-
-def check_pair(
-    target: str, draft: str | None, context: int, tokenizers: dict, read_memory: Callable[[], MachineMemory]
-) -> PairResult:
-    """The compatibility report and memory fit of a pair of local folders (runs off the UI thread)."""
-    report = pair_report(Path(target), Path(draft), tokenizers) if draft else None
-    fit = memory_fit(model_memory(Path(target)), model_memory(Path(draft)) if draft else None, context, read_memory())
-    return PairResult(target, draft, context, report, fit)
-
-
-def checks_html(report: PairReport) -> str:
-    """A table of the checks: a mark, the check's name, and what it found."""
-    lines = []
-    for check in report.checks:
-        mark, tone = MARKS.get(check.status, WARNING_MARK)
-        lines.append(
-            f"<tr><td style='color:{tone_text(tone)}; font-weight:700; padding:3px 8px 3px 0'>{mark}</td>"
-            f"<td style='font-weight:600; padding:3px 10px 3px 0; white-space:nowrap'>"
-            f"{_escape(check.name)}</td><td style='padding:3px 0'>{_escape(check.detail)}</td></tr>"
-        )
-    return "<table cellspacing='0'>" + "".join(lines) + "</table>"
-
-
-class PairPanel(QFrame):
+class PairPanel(PairView, QFrame):
     """Target and draft pickers over downloaded models, the report, the fit and "Use this pair"."""
 
     pairChosen = Signal(str, object)  # target path, draft path or None
@@ -283,17 +247,6 @@ class PairPanel(QFrame):
             lambda: check_pair(target, draft, context, tokenizers, read_memory), self._show_result, self._show_error
         )
 
-    def _show_result(self, result: PairResult) -> None:
-        if (result.target, result.draft, result.context) != self._pending:
-            return  # the choice changed while this one was being checked
-        self.result = result
-        self._show_report(result.report)
-        self._show_fit(result.fit)
-        self._show_recommendation(result)
-        compatible = result.report is None or result.report.compatible
-        self.use_button.setEnabled(compatible)
-        self.checked.emit(result)
-
     def _check_planned_now(self, repo_ids: tuple[str, ...]) -> None:
         context, config, read_memory, draft = self.context.value(), self.config, self.read_memory, self.planned_draft
         draft_name = self._name(draft) if draft is not None else None
@@ -306,129 +259,6 @@ class PairPanel(QFrame):
             lambda message: self._planned_failed(pending, message),
         )
 
-    def _show_planned(self, answer) -> None:
-        pending, planned = answer
-        if self._pending != pending:
-            return  # the selection changed while the hub answered
-        self.result, self.planned_result = None, planned
-        names = _escape(planned.target) + (f" + {_escape(planned.draft)}" if planned.draft else "")
-        names += f" + DFlash drafter {_escape(planned.dflash)}" if planned.dflash else ""
-        self._show(
-            self.verdict,
-            lambda: (
-                pill("Not downloaded", "neutral")
-                + f"&nbsp; target {names}<br>"
-                + muted("compatibility is checked once downloaded")
-            ),
-        )
-        self._clear(self.checks)
-        self.checks.hide()
-        self._show_fit(planned.fit, PLANNED_NOTE)
-        self.recommendation.clear()
-        self.plannedChecked.emit(planned)
-
-    def _planned_failed(self, pending: tuple, message: str) -> None:
-        if self._pending != pending:
-            return
-        self._show_idle("")
-        self._pending = pending  # answered: no new request until the choice changes
-        offline = message.startswith("offline")
-        self._show(
-            self.verdict,
-            lambda: (
-                pill("Offline" if offline else "Cannot plan", "bad")
-                + "&nbsp; the memory fit of a model that is not downloaded needs its size and "
-                f"config.json from Hugging Face: {_escape(message)}"
-            ),
-        )
-        self.plannedFailed.emit(message)
-
-    def _show_error(self, message: str) -> None:
-        if self.planned is not None:
-            return  # a local check answered after the user moved on to models not downloaded
-        self.result = None
-        self._show(self.verdict, lambda: pill("Cannot check", "bad") + f"&nbsp; {_escape(message)}")
-
-    def _show_idle(self, message: str) -> None:
-        self.result = None
-        self._pending = None
-        self._show(self.verdict, lambda: muted(_escape(message)))
-        self._clear(self.checks)
-        self.checks.hide()
-        self._clear(self.fit_label)
-        self._clear(self.legend)
-        self.recommendation.clear()
-        self.memory_bar.set_fit(None)
-
-    def _show_report(self, report: PairReport | None) -> None:
-        self._clear(self.checks)
-        self.checks.hide()
-        if report is None:
-            self._show(self.verdict, lambda: pill("Target alone", "neutral") + "&nbsp; pick a draft to check a pair")
-            return
-        if report.compatible:
-            self._show(self.verdict, lambda: pill("✓ Compatible", "good") + "&nbsp; this draft can serve this target")
-        else:
-            failed = ", ".join(c.name for c in report.checks if c.status == INCOMPATIBLE)
-            self._show(
-                self.verdict,
-                lambda: (
-                    pill("✗ Incompatible", "bad") + f"&nbsp; this draft cannot serve this target ({_escape(failed)})"
-                ),
-            )
-        self._show(self.checks, lambda: checks_html(report))
-        self.checks.show()
-
-    def _show_fit(self, fit: MemoryFit, note: str = "") -> None:
-        needs, context = fit_numbers(fit)
-        self._show(
-            self.fit_label,
-            lambda: (
-                pill(LEVEL_WORDS[fit.level], LEVEL_TONES[fit.level])
-                + f"&nbsp; {needs}<br>"
-                + muted(context)
-                + (f"<br>{muted(_escape(note), 'i')}" if note else "")
-            ),
-        )
-        self.memory_bar.set_fit(fit)
-        self._show(self.legend, lambda: fit_legend(fit))
-
-    def _show_recommendation(self, result: PairResult) -> None:
-        target, draft = self._rows.get(result.target), self._rows.get(result.draft or "")
-        text = ""
-        if target is not None and target.repo_id:
-            for pair in self.catalog.pairs_for(target.repo_id):
-                if pair.mode == "mtp":
-                    text = f"Catalog: this target drafts with its own MTP head (depth {pair.k})."
-                elif pair.mode == "dflash" and not text:
-                    text = (
-                        f"Catalog: DFlash drafter {pair.draft} was trained for this target ({pair.k} tokens a block)."
-                    )
-                elif (
-                    draft is not None
-                    and draft.repo_id
-                    and pair.draft is not None  # a "draft" pair names one
-                    and pair.draft.lower() == draft.repo_id.lower()
-                ):
-                    text = f"Catalog: a recommended pair; K = {pair.k} draft tokens is known to work."
-        self.recommendation.setText(text)
-
-    # --- colours ---
-
-    def _show(self, label: QLabel, make: Callable[[], str]) -> None:
-        """Show make()'s rich text, and make it again in the new palette when the theme changes."""
-        self._shown[label] = make
-        label.setText(make())
-
-    def _clear(self, label: QLabel) -> None:
-        self._shown.pop(label, None)
-        label.clear()
-
-    def _restyle(self) -> None:
-        """The theme changed: every coloured label again, in the current palette."""
-        for label, make in self._shown.items():
-            label.setText(make())
-
     def _use(self) -> None:
         if self.result is not None:
             self.pairChosen.emit(self.result.target, self.result.draft)
@@ -438,7 +268,3 @@ def _select(combo: QComboBox, path: str | None) -> None:
     index = combo.findData(path) if path is not None else -1
     if index >= 0:
         combo.setCurrentIndex(index)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
