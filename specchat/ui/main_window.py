@@ -6,46 +6,36 @@ import base64
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
-from specchat.engine.modes import SpecMode
 from specchat.paths import AppPaths
-from specchat.settings import Settings, save_settings
+from specchat.settings import Settings
 
-from . import theme
 from .analysis_docks import CHAT_MIN, AnalysisDocks
 from .banner import Banner
 from .chat.composer import Composer
 from .chat.context_fill import fill_for
 from .chat.controller import ChatController
-from .chat.conversation_list import PIN_SHORTCUT, ConversationList
-from .chat.footer import MODE_NAMES
+from .chat.conversation_list import ConversationList
 from .chat.transcript import TranscriptView
 from .engine_client import EngineClient, LoadedPair, queue_text
 from .first_window import DEFAULT_SIZE
+from .main_menus import MainMenus
 from .model_bar import ModelBar
 from .models_link import ModelsLink
 from .pair_control import PairControl
 from .pair_memory import PairMemory
 from .pair_note import PairNote
-from .preferences_link import PreferencesLink
 from .presets import PresetControl
-from .quick_switcher import SHORTCUT as SWITCHER_SHORTCUT
-from .quick_switcher import QuickSwitcher, ShortcutKeeper, combo_pairs, tab_stops
-from .quit_check import confirm_quit
 from .screen_fit import RefitWhenFramed, fit_to_screen
-from .server_link import ServerLink
 from .settings_panel import SettingsPanel
 from .speculation_control import SpeculationControl
-from .speculation_menu import AUTO, SpeculationMenu
 from .startup import open_storage
 from .theme_switch import follow
+from .window_settings import WindowSettings
 
-MODELS_SHORTCUT = "Ctrl+Shift+M"
 
-
-class MainWindow(PairControl, SpeculationControl, QMainWindow):
+class MainWindow(PairControl, SpeculationControl, MainMenus, WindowSettings, QMainWindow):
     """SpecChat's one window. Loads the saved (or given) target, draft and DFlash drafter on start."""
 
     def __init__(
@@ -142,64 +132,6 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.docks = AnalysisDocks(self, self.paths, self.client)
         self.models = ModelsLink(self, self.paths, self.settings, self._picked_models)
 
-    def _build_menus(self) -> None:
-        bar = self.menuBar()
-        chat = bar.addMenu("&Chat")
-        self.new_action = chat.addAction("New chat", QKeySequence(QKeySequence.StandardKey.New), self.new_chat)
-        self.stop_action = chat.addAction("Stop reply", QKeySequence("Ctrl+."), self.chat.stop)
-        self.regenerate_action = chat.addAction("Regenerate reply", QKeySequence("Ctrl+R"), self.chat.regenerate)
-        chat.addAction(self.chat.continue_action)
-        chat.addSeparator()
-        chat.addAction("Rename conversation…", QKeySequence("F2"), self._rename_current)
-        chat.addAction("Delete conversation…", self._delete_current)
-        self.pin_action = chat.addAction(
-            "Pin or unpin conversation",
-            QKeySequence(PIN_SHORTCUT),
-            lambda: self.sidebar.toggle_pin(self.chat.conversation_id),
-        )
-        export = chat.addMenu("Export conversation…")
-        self.export_markdown_action = export.addAction("Markdown…", lambda: self.chat.actions.export("markdown"))
-        self.export_json_action = export.addAction("JSON…", lambda: self.chat.actions.export("json"))
-        self.import_action = chat.addAction("Import conversations…", self.sidebar.import_interactive)
-        self.sidebar.notice.connect(lambda message, level: self.banner.show_message(message, level))
-        chat.addSeparator()
-        self.preferences = PreferencesLink(
-            self, self.settings, self.paths.data_dir, self.docks.dashboard, self._apply_chat_settings, self.save
-        )
-        chat.addAction(self.preferences.action)  # macOS moves it to the application menu
-        self.quit_action = chat.addAction("Quit", QKeySequence.StandardKey.Quit, self.quit)
-        # Esc stops the reply and leaves edit mode wherever the focus is in the window
-        self.escape = QShortcut(
-            QKeySequence(Qt.Key.Key_Escape), self, self.escape_pressed, context=Qt.ShortcutContext.WindowShortcut
-        )
-        self.speculation = SpeculationMenu(self)
-        bar.addMenu(self.speculation)
-        self.server = ServerLink(self)
-        bar.addMenu(self.server.menu)
-        self.speculation.set_k(self.settings.num_draft_tokens)
-        self.speculation.set_mode(SpecMode.BASELINE)
-        self.speculation.history_action.setChecked(self.settings.mtp_history)
-        view = bar.addMenu("&View")
-        self.color_action = QAction("Colour drafted tokens", self, checkable=True)
-        self.color_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
-        self.color_action.setToolTip("Tint text that came from accepted drafts; hover a red mark to see a rejection")
-        self.color_action.setChecked(self.settings.color_draft_tokens)
-        self.thinking_action = QAction("Think before answering", self, checkable=True)
-        self.thinking_action.setShortcut(QKeySequence("Ctrl+Shift+T"))
-        self.thinking_action.setChecked(self.settings.enable_thinking)
-        self.panel_action = QAction("Settings panel", self, checkable=True, checked=True)
-        self.panel_action.setShortcut(QKeySequence("Ctrl+Shift+S"))
-        self.models_action = QAction("Models…", self, shortcut=QKeySequence(MODELS_SHORTCUT))
-        self.models_action.setToolTip("Find, download and pair models")
-        self.models_action.triggered.connect(self.models.open)
-        for action in (self.docks.dashboard_action, self.docks.sweep_action, self.models_action):
-            view.addAction(action)
-        view.addSeparator()
-        for action in (self.color_action, self.thinking_action, self.panel_action):
-            view.addAction(action)
-        self.transcript.set_color_drafts(self.settings.color_draft_tokens)
-        self.legend.setVisible(self.settings.color_draft_tokens)
-
     def _connect(self) -> None:
         client = self.client
         client.loadProgress.connect(self.model_bar.set_loading)
@@ -251,27 +183,6 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
         self.pair_note.loadRequested.connect(self._load_chat_pair)
         self.presets = PresetControl(self.panel, self.chat, self)  # after the chat's slots on the panel
         self.presets.storeFailed.connect(lambda message: self.banner.show_message(message, "warning"))
-
-    def _build_keyboard(self) -> None:
-        """Ctrl+K opens the quick switcher; Tab goes through the window as it is laid out: the conversation
-        list, the toolbar, the transcript, the composer and Send, the settings panel, the docks."""
-        self.switcher = QuickSwitcher(
-            lambda: [(c.id, c.title) for c in self.store.conversations()],
-            lambda: combo_pairs(self.model_bar.target, self.model_bar.draft),
-            self.sidebar.selected.emit,  # as a click in the conversation list
-            lambda target, draft: self.use_models(target, draft, self.dflash_for(target)),  # as "Use pair"
-            self,
-        )
-        self.switcher_shortcut = QShortcut(
-            QKeySequence(SWITCHER_SHORTCUT), self, self.switcher.popup, context=Qt.ShortcutContext.WindowShortcut
-        )
-        ShortcutKeeper(SWITCHER_SHORTCUT, self).watch(self)  # Ctrl+K is the switcher's in text fields too
-        self.panel.system_prompt.setTabChangesFocus(True)  # Tab goes on to the sampling settings, not a trap
-        stops = tab_stops(self.sidebar) + tab_stops(self.model_bar) + tab_stops(self.transcript)
-        stops += self.composer.tab_stops() + tab_stops(self.panel)
-        stops += tab_stops(self.docks.dashboard) + tab_stops(self.docks.sweep_view)
-        for first, second in zip(stops, stops[1:]):
-            QWidget.setTabOrder(first, second)
 
     def _restore(self) -> None:
         geometry = self.settings.window_geometry
@@ -333,118 +244,10 @@ class MainWindow(PairControl, SpeculationControl, QMainWindow):
             short -= give
         self.splitter.setSizes(sizes)
 
-    # --- settings ---
-
-    def _color_toggled(self, on: bool) -> None:
-        self.settings.color_draft_tokens = on
-        self.transcript.set_color_drafts(on)
-        self.legend.setVisible(on)
-        self.save()
-
-    def _thinking_toggled(self, on: bool) -> None:
-        self.settings.enable_thinking = on
-        self.thinking_action.setChecked(on)
-        self.save()
-
-    def _sampling_changed(self, values: dict) -> None:
-        for name, value in values.items():
-            setattr(self.settings, name, value)
-        self.save()
-
-    def _update_mode_label(self) -> None:
-        mode = self.speculation.checked_mode()
-        text = f"Speculation: {MODE_NAMES[mode]}"
-        if mode != "baseline":
-            k = self.speculation.current_k
-            text += " · K auto" if k == AUTO else f" · K={k}"
-        self.mode_label.setText(text)
-        self.mode_label.setMinimumWidth(self.mode_label.sizeHint().width())
-
-    def _on_busy(self, busy: bool) -> None:
-        self.stop_action.setEnabled(busy)
-        self.regenerate_action.setEnabled(not busy)
-        self.model_bar.load_button.setEnabled(not busy)
-
     def _store_replaced(self, store) -> None:
         """The conversations go on in memory (the disk is full): nothing writes the file from now on."""
         self.store = store
         self.read_only = True
-
-    def save(self) -> None:
-        """Write the settings file (not when its folder is not writable: the banner said so); a write that
-        fails (a full disk) is said once, and the settings live on for the session."""
-        if self.read_only:
-            return
-        try:
-            save_settings(self.paths, self.settings)
-        except OSError as error:
-            if not self._settings_unsaved:
-                self.banner.show_message(
-                    f"Could not save settings to {self.paths.settings_file} "
-                    f"({error.strerror or error}); they stay as set for this session.",
-                    "warning",
-                )
-            self._settings_unsaved = True
-        else:
-            self._settings_unsaved = False
-
-    def _apply_chat_settings(self, settings: Settings) -> None:
-        """The Preferences that live in the chat: the send key, the default sampling and the context length."""
-        self.composer.set_enter_sends(settings.enter_sends)
-        self.panel.load(settings)
-        self.context_fill.set_context_length(settings.context_length)
-
-    # --- conversations and keys ---
-
-    def new_chat(self) -> None:
-        """A new, empty chat (Cmd+N): no system prompt, the cursor in the composer."""
-        self.panel.flush(typed_only=True)  # a pending system-prompt edit belongs to the chat being left
-        self.chat.new_conversation()
-        self._new_chat_shown()
-
-    def _new_chat_shown(self) -> None:
-        self.panel.set_system_prompt("")
-        self.presets.new_chat_shown()  # the default preset, if one is marked
-        self.composer.text.setFocus(Qt.FocusReason.ShortcutFocusReason)
-
-    def escape_pressed(self) -> None:
-        """Esc: stop the streaming reply and leave edit mode, wherever the focus is."""
-        if self.chat.busy:
-            self.chat.stop()
-        if self.composer.editing is not None:
-            self.composer.leave_edit()
-
-    def _restyle(self) -> None:
-        """Apply the current light or dark palette to what the window paints itself."""
-        self.setStyleSheet(theme.style_sheet())
-        self.legend.setText(
-            f"<span style='background:{theme.DRAFT_BG}'>&nbsp;tinted&nbsp;</span> accepted draft"
-            f" · <span style='color:{theme.REJECT}'>red dotted</span> rejected draft (hover it)"
-            " · untinted: the target's own token"
-        )
-        if (
-            self.isVisible()
-            and self.chat.conversation_id is not None
-            and not self.chat.busy
-            and self.composer.editing is None
-        ):
-            self.chat.open(self.chat.conversation_id)  # cards and code blocks in the new colours
-
-    def _rename_current(self) -> None:
-        if self.chat.conversation_id is not None:
-            self.sidebar.rename_interactive(self.chat.conversation_id)
-
-    def _delete_current(self) -> None:
-        if self.chat.conversation_id is not None:
-            self.sidebar.delete_interactive(self.chat.conversation_id)
-
-    def quit(self) -> None:
-        """Chat ▸ Quit: close the window, after asking when the server runs or a reply streams."""
-        if self._may_quit():
-            self.close()
-
-    def _may_quit(self) -> bool:
-        return confirm_quit(self, self.server.controller.running, self.chat.busy)
 
     def closeEvent(self, event) -> None:
         if event.spontaneous() and not self._may_quit():  # the title bar's close (Quit asked already)
