@@ -27,7 +27,8 @@ from .dflash_load import DFlashWeights
 from .drafters import Draft, Drafter, DraftRequest, DraftSteps, TargetTaps
 from .errors import ModelLoadError
 from .mtp import HiddenRows
-from .runner import PREFILL_CHUNK, LayerCapture, ModelRunner, held_agreement
+from .prefill_pace import PREFILL_CHUNK
+from .runner import LayerCapture, ModelRunner, held_agreement
 
 if TYPE_CHECKING:
     from .config import GenerationConfig

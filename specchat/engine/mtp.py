@@ -32,8 +32,9 @@ from .drafters import Draft, Drafter, DraftRequest, DraftSteps, TargetTaps
 from .errors import ModelLoadError
 from .model_types import LanguageModel, MtpModel
 from .mtp_detect import MtpSupport, detect_mtp
+from .prefill_pace import PREFILL_CHUNK
 from .rollback import Transaction
-from .runner import PREFILL_CHUNK, ModelRunner, held_agreement
+from .runner import ModelRunner, held_agreement
 from .sampling import Sampler
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from specchat.engine.batch.newcomer_prefill import (
 )
 from specchat.engine.events import PrefillProgress, RoundResult
 from specchat.engine.policy import DEFAULT_POLICY
-from specchat.engine.runner import PrefillPace
+from specchat.engine.prefill_pace import PrefillPace
 
 from .batch_helpers import run_all, solo_tokens
 from .helpers import greedy, prompt_ids

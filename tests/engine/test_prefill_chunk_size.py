@@ -2,8 +2,8 @@
 
 import pytest
 
-from specchat.engine import runner
-from specchat.engine.runner import (
+from specchat.engine import prefill_pace
+from specchat.engine.prefill_pace import (
     PREFILL_FIRST_CHUNK,
     PREFILL_MAX_CHUNK,
     PREFILL_MIN_CHUNK,
@@ -67,7 +67,7 @@ def test_the_pace_remembers_the_latest_chunks_only():
     pace = PrefillPace()
     for _ in range(20):
         pace.add(128, 4.0)  # a slow start
-    for _ in range(runner.PREFILL_SAMPLES):
+    for _ in range(prefill_pace.PREFILL_SAMPLES):
         pace.add(128, 0.25)
     assert pace.chunk() == 512
 
@@ -76,8 +76,8 @@ def test_a_sharded_process_prefills_in_fixed_chunks(monkeypatch):
     pace = PrefillPace()
     pace.add(128, 0.01)
     assert pace.chunk() == PREFILL_MAX_CHUNK
-    monkeypatch.setattr(runner, "_pinned", True)
-    assert pace.chunk() == runner.PREFILL_CHUNK
+    monkeypatch.setattr(prefill_pace, "_pinned", True)
+    assert pace.chunk() == prefill_pace.PREFILL_CHUNK
 
 
 def test_the_runner_sizes_each_chunk_from_its_pace_and_keeps_a_set_size(dense_target):

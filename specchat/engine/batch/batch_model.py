@@ -13,8 +13,9 @@ from specchat.upstream.mlx_lm import ArraysCache
 from .. import gdn_capture
 from ..events import Event, PrefillProgress
 from ..model_types import Cache, HiddenModel, LanguageModel
+from ..prefill_pace import PrefillPace
 from ..rollback import linear_layers
-from ..runner import LayerCapture, ModelRunner, PrefillPace, fresh_caches
+from ..runner import LayerCapture, ModelRunner, fresh_caches
 from .row_cache import BatchCache, append_row, keep_rows, row_caches
 from .row_rollback import RowTransaction
 

@@ -26,7 +26,7 @@ from ..engine import Engine
 from ..events import Event, PrefillProgress
 from ..model_types import LanguageModel
 from ..modes import SpecMode
-from ..runner import PrefillPace
+from ..prefill_pace import PrefillPace
 from .batch_choice import BatchShape, batch_shape, best_choice, plain_below
 from .batch_costs import CostTable
 from .batch_model import progress_events, solo_prefill
