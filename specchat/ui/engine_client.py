@@ -16,19 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import TemplateError
-from PySide6.QtCore import QObject, Qt, Signal, SignalInstance
+from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from specchat.engine import EngineError, Failed, Finished, GenerationConfig, GenerationStats
 from specchat.engine.owner import (
-    TERMINAL,
     EngineHost,
     JobContext,
-    JobEvent,
-    JobHandle,
     JoinSpec,
     LoadedPair,
     LoadMessage,
-    QueueState,
     context_length_job,
     load_pair_job,
     reply_job,
@@ -40,23 +36,13 @@ from specchat.system.memory import read_mlx_memory
 from specchat.tuning.baseline import MeasureProgress, measure_baseline_tps
 
 from .draft_check import DraftChecker
+from .job_client import JobClient, QtJob
 from .job_events import JobHandlers
 from .pair_memory import PairMemory
 from .tasks import TaskRunner
 
-__all__ = ["EngineClient", "LoadedPair", "QtJob", "queue_text"]
+__all__ = ["EngineClient", "LoadedPair"]
 log = logging.getLogger(__name__)
-KIND_NAMES = {
-    "reply": "reply",
-    "load": "load",
-    "baseline": "plain-decode measurement",
-    "sweep": "sweep",
-    "ab": "A/B",
-    "suite": "suite",
-    "bandwidth": "bandwidth measurement",
-    "keep": "saving what speculation learned",
-    "context": "context length change",
-}
 KEEP_TIMEOUT_MS = 3000  # at close: a queued job that ignores cancel must not hold the quit up (its learning is lost)
 KEEP_WRITE_S = 60.0  # once the keep runs it is one small file's write, which a busy disk may hold up for seconds
 
@@ -66,37 +52,9 @@ def loaded_dflash(pair: LoadedPair | None) -> str | None:
     return pair.dflash if pair is not None else None
 
 
-class QtJob(QObject):
-    """One submitted job seen from the UI thread: its events arrive on `event`, in order, ending with one of
-    JobFinished, JobFailed (its message and kind: the job's one failure channel) or JobCancelled."""
-
-    # JobQueued, JobStarted, JobProgress..., then the terminal event. The name hides QObject.event(QEvent) from
-    # Python callers only: Qt's own event delivery still reaches the C++ handler (a signal is no override).
-    event = Signal(object)  # type: ignore[assignment]
-
-    def __init__(
-        self, host: EngineHost, kind: str, work: Callable, relay: Callable[[JobEvent], None], join: JoinSpec | None
-    ):
-        super().__init__()
-        self._host = host
-        self.handle: JobHandle = host.submit(kind, work, listener=relay, join=join)
-
-    @property
-    def id(self) -> int:
-        """The job's id (a reply's request id)."""
-        return self.handle.id
-
-    def cancel(self) -> None:
-        """Cancel it: a queued job never runs, a running one stops at its next check."""
-        self._host.cancel(self.handle)
-
-    def wait(self, ms: int) -> bool:
-        """Block until the job ended on the engine thread (tests, shutdown); False after ms."""
-        return self.handle.wait(ms / 1000)
-
-
-class EngineClient(QObject):
-    """Owns (or shares) an EngineHost; submits every MLX job there, in order, and re-emits what they report."""
+class EngineClient(JobClient):
+    """The app's MLX work as jobs on the engine host (JobClient): loads, replies, measurements and keeping what
+    the controllers learned; what they report arrives as signals."""
 
     loadStarted = Signal(str)
     loadProgress = Signal(str)
@@ -108,62 +66,22 @@ class EngineClient(QObject):
     draftsChecked = Signal(str, object)  # target path, list[DraftCandidate]
     baselineMeasured = Signal(str, float)  # model key, plain-decode tokens per second
     baselineFailed = Signal(str, str)  # model key, message
-    queueChanged = Signal(object)  # QueueState: what runs and what waits
     bandwidthMeasured = Signal(object)  # system.bandwidth.Bandwidth: this machine's copy bandwidth
     bandwidthFailed = Signal(str)  # why it was not measured
-    _relay = Signal(object)  # a job event, from any thread, to the UI thread
-    _state_relay = Signal()
 
     def __init__(self, parent: QObject | None = None, host: EngineHost | None = None, memory: PairMemory | None = None):
-        super().__init__(parent)
+        super().__init__(parent, host)
         self.memory = memory  # keeps what the controllers learned per pair (None: nothing is kept)
         # True when this machine's copy bandwidth is still unmeasured: the next plain-decode measurement, a job
         # queued anyway, measures it first (no job of its own that would stand in the queue)
         self.bandwidth_wanted: Callable[[], bool] = lambda: False
-        self._owns_host = host is None
-        self.host = host or EngineHost()
         self.current: QtJob | None = None  # the reply queued or running
-        self.closed = False  # set by shutdown: job events that arrive later are dropped
         self.batch_rows = 1  # while the app serves, a chat reply may share the API's batch of this many rows
         self.running_detail: str | None = None  # how far the running measurement has got ("24 / 64 tokens")
         self.context_length: int | None = None  # the user's cap, for the loaded engine and each one loaded later
-        self._jobs: dict[int, QtJob] = {}
         self.tasks = TaskRunner(self)  # the worker pool for what runs no model, shut down with the client
         self.drafts = DraftChecker(self.tasks, self)
         self.drafts.checked.connect(self.draftsChecked)
-        self._relay.connect(self._dispatch, Qt.ConnectionType.QueuedConnection)
-        self._state_relay.connect(self._state_changed, Qt.ConnectionType.QueuedConnection)
-        self.host.add_observer(self._observe)
-
-    @property
-    def engine(self):
-        """The host's current engine (for identity checks; only jobs may call it)."""
-        return self.host.engine
-
-    def submit(self, kind: str, work: Callable, join: JoinSpec | None = None) -> QtJob:
-        """Queue work(ctx: JobContext) on the engine thread after the jobs before it; its events arrive on
-        the returned job's `event`. With join, a generation may share a batch (see JoinSpec)."""
-        job = QtJob(self.host, kind, work, self._relay.emit, join)
-        self._jobs[job.id] = job
-        return job
-
-    def _dispatch(self, event: JobEvent) -> None:
-        job = self._jobs.get(event.job.id)
-        if job is None or self.closed:  # after shutdown the views are going: a late load must start no job
-            return
-        if isinstance(event, TERMINAL):
-            del self._jobs[event.job.id]
-        job.event.emit(event)
-
-    def _observe(self, _event: JobEvent) -> None:
-        """Any job's lifecycle event (on any thread): the queue display needs refreshing."""
-        try:
-            self._state_relay.emit()
-        except RuntimeError:  # this adapter was deleted with its window; the host lives on
-            self.host.remove_observer(self._observe)
-
-    def _state_changed(self) -> None:
-        self.queueChanged.emit(self.host.state())
 
     # --- loads ---
 
@@ -374,26 +292,3 @@ def _measure_bandwidth_in(ctx: JobContext) -> None:
         ctx.emit(measure_copy_bandwidth(chip_name()))
     except (MemoryError, OSError) as exc:
         log.warning("the bandwidth measurement failed: %s", exc)
-
-
-def waiting_text(state: QueueState, job_id: int, detail: str | None = None) -> str | None:
-    """What a queued job waits for ('Waiting for the plain-decode measurement (24 / 64 tokens) to finish…'),
-    None once it runs; detail says how far the running job has got."""
-    ahead = state.ahead_of(job_id)
-    if ahead is None or state.running is None:
-        return None
-    running = KIND_NAMES.get(state.running.kind, state.running.kind) + (f" ({detail})" if detail else "")
-    more = f" and {ahead - 1} more queued job{'s' if ahead > 2 else ''}" if ahead > 1 else ""
-    return f"Waiting for the {running}{more} to finish…"
-
-
-def queue_text(state: QueueState) -> str:
-    """'Running: reply · queued: sweep, A/B' (empty when the engine is idle)."""
-    parts = []
-    if state.running is not None:
-        together = len(state.running_batch) - 1  # the other rows of a batch of generations
-        more = f" and {together} more in a batch" if together > 0 else ""
-        parts.append(f"Running: {KIND_NAMES.get(state.running.kind, state.running.kind)}{more}")
-    if state.queued:
-        parts.append("queued: " + ", ".join(KIND_NAMES.get(i.kind, i.kind) for i in state.queued))
-    return " · ".join(parts)

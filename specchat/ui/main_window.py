@@ -18,8 +18,9 @@ from .chat.context_fill import fill_for
 from .chat.controller import ChatController
 from .chat.conversation_list import ConversationList
 from .chat.transcript import TranscriptView
-from .engine_client import EngineClient, LoadedPair, queue_text
+from .engine_client import EngineClient, LoadedPair
 from .first_window import DEFAULT_SIZE
+from .job_client import queue_text
 from .main_menus import MainMenus
 from .model_bar import ModelBar
 from .models_link import ModelsLink

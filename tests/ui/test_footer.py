@@ -68,7 +68,7 @@ def test_ttft_counts_from_send_and_says_a_queue_wait():
 
 def test_a_queued_job_says_what_it_waits_for():
     from specchat.engine.owner import JobInfo, QueueState
-    from specchat.ui.engine_client import waiting_text
+    from specchat.ui.job_client import waiting_text
 
     reply = JobInfo(5, "reply")
     assert waiting_text(QueueState(JobInfo(1, "sweep"), (reply,)), 5) == "Waiting for the sweep to finish…"

@@ -13,7 +13,7 @@ from specchat.engine.owner import QueueState
 from specchat.store import StoredMessage
 from specchat.store.conversations import is_disk_full
 
-from ..engine_client import waiting_text
+from ..job_client import waiting_text
 from .continuation import ContinuedTrace, continued_message, continued_stats, continued_text, reply_trace_data
 from .footer import error_stats, footer_text
 from .message_actions import stopped_notice

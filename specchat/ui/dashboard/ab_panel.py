@@ -20,8 +20,8 @@ from specchat.tuning.ab_compare import AB_MODES, MODE_TITLES, ABRow, run_ab
 
 from .. import theme
 from ..elided_label import ElidedLabel
-from ..engine_client import QtJob
 from ..flow_layout import FlowLayout
+from ..job_client import QtJob
 from ..job_events import JobHandlers
 from ..plain_words import mode_reason
 from ..settings_panel import limited_spin_box

@@ -29,8 +29,8 @@ from specchat.tuning.suite_report import to_json, write_reports
 
 from .. import theme
 from ..banner import Banner
-from ..engine_client import QtJob
 from ..flow_layout import FlowLayout
+from ..job_client import QtJob
 from ..job_events import JobHandlers
 from ..theme_switch import follow
 from .suite_categories import CategoryPicker, category_names, suite_items

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from specchat.tuning.sweep_results import CellResult
 
     from ..banner import Banner
-    from ..engine_client import EngineClient, LoadedPair, QtJob
+    from ..engine_client import EngineClient, LoadedPair
+    from ..job_client import QtJob
     from .suite_view import SuiteView
 
 

@@ -21,8 +21,8 @@ from specchat.tuning.sweep_report import choice_text, write_json
 from specchat.tuning.sweep_results import CellResult, SweepResult
 
 from .. import theme
-from ..engine_client import QtJob
 from ..flow_layout import FlowLayout
+from ..job_client import QtJob
 from ..theme_switch import follow
 from .suite_view import SuiteView
 from .sweep_controls import SweepControls, card_css
