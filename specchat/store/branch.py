@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .conversations import Conversation, StoredMessage
+    from .records import Conversation, StoredMessage
 
 BRANCH_SUFFIX = " (branch)"
 OWN_COLUMNS = {  # what each copy gets anew instead of copying

@@ -6,7 +6,7 @@ import json
 import re
 from datetime import UTC, datetime
 
-from .conversations import Conversation, StoredMessage
+from .records import Conversation, StoredMessage
 
 EXPORT_FORMAT = "specchat-conversation"
 EXPORT_VERSION = 1

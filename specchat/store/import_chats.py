@@ -11,16 +11,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .conversations import (
-    DEFAULT_TITLE,
-    ROLES,
-    Conversation,
-    ConversationStore,
-    _inserted_id,
-    _to_json,
-    title_from,
-)
+from .conversations import ConversationStore
 from .export import EXPORT_FORMAT, EXPORT_VERSION
+from .records import DEFAULT_TITLE, ROLES, Conversation, _inserted_id, _to_json, title_from
 
 MAX_IMPORT_BYTES = 256 * 1024 * 1024  # a file past this is refused before it is read into memory
 SYSTEM_ROLES = ("system", "developer")  # OpenAI's newer name for the system message

@@ -12,7 +12,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from .conversations import IN_MEMORY, RECOVERABLE_TABLES, ConversationStore, NewerDatabaseError, is_corruption
+from .conversations import IN_MEMORY, ConversationStore
+from .errors import NewerDatabaseError, is_corruption
+from .row_import import RECOVERABLE_TABLES
 
 RECOVER_TIMEOUT_S = 120
 MAX_PROBES = 1_000_000  # rowids looked up one by one across a damaged stretch

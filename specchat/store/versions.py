@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .conversations import StoredMessage
+    from .records import StoredMessage
 
 EDITED_BY_HAND = "edited_by_hand"  # in a reply's stats: its text was changed by hand after it was generated
 

@@ -7,7 +7,8 @@ import pytest
 
 from specchat.paths import AppPaths
 from specchat.store import ConversationStore
-from specchat.store.conversations import DEFAULT_TITLE, is_disk_full, is_locked, title_from
+from specchat.store.errors import is_disk_full, is_locked
+from specchat.store.records import DEFAULT_TITLE, title_from
 
 
 def test_messages_are_saved_in_order_with_stats_and_survive_reopening(tmp_path):

@@ -10,7 +10,7 @@ from PySide6.QtGui import QFontMetrics
 
 from specchat.engine.events import Finished, GenerationStats, RoundResult
 from specchat.store import ConversationStore
-from specchat.store.conversations import DEFAULT_TITLE, title_from
+from specchat.store.records import DEFAULT_TITLE, title_from
 from specchat.system.power import PowerStatus
 from specchat.ui.chat.conversation_list import ConversationList
 from specchat.ui.plain_words import NO_MTP_HEAD, this_machine

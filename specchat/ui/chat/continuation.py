@@ -11,7 +11,7 @@ from specchat.engine.engine import whole_characters
 from specchat.engine.events import Rejection, RoundResult, TextChunk
 from specchat.engine.summary import CONTEXT_FULL, stop_text
 from specchat.store import StoredMessage
-from specchat.store.conversations import TRACE_TOKENS
+from specchat.store.records import TRACE_TOKENS
 
 from .trace import ReplyTrace, SavedTrace, trace_data
 

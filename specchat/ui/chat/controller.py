@@ -13,7 +13,8 @@ from PySide6.QtCore import QObject, Signal
 from specchat.engine import ConfigError, GenerationConfig
 from specchat.engine.owner import QueueState
 from specchat.store import ConversationStore
-from specchat.store.conversations import DEFAULT_TITLE, is_disk_full, title_from
+from specchat.store.errors import is_disk_full
+from specchat.store.records import DEFAULT_TITLE, title_from
 
 from ..engine_client import EngineClient
 from .composer import Composer

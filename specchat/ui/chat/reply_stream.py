@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from specchat.engine import Failed, Finished, GenerationConfig, PrefillProgress, RoundResult, TextChunk
 from specchat.engine.owner import QueueState
 from specchat.store import StoredMessage
-from specchat.store.conversations import is_disk_full
+from specchat.store.errors import is_disk_full
 
 from ..job_client import waiting_text
 from .continuation import ContinuedTrace, continued_message, continued_stats, continued_text, reply_trace_data

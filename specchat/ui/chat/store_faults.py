@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QTimer
 
 from specchat.store import ConversationStore
-from specchat.store.conversations import NewerDatabaseError, is_locked
+from specchat.store.errors import NewerDatabaseError, is_locked
 
 if TYPE_CHECKING:
     from .controller import ChatController
