@@ -11,7 +11,8 @@ from specchat.cli import main
 from specchat.engine import ConfigError, Engine, GenerationConfig
 from specchat.engine.config import LIMITS, SAMPLING_FIELDS
 from specchat.engine.sampling import Sampler
-from specchat.settings import SettingsError, settings_from_dict
+from specchat.settings import settings_from_dict
+from specchat.settings_checks import SettingsError
 
 
 def edges(name: str) -> list:

@@ -9,14 +9,8 @@ from pathlib import Path
 import pytest
 
 from specchat.paths import AppPaths
-from specchat.settings import (
-    LoadedSettings,
-    Settings,
-    SettingsError,
-    load_settings,
-    save_settings,
-    settings_from_dict,
-)
+from specchat.settings import LoadedSettings, Settings, load_settings, save_settings, settings_from_dict
+from specchat.settings_checks import SettingsError
 
 FIXED_NOW = datetime(2025, 3, 4, 5, 6, 7)
 BACKUP_NAME = "settings.json.corrupt-20250304-050607"

@@ -3,14 +3,8 @@
 import pytest
 
 from specchat.paths import AppPaths
-from specchat.settings import (
-    DASHBOARD_CHARTS,
-    Settings,
-    SettingsError,
-    load_settings,
-    save_settings,
-    settings_from_dict,
-)
+from specchat.settings import Settings, load_settings, save_settings, settings_from_dict
+from specchat.settings_checks import DASHBOARD_CHARTS, SettingsError
 
 
 def test_defaults_follow_the_system_and_show_every_chart():

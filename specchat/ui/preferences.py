@@ -28,7 +28,8 @@ from PySide6.QtWidgets import (
 
 from specchat.engine.config import LIMITS, SAMPLING_FIELDS
 from specchat.mcp_host import ServerSpec, ServerStatus
-from specchat.settings import DASHBOARD_CHARTS, Settings
+from specchat.settings import Settings
+from specchat.settings_checks import DASHBOARD_CHARTS
 
 from .chat.tool_card import ToolRound
 from .context_length_box import ContextLengthBox

@@ -6,7 +6,8 @@ import pytest
 
 from specchat.mcp_host import McpHost, ServerSpec, ToolResult
 from specchat.mcp_host.approvals import ApprovalPolicy, assistant_message, declined_message, tool_message
-from specchat.settings import SettingsError, settings_from_dict
+from specchat.settings import settings_from_dict
+from specchat.settings_checks import SettingsError
 from tests.mcp_host.conftest import kill_echo_servers
 
 WAIT_S = 120.0  # generous: a cold Python start of the server plus the SDK import

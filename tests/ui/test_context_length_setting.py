@@ -7,7 +7,8 @@ import json
 import pytest
 
 from specchat.engine.loading import load_model
-from specchat.settings import SettingsError, load_settings, settings_from_dict
+from specchat.settings import load_settings, settings_from_dict
+from specchat.settings_checks import SettingsError
 from specchat.ui.chat.context_fill import FillCount, PromptParts, prompt_tokens, window_parts
 from specchat.ui.chat.context_words import ContextLimit, fill_tip, fill_words, too_long
 from specchat.ui.context_length_box import CUSTOM, MAXIMUM
