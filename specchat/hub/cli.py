@@ -4,21 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import DownloadCancelled, HubError
-from .progress import DownloadProgress, run_interruptible
-from .units import format_bytes, format_duration
+from .cli_common import DEFAULT_CONTEXT, context_problem, fail, hub_config, local_models
+from .download_cli import run_download
+from .errors import HubError
+from .units import format_bytes
 
 if TYPE_CHECKING:  # imported where used, so `specchat models` starts fast
-    from .config import HubConfig
     from .search import SearchResult
-    from .store import LocalModel
-
-BAR_WIDTH = 24
-DEFAULT_CONTEXT = 8192
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,34 +51,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     register_mtp(actions)
 
 
-def _config() -> HubConfig:
-    from .config import HubConfig
-
-    return HubConfig.from_env()
-
-
-def _local_models(vocab: bool = True) -> list[LocalModel]:
-    """Cached and user-folder models, vocab hashes cached under the app's cache folder."""
-    from specchat.paths import AppPaths
-    from specchat.settings import load_settings
-
-    from .store import scan_local_models
-    from .tokenizer_info import VocabHashCache
-
-    paths = AppPaths.default()
-    folders = load_settings(paths).settings.extra_model_dirs
-    cache = VocabHashCache(paths.cache_dir / "vocab_hashes.json") if vocab else None
-    return scan_local_models(_config(), folders, cache)
-
-
-def _fail(message: str, code: int = 1) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return code
-
-
 def run_list(args: argparse.Namespace) -> int:
     """Print one line per local model."""
-    models = _local_models(vocab=not args.no_vocab)
+    models = local_models(vocab=not args.no_vocab)
     if not models:
         print("no models found (download one with `python -m specchat models download REPO`)")
     for m in models:
@@ -109,12 +79,12 @@ def run_add(args: argparse.Namespace) -> int:
 
     folder = Path(args.folder).expanduser().resolve()
     if not folder.exists():
-        return _fail(f"{args.folder} does not exist")
+        return fail(f"{args.folder} does not exist")
     if not folder.is_dir():
-        return _fail(f"{args.folder} is a file, not a folder")
+        return fail(f"{args.folder} is a file, not a folder")
     models = user_folder_models(folder)
     if not models:
-        return _fail(
+        return fail(
             f"{folder} is not an MLX model folder: no config.json with *.safetensors weights in it "
             "or in the folders below it"
         )
@@ -131,7 +101,7 @@ def run_add(args: argparse.Namespace) -> int:
     try:
         save_settings(paths, settings)
     except OSError as exc:
-        return _fail(f"could not save {paths.settings_file}: {exc}")
+        return fail(f"could not save {paths.settings_file}: {exc}")
     print(f"added {folder} ({len(models)} model{'s' if len(models) != 1 else ''}: {names})")
     return 0
 
@@ -148,12 +118,12 @@ def run_search(args: argparse.Namespace) -> int:
     from .search import search_models
 
     if args.limit < 1:
-        return _fail(f"--limit must be at least 1, got {args.limit}", 2)
+        return fail(f"--limit must be at least 1, got {args.limit}", 2)
     try:
         catalog = load_catalog()
     except HubError as exc:
-        return _fail(str(exc))
-    result = search_models(args.query, catalog, _config(), limit=args.limit)
+        return fail(str(exc))
+    result = search_models(args.query, catalog, hub_config(), limit=args.limit)
     print(search_status(result))
     if not result.hits:
         print(f"no models match {args.query!r}" if args.query.strip() else "no models found")
@@ -177,135 +147,22 @@ def run_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def progress_line(p: DownloadProgress) -> str:
-    """A one-line text progress bar."""
-    filled = int(BAR_WIDTH * p.fraction)
-    return (
-        f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {p.fraction:4.0%} "
-        f"{format_bytes(p.bytes_done)}/{format_bytes(p.bytes_total)} "
-        f"{format_bytes(p.speed_bps)}/s ETA {format_duration(p.eta_s)} "
-        f"({p.files_done}/{p.files_total}) {p.filename[-32:]}"
-    )
-
-
-def _print_progress(p: DownloadProgress) -> None:
-    print("\r" + progress_line(p).ljust(110), end="", file=sys.stderr, flush=True)
-
-
-def _preflight(repos: DownloadRepos, args: argparse.Namespace) -> None:
-    """Disk space and memory fit before any weights are fetched (raises NotEnoughDiskError)."""
-    from .download import check_disk_space, fetch_config, plan_bundle
-    from .memory_fit import memory_fit, planned_memory
-
-    config = _config()
-    plans = {p.repo_id: p for p in plan_bundle(repos.all, config, args.revision)}
-    space = check_disk_space(list(plans.values()), config)
-    print(
-        f"disk: {format_bytes(space.needed_bytes)} to download, {format_bytes(space.free_bytes)} free", file=sys.stderr
-    )
-    models = {
-        repo: planned_memory(
-            repo, sum(f.size for f in p.files if f.path.endswith(".safetensors")), fetch_config(p, config)
-        )
-        for repo, p in plans.items()
-    }
-    draft = models[repos.draft] if repos.draft else None
-    dflash = models[repos.dflash] if repos.dflash else None
-    fit = memory_fit(models[repos.target], draft, args.context, dflash=dflash)
-    print(f"memory {fit.summary()}", file=sys.stderr)
-
-
-@dataclass(frozen=True)
-class DownloadRepos:
-    """What `models download` fetches: the target, and a draft and a DFlash drafter when asked for."""
-
-    target: str
-    draft: str | None = None
-    dflash: str | None = None
-
-    @property
-    def all(self) -> list[str]:
-        """Every repo, target first, each once."""
-        return list(dict.fromkeys(r for r in (self.target, self.draft, self.dflash) if r))
-
-
-def _repo_ids(args: argparse.Namespace) -> DownloadRepos:
-    """The target (draft, DFlash drafter) repo ids from ids or pasted hub URLs; BadRepoIdError naming a bad one."""
-    from .repo_ids import parse_repo_id
-
-    hosts = (_config().endpoint,)
-    draft, dflash = (parse_repo_id(text, hosts) if text else None for text in (args.draft, args.dflash))
-    return DownloadRepos(parse_repo_id(args.repo, hosts), draft, dflash)
-
-
-def _check_dflash(repos: DownloadRepos, paths: list[Path]) -> str | None:
-    """Why the downloaded DFlash drafter cannot draft for the downloaded target (None when it can, or none)."""
-    from .dflash import check_dflash_pair
-
-    if repos.dflash is None:
-        return None
-    folders = dict(zip(repos.all, paths))
-    try:
-        check_dflash_pair(folders[repos.target], folders[repos.dflash], repos.dflash)
-    except HubError as exc:
-        return f"{exc} (the files are kept at {folders[repos.dflash]})"
-    return None
-
-
-def _context_problem(args: argparse.Namespace) -> str | None:
-    return f"--context must be at least 1 token, got {args.context}" if args.context < 1 else None
-
-
-def run_download(args: argparse.Namespace) -> int:
-    """Download in a worker thread; Ctrl-C cancels and keeps partial files for a resume."""
-    from .download import download_bundle
-    from .repo_ids import BadRepoIdError
-
-    if problem := _context_problem(args):
-        return _fail(problem, 2)
-    try:
-        repos = _repo_ids(args)
-    except BadRepoIdError as exc:
-        return _fail(str(exc), 2)
-    try:
-        _preflight(repos, args)
-    except HubError as exc:
-        return _fail(str(exc))
-    fetched, error = run_interruptible(
-        "download",
-        lambda cancel: download_bundle(repos.all, _config(), _print_progress, cancel, revision=args.revision),
-    )
-    paths: list[Path] = list(fetched) if isinstance(fetched, list) else []
-    print(file=sys.stderr)
-    if isinstance(error, DownloadCancelled):
-        return _fail("cancelled; partial files are kept, run the same command to resume", 130)
-    if isinstance(error, HubError):
-        return _fail(str(error))
-    if error is not None:
-        raise error
-    if problem := _check_dflash(repos, paths):
-        return _fail(problem)
-    for path in paths:
-        print(path)
-    return 0
-
-
 def run_delete(args: argparse.Namespace) -> int:
     """Delete a cached model after asking y/N (or with --yes)."""
     from .store import delete_model, find_model
 
-    model = find_model(_local_models(vocab=False), args.repo)
+    model = find_model(local_models(vocab=False), args.repo)
     if model is None:
-        return _fail(f"{args.repo} is not in the HF cache or your folders")
+        return fail(f"{args.repo} is not in the HF cache or your folders")
     if not args.yes:
         answer = input(f"Delete {model.name} ({format_bytes(model.size_bytes)}) at {model.path}? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("kept")
             return 1
     try:
-        freed = delete_model(model, _config(), confirm=True)
+        freed = delete_model(model, hub_config(), confirm=True)
     except HubError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     print(f"deleted {model.name}, freed {format_bytes(freed)}")
     return 0
 
@@ -316,7 +173,7 @@ def _resolve_folder(name: str) -> Path | None:
         return path
     from .store import find_model
 
-    model = find_model(_local_models(vocab=False), name)
+    model = find_model(local_models(vocab=False), name)
     return model.path if model else None
 
 
@@ -326,12 +183,12 @@ def run_pair(args: argparse.Namespace) -> int:
     from .memory_fit import memory_fit, model_memory
     from .pairing import pair_report
 
-    if problem := _context_problem(args):
-        return _fail(problem, 2)
+    if problem := context_problem(args):
+        return fail(problem, 2)
     target, draft = _resolve_folder(args.target), _resolve_folder(args.draft)
     if target is None or draft is None:
         name = args.target if target is None else args.draft
-        return _fail(f"{name} is neither a model folder nor a downloaded model")
+        return fail(f"{name} is neither a model folder nor a downloaded model")
     if is_dflash_folder(draft):
         return _pair_dflash(target, draft, args.context)
     report = pair_report(target, draft)

@@ -34,13 +34,14 @@ def _fail(message: str, code: int = 1) -> int:
 def run_mtp_add(args: argparse.Namespace) -> int:
     """Plan (prints what will be fetched), then fetch and convert in a worker; Ctrl-C cancels, a rerun resumes."""
     from .catalog import load_catalog
-    from .cli import _config, _print_progress
+    from .cli_common import hub_config
+    from .download_cli import _print_progress
     from .mtp_head import AddedHead, add_head, plan_head
 
     folder = Path(args.folder).expanduser()
     if not folder.exists():
         return _fail(f"{args.folder} does not exist")
-    config = _config()
+    config = hub_config()
     try:
         plan = plan_head(folder, config, args.original, load_catalog(), args.revision)
     except BadRepoIdError as exc:
