@@ -130,11 +130,9 @@ class AutoDrafter(Drafter):
 
     def begin(self, cfg: GenerationConfig) -> TargetTaps:
         """A generation begins: what each source was worth is kept but weighs only policy.reply_evidence drafts (code
-        before, prose now?), a copy's first token policy.copy_reply_evidence; the model drafter's taps (the MTP
-        head's hidden states, DFlash's layers)."""
-        for name, record in self.records.items():
-            first = name == LOOKUP or name.startswith(f"{LOOKUP}@")  # a copy's first token: pooled, by tail
-            record.weigh_at_most(self.policy.copy_reply_evidence if first else self.policy.reply_evidence)
+        before, prose now?); the model drafter's taps (the MTP head's hidden states, DFlash's layers)."""
+        for record in self.records.values():
+            record.weigh_at_most(self.policy.reply_evidence)
         return self.model.begin(cfg) if self.model is not None else NO_TAPS
 
     def prefill_steps(self, seq: list[int]) -> Iterator[tuple[int, int]]:

@@ -106,15 +106,6 @@ class SpeculationPolicy:
             "rate (pooled first tokens, the position before) as if this many were checked (drafts)"
         },
     )
-    copy_reply_evidence: float = field(
-        default=2.0,
-        metadata={
-            "doc": "lookup's first-token records (pooled and per tail) weigh at most this many copies as a new reply "
-            "begins (drafts): whether a reply copies its context changes most between replies (code, then prose), "
-            "and lookup's worth is learned without drafting it, from the rounds the model drafter drafts and the "
-            "plain tokens (on the real pair after code, open writing refused 13 deep copies in 15 at 6)"
-        },
-    )
     lookup_min_match: int = field(
         default=2,
         metadata={"doc": "a prompt-lookup match shorter than this is a guess, not a copy (tokens)"},

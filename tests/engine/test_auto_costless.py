@@ -50,7 +50,7 @@ def test_amid_plain_decoding_a_copy_that_has_held_is_verified(engine):
     # copies that never held, on much evidence (a policy that lets it outweigh a reply's own copies)
     auto = engine.drafters["auto"]
     assert isinstance(auto, AutoDrafter)
-    kept, auto.policy = auto.policy, replace(auto.policy, reply_evidence=1e6, copy_reply_evidence=1e6)
+    kept, auto.policy = auto.policy, replace(auto.policy, reply_evidence=1e6)
     try:
         ignored, _, tokens = auto_run(engine, ids, SourceRecord(0.0, 1e6))
     finally:
