@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QWidget
 from specchat.engine.modes import SpecMode
 
 from .chat.conversation_list import PIN_SHORTCUT
+from .mixin_bases import MainWindowPart
 from .preferences_link import PreferencesLink
 from .quick_switcher import SHORTCUT as SWITCHER_SHORTCUT
 from .quick_switcher import QuickSwitcher, ShortcutKeeper, combo_pairs, tab_stops
@@ -21,7 +22,7 @@ from .server_link import ServerLink
 from .speculation_menu import SpeculationMenu
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QLabel, QMainWindow
+    from PySide6.QtWidgets import QLabel
 
     from specchat.paths import AppPaths
     from specchat.settings import Settings
@@ -39,14 +40,11 @@ if TYPE_CHECKING:
     from .presets import PresetControl
     from .settings_panel import SettingsPanel
 
-    _Window = QMainWindow  # what the type checker sees; at run time MainWindow brings the QMainWindow
-else:
-    _Window = object
 
 MODELS_SHORTCUT = "Ctrl+Shift+M"
 
 
-class MainMenus(_Window):
+class MainMenus(MainWindowPart):
     """The menus, shortcuts and Tab order; MainWindow supplies the widgets, settings and store they act on."""
 
     # what MainWindow supplies (declared for the type checker; nothing is set here)

@@ -10,11 +10,12 @@ from specchat.settings import Settings, save_settings
 
 from . import theme
 from .chat.footer import MODE_NAMES
+from .mixin_bases import MainWindowPart
 from .speculation_menu import AUTO
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction
-    from PySide6.QtWidgets import QLabel, QMainWindow
+    from PySide6.QtWidgets import QLabel
 
     from specchat.paths import AppPaths
 
@@ -26,12 +27,8 @@ if TYPE_CHECKING:
     from .settings_panel import SettingsPanel
     from .speculation_menu import SpeculationMenu
 
-    _Window = QMainWindow  # what the type checker sees; at run time MainWindow brings the QMainWindow
-else:
-    _Window = object
 
-
-class WindowSettings(_Window):
+class WindowSettings(MainWindowPart):
     """Keep the settings and what shows them; MainWindow supplies the widgets, the settings and their paths."""
 
     # what MainWindow supplies (declared for the type checker; nothing is set here)

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 from specchat.hub.search import SearchResult, catalog_hits, search_models
 from specchat.hub.store import scan_local_models
 
+from ..mixin_bases import WidgetPart
 from .rows import build_rows
 from .style import state_pill
 
 if TYPE_CHECKING:
     from PySide6.QtCore import Signal
-    from PySide6.QtWidgets import QLabel, QLineEdit, QWidget
+    from PySide6.QtWidgets import QLabel, QLineEdit
 
     from specchat.hub.catalog import Catalog
     from specchat.hub.config import HubConfig
@@ -30,12 +31,8 @@ if TYPE_CHECKING:
     from .table_model import ModelTableModel
     from .table_view import ModelsTable
 
-    _Window = QWidget  # what the type checker sees; at run time ModelsWindow brings the QWidget
-else:
-    _Window = object
 
-
-class ModelListing(_Window):
+class ModelListing(WidgetPart):
     """Search the catalog and the hub, scan the local models, show both; ModelsWindow supplies the widgets."""
 
     # what ModelsWindow supplies (declared for the type checker; nothing is set here)

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QLabel
 from specchat.hub.memory_fit import MemoryFit
 from specchat.hub.pairing import INCOMPATIBLE, PairReport
 
+from ..mixin_bases import WidgetPart
 from .memory_bar import LEVEL_TONES, LEVEL_WORDS, fit_legend, fit_numbers
 from .pair_check import PairResult, checks_html, escape_html
 from .planned_fit import PLANNED_NOTE, PlannedFit
@@ -18,19 +19,15 @@ from .style import muted, pill
 
 if TYPE_CHECKING:
     from PySide6.QtCore import Signal
-    from PySide6.QtWidgets import QPushButton, QWidget
+    from PySide6.QtWidgets import QPushButton
 
     from specchat.hub.catalog import Catalog
 
     from .memory_bar import MemoryBar
     from .rows import ModelRow
 
-    _Panel = QWidget  # what the type checker sees; at run time PairPanel brings the QFrame
-else:
-    _Panel = object
 
-
-class PairView(_Panel):
+class PairView(WidgetPart):
     """Show a check's answer (or why there is none); PairPanel supplies the labels, the state and the signals."""
 
     # what PairPanel supplies (declared for the type checker; nothing is set here)

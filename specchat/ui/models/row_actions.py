@@ -12,12 +12,13 @@ from specchat.hub.store import LocalModel, delete_model
 from specchat.hub.units import format_bytes
 from specchat.settings import save_settings
 
+from ..mixin_bases import WidgetPart
 from .rows import ModelRow, repo_ids
 
 if TYPE_CHECKING:
     from PySide6.QtCore import Signal
     from PySide6.QtGui import QAction
-    from PySide6.QtWidgets import QPushButton, QWidget
+    from PySide6.QtWidgets import QPushButton
 
     from specchat.hub.config import HubConfig
     from specchat.paths import AppPaths
@@ -32,15 +33,12 @@ if TYPE_CHECKING:
     from .planned_fit import DownloadGate
     from .table_view import ModelsTable
 
-    _Window = QWidget  # what the type checker sees; at run time ModelsWindow brings the QWidget
-else:
-    _Window = object
 
 DFLASH_DRAFT_TIP = "Load this DFlash drafter beside the chat's target (the target it was trained for)"
 OFFLINE_TIP = "Hugging Face is not reachable, so nothing can be downloaded now: press Search to try again"
 
 
-class RowActions(_Window):
+class RowActions(WidgetPart):
     """What the buttons, the context menu and a double click do to the selection; ModelsWindow supplies the
     widgets."""
 
