@@ -3,13 +3,14 @@ has a match it expects to pay at least as well as the model drafter; the model d
 else the target's MTP head) drafts everywhere else. What each source's drafts were worth on this pair is
 learned from the rounds themselves (drafts checked and accepted, decayed) and kept across replies.
 
-Lookup's copies are worth very different amounts by how long a tail matched (a four-token tail in a code edit
-is copied on; a one-token tail in new code is a guess), and a copy in prose is often refused at its first token
-but, once taken, copied on. So a copy's first token is learned per tail length (falling back to lookup's pooled
-first tokens where a length has little evidence), its later tokens by position, and each round's source and depth
-are priced in this pair's measured seconds (pass_costs.py). A source never picked would never be learned,
-and lookup costs nothing to ask: in a round the model drafter drafts, lookup's match is checked against what the
-target then emitted (the first token that differs is where the target would have refused it) and counts too.
+Lookup's copies are worth very different amounts by how long a tail matched (a four-token tail in a code edit is
+copied on; a one-token tail in new code is a guess), and a copy in prose is often refused at its first token
+but, once taken, copied on. So a copy's first token is learned per tail length (starting from lookup's pooled
+first tokens scaled by the tail's share of the longest, where a length has little evidence), its later tokens by
+position, and each round's source and depth are priced in this pair's measured seconds (pass_costs.py). A source
+never picked would never be learned, and lookup costs nothing to ask: in a round the model drafter drafts,
+lookup's match is checked against what the target then emitted (the first token that differs is where
+the target would have refused it) and counts too.
 
 It is a drafter like the others (drafters.Drafter): the loop verifies, accepts and rolls back as ever, so
 the output is exactly the target's whichever source drafted.
@@ -197,10 +198,12 @@ class AutoDrafter(Drafter):
 
     def lookup_odds(self, tail: int) -> Acceptance:
         """How a copy after a matched tail of this length is accepted: its first token as that length's record says
-        (started from lookup's pooled first tokens, weighing policy.lookup_tail_evidence copies), the rest as
-        every copy's tokens at that position were (started from the position before's)."""
+        (started from lookup's pooled first tokens scaled by the tail's share of the longest, weighing
+        policy.lookup_tail_evidence copies), the rest as every copy's tokens at that position were (started from
+        the position before's)."""
         pooled, own = self.records[LOOKUP], self.records.get(tail_name(tail))
-        first = pooled.rate if own is None else self._leaning(own, pooled.rate)
+        # the pool is mostly long tails' copies (code's run on): a one-token tail new to this pair is a guess
+        first = pooled.rate if own is None else self._leaning(own, pooled.rate * tail / self.lookup.ngram_max)
         rates: dict[str, float] = {}
         before: float | None = None
         for name in position_names():  # a later position with little evidence of its own is like the one before

@@ -271,3 +271,18 @@ def test_positions_prose_never_reaches_lean_on_the_ones_it_does_so_its_copies_st
     assert costs.best(odds, 16, drafted=False)[0] == 5
     unaged = Acceptance(odds.first, (*odds.then[:4], 0.95))  # positions 6 on kept at code's rate
     assert costs.best(unaged, 16, drafted=False)[0] == 12
+
+
+def test_a_tail_new_to_the_pair_starts_from_the_pooled_rate_scaled_by_its_length():
+    auto = model_favoured(EchoModel([5, 9, 8, 7]))
+    auto.records["lookup"] = SourceRecord(9.0, 10.0)  # the warm-up was code: its copies, long tails, ran on
+    auto.records["draft"] = SourceRecord(8.0, 10.0)
+    assert auto.lookup_odds(4).first == pytest.approx(0.9)
+    assert auto.lookup_odds(1).first == pytest.approx(0.9 / 4)  # a one-token tail, never seen: a guess
+    steep = PassCosts(tuple(0.5 + 0.1 * k for k in range(9)), 0.2)  # a CPU: each token verified costs more
+    prose = [1, 2, 3, 4, 5, 9, 8, 7, 6, 9, 2, 4]  # lookup's match, 5 9 8 7, after a one-token tail (4)
+    request = DraftRequest(prose, 4, Sampler(GenerationConfig()), RoundPlan(4, "start", None, passes=steep))
+    assert auto.choose(request).source == "draft"  # 0.225: 2.0 tokens a second, the model's 2.2
+    auto.records["lookup@1"] = SourceRecord(9.0, 10.0)  # where one-token tails held, they are copied
+    assert auto.lookup_odds(1).first == pytest.approx((9.0 + 0.225 * 2) / 12)
+    assert auto.choose(request) == ("lookup", 4)
