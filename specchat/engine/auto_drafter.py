@@ -7,10 +7,10 @@ Lookup's copies are worth very different amounts by how long a tail matched (a f
 copied on; a one-token tail in new code is a guess), and a copy in prose is often refused at its first token
 but, once taken, copied on. So a copy's first token is learned per tail length (starting from lookup's pooled
 first tokens scaled by the tail's share of the longest, where a length has little evidence), its later tokens by
-position, and each round's source and depth are priced in this pair's measured seconds (pass_costs.py). A source
-never picked would never be learned, and lookup costs nothing to ask: in a round the model drafter drafts,
-lookup's match is checked against what the target then emitted (the first token that differs is where
-the target would have refused it) and counts too.
+position (short tails' copies apart from longer ones'), and each round's source and depth are priced in this
+pair's measured seconds (pass_costs.py). A source never picked would never be learned, and lookup costs nothing
+to ask: in a round the model drafter drafts, lookup's match is checked against what the target then emitted (the
+first token that differs is where the target would have refused it) and counts too.
 
 It is a drafter like the others (drafters.Drafter): the loop verifies, accepts and rolls back as ever, so
 the output is exactly the target's whichever source drafted.
@@ -39,17 +39,17 @@ if TYPE_CHECKING:
 LOOKUP = SpecMode.LOOKUP  # the name Auto marks prompt lookup's rounds with
 
 
-def position_name(position: int) -> str:
+def position_name(position: int, short: bool = False) -> str:
     """The record of copied tokens at this position (2 on; 1 is the first token's, by tail), each given the ones
-    before it held: positions 2, 3 and 4 apart, then 5-8 and 9 on."""
+    before it held: positions 2, 3 and 4 apart, then 5-8 and 9 on; `short`: copies after a short tail's."""
     start = position if position <= 4 else 5 if position <= 8 else 9
-    return f"{LOOKUP}+{start}"
+    return f"{LOOKUP}+{start}" + (":short" if short else "")
 
 
 @cache
-def position_names() -> tuple[str, ...]:
+def position_names(short: bool = False) -> tuple[str, ...]:
     """Every position record's name, in the order of the positions (2 to 9: the last holds on)."""
-    return tuple(dict.fromkeys(position_name(n) for n in range(2, 10)))
+    return tuple(dict.fromkeys(position_name(n, short) for n in range(2, 10)))
 
 
 def tail_name(tail: int) -> str:
@@ -122,7 +122,7 @@ class AutoDrafter(Drafter):
             LOOKUP: SourceRecord(0.6, 1.0, decay)
         }  # a match is usually copied on (priors: one round each)
         self.records.update({tail_name(n): SourceRecord(0.0, 0.0, decay) for n in range(1, lookup.ngram_max + 1)})
-        for name in position_names():
+        for name in (*position_names(), *position_names(short=True)):
             self.records[name] = SourceRecord(0.8, 1.0, decay)  # a copy under way is usually copied on
         if model is not None:
             self.records[model.name] = SourceRecord(0.5, 1.0, decay)
@@ -206,10 +206,16 @@ class AutoDrafter(Drafter):
         first = pooled.rate if own is None else self._leaning(own, pooled.rate * tail / self.lookup.ngram_max)
         rates: dict[str, float] = {}
         before: float | None = None
-        for name in position_names():  # a later position with little evidence of its own is like the one before
+        short = self.short_tail(tail)
+        for name in position_names(short):  # a later position with little evidence of its own is like the one before
             record = self.records[name]
             before = rates[name] = record.rate if before is None else self._leaning(record, before)
-        return Acceptance(first, tuple(rates[position_name(n)] for n in range(2, 10)))
+        return Acceptance(first, tuple(rates[position_name(n, short)] for n in range(2, 10)))
+
+    def short_tail(self, tail: int) -> bool:
+        """Whether copies after a tail this long learn their later tokens apart (prose's chance phrases stop where
+        code's copies run on: learned together, a prose reply would keep the next code reply's copies shallow)."""
+        return tail <= self.policy.lookup_short_tail
 
     def _leaning(self, record: SourceRecord, broader: float) -> float:
         """A narrow record's rate, started from a broader rate weighing policy.lookup_tail_evidence drafts."""
@@ -259,9 +265,10 @@ class AutoDrafter(Drafter):
         self.records[LOOKUP].add(first, 1)
         if (own := self.records.get(tail_name(tail))) is not None:
             own.add(first, 1)
-        counts = {name: [0, 0] for name in position_names()}  # by position record: accepted, checked
+        short = self.short_tail(tail)
+        counts = {name: [0, 0] for name in position_names(short)}  # by position record: accepted, checked
         for position in range(2, checked + 1 if first else 2):
-            count = counts[position_name(position)]
+            count = counts[position_name(position, short)]
             count[0] += position <= accepted
             count[1] += 1
         for name, (taken, seen) in counts.items():  # a position this copy did not reach ages all the same

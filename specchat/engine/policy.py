@@ -106,6 +106,13 @@ class SpeculationPolicy:
             "rate (pooled first tokens, the position before) as if this many were checked (drafts)"
         },
     )
+    lookup_short_tail: int = field(
+        default=2,
+        metadata={
+            "doc": "copies after a matched tail of at most this many tokens learn how far they run apart from longer "
+            "tails' copies (tokens)"
+        },
+    )
     lookup_min_match: int = field(
         default=2,
         metadata={"doc": "a prompt-lookup match shorter than this is a guess, not a copy (tokens)"},

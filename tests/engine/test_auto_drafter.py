@@ -286,3 +286,17 @@ def test_a_tail_new_to_the_pair_starts_from_the_pooled_rate_scaled_by_its_length
     auto.records["lookup@1"] = SourceRecord(9.0, 10.0)  # where one-token tails held, they are copied
     assert auto.lookup_odds(1).first == pytest.approx((9.0 + 0.225 * 2) / 12)
     assert auto.choose(request) == ("lookup", 4)
+
+
+def test_short_tails_copies_learn_how_far_they_run_apart_so_prose_leaves_codes_copies_deep():
+    auto = model_favoured(EchoModel([]))
+    costs = PassCosts(tuple(0.5 + 0.025 * k for k in range(17)), 0.2)  # this CPU: a 16-draft verify 0.9 s
+    for _ in range(10):  # code: four-token tails copied on for fifteen tokens
+        auto._learn_lookup(4, 15, 15)
+    deep = costs.best(auto.lookup_odds(4), 16, drafted=False)[0]
+    assert deep == 16
+    for _ in range(20):  # prose: one-token tails' copies that stop at their second token
+        auto._learn_lookup(1, 1, 2)
+    assert costs.best(auto.lookup_odds(1), 16, drafted=False)[0] <= 2
+    assert costs.best(auto.lookup_odds(4), 16, drafted=False)[0] == deep  # the next code reply's copies
+    assert auto.records["lookup+2:short"].rate < 0.2 < 0.9 < auto.records["lookup+2"].rate

@@ -34,6 +34,7 @@ TODAY = {
     "round_decay": 0.97,
     "normal_catch_up": 2,
     "lookup_tail_evidence": 2.0,
+    "lookup_short_tail": 2,
     "lookup_min_match": 2,
     "copy_on_min_tail": 2,
     "source_decay": 0.95,
