@@ -140,19 +140,22 @@ def shoot_presets(window, theme: str) -> Steps:
 
 
 def attach_file(window, root: Path) -> Steps:
-    """Type a follow-up and attach a file to it, as the paperclip does; wait for the context fill to count it."""
+    """Type a follow-up and attach a file to it, as the paperclip does; wait for the context fill to count it.
+    A composer that holds them already (a theme switch keeps what is being written) is left as it is."""
     source = root / "orders.py"
+    composer, label = window.composer, window.composer.fill_label
+    if any(a.name == source.name for a in composer.tray.attachments):
+        yield until("the context fill", lambda: label.isVisible() and label.text() != "", 120)
+        return
     source.write_text(FUNCTION, encoding="utf-8")
-    label = window.composer.fill_label
     before = label.text()
-    window.composer.text.setPlainText(FOLLOW_UP)
-    window.composer.add_files([str(source)])
+    composer.text.setPlainText(FOLLOW_UP)
+    composer.add_files([str(source)])
     yield until("the context fill", lambda: label.isVisible() and label.text() not in ("", before), 120)
 
 
 def shoot_composer(window, theme: str, root: Path) -> Steps:
-    """The composer with its attached file's chip and the context fill beside Send. Attached anew in each
-    theme: a theme switch redraws the open chat, and that empties the composer."""
+    """The composer with its attached file's chip and the context fill beside Send."""
     yield from attach_file(window, root)
     yield from on_top(window)
     grab(global_rect(window.composer, 8), HERE / f"composer-attachment-{theme}.png")
