@@ -71,6 +71,29 @@ class Chip:
         return drafting + verify, verify
 
 
+@dataclass(frozen=True)
+class MeasuredCosts:
+    """Pass times measured on a real device (bench/batch_pass_costs.py): verify per (rows, K), draft step per rows."""
+
+    name: str
+    verify_s: dict[int, list[float]]
+    draft_s: dict[int, float]
+
+    @classmethod
+    def read(cls, path: str) -> MeasuredCosts:
+        """The table batch_pass_costs.py wrote."""
+        body = json.loads(Path(path).read_text())
+        verify = {int(r): list(v) for r, v in body["verify_s"].items()}
+        return cls(
+            f"{body['device']}, {body['dtype']} (measured)", verify, {int(r): s for r, s in body["draft_s"].items()}
+        )
+
+    def round_s(self, pair: Pair, rows: int, k: int) -> tuple[float, float]:
+        """(round time, its verify pass) as measured: k draft steps over the rows and one verify pass."""
+        verify = self.verify_s[rows][k]
+        return k * self.draft_s[rows] + verify, verify
+
+
 def agree_runs(matches: list[bool]) -> list[int]:
     """For each position, how many matches run from it (the drafts a round there would have accepted)."""
     runs, run = [0] * len(matches), 0
@@ -96,7 +119,9 @@ class Row:
         return accepted + 1, accepted
 
 
-def simulate(traces: list[list[int]], rows: int, chip: Chip, pair: Pair, fixed_k: int | None, tokens: int) -> float:
+def simulate(
+    traces: list[list[int]], rows: int, chip: Chip | MeasuredCosts, pair: Pair, fixed_k: int | None, tokens: int
+) -> float:
     """Tokens per second of `rows` clients until each emitted `tokens`: BatchK's choice (fixed_k None) or fixed."""
     clients = [Row(traces, i * len(traces) // rows) for i in range(rows)]
     controller = BatchK()
@@ -126,21 +151,24 @@ def replay(args: argparse.Namespace) -> None:
     pair = Pair(args.target_gb, args.draft_gb, *args.params_b)
     acceptance = statistics.mean(min(a, 1) for t in traces for a in t)
     print(f"{len(traces)} recorded replies ({data['pair']}), one-draft acceptance {acceptance:.0%}; a MODEL: {pair}")
-    ks = list(range(1, 9))
+    chips: list[Chip | MeasuredCosts] = [Chip(name, *figures) for name, figures in CHIPS.items()]
+    if args.costs:
+        chips = [MeasuredCosts.read(args.costs)]
+        print(f"pass times measured on {chips[0].name}: a replay of recorded acceptance, not a run of the batch")
+    ks = [k for k in range(1, 9) if all(k < len(v) for v in getattr(chips[0], "verify_s", {0: range(9)}).values())]
     print(
         "| chip | clients | plain tok/s | controller | "
         + " | ".join(f"K={k}" for k in ks)
         + " | controller / best fixed |"
     )
     print("|---|---|---|---|" + "---|" * len(ks) + "---|")
-    for name, (bandwidth, tflops) in CHIPS.items():
-        chip = Chip(name, bandwidth, tflops)
+    for chip in chips:
         for rows in args.clients:
             plain = simulate(traces, rows, chip, pair, 0, args.tokens)
             fixed = [simulate(traces, rows, chip, pair, k, args.tokens) for k in ks]
             auto = simulate(traces, rows, chip, pair, None, args.tokens)
             cells = " | ".join(f"{f / plain:.2f}x" for f in fixed)
-            print(f"| {name} | {rows} | {plain:.1f} | {auto / plain:.2f}x | {cells} | {auto / max(fixed):.2f} |")
+            print(f"| {chip.name} | {rows} | {plain:.1f} | {auto / plain:.2f}x | {cells} | {auto / max(fixed):.2f} |")
 
 
 def record(args: argparse.Namespace) -> None:
@@ -193,6 +221,7 @@ def main() -> None:
     rep.add_argument("--target-gb", type=float, default=3.1, help="the target's weights (bf16 1.5B: 3.1 GB)")
     rep.add_argument("--draft-gb", type=float, default=1.0)
     rep.add_argument("--params-b", type=float, nargs=2, default=[1.5, 0.5], help="target and draft, billions")
+    rep.add_argument("--costs", help="pass times measured by bench/batch_pass_costs.py instead of the chips' rooflines")
     args = parser.parse_args()
     record(args) if args.command == "record" else replay(args)
 

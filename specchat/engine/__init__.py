@@ -7,7 +7,14 @@ choices, the UI's mode names) must not import MLX, mlx-lm and transformers, whic
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING
+
+# Greedy speculation equals plain decoding only where a verify pass over K+1 tokens rounds like a one-token step.
+# MLX's CUDA backend multiplies float32 in TF32 by default (a 10-bit mantissa), and on an H200 that moved greedy
+# tokens at near ties (docs/benchmarks.md, "On an NVIDIA GPU"). MLX reads this at its first matmul; Metal and the
+# CPU have no TF32. A value the user set stands.
+os.environ.setdefault("MLX_ENABLE_TF32", "0")
 
 if TYPE_CHECKING:
     from .config import GenerationConfig

@@ -1,5 +1,9 @@
 """Greedy speculative decoding must reproduce plain decoding token for token."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from specchat.engine import Engine, RoundResult, TextChunk, speculative
@@ -67,3 +71,17 @@ def test_both_verify_dispatch_orders_give_baseline_output_and_round_timings(
         rounds = [e for e in events if isinstance(e, RoundResult)]
         assert tokens == baseline, f"K={k}, verify queued first={first}"
         assert all(r.draft_s > 0 and r.verify_s > 0 for r in rounds)
+
+
+def _tf32_seen_by_the_engine(env: dict[str, str]) -> str:
+    """MLX_ENABLE_TF32 as a fresh process sees it once specchat.engine is imported."""
+    script = "import os, specchat.engine; print(os.environ['MLX_ENABLE_TF32'])"
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
+
+
+def test_the_engine_asks_mlx_for_full_float32_matmuls_unless_the_user_chose():
+    base = {k: v for k, v in os.environ.items() if k != "MLX_ENABLE_TF32"}
+    assert _tf32_seen_by_the_engine(base) == "0"  # TF32 (MLX's CUDA default) rounds a verify pass unlike a step
+    assert _tf32_seen_by_the_engine({**base, "MLX_ENABLE_TF32": "1"}) == "1"
