@@ -68,8 +68,7 @@ class Shadow:
 
 class Pending(NamedTuple):
     """The last proposal, until the round shows what was kept: its source, tokens, where they start, lookup's tail
-    and whole match (a lookup round's: the copy may be cut shorter), and for a model draft copied on, how many
-    tokens were copied and after what tail."""
+    (a lookup round's), and for a model draft copied on, how many tokens were copied and after what tail."""
 
     source: str
     tokens: mx.array
@@ -77,7 +76,6 @@ class Pending(NamedTuple):
     tail: int
     copied: int = 0
     copy_tail: int = 0
-    match: tuple[int, ...] = ()
 
 
 class Pick(NamedTuple):
@@ -159,8 +157,7 @@ class AutoDrafter(Drafter):
             assert self.model is not None
             draft, copy_tail = copied_on(self, request, self.model.propose(request))
         draft = replace(draft, source=pick.source)
-        whole = tuple(match) if pick.source == LOOKUP else ()
-        self.pending = Pending(pick.source, draft.tokens, len(request.seq), tail, draft.copied, copy_tail, whole)
+        self.pending = Pending(pick.source, draft.tokens, len(request.seq), tail, draft.copied, copy_tail)
         # a model draft copied on teaches lookup through its copy: the match before it would count the phrase twice
         if pick.source != LOOKUP and not draft.copied and len(match) >= self.policy.lookup_min_match:
             self.shadow = Shadow(match, len(request.seq), tail)
@@ -252,21 +249,12 @@ class AutoDrafter(Drafter):
         drafts = token_ids(pending.tokens)
         accepted = common_prefix_len(drafts, seq[pending.start :])
         if pending.source == LOOKUP:
-            self._learn_lookup(pending.tail, *self._copy_shown(drafts, pending.match, seq[pending.start :]))
+            self._learn_lookup(pending.tail, accepted, min(len(drafts), accepted + 1))
             return
         own = len(drafts) - pending.copied
         self.records[pending.source].add(min(accepted, own), min(own, accepted + 1))
         if pending.copied and accepted >= own:
             self._learn_lookup(pending.copy_tail, accepted - own, min(pending.copied, accepted - own + 1))
-
-    @staticmethod
-    def _copy_shown(drafts: list[int], match: tuple[int, ...], emitted: list[int]) -> tuple[int, int]:
-        """How far a lookup copy was kept, and how many of its tokens the round showed: a copy taken whole, cut
-        shorter than its match, also shows whether the match's next token was the target's own next one (a copy
-        kept one deep would otherwise never teach how far such copies run on)."""
-        shown = list(match) if len(match) > len(drafts) and list(match[: len(drafts)]) == drafts else drafts
-        agree = common_prefix_len(shown, emitted)
-        return agree, min(len(shown), agree + 1, len(emitted))
 
     def _learn_lookup(self, tail: int, accepted: int, checked: int) -> None:
         """Count a copy after a tail of this length: its first token in that length's record and lookup's pooled

@@ -300,23 +300,3 @@ def test_short_tails_copies_learn_how_far_they_run_apart_so_prose_leaves_codes_c
     assert costs.best(auto.lookup_odds(1), 16, drafted=False)[0] <= 2
     assert costs.best(auto.lookup_odds(4), 16, drafted=False)[0] == deep  # the next code reply's copies
     assert auto.records["lookup+2:short"].rate < 0.2 < 0.9 < auto.records["lookup+2"].rate
-
-
-def test_a_copy_kept_whole_but_cut_short_of_its_match_learns_its_next_position_from_the_targets_token():
-    auto = model_favoured(EchoModel([]))
-    auto.records["lookup@4"] = SourceRecord(9.0, 10.0)
-    steep = PassCosts(tuple(0.5 + 0.1 * k for k in range(9)), 0.2)
-    request = DraftRequest(list(COPYABLE), 8, Sampler(GenerationConfig()), RoundPlan(8, "start", None, passes=steep))
-    for position in ("lookup+2", "lookup+3"):  # a copy under way looks refused: the copy is drafted one deep
-        auto.records[position] = SourceRecord(0.0, 10.0)
-    assert auto.choose(request) == ("lookup", 1)
-    draft = auto.propose(request)
-    assert np.array(draft.tokens).tolist() == [5]
-    auto.observe([*COPYABLE, 5, 9])  # the target kept 5 and then wrote 9, the match's next token
-    on = auto.records["lookup+2"]
-    assert (on.accepted, on.checked) == (pytest.approx(1.0), pytest.approx(10.0 * 0.95 + 1.0))
-    auto.records["lookup+2"] = SourceRecord(0.0, 10.0)
-    auto.propose(request)
-    auto.observe([*COPYABLE, 5, 6])  # kept 5, then 6 where the match had 9: the copy would have ended there
-    on = auto.records["lookup+2"]
-    assert (on.accepted, on.checked) == (0.0, pytest.approx(10.0 * 0.95 + 1.0))
