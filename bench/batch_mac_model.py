@@ -23,6 +23,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -57,6 +58,7 @@ class Chip:
     name: str
     bandwidth: float
     tflops: float
+    max_k: ClassVar[int] = 8  # the deepest fixed K the table shows (the batch's own limit, policy.batch_k_max)
 
     def pass_s(self, gb: float, params_b: float, tokens: int) -> float:
         """One forward pass over `tokens` rows (all rows of the batch, all positions)."""
@@ -87,6 +89,11 @@ class MeasuredCosts:
         return cls(
             f"{body['device']}, {body['dtype']} (measured)", verify, {int(r): s for r, s in body["draft_s"].items()}
         )
+
+    @property
+    def max_k(self) -> int:
+        """The deepest K measured at every batch size."""
+        return min(len(v) for v in self.verify_s.values()) - 1
 
     def round_s(self, pair: Pair, rows: int, k: int) -> tuple[float, float]:
         """(round time, its verify pass) as measured: k draft steps over the rows and one verify pass."""
@@ -155,7 +162,7 @@ def replay(args: argparse.Namespace) -> None:
     if args.costs:
         chips = [MeasuredCosts.read(args.costs)]
         print(f"pass times measured on {chips[0].name}: a replay of recorded acceptance, not a run of the batch")
-    ks = [k for k in range(1, 9) if all(k < len(v) for v in getattr(chips[0], "verify_s", {0: range(9)}).values())]
+    ks = list(range(1, min(chip.max_k for chip in chips) + 1))
     print(
         "| chip | clients | plain tok/s | controller | "
         + " | ".join(f"K={k}" for k in ks)

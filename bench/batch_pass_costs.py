@@ -90,10 +90,11 @@ def main() -> None:
     target, draft = build(args.target_config, dtype), build(args.draft_config, dtype)
     verifies = {rows: [Pass(target, rows, k + 1, args.context) for k in range(args.max_k + 1)] for rows in args.rows}
     drafts = {rows: Pass(draft, rows, 1, args.context) for rows in args.rows}
-    measure([*drafts.values(), *(p for row in verifies.values() for p in row)], args.reps)
+    every = [*drafts.values(), *(p for row in verifies.values() for p in row)]
+    measure(every, args.reps)
     verify = {str(rows): [statistics.median(p.times) for p in row] for rows, row in verifies.items()}
     draft_step = {str(rows): statistics.median(p.times) for rows, p in drafts.items()}
-    spread = max(_spread(p.times) for p in [*drafts.values(), *(p for row in verifies.values() for p in row)])
+    spread = max(_spread(p.times) for p in every)
     for rows in args.rows:
         cells = " ".join(f"{s * 1000:.1f}" for s in verify[str(rows)])
         print(f"rows {rows}: verify ms at K=0..{args.max_k}: {cells}; draft step {draft_step[str(rows)] * 1000:.1f} ms")
