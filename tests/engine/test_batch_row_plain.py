@@ -79,7 +79,7 @@ def test_in_a_batch_the_row_whose_drafts_never_match_steps_plainly_and_keeps_its
     decoder.solo_lead = False
     decoder.controller.observe = lambda *args: None  # the seeded costs decide, not the tiny model's timings
     rows = iter([RowAcceptance(270.0, 300.0), RowAcceptance(0.0, 300.0)])  # the second row's drafts never match
-    decoder.controller.new_row = lambda accepted=0, checked=0: next(rows)
+    decoder.controller.new_row = lambda accepted=0, checked=0, mode=None: next(rows)
     good, bad = (submit(decoder, p, cfg) for p in prompts)
     while decoder.active:
         decoder.step()

@@ -60,11 +60,18 @@ class RowAcceptance:
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """The next round: its K, which Auto K rows draft (the others K = 0), and its early stop (None: none)."""
+    """The next round: its K, which Auto K rows draft (the others K = 0), its early stop (None: none), and the K
+    the round was priced at (`priced`: K without the stop's reach, as deep as rows the stop cannot cut draft)."""
 
     k: int
     drafting: tuple[bool, ...]
     stop: tuple[StopCosts, ConfidenceModel] | None
+    priced: int | None = None
+
+    @property
+    def uncut_k(self) -> int:
+        """The K of a row whose drafts the early stop does not cut (lookup's copies, a DFlash block)."""
+        return self.k if self.priced is None else min(self.k, self.priced)
 
 
 class BatchK:
@@ -79,6 +86,7 @@ class BatchK:
         self.last_rows: tuple[bool, ...] | None = None  # which rows the last choice drafts (None: every row)
         self.shape: BatchShape | None = None  # the batch plan_rows plans for (None: every row Auto K, alone)
         self.pooled = RowAcceptance(policy=policy)  # every row's drafts, decayed: where a new row starts
+        self.by_mode: dict[str, RowAcceptance] = {}  # each mode's rows' drafts: where a new row of that mode starts
         self.confidence = ConfidenceModel(policy=policy)  # acceptance by draft confidence, every row's (batch_stop.py)
 
     @property
@@ -94,21 +102,24 @@ class BatchK:
         """plan() for a batch of this shape, and which of its Auto K rows (as in rates) draft."""
         self.shape, self.last_rows = shape, None
         try:
-            k, stop = self.plan(rates, top, hopeful)
+            priced = self.choose(rates, min(top, self.k_max), hopeful)
+            k, stop = self._reach(priced, rates, top)
         finally:
             self.shape = None
         rows = self.last_rows if self.last_rows is not None and len(self.last_rows) == len(rates) else None
-        return BatchPlan(k, rows if rows is not None and k else (k > 0,) * len(rates), stop)
+        return BatchPlan(k, rows if rows is not None and k else (k > 0,) * len(rates), stop, priced)
 
     def plan(
         self, rates: list[float], top: int, hopeful: list[float]
     ) -> tuple[int, tuple[StopCosts, ConfidenceModel] | None]:
         """The next round's K and, once its costs are measured at this size, the early stop that may end its
         drafting sooner (the K is then policy.stop_reach deeper: the stop cuts what does not pay)."""
-        top = min(top, self.k_max)
-        k = self.choose(rates, top, hopeful)
+        return self._reach(self.choose(rates, min(top, self.k_max), hopeful), rates, top)
+
+    def _reach(self, k: int, rates: list[float], top: int) -> tuple[int, tuple[StopCosts, ConfidenceModel] | None]:
+        """The chosen K, policy.stop_reach deeper where the early stop is measured, and that stop."""
         stop = self._stop(rates, k)
-        return (min(top, k + self.policy.stop_reach), stop) if stop is not None else (k, None)
+        return (min(top, self.k_max, k + self.policy.stop_reach), stop) if stop is not None else (k, None)
 
     def _shape_of(self, rates: list[float]) -> BatchShape:
         shape = self.shape
@@ -142,24 +153,37 @@ class BatchK:
         line = size.round_line()
         return None if line is None else line[1]
 
-    def new_row(self, accepted: int = 0, checked: int = 0) -> RowAcceptance:
-        """A joining row's acceptance: the pooled rate, weighing policy.pooled_weight drafts, then its own counts
-        (a request that ran alone before it joined: its accepted and checked drafts)."""
-        weight = min(self.policy.pooled_weight, self.pooled.checked)
-        row = (
-            RowAcceptance(self.pooled.rate * weight, weight, self.policy)
-            if weight
-            else RowAcceptance(policy=self.policy)
-        )
+    def new_row(self, accepted: int = 0, checked: int = 0, mode: str | None = None) -> RowAcceptance:
+        """A joining row's acceptance: its mode's pooled rate where rows of that mode drafted (a copy from the prompt
+        and a draft model's guess are accepted at very different rates), else every row's, weighing
+        policy.pooled_weight drafts; then its own counts (a request that ran alone before it joined: its accepted
+        and checked drafts)."""
+        pool = self.by_mode.get(mode) if mode is not None else None
+        pool = pool if pool is not None and pool.checked >= 1.0 else self.pooled
+        weight = min(self.policy.pooled_weight, pool.checked)
+        row = RowAcceptance(pool.rate * weight, weight, self.policy) if weight else RowAcceptance(policy=self.policy)
         if checked:
             row.accepted, row.checked = row.accepted + accepted, row.checked + checked
-            self.pooled.accepted, self.pooled.checked = self.pooled.accepted + accepted, self.pooled.checked + checked
+            for shared in self._pools(mode):
+                shared.accepted, shared.checked = shared.accepted + accepted, shared.checked + checked
         return row
 
-    def observe_row(self, row: RowAcceptance, drafted: int, accepted: int) -> None:
-        """Add one row's round (or history) to its own and the pooled acceptance."""
+    def observe_row(self, row: RowAcceptance, drafted: int, accepted: int, mode: str | None = None) -> None:
+        """Add one row's round (or history) to its own, its mode's and the pooled acceptance."""
         row.observe(drafted, accepted)
-        self.pooled.observe(drafted, accepted)
+        for shared in self._pools(mode):
+            shared.observe(drafted, accepted)
+
+    def pooled_rate(self, mode: str | None = None) -> float:
+        """Where a new row of this mode starts: its mode's pooled rate once that has evidence, else every row's."""
+        pool = self.by_mode.get(mode) if mode is not None else None
+        return pool.rate if pool is not None and pool.checked >= 1.0 else self.pooled.rate
+
+    def _pools(self, mode: str | None) -> list[RowAcceptance]:
+        """The pooled acceptance, and this mode's (made empty the first time)."""
+        if mode is None:
+            return [self.pooled]
+        return [self.pooled, self.by_mode.setdefault(mode, RowAcceptance(0.0, 0.0, self.policy))]
 
     def choose(self, rates: list[float], k_max: int | None = None, hopeful: list[float] | None = None) -> int:
         """The K for the next round of these Auto K rows (0: a plain step), up to k_max; last_rows says which

@@ -16,7 +16,7 @@ from ..model_types import Cache, HiddenModel, LanguageModel
 from ..prefill_pace import PrefillPace
 from ..rollback import linear_layers
 from ..runner import LayerCapture, ModelRunner, fresh_caches
-from .row_cache import BatchCache, append_row, keep_rows, row_caches
+from .row_cache import BatchCache, append_row, cache_arrays, keep_rows, row_caches
 from .row_rollback import RowTransaction
 
 
@@ -70,11 +70,18 @@ class BatchModel:
         """Add a sequence read alone (its one-row mlx-lm caches hold `held` tokens) as the last row."""
         append_row(self.caches, solo)
         self.held.append(held)
+        self._settle()
 
     def keep_rows(self, rows: Sequence[int]) -> None:
         """Keep only these rows, in this order (the others left the batch)."""
         keep_rows(self.caches, rows)
         self.held = [self.held[r] for r in rows]
+        self._settle()
+
+    def _settle(self) -> None:
+        """Copy the rows into their new batch now: left lazy, the copy would be timed as the next round's and
+        the batch's cost table would price that size's rounds with it."""
+        mx.eval([a for c in self.caches for a in cache_arrays(c) if a is not None])
 
     def forward(self, feeds: Sequence[Sequence[int]]) -> mx.array:
         """Feed row b the tokens feeds[b] (right-padded to the longest); logits (B, L, V), lazily.

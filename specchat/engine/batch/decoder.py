@@ -36,6 +36,7 @@ from .solo_lead import SoloLead
 from .solo_tail import can_go_solo, row_caches, solo_tail
 
 MODELS = ("target", "draft")
+UNCUT_MODES = (SpecMode.LOOKUP, SpecMode.DFLASH)  # drafts the batch's early stop cannot cut (batch_stop.py)
 
 
 class BatchDecoder:
@@ -108,10 +109,10 @@ class BatchDecoder:
 
     def _batch_saving(self, cfg: GenerationConfig) -> float | None:
         """What the batch saves per token of the newcomer being read if it drafts (newcomer_prefill.py)."""
-        pooled = self.controller.pooled.rate
+        pooled = self.controller.pooled_rate
         peers = batch_peers(self.rows, [n for n in self.waiting if n is not self.reading], pooled)
         top = min(self.controller.k_max, cfg.max_draft_tokens)
-        return batch_saving_per_token(self.controller.costs, peers[: self.max_batch - 1], pooled, top)
+        return batch_saving_per_token(self.controller.costs, peers[: self.max_batch - 1], pooled(cfg.mode), top)
 
     def _lead_step(self, lead: SoloLead) -> None:
         """The lead's next round on the engine's loop; once another request waits, it moves into the batch."""
@@ -195,7 +196,7 @@ class BatchDecoder:
         for i, row in enumerate(self.rows):
             step = row.state.step
             assert step is not None and step.round is not None
-            self.controller.observe_row(row.acceptance, step.round.drafted, step.round.accepted)
+            self.controller.observe_row(row.acceptance, step.round.drafted, step.round.accepted, row.state.mode)
             self.controller.confidence.observe_round(entry[i], row.state.confidences, step.round.accepted)
             row.rows_seen.append(len(self.rows))
             info = replace(step.round, draft_s=timing.draft_s, verify_s=timing.verify_s)
@@ -231,7 +232,7 @@ class BatchDecoder:
             cap = max(r.request.cfg.max_draft_tokens for r in auto)
             rates, hopeful = [r.acceptance.rate for r in auto], [r.acceptance.hopeful for r in auto]
             reach = [draft_reach(r.state, cap) if r.auto else None for r in self.rows]
-            shape = peers_shape(batch_peers(self.rows, [], self.controller.pooled.rate), reach)
+            shape = peers_shape(batch_peers(self.rows, [], self.controller.pooled_rate), reach)
             plan = self.controller.plan_rows(rates, cap, hopeful, shape)
         drafting = dict(zip(map(id, auto), plan.drafting))
         for row in self.rows:
@@ -239,7 +240,8 @@ class BatchDecoder:
             if state.mode == SpecMode.BASELINE or (row.auto and not drafting[id(row)]):
                 k = 0
             else:
-                k = min(plan.k, cfg.max_draft_tokens) if row.auto else cfg.max_draft_tokens
+                planned = plan.uncut_k if state.mode in UNCUT_MODES else plan.k
+                k = min(planned, cfg.max_draft_tokens) if row.auto else cfg.max_draft_tokens
             state.k = 0 if state.ctx.grammar is not None else max(min(k, state.ctx.budget - state.generated), 0)
         return plan.stop
 

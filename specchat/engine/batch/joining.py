@@ -49,7 +49,7 @@ def joined_row(engine: Engine, newcomer: Newcomer, prefilled: Prefilled, control
     _ = detok.last_segment
     row = Row(request, state, newcomer.stats, detok, auto, list(newcomer.emitted))
     stats = newcomer.stats
-    row.acceptance = controller.new_row(*checked_drafts(stats.accepted, stats.drafted, stats.rounds))
+    row.acceptance = controller.new_row(*checked_drafts(stats.accepted, stats.drafted, stats.rounds), mode=mode)
     return row
 
 

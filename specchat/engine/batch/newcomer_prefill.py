@@ -53,12 +53,12 @@ class Peer:
     rate: float
 
 
-def batch_peers(rows: list[Row], newcomers: list[Newcomer], pooled: float) -> list[Peer]:
-    """The running rows and the other waiting newcomers as peers (a newcomer's acceptance: the pooled rate)."""
+def batch_peers(rows: list[Row], newcomers: list[Newcomer], pooled: Callable[[str], float]) -> list[Peer]:
+    """The running rows and the other waiting newcomers as peers (a newcomer's acceptance: its mode's pooled rate)."""
     peers = [Peer(r.state.mode, None if r.auto else r.request.cfg.max_draft_tokens, r.acceptance.rate) for r in rows]
     for cfg in (n.request.cfg for n in newcomers):
         auto = cfg.auto_k and cfg.mode != SpecMode.BASELINE
-        peers.append(Peer(cfg.mode, None if auto else cfg.max_draft_tokens, pooled))
+        peers.append(Peer(cfg.mode, None if auto else cfg.max_draft_tokens, pooled(cfg.mode)))
     return peers
 
 
