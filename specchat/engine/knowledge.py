@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from .auto_drafter import AutoDrafter, SourceRecord
 from .autok import AutoK
 from .batch.batch_costs import Cell, CostTable, Curve
-from .batch.batch_k import BatchK
+from .batch.batch_k import BatchK, RowAcceptance
 from .draft_stop import ConfidenceModel
 from .json_types import JSONObject, JSONValue
 
@@ -160,6 +160,7 @@ def batch_knowledge(batch: BatchK | None) -> JSONObject:
     return {
         "last_k": batch.last_k,
         "pooled": [batch.pooled.accepted, batch.pooled.checked],
+        "pooled_by_mode": {mode: [pool.accepted, pool.checked] for mode, pool in batch.by_mode.items()},
         "sizes": sizes,
         "draft_step": _cells(batch.costs.draft),
         "confidence": confidence_knowledge(batch.confidence),
@@ -180,11 +181,17 @@ def learn_batch(batch: BatchK | None, data: Mapping[str, JSONValue]) -> BatchK |
             saved.get("pooled"),
         )
         accepted, checked = (_float(pooled[0]), _float(pooled[1])) if isinstance(pooled, list) else (None, None)
+        by_mode = {
+            str(mode): RowAcceptance(_float(pair[0]), _float(pair[1]), learned.policy)
+            for mode, pair in _map(saved.get("pooled_by_mode")).items()
+            if isinstance(pair, list) and len(pair) == 2
+        }
         confidence = ConfidenceModel(policy=learned.policy)
         learn_confidence(confidence, _map(saved.get("confidence")))
     except (ValueError, TypeError, IndexError):
         return batch
     learned.costs, learned.last_k, learned.confidence = costs, min(last_k, learned.k_max), confidence
+    learned.by_mode = by_mode
     if accepted is not None and checked is not None:
         learned.pooled.accepted, learned.pooled.checked = accepted, checked
     return learned

@@ -3,6 +3,7 @@ no deeper than the K its round was priced at (the early stop's extra reach is fo
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -13,6 +14,7 @@ from specchat.engine.batch.batch_k import BatchK, RowAcceptance
 from specchat.engine.batch.decoder import BatchDecoder
 from specchat.engine.draft_stop import StopCosts
 from specchat.engine.events import RoundResult
+from specchat.engine.knowledge import VERSION, batch_knowledge, learn_batch
 
 from .batch_helpers import run_all, solo_tokens
 from .helpers import greedy, prompt_ids
@@ -58,3 +60,16 @@ def test_a_lookup_row_drafts_no_deeper_than_the_k_its_round_was_priced_at(reques
     draft_rounds, lookup_rounds = ([e for e in g.events if isinstance(e, RoundResult)] for g in got)
     assert max(r.drafted for r in draft_rounds) == 2 + decoder.controller.policy.stop_reach  # the stop's reach, taken
     assert lookup_rounds and max(r.drafted for r in lookup_rounds) == 2  # copies, at the priced K
+
+
+def test_each_modes_pool_is_kept_with_the_pairs_knowledge():
+    learner = BatchK()
+    for _ in range(10):
+        learner.observe_row(RowAcceptance(), 4, 0, "lookup")
+        learner.observe_row(RowAcceptance(), 4, 4, "draft")
+    data = json.loads(json.dumps({"version": VERSION, "batch": batch_knowledge(learner)}))
+    learned = learn_batch(None, data)
+    assert learned is not None
+    for mode in ("lookup", "draft"):
+        assert learned.new_row(mode=mode).rate == pytest.approx(learner.new_row(mode=mode).rate)
+    assert learned.pooled_rate("lookup") < 0.1 < 0.9 < learned.pooled_rate("draft")
