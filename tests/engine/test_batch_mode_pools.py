@@ -73,3 +73,10 @@ def test_each_modes_pool_is_kept_with_the_pairs_knowledge():
     for mode in ("lookup", "draft"):
         assert learned.new_row(mode=mode).rate == pytest.approx(learner.new_row(mode=mode).rate)
     assert learned.pooled_rate("lookup") < 0.1 < 0.9 < learned.pooled_rate("draft")
+
+
+def test_a_mode_with_a_draft_or_two_of_evidence_does_not_decide_a_new_rows_start():
+    controller = BatchK()
+    controller.observe_row(RowAcceptance(), 1, 0, "lookup")  # one refused copy: its own rate would read 0
+    assert controller.pooled.rate > 0.2
+    assert controller.new_row(mode="lookup").rate == pytest.approx(controller.pooled.rate)

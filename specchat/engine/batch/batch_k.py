@@ -154,12 +154,11 @@ class BatchK:
         return None if line is None else line[1]
 
     def new_row(self, accepted: int = 0, checked: int = 0, mode: str | None = None) -> RowAcceptance:
-        """A joining row's acceptance: its mode's pooled rate where rows of that mode drafted (a copy from the prompt
+        """A joining row's acceptance: its mode's pooled rate where rows of that mode drafted enough (a copy from the prompt
         and a draft model's guess are accepted at very different rates), else every row's, weighing
         policy.pooled_weight drafts; then its own counts (a request that ran alone before it joined: its accepted
         and checked drafts)."""
-        pool = self.by_mode.get(mode) if mode is not None else None
-        pool = pool if pool is not None and pool.checked >= 1.0 else self.pooled
+        pool = self._mode_pool(mode) or self.pooled
         weight = min(self.policy.pooled_weight, pool.checked)
         row = RowAcceptance(pool.rate * weight, weight, self.policy) if weight else RowAcceptance(policy=self.policy)
         if checked:
@@ -176,8 +175,13 @@ class BatchK:
 
     def pooled_rate(self, mode: str | None = None) -> float:
         """Where a new row of this mode starts: its mode's pooled rate once that has evidence, else every row's."""
+        return (self._mode_pool(mode) or self.pooled).rate
+
+    def _mode_pool(self, mode: str | None) -> RowAcceptance | None:
+        """This mode's pooled acceptance once it weighs as much as a new row takes from it (policy.pooled_weight
+        drafts): a row started from one or two drafts' rate would read 0 or 1, where every row's pool has a prior."""
         pool = self.by_mode.get(mode) if mode is not None else None
-        return pool.rate if pool is not None and pool.checked >= 1.0 else self.pooled.rate
+        return pool if pool is not None and pool.checked >= self.policy.pooled_weight else None
 
     def _pools(self, mode: str | None) -> list[RowAcceptance]:
         """The pooled acceptance, and this mode's (made empty the first time)."""
