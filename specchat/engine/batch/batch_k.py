@@ -46,6 +46,10 @@ class RowAcceptance:
         self.accepted = self.accepted * keep + accepted
         self.checked = self.checked * keep + checked
 
+    def add_counts(self, accepted: float, checked: float) -> None:
+        """Add counts as they are, undecayed (a request's drafts before it joined)."""
+        self.accepted, self.checked = self.accepted + accepted, self.checked + checked
+
     @property
     def rate(self) -> float:
         """The estimated probability that the next draft is accepted."""
@@ -66,12 +70,7 @@ class BatchPlan:
     k: int
     drafting: tuple[bool, ...]
     stop: tuple[StopCosts, ConfidenceModel] | None
-    priced: int | None = None
-
-    @property
-    def uncut_k(self) -> int:
-        """The K of a row whose drafts the early stop does not cut (lookup's copies, a DFlash block)."""
-        return self.k if self.priced is None else min(self.k, self.priced)
+    priced: int
 
 
 class BatchK:
@@ -154,17 +153,16 @@ class BatchK:
         return None if line is None else line[1]
 
     def new_row(self, accepted: int = 0, checked: int = 0, mode: str | None = None) -> RowAcceptance:
-        """A joining row's acceptance: its mode's pooled rate where rows of that mode drafted enough (a copy from the prompt
-        and a draft model's guess are accepted at very different rates), else every row's, weighing
+        """A joining row's acceptance: its mode's pooled rate where rows of that mode drafted enough (a copy from the
+        prompt and a draft model's guess are accepted at very different rates), else every row's, weighing
         policy.pooled_weight drafts; then its own counts (a request that ran alone before it joined: its accepted
         and checked drafts)."""
         pool = self._mode_pool(mode) or self.pooled
         weight = min(self.policy.pooled_weight, pool.checked)
         row = RowAcceptance(pool.rate * weight, weight, self.policy) if weight else RowAcceptance(policy=self.policy)
         if checked:
-            row.accepted, row.checked = row.accepted + accepted, row.checked + checked
-            for shared in self._pools(mode):
-                shared.accepted, shared.checked = shared.accepted + accepted, shared.checked + checked
+            for counts in (row, *self._pools(mode)):
+                counts.add_counts(accepted, checked)
         return row
 
     def observe_row(self, row: RowAcceptance, drafted: int, accepted: int, mode: str | None = None) -> None:

@@ -16,7 +16,7 @@ from ..model_types import Cache, HiddenModel, LanguageModel
 from ..prefill_pace import PrefillPace
 from ..rollback import linear_layers
 from ..runner import LayerCapture, ModelRunner, fresh_caches
-from .row_cache import BatchCache, append_row, cache_arrays, keep_rows, row_caches
+from .row_cache import BatchCache, append_row, keep_rows, row_caches
 from .row_rollback import RowTransaction
 
 
@@ -81,7 +81,7 @@ class BatchModel:
     def _settle(self) -> None:
         """Copy the rows into their new batch now: left lazy, the copy would be timed as the next round's and
         the batch's cost table would price that size's rounds with it."""
-        mx.eval([a for c in self.caches for a in cache_arrays(c) if a is not None])
+        mx.eval([c.state for c in self.caches])
 
     def forward(self, feeds: Sequence[Sequence[int]]) -> mx.array:
         """Feed row b the tokens feeds[b] (right-padded to the longest); logits (B, L, V), lazily.

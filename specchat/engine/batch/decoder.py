@@ -227,7 +227,7 @@ class BatchDecoder:
         """Every row's K this round (an Auto K row the controller leaves out: 0, a plain step), and the early stop
         for its Auto K rows (None: none)."""
         auto = [r for r in self.rows if r.auto]
-        plan = BatchPlan(0, (), None)
+        plan = BatchPlan(0, (), None, 0)
         if auto:
             cap = max(r.request.cfg.max_draft_tokens for r in auto)
             rates, hopeful = [r.acceptance.rate for r in auto], [r.acceptance.hopeful for r in auto]
@@ -240,7 +240,7 @@ class BatchDecoder:
             if state.mode == SpecMode.BASELINE or (row.auto and not drafting[id(row)]):
                 k = 0
             else:
-                planned = plan.uncut_k if state.mode in UNCUT_MODES else plan.k
+                planned = plan.priced if state.mode in UNCUT_MODES else plan.k
                 k = min(planned, cfg.max_draft_tokens) if row.auto else cfg.max_draft_tokens
             state.k = 0 if state.ctx.grammar is not None else max(min(k, state.ctx.budget - state.generated), 0)
         return plan.stop

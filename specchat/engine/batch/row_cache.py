@@ -140,11 +140,6 @@ def append_row(batch: Sequence[BatchCache], solo: Sequence[Cache]) -> None:
             extend_arrays_cache(mine, theirs, rows)
 
 
-def cache_arrays(cache: BatchCache) -> list[mx.array | None]:
-    """The arrays a batch cache holds (None where it holds nothing yet)."""
-    return list(cache.state) if isinstance(cache, RowKVCache) else list(arrays_cache_state(cache))
-
-
 def _row_count(batch: Sequence[BatchCache]) -> int:
     """Rows the batch holds: its attention caches count them (an ArraysCache cannot before its first state)."""
     counts = [len(c.lengths) for c in batch if isinstance(c, RowKVCache)]
