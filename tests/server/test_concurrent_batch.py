@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from specchat.engine import Finished
+from specchat.engine.owner import JobStarted
 
 from .conftest import API_KEY, DEFAULTS, chat_ids, reference, start_server
 
@@ -159,22 +160,18 @@ def test_a_client_that_hangs_up_mid_stream_ends_only_its_row(batch_server, host)
 def test_a_ninth_request_waits_for_a_row_and_completes(batch_server, host):
     indices = list(range(9))
     expected = {i: solo(host, i, 12) for i in indices}
-    seen = []
-    stop = threading.Event()
+    seen = []  # (running rows, queued requests) as each request starts: a lifecycle event, not a poll
 
-    def watch():
-        while not stop.is_set():
+    def on_start(event):
+        if isinstance(event, JobStarted):
             state = host.state()
             seen.append((len(state.running_batch), len([j for j in state.queued if j.kind == "api"])))
-            time.sleep(0.005)
 
-    watcher = threading.Thread(target=watch)
-    watcher.start()
+    host.add_observer(on_start)
     try:
         results = run_clients(batch_server, host, indices, 12)
     finally:
-        stop.set()
-        watcher.join(WAIT_S)
+        host.remove_observer(on_start)
     assert (8, 1) in seen  # eight rows ran while the ninth waited
     assert max(rows for rows, _ in seen) == 8
     for i in indices:
