@@ -4,6 +4,8 @@ Auto's first reply in a new session against its tenth in the old one.
     source ../shared/tools/real-qwen-pair.env        # QWEN_TARGET, QWEN_DRAFT
     python bench/auto_drafter.py --per-category 1 --tokens 64 --json auto.json
     python bench/auto_drafter.py --tiny --per-category 1 --tokens 8   # a quick smoke on the test fixtures
+    python bench/auto_drafter.py --categories doc_summary,code_edit,doc_extract --per-category 3 --lockstep 3 \
+        --skip-suite --skip-session                                     # the copy-heavy goal, side by side
 
 Part 1 runs `specchat suite` in the app's session mode (the controllers keep what each generation learned,
 after one warm-up reply per drafter on a prompt outside the measured set): plain decoding, the draft model
@@ -17,6 +19,10 @@ Part 2: a session of nine Auto replies on other prompts, its knowledge kept as t
 disk), then the same prompt answered (a) as the tenth reply of that session and (b) as the first reply of a
 new session that starts from the kept file, and (c) cold, from nothing learned; in lockstep pairs, the order
 alternating. Printed: (b) / (a) and (c) / (a), decode speed medians with ranges.
+
+Part 3 (`--lockstep N`): the chosen copy-heavy prompts answered by the draft model, lookup and Auto back to
+back, N reps with the order rotating, each reply from the same learned state (auto_lockstep.py): Auto over the
+better single drafter as a ratio measured side by side.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from auto_lockstep import lockstep_part, print_lockstep, restore, snapshot
 from common import build_pair
 
 from specchat.engine import Engine, GenerationConfig
@@ -154,17 +161,6 @@ def print_goals(g: dict) -> None:
     print(f"every output equal to plain decoding's: {g['exact']}")
 
 
-def snapshot(engine: Engine):
-    """The controllers' live state (what the session would carry into its next reply)."""
-    return copy.deepcopy(engine.auto_k), copy.deepcopy(engine.drafters["auto"].records)
-
-
-def restore(engine: Engine, state) -> None:
-    engine.auto_k.clear()
-    engine.auto_k.update(copy.deepcopy(state[0]))
-    engine.drafters["auto"].records = copy.deepcopy(state[1])
-
-
 def session_part(engine: Engine, every, tokens: int, pairs: int, priors: dict, kept: Path) -> dict:
     """Nine replies, then the tenth against a new session's first (from the kept file) and a cold first."""
     by_cat: dict[str, list] = {}
@@ -222,6 +218,7 @@ def main() -> None:
     parser.add_argument("--cells", default=",".join(CELLS), help="beside plain (specchat suite --cells)")
     parser.add_argument("--skip-suite", action="store_true")
     parser.add_argument("--skip-session", action="store_true", help="part 1 only")
+    parser.add_argument("--lockstep", type=int, default=0, help="reps of the copy-heavy prompts in lockstep")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
     if args.tiny:
@@ -236,6 +233,12 @@ def main() -> None:
         print(file=sys.stderr)
         report["suite"] = goals(run)
         print_goals(report["suite"])
+    if args.lockstep:
+        heavy = [i for i in chosen if i.category in COPY_HEAVY]
+        if args.skip_suite:
+            warm_up(engine, every, chosen, args.tokens)
+        report["lockstep"] = lockstep_part(engine, heavy, args.tokens, args.lockstep)
+        print_lockstep(report["lockstep"])
     if not args.skip_session:
         kept = (
             Path(args.json).with_suffix(".knowledge.json") if args.json else Path(tempfile.mkdtemp()) / "knowledge.json"
