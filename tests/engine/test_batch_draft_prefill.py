@@ -96,6 +96,22 @@ def test_the_batch_saving_is_priced_at_the_size_the_row_joins():
     assert batch_saving_per_token(costs, [DRAFTING] * 3, 0.8, top=4) is None  # four rows never ran
 
 
+def test_a_read_is_priced_as_its_share_of_what_the_unread_waiting_rows_gain_together():
+    # eight rows: all drafting at K = 1 make 14 tokens a second against plain decoding's 13.3 (a 5% gain)
+    costs = batch_costs(8, plain_s=0.6, verify_slope=0.35, draft_s=0.05)
+    cheap_read, reply = pace(40, 0.4), 64  # the draft model reads this prompt in 0.4 s
+    sunk = batch_saving_per_token(costs, [DRAFTING] * 7, 0.75, top=4)  # the others already drafting
+    waiting = batch_saving_per_token(costs, [replace(DRAFTING, unread=True)] * 7, 0.75, top=4)
+    assert sunk is not None and waiting is not None
+    assert sunk * reply > 1.5  # this row's read is what lets the batch draft: about 8 * (1 / 13.3 - 1 / 14) a token
+    assert 0 < waiting < sunk / 4  # eight reads share the gain of all eight drafting over all plain
+    assert draft_prefill_pays(40, reply, cheap_read, None, batch=sunk)
+    assert not draft_prefill_pays(40, reply, cheap_read, None, batch=waiting)  # 0.23 s saved against 0.4 s read
+    lookup = Peer("lookup", None, 0.75)  # a lookup row drafts without a read: it is no unread row
+    mixed = batch_saving_per_token(costs, [replace(DRAFTING, unread=True)] * 3 + [lookup] * 4, 0.75, top=4)
+    assert mixed is not None and mixed > waiting
+
+
 def test_a_size_not_yet_measured_saves_nothing_where_a_smaller_batch_clearly_decodes_plainly():
     losing = batch_costs(4, plain_s=0.4, verify_slope=0.6)  # at four rows plain decoding leads by 40%
     assert batch_saving_per_token(losing, [DRAFTING] * 3, 0.8, top=4) == 0.0  # measured: plain is its best

@@ -46,11 +46,17 @@ class Reads:
 
 @dataclass(frozen=True)
 class Peer:
-    """Another row of the batch a newcomer joins: its mode, its own K (None: Auto K's) and its acceptance."""
+    """Another row of the batch a newcomer joins: its mode, its own K (None: Auto K's), its acceptance, and whether
+    it is a waiting Auto K draft-model row whose prompt the draft model has yet to read (its read is priced too)."""
 
     mode: str
     own_k: int | None
     rate: float
+    unread: bool = False
+
+    def plain(self) -> Peer:
+        """This row decoding plainly (its draft model's read refused)."""
+        return Peer(SpecMode.BASELINE, 0, self.rate)
 
 
 def batch_peers(rows: list[Row], newcomers: list[Newcomer], pooled: Callable[[str], float]) -> list[Peer]:
@@ -58,7 +64,8 @@ def batch_peers(rows: list[Row], newcomers: list[Newcomer], pooled: Callable[[st
     peers = [Peer(r.state.mode, None if r.auto else r.request.cfg.max_draft_tokens, r.acceptance.rate) for r in rows]
     for cfg in (n.request.cfg for n in newcomers):
         auto = cfg.auto_k and cfg.mode != SpecMode.BASELINE
-        peers.append(Peer(cfg.mode, None if auto else cfg.max_draft_tokens, pooled(cfg.mode)))
+        unread = auto and cfg.mode == SpecMode.DRAFT
+        peers.append(Peer(cfg.mode, None if auto else cfg.max_draft_tokens, pooled(cfg.mode), unread))
     return peers
 
 
@@ -130,18 +137,24 @@ def saving_per_token(auto: AutoK | None) -> float | None:
 
 
 def batch_saving_per_token(costs: CostTable, peers: list[Peer], rate: float, top: int) -> float | None:
-    """Seconds the batch's time falls per token of a newcomer's reply when it drafts (acceptance `rate`) rather
-    than decodes plainly beside `peers`, from the measured costs at that batch size (up to K = top). Before that
-    size ran both a plain and a drafting round: nothing saved (0) where the largest smaller size that did decodes
-    this batch plainly, ahead of drafting by policy.smaller_size_margin (a bigger batch saves no more), else None.
-    Over the newcomer's reply every row yields about as many tokens, so the batch makes (peers + 1) tokens per
-    token of it."""
+    """Seconds the batch's time falls per token of a newcomer's reply when it drafts (acceptance `rate`), from the
+    measured costs at that batch size (up to K = top), as this read's share: the batch with the newcomer and every
+    unread peer drafting against it with all of them plain, split between their reads. (Priced alone, each
+    newcomer would count the whole gain its waiting peers' reads make possible: eight rows that together gain
+    less than their reads cost would each read.) Before that size ran both a plain and a drafting round: nothing
+    saved (0) where the largest smaller size that did decodes this batch plainly, ahead of drafting by
+    policy.smaller_size_margin (a bigger batch saves no more), else None. Over the newcomer's reply every row
+    yields about as many tokens, so the batch makes (peers + 1) tokens per token of it."""
     rows = len(peers) + 1
     size = costs.sizes.get(rows)
     if size is not None and size.measured:
         drafting = _best_rate(costs, [*peers, Peer(SpecMode.DRAFT, None, rate)], top, rows)
-        plain = _best_rate(costs, [*peers, Peer(SpecMode.BASELINE, 0, rate)], top, rows)
-        return None if drafting is None or plain is None else rows * (1 / plain - 1 / drafting)
+        without = [p.plain() if p.unread else p for p in peers]
+        plain = _best_rate(costs, [*without, Peer(SpecMode.BASELINE, 0, rate)], top, rows)
+        if drafting is None or plain is None:
+            return None
+        reads = 1 + sum(p.unread for p in peers)
+        return rows * (1 / plain - 1 / drafting) / reads
     joined = [*peers, Peer(SpecMode.DRAFT, None, rate)]
     auto = [p.rate for p in joined if p.own_k is None]
     return 0.0 if plain_below(costs, auto, peers_shape(joined), top) else None
