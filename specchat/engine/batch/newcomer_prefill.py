@@ -8,8 +8,11 @@ decodes plainly in the batch (exact either way) and the draft model never reads 
 rows are left plain so: a fixed K asks for that drafter at that K.
 
 What a row's drafts save is priced at the batch it joins (every running and waiting row), from the batch's
-measured costs: the batch's best round with the row drafting against its best with the row plain. A big
-batch on a CPU verifies many rows at depth K near the compute roof, where drafts save little or nothing.
+measured costs: the batch's best round with the row drafting against its best with the row plain, where the
+other waiting draft-model rows, not read yet either, draft or decode plainly with it and share the gain (on a
+CPU eight such rows drafting beat eight plain ones by 5%, less than their eight reads cost over a short reply,
+though each read alone would tip the batch into drafting). A big batch on a CPU verifies many rows at depth K
+near the compute roof, where drafts save little or nothing.
 Before that size was measured (plainly and drafting), a clear loss at the largest smaller size that was
 measured stands (drafts save no more in a bigger batch); else the solo loop's saving stands in: an upper bound.
 """
