@@ -93,7 +93,8 @@ def test_the_batch_saving_is_priced_at_the_size_the_row_joins():
     big = batch_saving_per_token(costs, [DRAFTING] * 7, 0.8, top=4)
     assert small is not None and small > 0.0
     assert big is not None and big <= 0.0
-    assert batch_saving_per_token(costs, [DRAFTING] * 3, 0.8, top=4) is None  # four rows never ran
+    # four rows never ran: priced at two, the largest smaller size measured (a bigger batch saves no more)
+    assert batch_saving_per_token(costs, [DRAFTING] * 3, 0.8, top=4) == small
 
 
 def test_a_read_is_priced_as_its_share_of_what_the_unread_waiting_rows_gain_together():
@@ -112,15 +113,18 @@ def test_a_read_is_priced_as_its_share_of_what_the_unread_waiting_rows_gain_toge
     assert mixed is not None and mixed > waiting
 
 
-def test_a_size_not_yet_measured_saves_nothing_where_a_smaller_batch_clearly_decodes_plainly():
+def test_a_size_not_yet_measured_is_priced_at_the_largest_smaller_size_measured():
     losing = batch_costs(4, plain_s=0.4, verify_slope=0.6)  # at four rows plain decoding leads by 40%
     assert batch_saving_per_token(losing, [DRAFTING] * 3, 0.8, top=4) == 0.0  # measured: plain is its best
     assert batch_saving_per_token(losing, [DRAFTING] * 5, 0.8, top=4) == 0.0  # six rows: no more saved
     assert batch_saving_per_token(losing, [DRAFTING], 0.8, top=4) is None  # a bigger batch says nothing of two
     close = batch_costs(4, plain_s=0.4, verify_slope=0.4)  # plain ahead at four rows by 13%: within the margin
-    assert batch_saving_per_token(close, [DRAFTING] * 5, 0.8, top=4) is None
+    assert batch_saving_per_token(close, [DRAFTING] * 5, 0.8, top=4) == 0.0  # priced at four: nothing saved there
     gaining = batch_costs(2, plain_s=0.1, verify_slope=0.002)
-    assert batch_saving_per_token(gaining, [DRAFTING] * 5, 0.8, top=4) is None  # a gain at two says nothing of six
+    at_two = batch_saving_per_token(gaining, [DRAFTING], 0.8, top=4)
+    assert at_two is not None and at_two > 0
+    assert batch_saving_per_token(gaining, [DRAFTING] * 5, 0.8, top=4) == at_two  # six rows save no more than two
+    assert batch_saving_per_token(CostTable(DEFAULT_POLICY), [DRAFTING] * 5, 0.8, top=4) is None  # nothing measured
 
 
 def test_a_size_that_never_drafted_or_never_ran_plain_is_not_priced():

@@ -13,8 +13,8 @@ other waiting draft-model rows, not read yet either, draft or decode plainly wit
 CPU eight such rows drafting beat eight plain ones by 5%, less than their eight reads cost over a short reply,
 though each read alone would tip the batch into drafting). A big batch on a CPU verifies many rows at depth K
 near the compute roof, where drafts save little or nothing.
-Before that size was measured (plainly and drafting), a clear loss at the largest smaller size that was
-measured stands (drafts save no more in a bigger batch); else the solo loop's saving stands in: an upper bound.
+Before that size was measured (plainly and drafting), the largest smaller size that was measured prices it (drafts
+save no more in a bigger batch); before any size of two rows was, the solo loop's saving stands in: an upper bound.
 """
 
 from __future__ import annotations
@@ -146,21 +146,31 @@ def batch_saving_per_token(costs: CostTable, peers: list[Peer], rate: float, top
     newcomer would count the whole gain its waiting peers' reads make possible: eight rows that together gain
     less than their reads cost would each read.) Before that size ran both a plain and a drafting round: nothing
     saved (0) where the largest smaller size that did decodes this batch plainly, ahead of drafting by
-    policy.smaller_size_margin (a bigger batch saves no more), else None. Over the newcomer's reply every row
-    yields about as many tokens, so the batch makes (peers + 1) tokens per token of it."""
+    policy.smaller_size_margin, else the share at that smaller size, the newcomer with its first peers (a bigger
+    batch saves no more); None where no size of two rows or more was measured. Over the newcomer's reply every
+    row yields about as many tokens, so the batch makes (rows) tokens per token of it."""
     rows = len(peers) + 1
     size = costs.sizes.get(rows)
     if size is not None and size.measured:
-        drafting = _best_rate(costs, [*peers, Peer(SpecMode.DRAFT, None, rate)], top, rows)
-        without = [p.plain() if p.unread else p for p in peers]
-        plain = _best_rate(costs, [*without, Peer(SpecMode.BASELINE, 0, rate)], top, rows)
-        if drafting is None or plain is None:
-            return None
-        reads = 1 + sum(p.unread for p in peers)
-        return rows * (1 / plain - 1 / drafting) / reads
+        return _read_share(costs, peers, rate, top)
     joined = [*peers, Peer(SpecMode.DRAFT, None, rate)]
     auto = [p.rate for p in joined if p.own_k is None]
-    return 0.0 if plain_below(costs, auto, peers_shape(joined), top) else None
+    if plain_below(costs, auto, peers_shape(joined), top):
+        return 0.0
+    below = costs.measured_below(rows)
+    return None if below is None else _read_share(costs, peers[: below - 1], rate, top)
+
+
+def _read_share(costs: CostTable, peers: list[Peer], rate: float, top: int) -> float | None:
+    """A newcomer's read's share of what the batch (it and `peers`, at that size's measured costs) saves per token
+    of its reply when it and the unread peers draft rather than decode plainly."""
+    rows = len(peers) + 1
+    drafting = _best_rate(costs, [*peers, Peer(SpecMode.DRAFT, None, rate)], top, rows)
+    without = [p.plain() if p.unread else p for p in peers]
+    plain = _best_rate(costs, [*without, Peer(SpecMode.BASELINE, 0, rate)], top, rows)
+    if drafting is None or plain is None:
+        return None
+    return rows * (1 / plain - 1 / drafting) / (1 + sum(p.unread for p in peers))
 
 
 def _best_rate(costs: CostTable, rows: list[Peer], top: int, size: int) -> float | None:
