@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 import pytest
 
-from specchat.engine import Engine
+from specchat.engine import Engine, GenerationConfig
 from specchat.engine.autok import AutoK
 from specchat.engine.batch.batch_costs import CostTable
 from specchat.engine.batch.batch_k import BatchK
-from specchat.engine.batch.decoder import BatchDecoder
+from specchat.engine.batch.decoder import BatchDecoder, BatchRequest
 from specchat.engine.batch.newcomer_prefill import (
     Peer,
+    batch_peers,
     batch_saving_per_token,
     draft_prefill_pays,
     prefill_seconds,
     saving_per_token,
 )
+from specchat.engine.batch.requests import Newcomer
 from specchat.engine.events import PrefillProgress, RoundResult
 from specchat.engine.policy import DEFAULT_POLICY
 from specchat.engine.prefill_pace import PrefillPace
@@ -205,3 +208,16 @@ def test_in_lockstep_the_draft_model_reads_every_draft_row_whatever_the_prices(e
     got = run_all(decoder, {0: [(p, cfg) for p in prompts]})[0]
     for g in got:
         assert [e for e in g.events if isinstance(e, PrefillProgress) and e.model == "draft"]
+
+
+def test_only_waiting_draft_rows_the_draft_model_has_not_read_count_as_unread():
+    def waiting(mode: str, draft_unread: int) -> Newcomer:
+        cfg = GenerationConfig(mode, "auto", 8, 0.0)
+        return Newcomer(
+            BatchRequest([1, 2, 3], cfg, threading.Event(), print), 8, None, None, draft_unread=draft_unread
+        )
+
+    newcomers = [waiting("draft", 40), waiting("draft", 0), waiting("lookup", 40)]  # the second: a moved lead
+    peers = batch_peers([], newcomers, lambda mode: 0.7)
+    assert [p.unread for p in peers] == [True, False, False]
+    assert [p.mode for p in peers] == ["draft", "draft", "lookup"] and {p.rate for p in peers} == {0.7}

@@ -89,8 +89,9 @@ class BatchDecoder:
         stats = StatsRecorder(request.cfg, len(request.prompt), target_start[0])
         draft_start = self.stores["draft"].start(head) if request.cfg.mode == SpecMode.DRAFT else (0, None)
         prefill = self._prefill(head, request.cfg, (target_start, draft_start), budget, dflash)
-        unread = len(head) - target_start[0]
-        self.waiting.append(Newcomer(request, budget, stats, prefill, grammar=grammar, unread=unread))
+        unread, draft_unread = len(head) - target_start[0], len(head) - draft_start[0]
+        newcomer = Newcomer(request, budget, stats, prefill, grammar=grammar, unread=unread, draft_unread=draft_unread)
+        self.waiting.append(newcomer)
 
     def _prefill(
         self,

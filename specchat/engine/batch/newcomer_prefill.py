@@ -65,9 +65,10 @@ class Peer:
 def batch_peers(rows: list[Row], newcomers: list[Newcomer], pooled: Callable[[str], float]) -> list[Peer]:
     """The running rows and the other waiting newcomers as peers (a newcomer's acceptance: its mode's pooled rate)."""
     peers = [Peer(r.state.mode, None if r.auto else r.request.cfg.max_draft_tokens, r.acceptance.rate) for r in rows]
-    for cfg in (n.request.cfg for n in newcomers):
+    for n in newcomers:
+        cfg = n.request.cfg
         auto = cfg.auto_k and cfg.mode != SpecMode.BASELINE
-        unread = auto and cfg.mode == SpecMode.DRAFT
+        unread = auto and cfg.mode == SpecMode.DRAFT and n.draft_unread > 0  # a moved lead's draft model read it
         peers.append(Peer(cfg.mode, None if auto else cfg.max_draft_tokens, pooled(cfg.mode), unread))
     return peers
 

@@ -78,3 +78,4 @@ class Newcomer:
     emitted: list[int] = field(default_factory=list)  # a lead's tokens from before it joined
     grammar: GrammarState | None = None  # structured output: the grammar where the row's reply stands
     unread: int = 0  # prompt tokens the target had left to read when it came: the shortest is read first
+    draft_unread: int = 0  # of a draft-model row: prompt tokens its draft model had left to read when it came
