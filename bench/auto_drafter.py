@@ -37,12 +37,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from auto_lockstep import lockstep_part, print_lockstep, restore, snapshot
+from auto_lockstep import answer, lockstep_part, print_lockstep, restore, snapshot
 from common import build_pair
 
-from specchat.engine import Engine, GenerationConfig
+from specchat.engine import Engine
 from specchat.engine.events import Finished
-from specchat.engine.modes import SpecMode
 from specchat.engine.prompt import chat_prompt_ids
 from specchat.tuning.suite import SuiteConfig, SuiteRun, run_suite, select
 from specchat.tuning.suite_data import builtin_categories, cached_suite, fetch_suite
@@ -66,17 +65,6 @@ def items(per_category: int, categories: list[str] | None):
     return every, select(every, categories, per_category)
 
 
-def reply(engine: Engine, ids: list[int], mode: str, tokens: int) -> Finished:
-    """One greedy reply at Auto K from empty caches (the controllers keep what they know)."""
-    engine.reset()
-    result = None
-    for event in engine.stream(ids, GenerationConfig(SpecMode(mode), "auto", tokens, 0.0)):
-        if isinstance(event, Finished):
-            result = event
-    assert result is not None, "the reply ended without a result"
-    return result
-
-
 def speed(f: Finished) -> float:
     return f.stats.generated_tokens / f.stats.decode_s
 
@@ -91,7 +79,7 @@ def warm_up(engine: Engine, every, chosen, tokens: int) -> None:
     )
     ids = chat_prompt_ids(engine.tokenizer, [{"role": "user", "content": spare.turns[0]}], enable_thinking=False)
     for mode in ("draft", "lookup", "auto"):
-        reply(engine, ids, mode, tokens)
+        answer(engine, ids, mode, "auto", tokens)
     print(f"warm-up: {spare.category} {spare.id}, one reply each of draft, lookup and auto", file=sys.stderr)
 
 
@@ -171,7 +159,7 @@ def session_part(engine: Engine, every, tokens: int, pairs: int, priors: dict, k
     restore(engine, ({}, priors))
     for i, item in enumerate(session, 1):
         ids = chat_prompt_ids(engine.tokenizer, [{"role": "user", "content": item.turns[0]}], enable_thinking=False)
-        f = reply(engine, ids, "auto", tokens)
+        f = answer(engine, ids, "auto", "auto", tokens)
         print(f"session reply {i}: {item.category} {item.id}: {speed(f):.2f} tok/s", file=sys.stderr)
     kept.write_text(json.dumps(engine.knowledge()))
     tenth = snapshot(engine)
@@ -187,7 +175,7 @@ def session_part(engine: Engine, every, tokens: int, pairs: int, priors: dict, k
                 restore(engine, tenth)
             elif side == "new session":
                 engine.learn(json.loads(kept.read_text()))
-            f = reply(engine, ids, "auto", tokens)
+            f = answer(engine, ids, "auto", "auto", tokens)
             out[side].append(speed(f))
             rounds[side] = f.stats.rounds
     return {"probe": f"{probe.category} {probe.id}", "speeds": out, "rounds": rounds}

@@ -36,12 +36,11 @@ def restore(engine: Engine, state) -> None:
     engine.drafters["auto"].records = copy.deepcopy(state[1])
 
 
-def answer(engine: Engine, ids: list[int], side: str, k: int, tokens: int) -> Finished:
-    """One greedy reply from empty caches: `side` at fixed K `k`, or Auto at Auto K."""
+def answer(engine: Engine, ids: list[int], mode: str, k: int | str, tokens: int) -> Finished:
+    """One greedy reply from empty caches, `mode` at K `k` ("auto": Auto K); the controllers keep what they know."""
     engine.reset()
-    draft_k: int | str = "auto" if side == "auto" else k
     result = None
-    for event in engine.stream(ids, GenerationConfig(SpecMode(side), draft_k, tokens, 0.0)):
+    for event in engine.stream(ids, GenerationConfig(SpecMode(mode), k, tokens, 0.0)):
         if isinstance(event, Finished):
             result = event
     assert result is not None, "the reply ended without a result"
@@ -60,7 +59,8 @@ def lockstep_part(engine: Engine, chosen, tokens: int, reps: int) -> dict:
         for rep in range(reps):
             for side in SIDES[rep % 3 :] + SIDES[: rep % 3]:
                 restore(engine, start)
-                f = answer(engine, ids, side, config.fixed_k(side, item.kind), tokens)
+                k = "auto" if side == "auto" else config.fixed_k(side, item.kind)
+                f = answer(engine, ids, side, k, tokens)
                 reference = reference or list(f.tokens)
                 assert list(f.tokens) == reference, f"{item.id} {side}: output differs from the other replies"
                 speeds[side].append(f.stats.generated_tokens / f.stats.decode_s)

@@ -65,6 +65,6 @@ def moved_lead(engine: Engine, lead: SoloLead, prefill: PrefillFactory) -> Newco
     if grammar is not None:
         grammar.consume(handed.emitted)  # the lead's reply so far, forced tokens included
     unread = len(handed.seq) - 1 - target_start[0]
-    draft_unread = len(handed.seq) - 1 - handed.draft[0] if request.cfg.mode == SpecMode.DRAFT else 0
+    draft_unread = len(handed.seq) - 1 - handed.draft[0]
     moved = replace(request, prompt=handed.seq)
     return Newcomer(moved, budget, handed.stats, reading, handed.emitted, grammar, unread, draft_unread)

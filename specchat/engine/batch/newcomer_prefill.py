@@ -150,25 +150,24 @@ def batch_saving_per_token(costs: CostTable, peers: list[Peer], rate: float, top
     policy.smaller_size_margin, else the share at that smaller size, the newcomer with its first peers (a bigger
     batch saves no more); None where no size of two rows or more was measured. Over the newcomer's reply every
     row yields about as many tokens, so the batch makes (rows) tokens per token of it."""
-    rows = len(peers) + 1
+    rows, newcomer = len(peers) + 1, Peer(SpecMode.DRAFT, None, rate)
     size = costs.sizes.get(rows)
     if size is not None and size.measured:
-        return _read_share(costs, peers, rate, top)
-    joined = [*peers, Peer(SpecMode.DRAFT, None, rate)]
+        return _read_share(costs, peers, newcomer, top)
+    joined = [*peers, newcomer]
     auto = [p.rate for p in joined if p.own_k is None]
     if plain_below(costs, auto, peers_shape(joined), top):
         return 0.0
     below = costs.measured_below(rows)
-    return None if below is None else _read_share(costs, peers[: below - 1], rate, top)
+    return None if below is None else _read_share(costs, peers[: below - 1], newcomer, top)
 
 
-def _read_share(costs: CostTable, peers: list[Peer], rate: float, top: int) -> float | None:
+def _read_share(costs: CostTable, peers: list[Peer], newcomer: Peer, top: int) -> float | None:
     """A newcomer's read's share of what the batch (it and `peers`, at that size's measured costs) saves per token
     of its reply when it and the unread peers draft rather than decode plainly."""
     rows = len(peers) + 1
-    drafting = _best_rate(costs, [*peers, Peer(SpecMode.DRAFT, None, rate)], top, rows)
-    without = [p.plain() if p.unread else p for p in peers]
-    plain = _best_rate(costs, [*without, Peer(SpecMode.BASELINE, 0, rate)], top, rows)
+    drafting = _best_rate(costs, [*peers, newcomer], top, rows)
+    plain = _best_rate(costs, [*(p.plain() if p.unread else p for p in peers), newcomer.plain()], top, rows)
     if drafting is None or plain is None:
         return None
     return rows * (1 / plain - 1 / drafting) / (1 + sum(p.unread for p in peers))
