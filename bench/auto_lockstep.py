@@ -16,7 +16,7 @@ import statistics
 import sys
 
 from specchat.engine import Engine, GenerationConfig
-from specchat.engine.events import Finished
+from specchat.engine.events import Finished, RoundResult
 from specchat.engine.modes import SpecMode
 from specchat.engine.prompt import chat_prompt_ids
 from specchat.tuning.suite import SuiteConfig
@@ -36,42 +36,71 @@ def restore(engine: Engine, state) -> None:
     engine.drafters["auto"].records = copy.deepcopy(state[1])
 
 
-def answer(engine: Engine, ids: list[int], mode: str, k: int | str, tokens: int) -> Finished:
-    """One greedy reply from empty caches, `mode` at K `k` ("auto": Auto K); the controllers keep what they know."""
+def answer(
+    engine: Engine, ids: list[int], mode: str, k: int | str, tokens: int, rounds: list[RoundResult] | None = None
+) -> Finished:
+    """One greedy reply from empty caches, `mode` at K `k` ("auto": Auto K); the controllers keep what they know.
+    `rounds`: where to keep the reply's rounds (plain bursts among them)."""
     engine.reset()
     result = None
     for event in engine.stream(ids, GenerationConfig(SpecMode(mode), k, tokens, 0.0)):
+        if isinstance(event, RoundResult) and rounds is not None:
+            rounds.append(event)
         if isinstance(event, Finished):
             result = event
     assert result is not None, "the reply ended without a result"
     return result
 
 
+TRACED = ("rounds", "tokens", "seconds", "refused")  # per maker of rounds in a reply (where_time_went)
+
+
+def where_time_went(rounds: list[RoundResult]) -> dict[str, dict[str, float]]:
+    """A reply's rounds by what made them (the drafter Auto picked, "plain" for plain bursts): rounds, tokens,
+    seconds, and rounds whose drafts were all refused (one token for a verify pass)."""
+    out: dict[str, dict[str, float]] = {}
+    for r in rounds:
+        by = out.setdefault(r.drafter or ("plain" if not r.drafted else "model"), dict.fromkeys(TRACED, 0.0))
+        by["rounds"] += 1
+        by["tokens"] += r.emitted
+        by["seconds"] += r.draft_s + r.verify_s
+        by["refused"] += bool(r.drafted and not r.accepted)
+    return out
+
+
 def lockstep_part(engine: Engine, chosen, tokens: int, reps: int) -> dict:
     """Every chosen item's first turn, `reps` lockstep reps of SIDES; per item the speeds, the better single drafter
-    (by median) and Auto over it in each rep."""
+    (by median), Auto over it in each rep, and where the first rep's Auto reply spent its time."""
     config, out = SuiteConfig(max_tokens=tokens), []
     for item in chosen:
         ids = chat_prompt_ids(engine.tokenizer, [{"role": "user", "content": item.turns[0]}], enable_thinking=False)
-        start, carried = snapshot(engine), None
+        start, carried, spent = snapshot(engine), None, {}
         speeds: dict[str, list[float]] = {side: [] for side in SIDES}
         reference = None
         for rep in range(reps):
             for side in SIDES[rep % 3 :] + SIDES[: rep % 3]:
                 restore(engine, start)
                 k = "auto" if side == "auto" else config.fixed_k(side, item.kind)
-                f = answer(engine, ids, side, k, tokens)
+                rounds: list[RoundResult] = []
+                f = answer(engine, ids, side, k, tokens, rounds)
                 reference = reference or list(f.tokens)
                 assert list(f.tokens) == reference, f"{item.id} {side}: output differs from the other replies"
                 speeds[side].append(f.stats.generated_tokens / f.stats.decode_s)
                 if side == "auto" and carried is None:
-                    carried = snapshot(engine)
+                    carried, spent = snapshot(engine), where_time_went(rounds)
             print(f"{item.category} {item.id} rep {rep + 1}/{reps}", file=sys.stderr, flush=True)
         restore(engine, carried or start)
         better = max(("draft", "lookup"), key=lambda side: statistics.median(speeds[side]))
         ratios = [a / b for a, b in zip(speeds["auto"], speeds[better])]
         out.append(
-            {"category": item.category, "id": item.id, "speeds": speeds, "better": better, "auto_vs_best": ratios}
+            {
+                "category": item.category,
+                "id": item.id,
+                "speeds": speeds,
+                "better": better,
+                "auto_vs_best": ratios,
+                "auto_rounds": spent,
+            }
         )
     return {"reps": reps, "items": out}
 
@@ -91,5 +120,14 @@ def print_lockstep(part: dict) -> None:
         cells = " | ".join(f"{statistics.median(s[side]):.2f}" for side in SIDES)
         print(f"| {row['category']} | {row['id']} | {cells} | {_spread(row['auto_vs_best'])} |")
         by_cat.setdefault(row["category"], []).extend(row["auto_vs_best"])
+    print("\nWhere the first rep's Auto reply spent its time, by what made each round:")
+    for row in part["items"]:
+        parts = [
+            f"{by} {int(t['rounds'])} rounds, {int(t['tokens'])} tokens in {t['seconds']:.1f} s "
+            f"({t['tokens'] / t['seconds']:.2f}/s, {int(t['refused'])} refused whole)"
+            for by, t in sorted(row["auto_rounds"].items())
+            if t["seconds"]
+        ]
+        print(f"- {row['id']}: " + "; ".join(parts))
     for cat, ratios in by_cat.items():
         print(f"{cat}: Auto / the better of lookup and draft, every rep: {_spread(ratios)} (goal >= 1.00)")

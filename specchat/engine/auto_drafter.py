@@ -8,9 +8,12 @@ copied on; a one-token tail in new code is a guess), and a copy in prose is ofte
 but, once taken, copied on. So a copy's first token is learned per tail length (starting from lookup's pooled
 first tokens scaled by the tail's share of the longest, where a length has little evidence), its later tokens by
 position (short tails' copies apart from longer ones'), and each round's source and depth are priced in this
-pair's measured seconds (pass_costs.py). A source never picked would never be learned, and lookup costs nothing
-to ask: in a round the model drafter drafts, lookup's match is checked against what the target then emitted (the
-first token that differs is where the target would have refused it) and counts too.
+pair's measured seconds (pass_costs.py). Where a copy's first token is in doubt (prose that paraphrases its source
+copies a phrase but not how it joins the next) and a draft step is cheap, the model drafter drafts one token and the
+copy is appended only where that token is the copy's first (a led copy, copy_on.py). A source never picked would
+never be learned, and lookup costs nothing to ask: in a round the model drafter drafts, lookup's match is checked
+against what the target then emitted (the first token that differs is where the target would have refused it) and
+counts too.
 
 It is a drafter like the others (drafters.Drafter): the loop verifies, accepts and rolls back as ever, so
 the output is exactly the target's whichever source drafted.
@@ -25,7 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import mlx.core as mx
 
-from .copy_on import copied_on, copy_reach
+from .copy_on import copied_on, copy_reach, led_copy, led_draft
 from .drafters import NO_TAPS, Draft, Drafter, DraftRequest, TargetTaps
 from .lookup import PromptLookupDrafter, longest_match
 from .modes import SpecMode
@@ -76,13 +79,16 @@ class Pending(NamedTuple):
     tail: int
     copied: int = 0
     copy_tail: int = 0
+    led: bool = False  # a copy led by the model's token: the whole draft is lookup's copy, its first token the model's
 
 
 class Pick(NamedTuple):
-    """Auto's choice for a round: the source that drafts, and at most how many tokens."""
+    """Auto's choice for a round: the source that drafts, at most how many tokens, and a led copy's depth (the model
+    drafter's one token and lookup's copy behind it; 0: none)."""
 
     source: str
     k: int
+    lead: int = 0
 
 
 @dataclass
@@ -153,11 +159,15 @@ class AutoDrafter(Drafter):
         if pick.source == LOOKUP:
             draft = replace(self.lookup.propose(self._lookup_request(request, pick.k)), costless=self.model is not None)
             copy_tail = 0
+        elif pick.lead:
+            assert self.model is not None
+            draft, copy_tail = led_draft(self.model, request, match[: pick.lead]), 0
         else:
             assert self.model is not None
             draft, copy_tail = copied_on(self, request, self.model.propose(request))
         draft = replace(draft, source=pick.source)
-        self.pending = Pending(pick.source, draft.tokens, len(request.seq), tail, draft.copied, copy_tail)
+        led = bool(pick.lead and draft.copied)
+        self.pending = Pending(pick.source, draft.tokens, len(request.seq), tail, draft.copied, copy_tail, led)
         # a model draft copied on teaches lookup through its copy: the match before it would count the phrase twice
         if pick.source != LOOKUP and not draft.copied and len(match) >= self.policy.lookup_min_match:
             self.shadow = Shadow(match, len(request.seq), tail)
@@ -165,20 +175,30 @@ class AutoDrafter(Drafter):
 
     def choose(self, request: DraftRequest, match: list[int] | None = None, tail: int = 0) -> Pick:
         """The source, and how many it drafts, with the most expected tokens per second: lookup's copy (verify
-        passes only) where it has a match that beats the model drafter (its draft passes too) and a plain token,
-        else the model drafter, from each one's acceptance and this pair's measured passes. `match` and `tail`:
-        lookup's match here (None: found now)."""
+        passes only) where it has a match that beats the model drafter (its draft passes too) and a plain token;
+        a copy led by one model token where that beats both (a copy in doubt checked for a draft step); else the
+        model drafter, from each one's acceptance and this pair's measured passes. `match` and `tail`: lookup's
+        match here (None: found now)."""
         if self.model is None or request.costless:
             return Pick(LOOKUP, request.k)
         if match is None:
             match, _, tail = longest_match(request.seq, copy_reach(request), self.lookup.ngram_max)
         if len(match) < self.policy.lookup_min_match:
             return Pick(self.model.name, request.k)
-        costs = self.pass_costs(request)
-        depth, copied = costs.best(self.lookup_odds(tail), len(match), drafted=False)
-        _, modelled = costs.best(Acceptance.iid(self.records[self.model.name].rate), request.k, drafted=True)
+        costs, odds, model_rate = self.pass_costs(request), self.lookup_odds(tail), self.records[self.model.name].rate
+        depth, copied = costs.best(odds, len(match), drafted=False)
+        _, modelled = costs.best(Acceptance.iid(model_rate), request.k, drafted=True)
         beats_plain = copied * costs.verify[0] > 1  # else Auto K's call stands (it may be probing the model drafter)
-        return Pick(LOOKUP, depth) if beats_plain and copied >= modelled else Pick(self.model.name, request.k)
+        lead, led = led_copy(costs, odds, model_rate, len(match)) if self._may_lead(request) else (0, 0.0)
+        if beats_plain and copied >= max(modelled, led):
+            return Pick(LOOKUP, depth)
+        return Pick(self.model.name, 1, lead) if led > modelled else Pick(self.model.name, request.k)
+
+    @staticmethod
+    def _may_lead(request: DraftRequest) -> bool:
+        """Whether a copy may be led by one model token: the model drafter may draft more than one (else its round
+        is one token either way), and no grammar checks its tokens (nothing is appended behind them then)."""
+        return request.k > 1 and request.constraint is None
 
     def pass_costs(self, request: DraftRequest) -> PassCosts:
         """The passes Auto K measured on this pair when the round has them, else the policy's prior (flat verify
@@ -248,7 +268,9 @@ class AutoDrafter(Drafter):
         own tokens in its source's, and a copy after them (if they were all kept) in lookup's."""
         drafts = token_ids(pending.tokens)
         accepted = common_prefix_len(drafts, seq[pending.start :])
-        if pending.source == LOOKUP:
+        if pending.led:  # the model's token, then a copy whose first token it was
+            self.records[pending.source].add(min(accepted, 1), 1)
+        if pending.source == LOOKUP or pending.led:
             self._learn_lookup(pending.tail, accepted, min(len(drafts), accepted + 1))
             return
         own = len(drafts) - pending.copied

@@ -103,7 +103,7 @@ class AutoK(AutoKCosts):
             key=lambda k: (self.verify_rounds.get(k, 0), -rates[k]),
         )
         plain = self.rate(0)
-        speculating = self.measured_rate() or rates[best]
+        speculating = self.speculating_rate(rates[best])
         self.expected_rate = max(speculating, plain)
         if not self.probe_gap and self._probe_due(speculating):
             return 0
@@ -134,6 +134,17 @@ class AutoK(AutoKCosts):
         if not self.early_stop or self.round_count < self.policy.measured_rounds or not self.round_s:
             return None
         return self.round_tokens / self.round_s
+
+    def speculating_rate(self, modelled: float) -> float:
+        """Tokens per second speculation is expected to reach: the early-stopping rounds' measured rate, shrunk
+        towards the i.i.d. model's `modelled` as if that were policy.measured_rounds rounds (a few rounds of one
+        or two tokens each read anywhere from a plain token's rate to twice it)."""
+        measured = self.measured_rate()
+        if measured is None:
+            return modelled
+        weight = (1 - self.policy.round_decay**self.round_count) / (1 - self.policy.round_decay)
+        prior = self.policy.measured_rounds
+        return (weight * measured + prior * modelled) / (weight + prior)
 
     def plan(self) -> RoundPlan:
         """The next round: its longest draft (K = 0: plain decoding) and where drafting stops early."""

@@ -7,6 +7,11 @@ is the better guess of where the reply goes next; once it is in a copied phrase,
 of a few more verify positions (no model pass). It is priced like any round: the copy's tokens count only if
 every model token before them is accepted, and they are taken only when they add more tokens than the deeper
 verify pass costs.
+
+The other way round, a led copy: where lookup's match is in doubt at its first token (prose copies a phrase of
+its source, then joins it on in its own words) and a draft step is cheap next to a verify pass, the model drafts
+one token and the copy follows it only where that token is the copy's first. A copy the target would refuse at
+once then costs a one-token model round, not a deep verify pass for one token.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import mlx.core as mx
 
-from .drafters import Draft, DraftRequest
+from .drafters import Draft, Drafter, DraftRequest
 from .lookup import longest_match, one_hot_rows
 from .pass_costs import Acceptance, PassCosts
 from .runner import token_ids
@@ -61,6 +66,31 @@ def copy_depth(
         if rate > best_rate:
             best, best_rate = m, rate
     return best
+
+
+def led_copy(costs: PassCosts, copy: Acceptance, model_rate: float, room: int) -> tuple[int, float]:
+    """A copy led by one model token (led_draft): its best depth in 1..room (the model's token and the copy's tokens
+    after it) and its expected tokens per second. Where the target takes the copy's first token (copy.first) the
+    model proposed it too, and the round is the copy's given its first token; elsewhere a one-token model round."""
+    led = Acceptance(1.0, copy.then)
+    alone_tokens, alone_s = Acceptance.iid(model_rate).tokens(1), costs.round_s(1, drafted=True)
+    draft_s = alone_s - costs.round_s(1, drafted=False)
+    best, best_rate = 1, alone_tokens / alone_s
+    for m in range(2, room + 1):
+        tokens = copy.first * led.tokens(m) + (1 - copy.first) * alone_tokens
+        seconds = copy.first * (costs.round_s(m, drafted=False) + draft_s) + (1 - copy.first) * alone_s
+        if tokens / seconds > best_rate:
+            best, best_rate = m, tokens / seconds
+    return best, best_rate
+
+
+def led_draft(model: Drafter, request: DraftRequest, copy: list[int]) -> Draft:
+    """The model drafter's one token, and behind it the rest of lookup's `copy` where that token is the copy's first
+    (else the token alone)."""
+    own = model.propose(replace(request, k=1))
+    if own.tokens.size != 1 or token_ids(own.tokens) != copy[:1]:
+        return own
+    return appended(own, copy[1:])
 
 
 def appended(draft: Draft, copied: list[int]) -> Draft:

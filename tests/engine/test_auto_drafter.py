@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from specchat.engine import Engine, Finished, GenerationConfig, RoundResult
-from specchat.engine.auto_drafter import AutoDrafter, SourceRecord
+from specchat.engine.auto_drafter import AutoDrafter, Pick, SourceRecord
 from specchat.engine.draft_stop import RoundPlan
 from specchat.engine.drafters import NO_TAPS, Draft, DraftRequest
 from specchat.engine.lookup import PromptLookupDrafter
@@ -219,12 +219,12 @@ def test_a_copy_is_as_deep_as_pays_at_the_measured_verify_costs_and_only_where_i
     auto.records.update({name: copies for name in auto.records if name.startswith("lookup")})
     auto.records["draft"] = SourceRecord(2.0, 10.0)
     # copies accepted at 0.8: 3.36 tokens for 0.9 s at depth 4 (3.73/s), 3.69 for 1.0 s at 5, 3.49 for 0.7 s at 2
-    assert auto.choose(request(steep)) == ("lookup", 4)
+    assert auto.choose(request(steep)) == Pick("lookup", 4)
     draft = auto.propose(request(steep))
     assert np.array(draft.tokens).tolist() == [4, 5, 6, 7] and draft.source == "lookup" and draft.costless
-    assert auto.choose(request(PassCosts.flat(8, 0.2))) == ("lookup", 8)  # flat verify passes: the whole match
+    assert auto.choose(request(PassCosts.flat(8, 0.2))) == Pick("lookup", 8)  # flat verify passes: the whole match
     short = replace(request(PassCosts.flat(8, 0.2)), k=2, reach=8)  # Auto K holds the model drafter to two tokens
-    assert auto.choose(short) == ("lookup", 8)  # a copy is not held to the model drafter's K
+    assert auto.choose(short) == Pick("lookup", 8)  # a copy is not held to the model drafter's K
     # copies accepted at 0.1: 1.1 tokens for 0.6 s, a plain token costs 0.5 s; Auto K's round goes to the model
     auto.records.update({name: SourceRecord(1.0, 10.0) for name in auto.records if name.startswith("lookup")})
     auto.records["draft"] = SourceRecord(0.0, 10.0)
@@ -285,7 +285,7 @@ def test_a_tail_new_to_the_pair_starts_from_the_pooled_rate_scaled_by_its_length
     assert auto.choose(request).source == "draft"  # 0.225: 2.0 tokens a second, the model's 2.2
     auto.records["lookup@1"] = SourceRecord(9.0, 10.0)  # where one-token tails held, they are copied
     assert auto.lookup_odds(1).first == pytest.approx((9.0 + 0.225 * 2) / 12)
-    assert auto.choose(request) == ("lookup", 4)
+    assert auto.choose(request) == Pick("lookup", 4)
 
 
 def test_short_tails_copies_learn_how_far_they_run_apart_so_prose_leaves_codes_copies_deep():

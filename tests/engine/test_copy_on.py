@@ -11,7 +11,8 @@ import pytest
 from specchat.engine import Engine, Finished, GenerationConfig, RoundResult
 from specchat.engine.auto_drafter import AutoDrafter, SourceRecord
 from specchat.engine.autok import AutoK
-from specchat.engine.copy_on import appended, copy_depth
+from specchat.engine.copy_on import appended, copy_depth, led_copy
+from specchat.engine.draft_stop import RoundPlan
 from specchat.engine.drafters import Draft, DraftRequest
 from specchat.engine.lookup import PromptLookupDrafter
 from specchat.engine.modes import DraftOutcome
@@ -130,3 +131,58 @@ def test_auto_k_prices_a_copied_on_verify_pass_at_its_depth_and_counts_the_model
     controller.observe(2, 2, 0.2, 0.7, verified=8)  # two model tokens kept, six copied after them
     assert controller.verify_s == {8: 0.7} and controller.verify_rounds == {8: 1}
     assert controller.entry == DraftOutcome.FULL  # the model's own draft was taken whole
+
+
+CPU = PassCosts(tuple(0.44 + 0.025 * k for k in range(17)), 0.15)  # the real pair here: a draft step a third of a pass
+
+
+def test_a_copy_in_doubt_is_led_by_one_model_token_where_a_draft_step_is_cheap():
+    prose, code, guess = Acceptance(0.35, (0.7,)), Acceptance(0.95, (0.95,)), Acceptance(0.05, (0.7,))
+    model = CPU.best(Acceptance.iid(0.86), 16, drafted=True)[1]  # 3.35 tokens a second
+    # a phrase of the source, joined on one time in three: 3.94/s led, 3.49/s copied at once
+    assert led_copy(CPU, prose, 0.86, 16)[1] > max(CPU.best(prose, 16, drafted=False)[1], model)
+    assert led_copy(CPU, code, 0.86, 16)[1] < CPU.best(code, 16, drafted=False)[1]  # a sure copy: the step is waste
+    assert led_copy(CPU, guess, 0.86, 16)[1] < model  # a guess: a one-token model round, below the model's own K
+    dear = replace(CPU, draft_step=0.5)  # a draft step as dear as a target pass
+    assert led_copy(dear, prose, 0.86, 16)[1] < CPU.best(prose, 16, drafted=False)[1]
+
+
+def prose_like(model: EchoModel) -> tuple[AutoDrafter, DraftRequest]:
+    """Auto where copies after a four-token tail were taken at their first token one time in three, and a request
+    on COPYABLE (lookup's match there: 5, 9, 8, 7 after 1, 2, 3, 4) at this CPU's costs."""
+    auto = model_favoured(model)
+    auto.records["draft"], auto.records["lookup@4"] = SourceRecord(8.6, 10.0), SourceRecord(3.5, 10.0)
+    auto.records.update({name: SourceRecord(9.0, 10.0) for name in auto.records if name.startswith("lookup+")})
+    return auto, DraftRequest(list(COPYABLE), 16, GREEDY, RoundPlan(16, "start", None, passes=CPU), reach=16)
+
+
+def test_a_led_copy_follows_the_models_token_where_it_is_the_copys_first_and_teaches_both():
+    auto, request = prose_like(EchoModel([5, 6, 6]))
+    pick = auto.choose(request)
+    assert (pick.source, pick.k) == ("draft", 1) and pick.lead >= 4
+    draft = auto.propose(request)
+    assert np.array(draft.tokens).tolist() == [5, 9, 8, 7, 1, 2, 3, 4][: pick.lead]
+    assert (draft.source, draft.copied, draft.costless) == ("draft", pick.lead - 1, False)
+    auto.observe([*COPYABLE, 5, 9, 8, 6])  # the model's token and two copied ones kept
+    model, four = auto.records["draft"], auto.records["lookup@4"]
+    assert (model.accepted, model.checked) == (pytest.approx(8.6 * 0.95 + 1), pytest.approx(10.0 * 0.95 + 1))
+    assert (four.accepted, four.checked) == (pytest.approx(3.5 * 0.95 + 1), pytest.approx(10.0 * 0.95 + 1))
+    second, fourth = auto.records["lookup+2"], auto.records["lookup+4"]  # positions of the copy: 9 kept, 6 for 7
+    assert (second.accepted, second.checked) == (pytest.approx(9.0 * 0.95 + 1), pytest.approx(10.0 * 0.95 + 1))
+    assert (fourth.accepted, fourth.checked) == (pytest.approx(9.0 * 0.95), pytest.approx(10.0 * 0.95 + 1))
+
+
+def test_a_led_copy_whose_first_token_the_model_did_not_propose_is_a_one_token_round_and_lookup_learns_the_refusal():
+    auto, request = prose_like(EchoModel([6, 5, 9]))
+    draft = auto.propose(request)
+    assert np.array(draft.tokens).tolist() == [6] and draft.copied == 0  # nothing appended after another token
+    auto.observe([*COPYABLE, 6, 7])  # the model's token kept, where lookup had 5
+    four = auto.records["lookup@4"]
+    assert (four.accepted, four.checked) == (pytest.approx(3.5 * 0.95), pytest.approx(10.0 * 0.95 + 1))
+    assert auto.records["draft"].accepted == pytest.approx(8.6 * 0.95 + 1)
+
+
+def test_a_sure_copy_is_not_led():
+    auto, request = prose_like(EchoModel([5, 9]))
+    auto.records["lookup@4"] = SourceRecord(9.5, 10.0)  # code: copies after four tokens taken
+    assert auto.choose(request).source == "lookup"

@@ -155,3 +155,25 @@ def test_the_last_step_of_a_burst_on_a_cpu_is_no_measure_of_a_pass():
     it. Timed from the first to the last, a 4-token burst read 0.35 s a token and a 2-token one 0.2 s."""
     assert clocked([0.86, 1.34, 1.82, 1.92]).steady_s(4, elapsed=1.92) == pytest.approx(4 * 0.48)
     assert clocked([0.86, 0.96]).steady_s(2, elapsed=0.96) == 0.96  # no step between: timed whole
+
+
+def test_a_few_rounds_below_plain_do_not_outweigh_the_model_well_ahead_of_it_but_many_do():
+    """Early-stopping rounds of one or two tokens read anywhere from a plain token's rate to twice it: four of them
+    measured below plain decoding are shrunk towards the i.i.d. model (as if it were policy.measured_rounds
+    rounds) and speculation stays; thirty such rounds send the controller to plain decoding."""
+
+    def measured_at(rate: float, rounds: int) -> AutoK:
+        auto = controller()
+        auto.accepted, auto.rejected = 8.6, 1.4  # a summary: the draft model right 86 times in 100
+        auto.draft_step_s, auto.plain_s, auto.reach = 0.144, 0.45, 4  # this CPU: plain 2.2 tokens a second
+        auto.verify_s, auto.verify_rounds = {1: 0.47, 4: 0.55}, {1: 4, 4: 4}
+        seconds = (1 - DEFAULT_POLICY.round_decay**rounds) / (1 - DEFAULT_POLICY.round_decay) * 0.65
+        auto.round_count, auto.round_tokens, auto.round_s = rounds, rate * seconds, seconds
+        return auto
+
+    few, many = measured_at(1.8, 4), measured_at(1.8, 30)
+    modelled = max(few.rate(k) for k in range(1, 5))
+    assert few.measured_rate() == pytest.approx(1.8)
+    assert 1.8 < few.rate(0) < modelled  # plain 2.2 tokens a second, the model 3.4
+    assert few.choose() > 0 and few.rate(0) < few.expected_rate < modelled
+    assert many.choose() == 0
