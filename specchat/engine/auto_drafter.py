@@ -265,17 +265,18 @@ class AutoDrafter(Drafter):
 
     def _learn(self, pending: Pending, seq: list[int]) -> None:
         """Count what the target kept of a proposal: a lookup copy's tokens in lookup's records; a model draft's
-        own tokens in its source's, and a copy after them (if they were all kept) in lookup's."""
+        own tokens in its source's, and a copy after them (if they were all kept) in lookup's; a led copy whole in
+        lookup's (its first token the model's)."""
         drafts = token_ids(pending.tokens)
         accepted = common_prefix_len(drafts, seq[pending.start :])
-        if pending.led:  # the model's token, then a copy whose first token it was
-            self.records[pending.source].add(min(accepted, 1), 1)
-        if pending.source == LOOKUP or pending.led:
+        if pending.source == LOOKUP:
             self._learn_lookup(pending.tail, accepted, min(len(drafts), accepted + 1))
             return
         own = len(drafts) - pending.copied
         self.records[pending.source].add(min(accepted, own), min(own, accepted + 1))
-        if pending.copied and accepted >= own:
+        if pending.led:  # the model's token was the copy's first: the whole draft is the copy
+            self._learn_lookup(pending.tail, accepted, min(len(drafts), accepted + 1))
+        elif pending.copied and accepted >= own:
             self._learn_lookup(pending.copy_tail, accepted - own, min(pending.copied, accepted - own + 1))
 
     def _learn_lookup(self, tail: int, accepted: int, checked: int) -> None:
