@@ -13,7 +13,10 @@ copies a phrase but not how it joins the next) and a draft step is cheap, the mo
 copy is appended only where that token is the copy's first (a led copy, copy_on.py). A source never picked would
 never be learned, and lookup costs nothing to ask: in a round the model drafter drafts, lookup's match is checked
 against what the target then emitted (the first token that differs is where the target would have refused it) and
-counts too.
+counts too. The other way round costs nothing either: a draft model catching up on the reply lookup's rounds and plain
+bursts wrote reads it in one pass, and under greedy decoding its top token at each position says whether its draft
+there would have been taken; those count in its record (drafted only where lookup fails, it would learn only the
+reply's hardest places).
 
 It is a drafter like the others (drafters.Drafter): the loop verifies, accepts and rolls back as ever, so
 the output is exactly the target's whichever source drafted.
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import mlx.core as mx
 
 from .copy_on import copied_on, copy_reach, led_copy, led_draft
-from .drafters import NO_TAPS, Draft, Drafter, DraftRequest, TargetTaps
+from .drafters import NO_TAPS, CatchUp, Draft, Drafter, DraftRequest, TargetTaps
 from .lookup import PromptLookupDrafter, longest_match
 from .modes import SpecMode
 from .pass_costs import Acceptance, PassCosts
@@ -80,6 +83,7 @@ class Pending(NamedTuple):
     copied: int = 0
     copy_tail: int = 0
     led: bool = False  # a copy led by the model's token: the whole draft is lookup's copy, its first token the model's
+    read: CatchUp | None = None  # how the model drafter's top tokens agreed with the reply it caught up on
 
 
 class Pick(NamedTuple):
@@ -167,7 +171,9 @@ class AutoDrafter(Drafter):
             draft, copy_tail = copied_on(self, request, self.model.propose(request))
         draft = replace(draft, source=pick.source)
         led = bool(pick.lead and draft.copied)
-        self.pending = Pending(pick.source, draft.tokens, len(request.seq), tail, draft.copied, copy_tail, led)
+        self.pending = Pending(
+            pick.source, draft.tokens, len(request.seq), tail, draft.copied, copy_tail, led, draft.read
+        )
         # a model draft copied on teaches lookup through its copy: the match before it would count the phrase twice
         if pick.source != LOOKUP and not draft.copied and len(match) >= self.policy.lookup_min_match:
             self.shadow = Shadow(match, len(request.seq), tail)
@@ -265,15 +271,17 @@ class AutoDrafter(Drafter):
 
     def _learn(self, pending: Pending, seq: list[int]) -> None:
         """Count what the target kept of a proposal: a lookup copy's tokens in lookup's records; a model draft's
-        own tokens in its source's, and a copy after them (if they were all kept) in lookup's; a led copy whole in
-        lookup's (its first token the model's)."""
+        own tokens in its source's (with the reply it caught up on, as its top tokens would have drafted it), and a
+        copy after them (if they were all kept) in lookup's; a led copy whole in lookup's (its first token the
+        model's)."""
         drafts = token_ids(pending.tokens)
         accepted = common_prefix_len(drafts, seq[pending.start :])
         if pending.source == LOOKUP:
             self._learn_lookup(pending.tail, accepted, min(len(drafts), accepted + 1))
             return
         own = len(drafts) - pending.copied
-        self.records[pending.source].add(min(accepted, own), min(own, accepted + 1))
+        agreed, compared = pending.read.counts() if pending.read else (0, 0)
+        self.records[pending.source].add(min(accepted, own) + agreed, min(own, accepted + 1) + compared)
         if pending.led:  # the model's token was the copy's first: the whole draft is the copy
             self._learn_lookup(pending.tail, accepted, min(len(drafts), accepted + 1))
         elif pending.copied and accepted >= own:

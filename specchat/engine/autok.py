@@ -266,6 +266,12 @@ class AutoK(AutoKCosts):
         if accepted == k:
             self.reach = max(self.reach, k + 2)  # explore longer drafts two at a time
 
+    def observe_read(self, agreed: int, compared: int) -> None:
+        """The drafter caught up on `compared` tokens of the reply it did not draft (a plain burst, another source's
+        round) and its top token agreed with `agreed` of them: under greedy decoding its drafts there would have
+        been taken as often (a reply gone plain learns whether drafting would have paid)."""
+        self._count(agreed, compared - agreed)
+
     def _count(self, accepted: int, failed: int) -> None:
         forget = self.trial_decay ** (accepted + failed)
         self.accepted = forget * self.accepted + accepted

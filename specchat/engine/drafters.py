@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, cast
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
 import mlx.core as mx
 
@@ -31,6 +31,7 @@ class Draft:
     source: str = ""  # which drafter proposed them, when one drafter picks among others (auto_drafter.py)
     costless: bool = False  # drafted without a model pass where a model drafter sits out (Auto's lookup rounds)
     copied: int = 0  # tokens copied from the conversation after the model drafter's own (copy_on.py)
+    read: CatchUp | None = None  # greedy: how the draft model's top tokens agreed with the reply it caught up on
 
     @classmethod
     def from_steps(
@@ -39,6 +40,26 @@ class Draft:
         """A draft from per-step tokens and probabilities (the probabilities only when sampling: None when greedy)."""
         stacked = None if sampler.greedy else mx.stack([p for p in probs if p is not None])
         return cls(mx.stack(tokens).reshape(-1), stacked, len(tokens) if steps is None else steps)
+
+
+class CatchUp(NamedTuple):
+    """Of the reply's tokens a draft model caught up on (rounds another source drafted, plain bursts), how many its
+    own top token predicted (lazy): under greedy decoding, how many of its drafts there the target would have taken."""
+
+    agreed: mx.array
+    compared: int
+
+    def counts(self) -> tuple[int, int]:
+        """(agreed, compared), waiting for the agreement."""
+        return int(cast(int, self.agreed.item())), self.compared
+
+
+def caught_up(logits: mx.array, feed: mx.array) -> CatchUp | None:
+    """How the logits of a fed run of tokens predicted each next one (None: a run of one predicts nothing fed)."""
+    if feed.shape[0] < 2:
+        return None
+    agreed = mx.sum(mx.argmax(logits[:-1], axis=-1).astype(feed.dtype) == feed[1:])
+    return CatchUp(agreed, feed.shape[0] - 1)
 
 
 def top1(logits: mx.array) -> float:
@@ -167,10 +188,13 @@ class DraftModelDrafter(Drafter):
         feed = mx.array(self.runner.prepare(request.seq, leave=CATCH_UP_IN_ROUND), dtype=mx.uint32)
         self.runner.begin()
         steps = DraftSteps.of(request)
-        while (token := steps.add(self.runner.forward(feed)[-1])) is not None:
+        logits = self.runner.forward(feed)
+        read = caught_up(logits, feed) if request.sampler.greedy else None
+        while (token := steps.add(logits[-1])) is not None:
             feed = token.reshape(1)
             mx.async_eval(feed)
-        return steps.draft()
+            logits = self.runner.forward(feed)
+        return replace(steps.draft(), read=read)
 
     def observe(self, seq: list[int]) -> None:
         """Roll the draft caches back to the part of seq they agree with (a round it did not draft in, under

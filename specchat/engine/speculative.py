@@ -119,6 +119,8 @@ class SpeculativeLoop:
         if self.auto is not None and (costless or draft.costless):  # the model drafter's estimates sat it out
             self.auto.observe_costless(len(drafts), verdict.accepted, timing.verify_s)
         elif self.auto is not None:  # a copy after the model's drafts is not the model drafter's (copy_on.py)
+            if draft.read is not None:
+                self.auto.observe_read(*draft.read.counts())
             own = len(drafts) - draft.copied
             self.auto.observe(
                 own, min(verdict.accepted, own), timing.draft_s, timing.verify_s, catch_up,
