@@ -276,13 +276,11 @@ class AutoDrafter(Drafter):
         model's)."""
         drafts = token_ids(pending.tokens)
         accepted = common_prefix_len(drafts, seq[pending.start :])
-        if pending.source == LOOKUP:
-            self._learn_lookup(pending.tail, accepted, min(len(drafts), accepted + 1))
-            return
         own = len(drafts) - pending.copied
-        agreed, compared = pending.read.counts() if pending.read else (0, 0)
-        self.records[pending.source].add(min(accepted, own) + agreed, min(own, accepted + 1) + compared)
-        if pending.led:  # the model's token was the copy's first: the whole draft is the copy
+        if pending.source != LOOKUP:
+            agreed, compared = pending.read.counts() if pending.read else (0, 0)
+            self.records[pending.source].add(min(accepted, own) + agreed, min(own, accepted + 1) + compared)
+        if pending.source == LOOKUP or pending.led:  # a led copy's first token was the model's: the whole draft copies
             self._learn_lookup(pending.tail, accepted, min(len(drafts), accepted + 1))
         elif pending.copied and accepted >= own:
             self._learn_lookup(pending.copy_tail, accepted - own, min(pending.copied, accepted - own + 1))
