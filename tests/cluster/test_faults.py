@@ -34,6 +34,9 @@ def cluster(dense_target, dense_draft_partial, tmp_path):
 
 
 def test_rank_0_says_what_each_rank_needs_before_it_loads(cluster, tmp_path):
+    # mlx.launch relays rank 0's output through a pipe: the "Serving" line can reach the log after the
+    # server already answers
+    wait_until(lambda: "Serving" in (tmp_path / "serve.log").read_text(), "no Serving line in the log")
     log = (tmp_path / "serve.log").read_text()
     line = next(line for line in log.splitlines() if line.startswith("Memory per rank"))
     assert "1/2 of the target" in line and "at 8192 tokens" in line and "target weights" in line
