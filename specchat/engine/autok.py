@@ -22,8 +22,7 @@ the end of a reply the rest is one plain burst.
 
 A round whose drafter first had to catch up on a plain burst's tokens says nothing
 about a draft step's cost: its draft time is left out, or every burst would make drafting look
-dearer and keep the controller at K = 0. For the same reason such a round's rate (whether a probe beat plain
-decoding, and the early-stopping rounds' measured rate) bills its drafting at the measured draft steps.
+dearer and keep the controller at K = 0.
 
 A block drafter (DFlash) proposes any K in one forward pass: its `one_pass_draft` says so, and the
 controller (`for_drafter`) then bills a round one pass whatever its K, and its early stop weighs each
@@ -245,8 +244,7 @@ class AutoK(AutoKCosts):
         drafter gave them), steps the draft steps run (a token dropped for low confidence took one too),
         verified the tokens the verify pass checked (None: k; more where Auto copied on past them)."""
         self.probe.counted(accepted + 1)
-        drafting_s = self._drafting_s(k, draft_s, catch_up, steps)
-        if self.probe_gap and k and accepted + 1 >= self.rate(0) * (drafting_s + verify_s):
+        if self.probe_gap and k and accepted + 1 >= self.rate(0) * (draft_s + verify_s):
             self.probe_gap = self.probe_every  # a probe from plain decoding that beat it: the next one comes soon
         if k == 0:  # the drafter had nothing to propose (prompt lookup without a match): a miss
             self._count(0, 1)
@@ -262,20 +260,11 @@ class AutoK(AutoKCosts):
         if confidences is not None:
             self.round_count += 1
             self.round_tokens = self.policy.round_decay * self.round_tokens + accepted + 1
-            self.round_s = self.policy.round_decay * self.round_s + drafting_s + verify_s
+            self.round_s = self.policy.round_decay * self.round_s + draft_s + verify_s
         self.confidence.observe_round(self.entry, confidences or [], accepted)
         self.entry = DraftOutcome.FULL if accepted == k else DraftOutcome.MISS
         if accepted == k:
             self.reach = max(self.reach, k + 2)  # explore longer drafts two at a time
-
-    def _drafting_s(self, k: int, draft_s: float, catch_up: int, steps: int | None) -> float:
-        """A round's drafting seconds as speculating goes on costs them: a catch-up past the usual (the tokens of a
-        plain burst or of another source's round) is what leaving speculation cost, billed at the draft steps' measured
-        cost instead (else every probe from plain decoding, which catches up on the whole burst, reads speculating
-        dear and keeps the controller plain)."""
-        if catch_up <= self.policy.normal_catch_up or self.draft_step_s is None:
-            return draft_s
-        return min(draft_s, self.draft_seconds(steps or k))
 
     def observe_read(self, agreed: int, compared: int) -> None:
         """The drafter caught up on `compared` tokens of the reply it did not draft (a plain burst, another source's

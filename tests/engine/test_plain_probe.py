@@ -177,24 +177,3 @@ def test_a_few_rounds_below_plain_do_not_outweigh_the_model_well_ahead_of_it_but
     assert 1.8 < few.rate(0) < modelled  # plain 2.2 tokens a second, the model 3.4
     assert few.choose() > 0 and few.rate(0) < few.expected_rate < modelled
     assert many.choose() == 0
-
-
-def test_a_probe_from_plain_decoding_is_judged_without_its_catch_up_on_the_burst():
-    """A probe's draft model first reads the whole plain burst (a pass the probe pays for leaving speculation, not
-    one speculating pays each round): its round is judged, and counted in the measured rate, at its draft steps'
-    measured cost."""
-
-    def probed(catch_up: int) -> AutoK:
-        auto = controller()
-        auto.draft_step_s, auto.plain_s = 0.15, 0.45  # plain decoding 2.2 tokens a second
-        auto.verify_s, auto.verify_rounds = {1: 0.5}, {1: 4}
-        auto.probe_gap = 32  # decoding plainly, probing now and then
-        # one draft step, after a catch-up pass of 0.5 s; the draft taken: 2 tokens in 0.65 s of speculating
-        auto.observe(1, 1, 0.65, 0.5, catch_up=catch_up, confidences=[0.9], steps=1)
-        return auto
-
-    after_burst, in_stride = probed(16), probed(2)
-    assert after_burst.probe_gap == after_burst.probe_every  # it beat plain decoding: the next probe comes soon
-    assert after_burst.round_s == pytest.approx(0.65)  # 0.15 drafting + 0.5 verifying
-    assert in_stride.round_s == pytest.approx(1.15)  # a usual catch-up is the round's own cost
-    assert in_stride.probe_gap == 32  # 2 tokens in 1.15 s: below plain's 2.2 a second
